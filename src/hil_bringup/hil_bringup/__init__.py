@@ -1,0 +1,1 @@
+"""Launch files, mission scenarios and the demo entry points of the HIL stack."""

@@ -1,0 +1,40 @@
+"""pytest plugin (registered through the ``pytest11`` entry point of hil_common).
+
+Loaded by pytest wherever hil_common is installed (our venv, ``colcon test``), before
+any test module is imported. It makes every test run DDS-safe:
+
+* the loopback-only Fast DDS profile (``FASTRTPS_DEFAULT_PROFILES_FILE``), always; a test
+  run never uses the lab network, whatever ``HIL_NETWORK`` says;
+* its own ``ROS_DOMAIN_ID`` (from ``HIL_TEST_DOMAIN_ID`` if set, else drawn from the
+  process id), so concurrent runs on one machine do not see each other's topics.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hil_common.network import MODE_ENV, apply_network_profile
+
+# Fast DDS maps domains to UDP ports 7400 + 250 * domain; keep well inside the valid range.
+_DOMAIN_RANGE = (1, 100)
+
+
+def test_domain_id(pid: int | None = None) -> int:
+    """Pick this run's ROS domain: explicit ``HIL_TEST_DOMAIN_ID`` or one derived from the pid."""
+    explicit = os.environ.get('HIL_TEST_DOMAIN_ID')
+    if explicit:
+        return int(explicit)
+    lo, hi = _DOMAIN_RANGE
+    return lo + (os.getpid() if pid is None else pid) % (hi - lo + 1)
+
+
+def pytest_configure(config):  # noqa: D103 - pytest hook
+    os.environ[MODE_ENV] = 'loopback'
+    apply_network_profile()
+    os.environ['ROS_DOMAIN_ID'] = str(test_domain_id())
+    os.environ.setdefault('ROS_LOG_DIR', os.path.join(str(config.rootpath), '.pytest_cache', 'ros_log'))
+
+
+def pytest_report_header(config):  # noqa: D103 - pytest hook
+    return (f"hil: loopback-only DDS profile {os.environ.get('FASTRTPS_DEFAULT_PROFILES_FILE')}, "
+            f"ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')}")

@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo "[check-network] not implemented yet" >&2
