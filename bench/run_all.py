@@ -1,0 +1,36 @@
+"""Run every benchmark (bench/bench_*.py, each with a main()) and print its figures.
+
+Benchmarks print measurements and targets; they never fail on a missed target (that is
+what the printed figure is for) and are not part of the test suite.
+Usage: ./dev bench [name-substring ...]
+"""
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    here = Path(__file__).resolve().parent
+    failures = 0
+    for path in sorted(here.glob('bench_*.py')):
+        if argv and not any(a in path.stem for a in argv):
+            continue
+        print(f'=== {path.stem}', flush=True)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        t0 = time.perf_counter()
+        try:
+            spec.loader.exec_module(module)
+            module.main()
+        except Exception as exc:  # noqa: BLE001 - report and go on with the other benchmarks
+            failures += 1
+            print(f'!!! {path.stem} failed: {exc!r}', flush=True)
+        print(f'--- {path.stem} took {time.perf_counter() - t0:.1f} s', flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
