@@ -29,7 +29,7 @@ from typing import Callable, Union
 import numpy as np
 import pinocchio as pin
 
-from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.lie_integrators import rkmk4
 from hil_dynamics.rigid_body import RigidBody
 
 # A wrench input: a constant 6-vector held over the step (a sampled sensor), or a function
@@ -92,37 +92,41 @@ class ClientAdmittance:
         self._inertia = body.inertia
         g0 = pin.SE3.Identity() if pose_client_in_orbit_0 is None else pin.SE3(pose_client_in_orbit_0)
         self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
+        self._v_n = pin.Motion(twist0)
+        self._v_c = pin.Motion.Zero()
 
-    # -- Eq. (4) and Eq. (11) as one vector field on (g_n, g_c, [V_n, V_c]) -------------
-    def _derivative(self, wrench: WrenchInput):
+    # -- Eq. (4) and Eq. (11) as one vector field on (g_n, g_c; V_n, V_c) ----------------
+    def _field(self, wrench: WrenchInput):
         minv = self._minv
         inertia = self._inertia
+        motion = pin.Motion
+        if callable(wrench):
+            def wrench_at(t, g_n, g_c):
+                return pin.Force(np.asarray(wrench(t, g_n * g_c), dtype=float))
+        else:
+            held = pin.Force(wrench)
 
-        def f(t, poses, x):
+            def wrench_at(t, g_n, g_c):
+                return held
+
+        def f(t, poses, vecs):
             g_n, g_c = poses
-            m_vn = pin.Motion(x[:6])
-            m_vc = pin.Motion(x[6:])
-            vn_dot = -(minv @ inertia.vxiv(m_vn).vector)                       # Eq. (4)
-            delta = g_c.actInv(m_vn)                                           # Eq. (6)
-            m_vt = m_vc + delta                                                # Eq. (23)
-            delta_dot = g_c.actInv(pin.Motion(vn_dot)) - m_vc.cross(delta)     # d/dt Eq. (6)
-            if callable(wrench):
-                f_c = np.asarray(wrench(t, g_n * g_c), dtype=float)
-            else:
-                f_c = wrench
-            vc_dot = minv @ (f_c - inertia.vxiv(m_vt).vector) - delta_dot.vector  # Eq. (11)
-            twists = np.empty((2, 6))
-            twists[0] = x[:6]
-            twists[1] = x[6:]
-            return twists, np.concatenate((vn_dot, vc_dot))
+            v_n, v_c = vecs
+            vn_dot = motion(minv @ (-inertia.vxiv(v_n)).vector)                     # Eq. (4)
+            delta = g_c.actInv(v_n)                                                 # Eq. (6)
+            delta_dot = g_c.actInv(vn_dot) - v_c.cross(delta)                       # d/dt Eq. (6)
+            f_c = wrench_at(t, g_n, g_c)
+            vc_dot = motion(minv @ (f_c - inertia.vxiv(v_c + delta)).vector) - delta_dot  # Eq. (11)
+            return vecs, (vn_dot, vc_dot)
 
         return f
 
     def step(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:
         """Advance by ``dt`` [s] under the measured wrench ``F_c`` (client body frame, about the CoM).
 
-        ``wrench_client_com`` is either a 6-vector ``[f; tau]`` held over the step, or a
-        callable ``(t, pose_client_in_orbit) -> [f; tau]``.
+        ``wrench_client_com`` is either a 6-vector ``[f; tau]`` held over the step (a
+        sampled sensor), or a callable ``(t, pose_client_in_orbit) -> [f; tau]`` evaluated
+        at every integrator stage. A rejected input leaves the state untouched.
         """
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
@@ -131,10 +135,10 @@ class ClientAdmittance:
             if not np.all(np.isfinite(wrench_client_com)):
                 raise ValueError(f'wrench must be finite, got {wrench_client_com.tolist()}')
         s = self.state
-        x = np.concatenate((s.twist_nominal_body, s.twist_client_rel_body))
-        (g_n, g_c), x = rkmk4_step(s.t, dt, (s.pose_nominal_in_orbit, s.pose_client_in_nominal), x,
-                                   self._derivative(wrench_client_com))
-        self.state = ClientState(s.t + dt, g_n, x[:6], g_c, x[6:])
+        (g_n, g_c), (v_n, v_c) = rkmk4(s.t, dt, (s.pose_nominal_in_orbit, s.pose_client_in_nominal),
+                                       (self._v_n, self._v_c), self._field(wrench_client_com))
+        self._v_n, self._v_c = v_n, v_c
+        self.state = ClientState(s.t + dt, g_n, v_n.vector, g_c, v_c.vector)
         return self.state
 
     # Convenience accessors named after the frames.
@@ -164,12 +168,12 @@ class AbsoluteRigidBody:
         self.twist_body = np.asarray(twist_body_0, dtype=float).reshape(6).copy()
 
     def step(self, wrench_com: WrenchInput, dt: float) -> None:
-        body = self.body
+        minv, inertia = self.body.mass_matrix_inv, self.body.inertia
 
-        def f(t, poses, x):
+        def f(t, poses, vecs):
             w = wrench_com(t, poses[0]) if callable(wrench_com) else wrench_com
-            return x.reshape(1, 6), body.acceleration(x, w)
+            return vecs, (pin.Motion(minv @ (pin.Force(np.asarray(w, dtype=float)) - inertia.vxiv(vecs[0])).vector),)
 
-        (g,), v = rkmk4_step(self.t, dt, (self.pose_in_orbit,), self.twist_body, f)
+        (g,), (v,) = rkmk4(self.t, dt, (self.pose_in_orbit,), (pin.Motion(self.twist_body),), f)
         self.t += dt
-        self.pose_in_orbit, self.twist_body = g, v
+        self.pose_in_orbit, self.twist_body = g, v.vector
