@@ -1,0 +1,173 @@
+"""Inverse/forward kinematics of the motion tables (plain Python, Pinocchio; no rclpy).
+
+Both kinematics classes offer the same interface to :class:`~hil_motion_table.table.MotionTable`:
+
+* ``joint_names``, ``q_min``/``q_max``/``qd_max``/``qdd_max`` arrays;
+* ``forward(q) -> pose_flange_in_base`` (``pin.SE3``);
+* ``inverse(pose_flange_in_base, q_seed) -> IkResult``.
+
+Poses follow ``hil_dynamics.se3``: ``pose_flange_in_base`` maps flange coordinates to base
+coordinates; pose errors are body twists ``log6(g_a^-1 g_b)`` (linear first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from hil_motion_table.robot_models import HexapodSpec, SerialRobotSpec, urdf_from_dh
+
+
+@dataclass
+class IkResult:
+    """Outcome of one inverse-kinematics solve.
+
+    ``q``: joint vector (leg lengths for the hexapod); ``converged``: residual below
+    tolerance; ``error``: final body-twist residual norm; ``sigma_min``: smallest singular
+    value of the 6xn task Jacobian at ``q`` (the singularity measure); ``iterations``.
+    """
+
+    q: np.ndarray
+    converged: bool
+    error: float
+    sigma_min: float
+    iterations: int
+
+
+def pose_error(pose_a: pin.SE3, pose_b: pin.SE3) -> np.ndarray:
+    """Body-twist error ``log6(a^-1 b)`` (linear first), zero iff the poses are equal."""
+    return pin.log6(pose_a.actInv(pose_b)).vector
+
+
+class SerialKinematics:
+    """Damped-least-squares IK of a serial robot on its URDF, with Pinocchio.
+
+    Iteration (Nakamura & Hanafusa 1986; Chiaverini's singular-value-dependent damping):
+    with ``e = log6(g(q)^-1 g_d)`` and ``J_e = Jlog6 J_body`` the Jacobian of ``e``,
+    ``dq = J_e^T (J_e J_e^T + lambda^2 I)^-1 e`` and ``q <- q + dq``. ``lambda`` is
+    ``damping`` far from singularities and grows to ``damping_max`` as the smallest
+    singular value falls below ``singular_band``. ``sigma_min`` of the body Jacobian at
+    the solution is reported so the caller can refuse near-singular configurations.
+    """
+
+    def __init__(self, spec: SerialRobotSpec, damping: float = 1e-4, damping_max: float = 0.05,
+                 singular_band: float = 0.05, tolerance: float = 1e-10, max_iterations: int = 50,
+                 max_step: float = 0.5):
+        self.spec = spec
+        self.model = pin.buildModelFromXML(urdf_from_dh(spec))
+        self.data = self.model.createData()
+        self.frame_id = self.model.getFrameId(f'{spec.name}_flange')
+        self.joint_names = tuple(spec.joint_names)
+        self.q_min = np.array(spec.q_min)
+        self.q_max = np.array(spec.q_max)
+        self.qd_max = np.array(spec.qd_max)
+        self.qdd_max = np.array(spec.qdd_max)
+        self.q_home = np.array(spec.q_home)
+        self.damping, self.damping_max, self.singular_band = damping, damping_max, singular_band
+        self.tolerance, self.max_iterations, self.max_step = tolerance, max_iterations, max_step
+
+    @property
+    def dof(self) -> int:
+        return self.model.nq
+
+    def forward(self, q, initial_guess: pin.SE3 | None = None) -> pin.SE3:
+        """``pose_flange_in_base`` at ``q`` (``initial_guess`` is unused; same signature as the hexapod)."""
+        pin.framesForwardKinematics(self.model, self.data, np.asarray(q, dtype=float))
+        return pin.SE3(self.data.oMf[self.frame_id])
+
+    def jacobian_body(self, q) -> np.ndarray:
+        """6xn body (flange-frame) Jacobian, linear rows first."""
+        return pin.computeFrameJacobian(self.model, self.data, np.asarray(q, dtype=float), self.frame_id, pin.LOCAL)
+
+    def sigma_min(self, q) -> float:
+        return float(np.linalg.svd(self.jacobian_body(q), compute_uv=False)[-1])
+
+    def inverse(self, pose_flange_in_base: pin.SE3, q_seed) -> IkResult:
+        q = np.array(q_seed, dtype=float)
+        err_norm, sigma, it = np.inf, 0.0, 0
+        for it in range(self.max_iterations + 1):
+            pin.framesForwardKinematics(self.model, self.data, q)
+            current_to_target = self.data.oMf[self.frame_id].actInv(pose_flange_in_base)
+            err = pin.log6(current_to_target).vector
+            err_norm = float(np.linalg.norm(err))
+            jac = pin.computeFrameJacobian(self.model, self.data, q, self.frame_id, pin.LOCAL)
+            sigma = float(np.linalg.svd(jac, compute_uv=False)[-1])
+            if err_norm < self.tolerance or it == self.max_iterations:
+                break
+            jac_err = pin.Jlog6(current_to_target.inverse()) @ jac
+            lam2 = self.damping ** 2
+            if sigma < self.singular_band:
+                lam2 += (1.0 - (sigma / self.singular_band) ** 2) * self.damping_max ** 2
+            dq = jac_err.T @ np.linalg.solve(jac_err @ jac_err.T + lam2 * np.eye(6), err)
+            step = float(np.max(np.abs(dq)))
+            if step > self.max_step:
+                dq *= self.max_step / step
+            q = q + dq
+        return IkResult(q=q, converged=err_norm < self.tolerance * 1e3, error=err_norm, sigma_min=sigma,
+                        iterations=it)
+
+
+class HexapodKinematics:
+    """Closed-form IK and iterative FK of a 6-6 Stewart platform (seed 001's HEXA table).
+
+    IK: ``l_i = ||p + R p_i - b_i||`` for ``pose_platform_in_base = (R, p)``.
+    Leg-rate Jacobian for the platform's body twist ``V = [v; w]``:
+    ``l_dot_i = (R^T n_i) . v + (p_i x R^T n_i) . w`` with ``n_i`` the unit leg vector.
+    FK: Newton iteration ``g <- g exp6(J^-1 (l - l(g)))``, quadratic near the solution.
+    The "joints" of the hexapod are its six leg lengths.
+    """
+
+    def __init__(self, spec: HexapodSpec, tolerance: float = 1e-12, max_iterations: int = 30):
+        self.spec = spec
+        self.joint_names = tuple(spec.joint_names)
+        self.base_points = spec.base_points_in_base
+        self.platform_points = spec.platform_points_in_platform
+        self.q_min = np.full(6, spec.leg_min)
+        self.q_max = np.full(6, spec.leg_max)
+        self.qd_max = np.full(6, spec.leg_speed_max)
+        self.qdd_max = np.full(6, spec.leg_acc_max)
+        self.home_pose = pin.SE3(np.eye(3), np.array([0.0, 0.0, spec.home_height]))
+        self.q_home = self.leg_lengths(self.home_pose)
+        self.tolerance, self.max_iterations = tolerance, max_iterations
+
+    @property
+    def dof(self) -> int:
+        return 6
+
+    def leg_vectors(self, pose_platform_in_base: pin.SE3) -> np.ndarray:
+        """Rows ``p + R p_i - b_i`` (base frame)."""
+        g = pose_platform_in_base
+        return g.translation + self.platform_points @ g.rotation.T - self.base_points
+
+    def leg_lengths(self, pose_platform_in_base: pin.SE3) -> np.ndarray:
+        return np.linalg.norm(self.leg_vectors(pose_platform_in_base), axis=1)
+
+    def jacobian_body(self, pose_platform_in_base: pin.SE3) -> np.ndarray:
+        """6x6 ``d l / d V`` for the platform body twist ``V`` (linear first)."""
+        legs = self.leg_vectors(pose_platform_in_base)
+        units_in_platform = (legs / np.linalg.norm(legs, axis=1)[:, None]) @ pose_platform_in_base.rotation
+        return np.hstack([units_in_platform, np.cross(self.platform_points, units_in_platform)])
+
+    def sigma_min_at_pose(self, pose_platform_in_base: pin.SE3) -> float:
+        return float(np.linalg.svd(self.jacobian_body(pose_platform_in_base), compute_uv=False)[-1])
+
+    def forward(self, q, initial_guess: pin.SE3 | None = None) -> pin.SE3:
+        """Platform pose from leg lengths by Newton iteration (raises if it does not converge)."""
+        lengths = np.asarray(q, dtype=float)
+        g = pin.SE3(self.home_pose if initial_guess is None else initial_guess)
+        for _ in range(self.max_iterations):
+            residual = lengths - self.leg_lengths(g)
+            if float(np.max(np.abs(residual))) < self.tolerance:
+                return g
+            g = g * pin.exp6(pin.Motion(np.linalg.solve(self.jacobian_body(g), residual)))
+        residual = lengths - self.leg_lengths(g)
+        if float(np.max(np.abs(residual))) < 1e3 * self.tolerance:
+            return g
+        raise ValueError(f'hexapod forward kinematics did not converge (leg residual {np.max(np.abs(residual)):.3g} m)')
+
+    def inverse(self, pose_platform_in_base: pin.SE3, q_seed=None) -> IkResult:
+        lengths = self.leg_lengths(pose_platform_in_base)
+        return IkResult(q=lengths, converged=True, error=0.0,
+                        sigma_min=self.sigma_min_at_pose(pose_platform_in_base), iterations=0)

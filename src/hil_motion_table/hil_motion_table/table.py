@@ -1,0 +1,275 @@
+"""The motion-table rule: commanded table pose in, safe joint command out (no rclpy).
+
+One :meth:`MotionTable.step` per commanded pose does, in order:
+
+1. input check (finite, rotation orthonormal) -> fault ``invalid_command``;
+2. optional delay compensation: the command is predicted ``horizon`` seconds ahead on
+   the commanded trajectory, ``g_pred = g_cmd exp6(horizon V + horizon^2/2 V_dot)``,
+   with the body twist ``V`` from the twist feed-forward or, without one, from finite
+   differences of the commanded poses (``V ~ log6(g_{k-1}^-1 g_k)/dt``, low-pass
+   filtered). This is the constant-velocity/acceleration predictor used for the
+   response-delay compensation of hybrid simulators (Osaki, Konno, Uchiyama 2010, cited
+   by seed 001 as [13]);
+3. maximum Cartesian speed: the step from the last safe pose is scaled down along the
+   geodesic (clamp, reported as ``cartesian_speed``);
+4. workspace box on the flange position -> fault ``workspace_exit``;
+5. IK seeded from the measured joints -> faults ``unreachable`` (no convergence) or
+   ``singular`` (smallest Jacobian singular value below ``sigma_min``);
+6. joint position limits -> fault ``joint_limit``;
+7. joint velocity and acceleration limits relative to the previous command (clamp,
+   reported as ``joint_velocity`` / ``joint_acceleration``).
+
+A fault **holds the last safe command** (never a jump) and, with ``latch_faults``, keeps
+holding until :meth:`reset`; when motion resumes the velocity/acceleration limits apply
+from the held command, so resuming cannot jump either.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from hil_motion_table.kinematics import pose_error
+
+FAULTS = ('invalid_command', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
+CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
+
+
+@dataclass(frozen=True)
+class TableLimits:
+    """Limits of a motion table (SI units, base frame).
+
+    ``workspace_min``/``workspace_max``: box on the flange (platform) position;
+    ``max_linear_speed`` [m/s] and ``max_angular_speed`` [rad/s] of the commanded pose;
+    ``sigma_min``: singular-value threshold of the task Jacobian; joint limits come from
+    the kinematics (``q_min``, ``q_max``, ``qd_max``, ``qdd_max``) scaled by
+    ``joint_margin`` (position, shrinks the range) and used as given for rates.
+    """
+
+    workspace_min: tuple[float, float, float]
+    workspace_max: tuple[float, float, float]
+    max_linear_speed: float = 0.5
+    max_angular_speed: float = 1.0
+    sigma_min: float = 0.02
+    joint_margin: float = 0.0
+
+
+@dataclass
+class TableCommand:
+    """Result of one step: joint command, prediction used, faults and clamps."""
+
+    q_command: np.ndarray
+    pose_target_in_base: pin.SE3 | None
+    holding: bool
+    faults: tuple[str, ...] = ()
+    clamps: tuple[str, ...] = ()
+    ik_error: float = 0.0
+    sigma_min: float = math.nan
+
+
+@dataclass
+class TableStats:
+    steps: int = 0
+    fault_counts: dict = field(default_factory=lambda: {name: 0 for name in FAULTS})
+    clamp_counts: dict = field(default_factory=lambda: {name: 0 for name in CLAMPS})
+
+
+def is_rotation(matrix: np.ndarray, tol: float = 1e-6) -> bool:
+    return bool(np.all(np.isfinite(matrix)) and np.allclose(matrix.T @ matrix, np.eye(3), atol=tol)
+                and abs(np.linalg.det(matrix) - 1.0) < tol)
+
+
+class MotionTable:
+    """Commanded pose -> limited joint command for a serial robot or a hexapod.
+
+    ``kinematics``: :class:`~hil_motion_table.kinematics.SerialKinematics` or
+    :class:`~hil_motion_table.kinematics.HexapodKinematics`. ``period`` [s] is the
+    nominal command period (used when no time stamps are given). ``prediction_horizon``
+    [s] > 0 enables delay compensation; ``twist_filter_hz`` is the cut-off of the
+    first-order filter on the finite-difference twist estimate.
+    """
+
+    def __init__(self, kinematics, limits: TableLimits, period: float = 0.004, prediction_horizon: float = 0.0,
+                 twist_filter_hz: float = 20.0, latch_faults: bool = True):
+        if not period > 0:
+            raise ValueError('period must be > 0')
+        if prediction_horizon < 0:
+            raise ValueError('prediction_horizon must be >= 0')
+        self.kin = kinematics
+        self.limits = limits
+        self.period = float(period)
+        self.prediction_horizon = float(prediction_horizon)
+        self.twist_filter_hz = float(twist_filter_hz)
+        self.latch_faults = latch_faults
+        span = kinematics.q_max - kinematics.q_min
+        self.q_lo = kinematics.q_min + limits.joint_margin * span
+        self.q_hi = kinematics.q_max - limits.joint_margin * span
+        self.workspace_min = np.asarray(limits.workspace_min, dtype=float)
+        self.workspace_max = np.asarray(limits.workspace_max, dtype=float)
+        self.stats = TableStats()
+        self._q_cmd: np.ndarray | None = None
+        self._qd_cmd = np.zeros(kinematics.dof)
+        self._pose_safe: pin.SE3 | None = None
+        self._pose_prev_cmd: pin.SE3 | None = None
+        self._twist_est = np.zeros(6)
+        self._twist_prev: np.ndarray | None = None
+        self._t_prev: float | None = None
+        self._latched: tuple[str, ...] = ()
+        self._pose_measured_guess: pin.SE3 | None = None
+        self._q_ik_prev: np.ndarray | None = None
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def initialized(self) -> bool:
+        return self._q_cmd is not None
+
+    @property
+    def q_command(self) -> np.ndarray | None:
+        return None if self._q_cmd is None else self._q_cmd.copy()
+
+    @property
+    def latched_faults(self) -> tuple[str, ...]:
+        return self._latched
+
+    def initialize(self, q_measured) -> None:
+        """Start from the measured joints: the first command equals them (no jump)."""
+        q = np.asarray(q_measured, dtype=float)
+        if q.shape != (self.kin.dof,) or not np.all(np.isfinite(q)):
+            raise ValueError(f'measured joints must be {self.kin.dof} finite values')
+        self._q_cmd = q.copy()
+        self._qd_cmd = np.zeros_like(q)
+        self._pose_safe = self.kin.forward(q)
+        self._pose_measured_guess = self._pose_safe
+        self._pose_prev_cmd = None
+        self._twist_est[:] = 0.0
+        self._twist_prev = None
+        self._t_prev = None
+        self._q_ik_prev = None
+
+    def reset(self) -> None:
+        """Clear latched faults (the next step moves, rate-limited, from the held command)."""
+        self._latched = ()
+        self._pose_prev_cmd = None
+
+    def measured_pose(self, q_measured) -> pin.SE3:
+        """``pose_flange_in_base`` of measured joints (hexapod: FK seeded with the last result)."""
+        self._pose_measured_guess = self.kin.forward(q_measured, self._pose_measured_guess)
+        return self._pose_measured_guess
+
+    # -- the rule -----------------------------------------------------------------------
+    def _hold(self, faults: tuple[str, ...], pose=None, ik_error=0.0, sigma=math.nan) -> TableCommand:
+        for name in faults:
+            self.stats.fault_counts[name] += 1
+        if self.latch_faults:
+            self._latched = tuple(sorted(set(self._latched) | set(faults)))
+        self._qd_cmd = np.zeros_like(self._qd_cmd)
+        self._q_ik_prev = None
+        return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=pose, holding=True,
+                            faults=faults, ik_error=ik_error, sigma_min=sigma)
+
+    def _dt(self, t: float | None) -> float:
+        if t is None or self._t_prev is None or not math.isfinite(t):
+            dt = self.period
+        else:
+            dt = t - self._t_prev
+            if not 0.0 < dt < 10.0 * self.period:
+                dt = self.period
+        if t is not None and math.isfinite(t):
+            self._t_prev = t
+        return dt
+
+    def _predict(self, pose_cmd: pin.SE3, twist_ff, dt: float) -> pin.SE3:
+        if self._pose_prev_cmd is not None:
+            raw = pose_error(self._pose_prev_cmd, pose_cmd) / dt
+            alpha = 1.0 - math.exp(-2.0 * math.pi * self.twist_filter_hz * dt)
+            self._twist_est += alpha * (raw - self._twist_est)
+        self._pose_prev_cmd = pose_cmd
+        if self.prediction_horizon <= 0.0:
+            return pose_cmd
+        if twist_ff is not None:
+            twist = np.asarray(twist_ff, dtype=float)
+            twist_dot = np.zeros(6) if self._twist_prev is None else (twist - self._twist_prev) / dt
+            self._twist_prev = twist
+        else:
+            twist, twist_dot = self._twist_est, np.zeros(6)
+        h = self.prediction_horizon
+        return pose_cmd * pin.exp6(pin.Motion(h * twist + 0.5 * h * h * twist_dot))
+
+    def step(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None) -> TableCommand:
+        """One command cycle (see the module docstring). ``q_measured`` seeds the IK."""
+        if self._q_cmd is None:
+            if q_measured is None:
+                raise RuntimeError('MotionTable.step before initialize() and without measured joints')
+            self.initialize(q_measured)
+        self.stats.steps += 1
+        dt = self._dt(t)
+        if self._latched:
+            return self._hold(())
+        rotation = np.asarray(pose_cmd_in_base.rotation)
+        translation = np.asarray(pose_cmd_in_base.translation)
+        twist_ok = twist_ff_body is None or (np.shape(twist_ff_body) == (6,) and np.all(np.isfinite(twist_ff_body)))
+        if not (np.all(np.isfinite(translation)) and is_rotation(rotation) and twist_ok):
+            return self._hold(('invalid_command',))
+        target = self._predict(pose_cmd_in_base, twist_ff_body, dt)
+        clamps = []
+        # 3. maximum Cartesian speed, along the geodesic from the last safe pose
+        delta = pose_error(self._pose_safe, target)
+        lin, ang = float(np.linalg.norm(delta[:3])), float(np.linalg.norm(delta[3:]))
+        scale = min(1.0, self.limits.max_linear_speed * dt / lin if lin > 0 else 1.0,
+                    self.limits.max_angular_speed * dt / ang if ang > 0 else 1.0)
+        if scale < 1.0:
+            target = self._pose_safe * pin.exp6(pin.Motion(scale * delta))
+            clamps.append('cartesian_speed')
+        # 4. workspace box
+        p = target.translation
+        if np.any(p < self.workspace_min) or np.any(p > self.workspace_max):
+            return self._hold(('workspace_exit',), target)
+        # 5. IK, seeded from the measured joints
+        seed = self._q_cmd if q_measured is None else np.asarray(q_measured, dtype=float)
+        if seed.shape != self._q_cmd.shape or not np.all(np.isfinite(seed)):
+            seed = self._q_cmd
+        result = self.kin.inverse(target, seed)
+        if not result.converged:
+            return self._hold(('unreachable',), target, result.error, result.sigma_min)
+        if result.sigma_min < self.limits.sigma_min:
+            return self._hold(('singular',), target, result.error, result.sigma_min)
+        q = result.q
+        # 6. joint position limits
+        if np.any(q < self.q_lo) or np.any(q > self.q_hi):
+            return self._hold(('joint_limit',), target, result.error, result.sigma_min)
+        # 7. joint velocity and acceleration (clamp and report). The velocity aimed at is the
+        #    target's own joint velocity plus a closing term that can still brake within the
+        #    acceleration limit (sqrt(2 a |e|)), so a large gap closes without overshoot.
+        target_rate = np.zeros_like(q) if self._q_ik_prev is None else (q - self._q_ik_prev) / dt
+        self._q_ik_prev = q
+        gap = q - self._q_cmd - target_rate * dt
+        closing = np.sign(gap) * np.minimum(np.abs(gap) / dt, np.sqrt(2.0 * self.kin.qdd_max * np.abs(gap)))
+        qd = target_rate + closing
+        qd_lim = np.clip(qd, -self.kin.qd_max, self.kin.qd_max)
+        if np.any(np.abs(qd_lim - qd) > 1e-12):
+            clamps.append('joint_velocity')
+        acc_step = self.kin.qdd_max * dt
+        qd_acc = np.clip(qd_lim, self._qd_cmd - acc_step, self._qd_cmd + acc_step)
+        if np.any(np.abs(qd_acc - qd_lim) > 1e-12):
+            clamps.append('joint_acceleration')
+        # braking that the acceleration limit forbids may carry the command past the IK
+        # solution; the position limits still bound it
+        q_next = np.clip(self._q_cmd + qd_acc * dt, self.q_lo, self.q_hi)
+        self._qd_cmd = (q_next - self._q_cmd) / dt
+        self._q_cmd = q_next
+        exact = not clamps or clamps == ['cartesian_speed']
+        self._pose_safe = target if exact else self.kin.forward(self._q_cmd, target)
+        for name in clamps:
+            self.stats.clamp_counts[name] += 1
+        return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=target, holding=False,
+                            clamps=tuple(clamps), ik_error=result.error, sigma_min=result.sigma_min)
+
+
+def tracking_error(pose_cmd_in_base: pin.SE3, pose_measured_in_base: pin.SE3) -> tuple[float, float]:
+    """Position error [m] and rotation angle [rad] of the measured versus the commanded flange pose."""
+    position = float(np.linalg.norm(pose_measured_in_base.translation - pose_cmd_in_base.translation))
+    angle = float(np.linalg.norm(pin.log3(pose_cmd_in_base.rotation.T @ pose_measured_in_base.rotation)))
+    return position, angle
