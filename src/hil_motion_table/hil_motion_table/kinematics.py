@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from hil_motion_table.robot_models import HexapodSpec, SerialRobotSpec, urdf_from_dh
+from hil_motion_table.robot_models import HexapodSpec, SerialRobotSpec, urdf_from_spec
 
 
 @dataclass
@@ -56,7 +56,7 @@ class SerialKinematics:
                  singular_band: float = 0.05, tolerance: float = 1e-10, max_iterations: int = 50,
                  max_step: float = 0.5):
         self.spec = spec
-        self.model = pin.buildModelFromXML(urdf_from_dh(spec))
+        self.model = pin.buildModelFromXML(urdf_from_spec(spec))
         self.data = self.model.createData()
         self.frame_id = self.model.getFrameId(f'{spec.name}_flange')
         self.joint_names = tuple(spec.joint_names)

@@ -1,6 +1,7 @@
 """Kinematic data of the lab robots and URDF generation from it (no rclpy).
 
-Serial robot: Universal Robots **UR10e**, from the manufacturer's published table
+Serial robots: the KUKA KR 120 R2500 pro (:func:`kr120r2500pro_spec`, sources there) and the
+Universal Robots **UR10e**, from the manufacturer's published table
 "DH parameters for calculations of kinematics and dynamics" (Universal Robots support
 article, https://www.universal-robots.com/articles/ur/application-installation/
 dh-parameters-for-calculations-of-kinematics-and-dynamics/):
@@ -32,7 +33,7 @@ CAD inertias; good enough for a servo model and for gravity loads).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -43,13 +44,25 @@ UR10E_SOURCE = ('Universal Robots, "DH parameters for calculations of kinematics
 
 @dataclass(frozen=True)
 class SerialRobotSpec:
-    """A serial robot described by standard DH parameters plus joint limits (SI units)."""
+    """A serial robot as a URDF-like chain (SI units).
+
+    Joint *i* sits at ``joint_xyz[i]``/``joint_rpy[i]`` (URDF origin: translation, then
+    fixed-axis roll-pitch-yaw) in the frame of link *i-1* (the base for *i = 0*) and turns
+    about ``joint_axis[i]``; the flange frame is at ``flange_xyz``/``flange_rpy`` in the
+    last link. ``link_coms[i]`` and ``link_inertias[i]`` (principal moments about the CoM,
+    link axes) describe link *i*.
+    """
 
     name: str
-    dh_a: tuple[float, ...]
-    dh_d: tuple[float, ...]
-    dh_alpha: tuple[float, ...]
+    joint_names: tuple[str, ...]
+    joint_xyz: tuple[tuple[float, float, float], ...]
+    joint_rpy: tuple[tuple[float, float, float], ...]
+    joint_axis: tuple[tuple[float, float, float], ...]
+    flange_xyz: tuple[float, float, float]
+    flange_rpy: tuple[float, float, float]
     link_masses: tuple[float, ...]
+    link_coms: tuple[tuple[float, float, float], ...]
+    link_inertias: tuple[tuple[float, float, float], ...]
     q_min: tuple[float, ...]
     q_max: tuple[float, ...]
     qd_max: tuple[float, ...]
@@ -57,26 +70,50 @@ class SerialRobotSpec:
     q_home: tuple[float, ...]
     source: str = ''
     link_radius: float = 0.06
-    joint_names: tuple[str, ...] = field(default=())
+    dh: tuple | None = None  # (a, d, alpha) rows when the robot was given by DH parameters
 
     def __post_init__(self):
-        n = len(self.dh_a)
-        for attr in ('dh_d', 'dh_alpha', 'link_masses', 'q_min', 'q_max', 'qd_max', 'qdd_max', 'q_home'):
+        n = len(self.joint_names)
+        for attr in ('joint_xyz', 'joint_rpy', 'joint_axis', 'link_masses', 'link_coms', 'link_inertias',
+                     'q_min', 'q_max', 'qd_max', 'qdd_max', 'q_home'):
             if len(getattr(self, attr)) != n:
                 raise ValueError(f'{self.name}: {attr} has {len(getattr(self, attr))} entries, expected {n}')
-        if not self.joint_names:
-            object.__setattr__(self, 'joint_names', tuple(f'joint_{i + 1}' for i in range(n)))
 
     @property
     def dof(self) -> int:
-        return len(self.dh_a)
+        return len(self.joint_names)
+
+
+def _rod_inertia(mass: float, length: float, radius: float) -> tuple[float, float, float]:
+    moment = mass * (3 * radius * radius + length * length) / 12.0
+    return (moment, moment, moment)
+
+
+def serial_spec_from_dh(name, joint_names, dh_a, dh_d, dh_alpha, link_masses, link_radius=0.06, **limits) -> SerialRobotSpec:
+    """Standard DH (``T_{i-1,i} = Rz(q_i) Tz(d_i) Tx(a_i) Rx(alpha_i)``) to the chain form.
+
+    Joint *i* is placed at ``F_{i-1} = Tz(d_{i-1}) Tx(a_{i-1}) Rx(alpha_{i-1})`` (``F_0 = I``),
+    the flange at ``F_n``, so ``pose_flange_in_base = prod_i Rz(q_i) F_i`` is the DH product.
+    Each link's mass sits at the middle of its DH segment with a uniform-rod inertia.
+    """
+    n = len(dh_a)
+    xyz = [(0.0, 0.0, 0.0)] + [(float(dh_a[i]), 0.0, float(dh_d[i])) for i in range(n - 1)]
+    rpy = [(0.0, 0.0, 0.0)] + [(float(dh_alpha[i]), 0.0, 0.0) for i in range(n - 1)]
+    coms = tuple((dh_a[i] / 2.0, 0.0, dh_d[i] / 2.0) for i in range(n))
+    inertias = tuple(_rod_inertia(link_masses[i], math.hypot(dh_a[i], dh_d[i]), link_radius) for i in range(n))
+    return SerialRobotSpec(
+        name=name, joint_names=tuple(joint_names), joint_xyz=tuple(xyz), joint_rpy=tuple(rpy),
+        joint_axis=((0.0, 0.0, 1.0),) * n, flange_xyz=(float(dh_a[-1]), 0.0, float(dh_d[-1])),
+        flange_rpy=(float(dh_alpha[-1]), 0.0, 0.0), link_masses=tuple(link_masses), link_coms=coms,
+        link_inertias=inertias, link_radius=link_radius, dh=tuple(zip(dh_a, dh_d, dh_alpha)), **limits)
 
 
 def ur10e_spec() -> SerialRobotSpec:
     """The UR10e (see module docstring for the source of every number)."""
     deg = math.pi / 180.0
-    return SerialRobotSpec(
-        name='ur10e',
+    return serial_spec_from_dh(
+        'ur10e',
+        ('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint'),
         dh_a=(0.0, -0.6127, -0.57155, 0.0, 0.0, 0.0),
         dh_d=(0.1807, 0.0, 0.0, 0.17415, 0.11985, 0.11655),
         dh_alpha=(math.pi / 2, 0.0, 0.0, math.pi / 2, -math.pi / 2, 0.0),
@@ -87,8 +124,43 @@ def ur10e_spec() -> SerialRobotSpec:
         qdd_max=(8.0, 8.0, 10.0, 15.0, 15.0, 15.0),
         q_home=(0.0, -math.pi / 2, math.pi / 2, -math.pi / 2, -math.pi / 2, 0.0),
         source=UR10E_SOURCE,
-        joint_names=('shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
-                     'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint'),
+    )
+
+
+KR120_SOURCE = ('KUKA KR 120 R2500 pro (KR QUANTEC pro): joint frames, axes, ranges and speeds as published by '
+                'ROS-Industrial, kuka_experimental/kuka_kr120_support/urdf/kr120r2500pro_macro.xacro')
+
+
+def kr120r2500pro_spec() -> SerialRobotSpec:
+    """KUKA KR 120 R2500 pro, the class of industrial robot the OOS-Sim facility uses (seed 004).
+
+    Kinematics (A1 at 0.675 m, A2 offset 0.35 m, A2-A3 1.15 m, A3-A4 1.0 m / -0.041 m,
+    flange 0.215 m after A5/A6), axes, ranges and speeds: see :data:`KR120_SOURCE`. The
+    public description has no inertial data; the link masses below are our estimate,
+    adding up (with a 260 kg base) to about the 1049 kg the data sheet gives. Joint
+    accelerations are our choice. At zero angles the arm points along +x.
+    """
+    deg = math.pi / 180.0
+    masses = (240.0, 200.0, 160.0, 60.0, 25.0, 5.0)
+    segments = (0.675, 1.15, 1.0, 0.3, 0.2, 0.1)
+    coms = ((0.1, 0.0, 0.0), (0.575, 0.0, 0.0), (0.5, 0.0, -0.02), (0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (0.05, 0.0, 0.0))
+    return SerialRobotSpec(
+        name='kr120r2500pro',
+        joint_names=tuple(f'joint_a{i + 1}' for i in range(6)),
+        joint_xyz=((0.0, 0.0, 0.675), (0.35, 0.0, 0.0), (1.15, 0.0, 0.0), (1.0, 0.0, -0.041), (0.0, 0.0, 0.0),
+                   (0.0, 0.0, 0.0)),
+        joint_rpy=((0.0, 0.0, 0.0),) * 6,
+        joint_axis=((0.0, 0.0, -1.0), (0.0, 1.0, 0.0), (0.0, 1.0, 0.0), (-1.0, 0.0, 0.0), (0.0, 1.0, 0.0),
+                    (-1.0, 0.0, 0.0)),
+        flange_xyz=(0.215, 0.0, 0.0), flange_rpy=(0.0, 0.0, 0.0),
+        link_masses=masses, link_coms=coms,
+        link_inertias=tuple(_rod_inertia(m, L, 0.2) for m, L in zip(masses, segments)),
+        q_min=(-185 * deg, -155 * deg, -130 * deg, -350 * deg, -130 * deg, -350 * deg),
+        q_max=(185 * deg, 35 * deg, 154 * deg, 350 * deg, 130 * deg, 350 * deg),
+        qd_max=(156 * deg, 156 * deg, 156 * deg, 330 * deg, 330 * deg, 615 * deg),
+        qdd_max=(3.0, 3.0, 3.0, 8.0, 8.0, 10.0),
+        q_home=(0.0, -90 * deg, 90 * deg, 0.0, 45 * deg, 0.0),
+        source=KR120_SOURCE, link_radius=0.2,
     )
 
 
@@ -104,57 +176,60 @@ def dh_transform(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
 def dh_forward(spec: SerialRobotSpec, q: Sequence[float]) -> np.ndarray:
     """``pose_flange_in_base`` as a 4x4 matrix by the DH product (independent of Pinocchio)."""
     out = np.eye(4)
-    for i in range(spec.dof):
-        out = out @ dh_transform(spec.dh_a[i], spec.dh_d[i], spec.dh_alpha[i], float(q[i]))
+    for i, (a, d, alpha) in enumerate(spec.dh):
+        out = out @ dh_transform(a, d, alpha, float(q[i]))
     return out
+
+
+def rpy_matrix(rpy) -> np.ndarray:
+    """URDF ``rpy``: ``Rz(yaw) Ry(pitch) Rx(roll)``."""
+    r, p, y = (float(v) for v in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return rz @ ry @ rx
 
 
 def link_names(spec: SerialRobotSpec) -> list[str]:
     return [f'{spec.name}_link_{i + 1}' for i in range(spec.dof)]
 
 
-def link_inertial(spec: SerialRobotSpec, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """CoM (in link-i frame) and rotational inertia about the CoM of link ``i`` (simple rod)."""
-    com = np.array([spec.dh_a[i] / 2.0, 0.0, spec.dh_d[i] / 2.0])
-    length = math.hypot(spec.dh_a[i], spec.dh_d[i])
-    m, r = spec.link_masses[i], spec.link_radius
-    moment = m * (3 * r * r + length * length) / 12.0
-    return com, np.diag([moment, moment, moment])
-
-
 def _f(x: float) -> str:
     return repr(float(x))
 
 
-def _origin(a: float, d: float, alpha: float) -> str:
-    return f'<origin xyz="{_f(a)} 0 {_f(d)}" rpy="{_f(alpha)} 0 0"/>'
+def _v(values) -> str:
+    return ' '.join(_f(v) for v in values)
 
 
-def urdf_from_dh(spec: SerialRobotSpec) -> str:
+def urdf_from_spec(spec: SerialRobotSpec) -> str:
     """A URDF of ``spec`` (base link ``<name>_base``, tool frame link ``<name>_flange``)."""
     links = link_names(spec)
-    parts = [f'<?xml version="1.0"?>\n<robot name="{spec.name}">',
-             f'  <link name="{spec.name}_base"/>']
+    parts = [f'<?xml version="1.0"?>\n<robot name="{spec.name}">', f'  <link name="{spec.name}_base"/>']
     parent = f'{spec.name}_base'
-    previous = (0.0, 0.0, 0.0)
     for i in range(spec.dof):
-        com, inertia = link_inertial(spec, i)
+        ixx, iyy, izz = spec.link_inertias[i]
         parts.append(
-            f'  <link name="{links[i]}"><inertial><origin xyz="{_f(com[0])} {_f(com[1])} {_f(com[2])}"/>'
-            f'<mass value="{_f(spec.link_masses[i])}"/><inertia ixx="{_f(inertia[0, 0])}" ixy="0" ixz="0" '
-            f'iyy="{_f(inertia[1, 1])}" iyz="0" izz="{_f(inertia[2, 2])}"/></inertial></link>')
+            f'  <link name="{links[i]}"><inertial><origin xyz="{_v(spec.link_coms[i])}"/>'
+            f'<mass value="{_f(spec.link_masses[i])}"/><inertia ixx="{_f(ixx)}" ixy="0" ixz="0" '
+            f'iyy="{_f(iyy)}" iyz="0" izz="{_f(izz)}"/></inertial></link>')
         parts.append(
             f'  <joint name="{spec.joint_names[i]}" type="revolute"><parent link="{parent}"/>'
-            f'<child link="{links[i]}"/>{_origin(*previous)}<axis xyz="0 0 1"/>'
+            f'<child link="{links[i]}"/><origin xyz="{_v(spec.joint_xyz[i])}" rpy="{_v(spec.joint_rpy[i])}"/>'
+            f'<axis xyz="{_v(spec.joint_axis[i])}"/>'
             f'<limit lower="{_f(spec.q_min[i])}" upper="{_f(spec.q_max[i])}" effort="1000" '
             f'velocity="{_f(spec.qd_max[i])}"/></joint>')
         parent = links[i]
-        previous = (spec.dh_a[i], spec.dh_d[i], spec.dh_alpha[i])
     parts.append(f'  <link name="{spec.name}_flange"/>')
     parts.append(f'  <joint name="{spec.name}_flange_joint" type="fixed"><parent link="{parent}"/>'
-                 f'<child link="{spec.name}_flange"/>{_origin(*previous)}</joint>')
+                 f'<child link="{spec.name}_flange"/><origin xyz="{_v(spec.flange_xyz)}" rpy="{_v(spec.flange_rpy)}"/>'
+                 '</joint>')
     parts.append('</robot>\n')
     return '\n'.join(parts)
+
+
+SERIAL_ROBOTS = {'ur10e': ur10e_spec, 'kr120r2500pro': kr120r2500pro_spec}
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pinocchio as pin
 import pytest
 
 from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics, pose_error
-from hil_motion_table.robot_models import dh_forward, hexapod_spec, ur10e_spec
+from hil_motion_table.robot_models import dh_forward, hexapod_spec, kr120r2500pro_spec, rpy_matrix, ur10e_spec
 
 
 @pytest.fixture(scope='module')
@@ -34,7 +34,23 @@ def test_ur10e_zero_pose_matches_the_published_dh_table(ur10e):
     assert sum(inertia.mass for inertia in ur10e.model.inertias) == pytest.approx(29.104)  # UR table masses
 
 
-def test_dls_ik_recovers_reachable_poses_from_a_nearby_seed(ur10e):
+def test_kr120_zero_pose_matches_its_published_link_lengths():
+    kr120 = SerialKinematics(kr120r2500pro_spec())
+    # A1 at 0.675 m, A2 offset 0.35 m, A2-A3 1.15 m, A3-A4 1.0 m / -0.041 m, flange 0.215 m
+    np.testing.assert_allclose(kr120.forward(np.zeros(6)).translation,
+                               [0.35 + 1.15 + 1.0 + 0.215, 0.0, 0.675 - 0.041], atol=1e-12)
+    # A2 positive about +y tips the arm down: the flange moves to -z by sin(q2) times the arm length
+    q = np.zeros(6)
+    q[1] = 0.3
+    pose = kr120.forward(q)
+    arm = np.array([1.15 + 1.0 + 0.215, 0.0, -0.041])
+    expected = np.array([0.35, 0.0, 0.675]) + rpy_matrix((0.0, 0.3, 0.0)) @ arm
+    np.testing.assert_allclose(pose.translation, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize('make_spec', [ur10e_spec, kr120r2500pro_spec])
+def test_dls_ik_recovers_reachable_poses_from_a_nearby_seed(make_spec):
+    ur10e = SerialKinematics(make_spec())
     rng = np.random.default_rng(2)
     solved = 0
     while solved < 20:
