@@ -125,6 +125,7 @@ def validate(spec: Sequence[Param], values: Mapping[str, Any]) -> dict[str, Any]
 def declare_parameters(node, spec: Sequence[Param]) -> dict[str, Any]:
     """Declare ``spec`` on an rclpy node, read and validate the values, log them."""
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+    from rclpy.exceptions import ParameterException
 
     values = {}
     for p in spec:
@@ -137,7 +138,11 @@ def declare_parameters(node, spec: Sequence[Param]) -> dict[str, Any]:
             else:
                 descriptor.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi))]
         default = [float(v) for v in p.default] if p.kind is list and p.element_kind() is float else p.default
-        node.declare_parameter(p.name, default, descriptor)
+        try:
+            node.declare_parameter(p.name, default, descriptor)
+        except ParameterException as exc:  # out of the descriptor range, wrong type...
+            reason = str(exc).splitlines()[0]
+            raise ParameterError(f"parameter '{p.name}': {reason}") from exc
         values[p.name] = node.get_parameter(p.name).value
     checked = validate(spec, values)
     for name, value in checked.items():

@@ -1,0 +1,120 @@
+"""Client admittance node: a thin ROS shell over :class:`hil_dynamics.client.ClientAdmittance`.
+
+Topics (relative names, so a launch file can namespace or remap them):
+
+* in  ``client/ft/wrench`` (geometry_msgs/WrenchStamped): the client F/T wrench in the
+  sensor frame; transformed to the client CoM through the constant
+  ``pose_sensor_in_client`` (seed 004 §III-A). The newest sample is held between ticks
+  (zero-order hold); a stale or missing stream is treated as zero wrench, so the
+  relative command stays put (seed 004 Eq. 11 unforced) and the condition is logged.
+* out ``client/table/pose_cmd`` (geometry_msgs/PoseStamped): ``g_c``, the client CoM in the
+  nominal frame, for the motion-table node.
+* out ``client/table/twist_cmd`` (geometry_msgs/TwistStamped): ``V_c`` (body twist), the
+  velocity feed-forward for the motion table.
+* out ``client/state`` (nav_msgs/Odometry): ``g_t = g_n g_c`` and ``V_t = V_c + Delta V_c``
+  (Eq. 23) in the orbit frame; the twist is the body twist (Odometry's child frame).
+
+The node integrates Eq. (11) at ``rate_hz`` on a wall-clock timer. It holds no physics.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+
+from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.ros_main import run_node
+from hil_dynamics.client import ClientAdmittance
+from hil_dynamics.rigid_body import RigidBody
+from hil_dynamics.se3 import transform_wrench
+
+PARAMS = [
+    Param('mass_kg', 7828.0, 'Client mass M_t [kg]', min=1e-6),
+    Param('inertia_com_kgm2', [17023.0, 0.0, 0.0, 0.0, 129112.0, 0.0, 0.0, 0.0, 124826.0],
+          'Client inertia about the CoM in body axes, row-major 3x3 [kg m^2]', length=9),
+    Param('twist_client_body_0', [0.0, 0.0, 0.0, 0.0, -0.04363323129985824, 0.0],
+          'Initial body twist V_t(0) = V_n(0) [m/s, rad/s], linear first', length=6),
+    Param('pose_sensor_in_client_xyz_rpy', [-2.9, 0.0, 0.0, 0.0, 0.0, 0.0],
+          'Constant pose of the F/T sensor frame in the client CoM frame [m, rad]', length=6),
+    Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
+    Param('wrench_timeout_s', 0.05, 'A wrench older than this is treated as zero [s]', min=0.0),
+    Param('orbit_frame', 'orbit', 'Frame id of the orbit (inertial) frame'),
+    Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
+    Param('client_frame', 'client_com', 'Frame id of the client CoM body frame'),
+]
+
+
+def build_rule(values: dict):
+    """The rule object and the sensor transform from validated parameter values."""
+    try:
+        body = RigidBody(values['mass_kg'], np.array(values['inertia_com_kgm2']).reshape(3, 3))
+    except ValueError as exc:
+        raise ParameterError(f"parameter 'inertia_com_kgm2': {exc}") from exc
+    return ClientAdmittance(body, values['twist_client_body_0']), xyz_rpy_to_pose(values['pose_sensor_in_client_xyz_rpy'])
+
+
+class ClientAdmittanceNode(Node):
+    def __init__(self):
+        super().__init__('client_admittance')
+        p = declare_parameters(self, PARAMS)
+        self.rule, self.pose_sensor_in_client = build_rule(p)
+        self.dt = 1.0 / p['rate_hz']
+        self.timeout_ns = int(p['wrench_timeout_s'] * 1e9)
+        self.frames = (p['orbit_frame'], p['nominal_frame'], p['client_frame'])
+        self.wrench_com = np.zeros(6)
+        self.last_wrench_ns = None
+        self.rejected = 0
+        self.stale_reported = False
+        self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
+        self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
+        self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
+        self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
+        self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
+        self.msg_pose.header.frame_id = self.frames[1]
+        self.msg_twist.header.frame_id = self.frames[2]
+        self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
+        self.create_timer(self.dt, self.tick)
+
+    def on_wrench(self, msg):
+        wrench_sensor = wrench_from_msg(msg.wrench)
+        if not np.all(np.isfinite(wrench_sensor)):
+            self.rejected += 1
+            self.get_logger().warn(f'rejected non-finite wrench ({self.rejected} so far)', throttle_duration_sec=1.0)
+            return
+        self.wrench_com = transform_wrench(self.pose_sensor_in_client, wrench_sensor)
+        self.last_wrench_ns = self.get_clock().now().nanoseconds
+
+    def tick(self):
+        now = self.get_clock().now()
+        wrench = self.wrench_com
+        if self.last_wrench_ns is None or now.nanoseconds - self.last_wrench_ns > self.timeout_ns:
+            if self.last_wrench_ns is not None and not self.stale_reported:
+                self.get_logger().warn('client wrench stream is stale: integrating with zero wrench')
+            self.stale_reported = self.last_wrench_ns is not None
+            wrench = np.zeros(6)
+        else:
+            self.stale_reported = False
+        state = self.rule.step(wrench, self.dt)
+        stamp = now.to_msg()
+        self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
+        pose_to_msg(state.pose_client_in_nominal, self.msg_pose.pose)
+        twist_to_msg(state.twist_client_rel_body, self.msg_twist.twist)
+        g_t, v_t = state.absolute()
+        pose_to_msg(g_t, self.msg_state.pose.pose)
+        twist_to_msg(v_t, self.msg_state.twist.twist)
+        self.pub_pose.publish(self.msg_pose)
+        self.pub_twist.publish(self.msg_twist)
+        self.pub_state.publish(self.msg_state)
+
+
+def main(args=None) -> int:
+    return run_node(ClientAdmittanceNode, 'client_admittance', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""Scenario loading: the shipped Envisat file and clear errors for bad files."""
+
+import pytest
+import yaml
+
+from hil_bringup.scenario import ScenarioError, client_admittance_parameters, load_scenario, scenario_path
+from hil_common.params import validate
+from hil_admittance.client_admittance_node import PARAMS as CLIENT_PARAMS
+
+
+def test_shipped_scenario_loads_and_feeds_the_node_parameters():
+    scenario = load_scenario('envisat_capture')
+    params = client_admittance_parameters(scenario)
+    checked = validate(CLIENT_PARAMS, params)  # the node would accept them as they are
+    assert checked['mass_kg'] == scenario.client.body.mass_kg
+
+
+def mutate(tmp_path, edit):
+    data = yaml.safe_load(scenario_path('envisat_capture').read_text())
+    edit(data)
+    path = tmp_path / 'bad.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize('edit, field', [
+    (lambda d: d['client'].pop('mass_kg'), "'client.mass_kg': is missing"),
+    (lambda d: d['client'].__setitem__('mass_kg', 'heavy'), "'client.mass_kg': expected a number"),
+    (lambda d: d['client'].__setitem__('inertia_com_kgm2', [1.0, 1.0, 5.0]), "'client.inertia_com_kgm2': "),
+    (lambda d: d['client'].__setitem__('twist_client_body_0', [0, 0, 0]), "'client.twist_client_body_0': expected 6"),
+    (lambda d: d['client']['pose_grasp_in_client'].pop('translation_m'), "'client.pose_grasp_in_client.translation_m'"),
+    (lambda d: d['nominal'].__setitem__('kind', 'circular'), "'nominal.kind'"),
+    (lambda d: d['lab'].__setitem__('workspace_box_m', [1.0, 0.0, 1.0]), "'lab.workspace_box_m'"),
+    (lambda d: d['rates'].__setitem__('admittance_hz', 0.0), "'rates.admittance_hz'"),
+])
+def test_bad_scenario_names_the_field(tmp_path, edit, field):
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(mutate(tmp_path, edit))
+    assert field in str(err.value)
+    assert 'bad.yaml' in str(err.value)

@@ -1,0 +1,73 @@
+"""Conversions between the stack's SE(3)/twist/wrench values and ROS messages.
+
+Conventions are those of :mod:`hil_dynamics.se3`: twists and wrenches are numpy
+6-vectors, linear (force) before angular (torque); poses are ``pinocchio.SE3``.
+Quaternions in messages are ROS order (x, y, z, w). Plain functions, no rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+
+def pose_from_msg(msg) -> pin.SE3:
+    """geometry_msgs/Pose -> SE3. Raises ValueError on a non-finite or zero quaternion."""
+    q = msg.orientation
+    p = msg.position
+    values = (q.x, q.y, q.z, q.w, p.x, p.y, p.z)
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError('pose has non-finite values')
+    norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
+    if norm < 1e-9:
+        raise ValueError('pose orientation is a zero quaternion')
+    quat = pin.Quaternion(q.w / norm, q.x / norm, q.y / norm, q.z / norm)
+    return pin.SE3(quat.toRotationMatrix(), np.array([p.x, p.y, p.z]))
+
+
+def pose_to_msg(g: pin.SE3, msg) -> None:
+    """Fill a geometry_msgs/Pose from an SE3 (quaternion with w >= 0)."""
+    x, y, z, w = pin.Quaternion(g.rotation).coeffs()
+    if w < 0:
+        x, y, z, w = -x, -y, -z, -w
+    t = g.translation
+    msg.position.x, msg.position.y, msg.position.z = float(t[0]), float(t[1]), float(t[2])
+    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = float(x), float(y), float(z), float(w)
+
+
+def twist_to_msg(twist, msg) -> None:
+    """Fill a geometry_msgs/Twist from ``[v; w]``."""
+    msg.linear.x, msg.linear.y, msg.linear.z = (float(v) for v in twist[:3])
+    msg.angular.x, msg.angular.y, msg.angular.z = (float(v) for v in twist[3:])
+
+
+def twist_from_msg(msg) -> np.ndarray:
+    return np.array([msg.linear.x, msg.linear.y, msg.linear.z, msg.angular.x, msg.angular.y, msg.angular.z])
+
+
+def wrench_from_msg(msg) -> np.ndarray:
+    """geometry_msgs/Wrench -> ``[f; tau]``."""
+    return np.array([msg.force.x, msg.force.y, msg.force.z, msg.torque.x, msg.torque.y, msg.torque.z])
+
+
+def wrench_to_msg(wrench, msg) -> None:
+    msg.force.x, msg.force.y, msg.force.z = (float(v) for v in wrench[:3])
+    msg.torque.x, msg.torque.y, msg.torque.z = (float(v) for v in wrench[3:])
+
+
+def xyz_rpy_to_pose(values) -> pin.SE3:
+    """``[x, y, z, roll, pitch, yaw]`` (m, rad; rotation R = Rz(yaw) Ry(pitch) Rx(roll)) -> SE3."""
+    values = [float(v) for v in values]
+    return pin.SE3(pin.rpy.rpyToMatrix(*values[3:6]), np.array(values[:3]))
+
+
+def stamp_to_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def seconds_to_stamp(seconds: float, stamp) -> None:
+    sec = math.floor(seconds)
+    stamp.sec = int(sec)
+    stamp.nanosec = int(round((seconds - sec) * 1e9)) % 1_000_000_000
