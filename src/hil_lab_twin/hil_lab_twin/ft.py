@@ -1,0 +1,57 @@
+"""Simulated F/T sensor readings: sample-and-hold at the sensor rate, bias and white noise.
+
+Convention (``hil_dynamics.se3``): ``wrench_sensor_in_sensor = [f; tau]`` is the wrench the
+tool side (payload) exerts on the sensor, expressed in the sensor frame about its origin.
+A payload of mass m at rest therefore reads its weight (``f = R^T m g``), and a force F
+pushing on the payload adds F -- what an ATI sensor reports before tool compensation.
+
+MuJoCo's ``force``/``torque`` sensors at a site on the payload's root body give the
+interaction between that body's subtree and its parent, in the site frame; the sign
+relating the two conventions is fixed in :data:`MUJOCO_SIGN` and checked by a test
+against the payload's weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hil_lab_twin.scene import FtConfig
+
+MUJOCO_SIGN = -1.0
+
+
+class FtChannel:
+    """One F/T sensor: turns the true wrench into the sampled, biased, noisy reading.
+
+    ``sample(t, wrench_true)`` is called every simulation step; a new reading is taken
+    when ``t`` reaches the next sample instant (``1/rate_hz`` apart), otherwise the last
+    reading is held. The noise generator is seeded (deterministic runs).
+    """
+
+    def __init__(self, name: str, config: FtConfig):
+        self.name = name
+        self.config = config
+        self.period = 1.0 / config.rate_hz
+        self._rng = np.random.default_rng(config.seed)
+        self._std = np.array([config.noise_force_std] * 3 + [config.noise_torque_std] * 3)
+        self._bias = np.array(config.bias, dtype=float)
+        self._next = 0.0
+        self.wrench = np.zeros(6)
+        self.stamp = 0.0
+        self.sequence = 0
+
+    def sample(self, t: float, wrench_true_in_sensor) -> bool:
+        if t + 1e-12 < self._next:
+            return False
+        noise = self._rng.standard_normal(6) * self._std
+        self.wrench = np.asarray(wrench_true_in_sensor, dtype=float) + self._bias + noise
+        self.stamp = t
+        self.sequence += 1
+        self._next += self.period
+        if self._next <= t:  # after a pause, resynchronise instead of bursting
+            self._next = t + self.period
+        return True
+
+    def read(self) -> np.ndarray:
+        """The latest reading ``wrench_sensor_in_sensor`` (copy)."""
+        return self.wrench.copy()

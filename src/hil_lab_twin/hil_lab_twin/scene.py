@@ -1,0 +1,329 @@
+"""Configuration of the lab twin and assembly of the whole MJCF scene (no rclpy).
+
+Defaults (SI units):
+
+* servo: transport delay 4 ms (KUKA RSI's cycle), first-order position-loop bandwidth
+  10 Hz, joint PD at 25 Hz with integral action tracking the filtered reference;
+* F/T: 1 kHz samples, white noise 0.05 N / 0.003 N m, zero bias (ATI Gamma/Omega class);
+* light-weight arm: viscous 0.5 N m s/rad and Coulomb 0.3 N m friction per joint.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from hil_lab_twin import mjcf
+from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec, rpy_matrix
+
+KINDS = ('serial', 'hexapod')
+PAYLOADS = ('client_mockup', 'servicer_arm', 'none')
+
+
+@dataclass(frozen=True)
+class ServoConfig:
+    """Position servo of an industrial robot or hexapod leg."""
+
+    delay_s: float = 0.004
+    bandwidth_hz: float = 10.0
+    stiffness_hz: float = 25.0
+    damping_ratio: float = 1.0
+    integral_ratio: float = 0.2
+
+    def check(self, where: str) -> None:
+        if not (math.isfinite(self.delay_s) and self.delay_s >= 0):
+            raise ValueError(f'{where}.delay_s must be >= 0')
+        for name in ('bandwidth_hz', 'stiffness_hz', 'damping_ratio'):
+            if not getattr(self, name) > 0:
+                raise ValueError(f'{where}.{name} must be > 0')
+        if not self.integral_ratio >= 0:
+            raise ValueError(f'{where}.integral_ratio must be >= 0')
+
+
+@dataclass(frozen=True)
+class FtConfig:
+    """F/T sensor imperfections: sample rate, white noise (std) and constant bias (sensor frame)."""
+
+    rate_hz: float = 1000.0
+    noise_force_std: float = 0.05
+    noise_torque_std: float = 0.003
+    bias: tuple = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    seed: int = 0
+
+    def check(self, where: str) -> None:
+        if not self.rate_hz > 0:
+            raise ValueError(f'{where}.rate_hz must be > 0')
+        if self.noise_force_std < 0 or self.noise_torque_std < 0:
+            raise ValueError(f'{where}: noise standard deviations must be >= 0')
+        if len(self.bias) != 6 or not all(math.isfinite(b) for b in self.bias):
+            raise ValueError(f'{where}.bias must be 6 finite numbers')
+
+
+@dataclass(frozen=True)
+class ArmConfig:
+    """The torque-controlled light-weight arm carried by the servicer robot."""
+
+    viscous_friction: float = 0.5
+    coulomb_friction: float = 0.3
+    armature: float = 0.1
+    delay_s: float = 0.001
+    gravity_compensation: bool = True
+    q_initial: tuple = (0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0)
+    wrist_ft: FtConfig = FtConfig(seed=7)
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    """One robot of the facility, under ROS namespace ``ns``."""
+
+    ns: str
+    kind: str = 'serial'
+    model: str = 'ur10e'
+    payload: str = 'client_mockup'
+    base_xyz: tuple = (0.0, 0.0, 0.0)
+    base_rpy: tuple = (0.0, 0.0, 0.0)
+    q_initial: tuple | None = None
+    servo: ServoConfig = ServoConfig()
+    ft: FtConfig = FtConfig()
+    armature: tuple | None = None
+
+    def check(self) -> None:
+        where = f'robots[{self.ns}]'
+        if not self.ns.isidentifier():
+            raise ValueError(f'{where}.ns must be an identifier')
+        if self.kind not in KINDS:
+            raise ValueError(f'{where}.kind {self.kind!r} is not one of {KINDS}')
+        if self.kind == 'serial' and self.model not in SERIAL_ROBOTS:
+            raise ValueError(f'{where}.model {self.model!r} is not one of {sorted(SERIAL_ROBOTS)}')
+        if self.payload not in PAYLOADS:
+            raise ValueError(f'{where}.payload {self.payload!r} is not one of {PAYLOADS}')
+        self.servo.check(f'{where}.servo')
+        self.ft.check(f'{where}.ft')
+
+
+@dataclass(frozen=True)
+class PressConfig:
+    """A frictionless pusher on a slide joint pressing the ``target`` robot's mock-up side face."""
+
+    target: str
+    gap: float = 0.01
+    radius: float = 0.02
+    mass: float = 0.5
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    robots: tuple = (RobotConfig('client'),)
+    timestep: float = 0.001
+    arm: ArmConfig = ArmConfig()
+    press: PressConfig | None = None
+
+    def check(self) -> None:
+        if not self.robots:
+            raise ValueError('robots: at least one robot is needed')
+        names = [r.ns for r in self.robots]
+        if len(set(names)) != len(names):
+            raise ValueError(f'robots: namespaces must be unique, got {names}')
+        if not 0 < self.timestep <= 0.01:
+            raise ValueError('timestep must be in (0, 0.01] s')
+        for robot in self.robots:
+            robot.check()
+        if self.press is not None and self.press.target not in names:
+            raise ValueError(f'press.target {self.press.target!r} is not a robot namespace')
+
+
+def facility_config(client_kind: str = 'serial', with_servicer: bool = False, **client_kw) -> TwinConfig:
+    """A facility like OOS-Sim: client table (UR10e on a pedestal, or the hexapod) and optionally the
+    servicer robot (KR 120 R2500 pro carrying the light-weight arm) facing it."""
+    robots = []
+    if client_kind == 'serial':
+        robots.append(RobotConfig('client', 'serial', 'ur10e', 'client_mockup', base_xyz=(2.6, 0.0, 0.5),
+                                  base_rpy=(0.0, 0.0, math.pi), **client_kw))
+    else:
+        robots.append(RobotConfig('client', 'hexapod', 'hexapod', 'client_mockup', base_xyz=(2.6, 0.0, 0.0), **client_kw))
+    if with_servicer:
+        robots.append(RobotConfig('servicer', 'serial', 'kr120r2500pro', 'servicer_arm', base_xyz=(0.0, 0.0, 0.0)))
+    return TwinConfig(robots=tuple(robots))
+
+
+DEFAULT_ARMATURE = {'ur10e': (1.0, 1.0, 0.6, 0.2, 0.2, 0.2), 'kr120r2500pro': (40.0, 40.0, 20.0, 3.0, 3.0, 1.0)}
+HEXAPOD_LEG_ARMATURE = 40.0  # kg, reflected ball-screw/motor inertia of a leg
+
+
+@dataclass
+class RobotBuild:
+    """What the twin needs to drive one robot of the generated model."""
+
+    ns: str
+    kind: str
+    joint_names: tuple            # names published in joint_states (no prefix)
+    mj_joints: tuple              # MuJoCo joint names of the commanded joints
+    flange_site: str
+    base_pose: pin.SE3            # pose_base_in_world
+    q_initial: np.ndarray
+    q_offset: np.ndarray          # published position = qpos + q_offset (hexapod rest leg lengths)
+    kinematics_spec: object
+    ft_sensors: list = field(default_factory=list)
+    arm_joints: tuple = ()        # torque-controlled arm (servicer), MuJoCo names
+    arm_joint_names: tuple = ()
+    arm_q_initial: np.ndarray | None = None
+    pose_flange_in_world0: pin.SE3 | None = None
+
+
+def _serial_initial(spec, robot: RobotConfig) -> np.ndarray:
+    q = np.array(spec.q_home if robot.q_initial is None else robot.q_initial, dtype=float)
+    if q.shape != (spec.dof,):
+        raise ValueError(f'robots[{robot.ns}].q_initial must have {spec.dof} values')
+    return q
+
+
+def build_scene(config: TwinConfig):
+    """The MJCF string of the facility and the per-robot build information."""
+    config.check()
+    from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics  # Pinocchio FK for the press rig
+
+    world, equalities, actuators, sensors, builds = [], [], [], [], {}
+    for robot in config.robots:
+        ns = robot.ns
+        base_rot = rpy_matrix(robot.base_rpy)
+        base_pose = pin.SE3(base_rot, np.array(robot.base_xyz, dtype=float))
+        world.append(f'<body name="{ns}_base" {mjcf._pose_attrs(robot.base_xyz, base_rot)}>')
+        if robot.base_xyz[2] > 0:
+            world.append(f'<geom name="{ns}_pedestal" type="cylinder" fromto="0 0 {-robot.base_xyz[2]:.6g} 0 0 0" '
+                         'size="0.2" rgba="0.3 0.3 0.3 1" contype="0" conaffinity="0"/>')
+        if robot.kind == 'serial':
+            spec = SERIAL_ROBOTS[robot.model]()
+            armature = robot.armature or DEFAULT_ARMATURE.get(robot.model, (1.0,) * spec.dof)
+            chain = mjcf.chain_from_serial(spec, ns, armature)
+            lines, depth = mjcf.open_chain(chain, '0.95 0.55 0.1 1' if 'kr' in spec.name else '0.6 0.7 0.8 1')
+            world += lines
+            flange_rot = rpy_matrix(spec.flange_rpy)
+            world.append(f'<site name="{ns}_flange" {mjcf._pose_attrs(spec.flange_xyz, flange_rot)} size="0.01"/>')
+            world.append(f'<body name="{ns}_tool" {mjcf._pose_attrs(spec.flange_xyz, flange_rot)}>')
+            depth += 1
+            q0 = _serial_initial(spec, robot)
+            build = RobotBuild(ns, 'serial', tuple(spec.joint_names), tuple(c.joint for c in chain), f'{ns}_flange',
+                               base_pose, q0, np.zeros(spec.dof), spec)
+            kin = SerialKinematics(spec)
+            pose_flange_in_base = kin.forward(q0)
+        else:
+            spec = hexapod_spec(name=ns)
+            legs, platform, eqs, rest = mjcf.hexapod_bodies(spec, ns, HEXAPOD_LEG_ARMATURE)
+            world += legs
+            world.append('</body>')  # the platform is a free body of the world, not a child of the base
+            world += platform
+            depth = 1
+            equalities += eqs
+            kin = HexapodKinematics(spec)
+            q0 = kin.q_home.copy()  # the hexapod always starts in its home pose
+            build = RobotBuild(ns, 'hexapod', tuple(spec.joint_names), tuple(f'{ns}_{n}' for n in spec.joint_names),
+                               f'{ns}_flange', base_pose, q0, np.array(rest), spec)
+            pose_flange_in_base = kin.home_pose
+            # the platform is a free body of the world: its pose is given in world coordinates
+            world[-len(platform)] = (f'<body name="{ns}_platform" '
+                                     f'{mjcf._pose_attrs((base_pose * kin.home_pose).translation, base_rot)}>')
+        sensor = f'{ns}_ft'
+        sensor_lines, sensor_top = mjcf.ft_sensor_body(sensor, (0, 0, 0), None)
+        world += sensor_lines
+        sensors += [f'<force name="{sensor}_force" site="{sensor}_site"/>',
+                    f'<torque name="{sensor}_torque" site="{sensor}_site"/>']
+        build.ft_sensors.append((sensor, robot.ft))
+        if robot.payload == 'client_mockup':
+            world += mjcf.client_mockup(ns, sensor, sensor_top)
+        elif robot.payload == 'servicer_arm':
+            world += _servicer_arm(ns, sensor, sensor_top, config.arm, build, sensors, actuators)
+        else:
+            world.append(f'<body name="{ns}_payload" pos="{sensor_top}"><site name="{sensor}_site" size="0.01"/>'
+                         '<geom type="sphere" size="0.02" mass="0.1" contype="0" conaffinity="0"/></body>')
+        world.append('</body>')  # sensor body
+        world += ['</body>'] * depth
+        if robot.kind == 'serial':
+            world.append('</body>')  # base
+        for joint in build.mj_joints:
+            actuators.append(f'<position name="{joint}_servo" joint="{joint}" kp="1" kv="0"/>')
+        build.pose_flange_in_world0 = base_pose * pose_flange_in_base
+        builds[ns] = build
+    if config.press is not None:
+        world += _press(config.press, builds[config.press.target])
+        actuators.append('<motor name="press_force" joint="press_slide" gear="1"/>')
+    parts = [
+        '<mujoco model="hil_lab_twin">',
+        '<compiler angle="radian" autolimits="true"/>',
+        f'<option timestep="{config.timestep:.9g}" integrator="implicitfast" gravity="0 0 -9.81"/>',
+        '<visual><global offwidth="1280" offheight="960"/><quality shadowsize="2048"/></visual>',
+        '<asset><texture name="grid" type="2d" builtin="checker" rgb1="0.25 0.27 0.3" rgb2="0.3 0.32 0.35" '
+        'width="256" height="256"/><material name="grid" texture="grid" texrepeat="8 8"/></asset>',
+        '<worldbody>',
+        '<light pos="1.5 -2 5" dir="0 0.3 -1" diffuse="0.8 0.8 0.8"/>',
+        '<geom name="floor" type="plane" size="6 6 0.1" material="grid"/>',
+        '<camera name="overview" pos="1.3 -4.2 2.6" xyaxes="1 0 0 0 0.5 0.87"/>',
+        *world, '</worldbody>']
+    for robot in config.robots:  # a camera looking at each robot
+        x, y, _ = robot.base_xyz
+        parts.insert(-1, f'<camera name="{robot.ns}_view" mode="targetbody" target="{robot.ns}_base" '
+                         f'pos="{x - 1.6:.6g} {y - 2.4:.6g} 1.9"/>')
+    if equalities:
+        parts += ['<equality>', *equalities, '</equality>']
+    parts += ['<actuator>', *actuators, '</actuator>', '<sensor>', *sensors, '</sensor>', '</mujoco>']
+    return '\n'.join(parts), builds
+
+
+def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBuild, sensors, actuators) -> list[str]:
+    from hil_dynamics.models import lbr_iiwa14_arm
+
+    arm = lbr_iiwa14_arm('lbr_')
+    n = len(arm.joints)
+    chain = mjcf.chain_from_arm(arm, f'{ns}_arm', [arm_config.viscous_friction] * n, [arm_config.coulomb_friction] * n,
+                                [arm_config.armature] * n)
+    base = arm.base_link
+    lines = [f'<body name="{ns}_arm_base" pos="{sensor_top}">',
+             f'<site name="{sensor}_site" size="0.01" rgba="1 0 0 1"/>',
+             mjcf._inertial(base.mass_kg, base.com_m, base.inertia_matrix()),
+             mjcf._capsule(f'{ns}_arm_base_geom', arm.segment_ends_m[0], arm.link_radius_m, '0.9 0.9 0.9 1')]
+    chain_lines, depth = mjcf.open_chain(chain, '0.9 0.9 0.9 1')
+    lines += chain_lines
+    flange = next(f for f in arm.frames if f.name == arm.ee_frame)
+    wrist = f'{ns}_wrist_ft'
+    wrist_lines, wrist_top = mjcf.ft_sensor_body(wrist, flange.xyz_m, rpy_matrix(flange.rpy_rad), mass=0.3,
+                                                 radius=0.04, height=0.03)
+    lines += wrist_lines
+    lines += mjcf.gripper(f'{ns}_arm', wrist, wrist_top)
+    lines.append('</body>')  # wrist sensor body
+    lines += ['</body>'] * depth
+    lines.append('</body>')  # arm base
+    sensors += [f'<force name="{wrist}_force" site="{wrist}_site"/>', f'<torque name="{wrist}_torque" site="{wrist}_site"/>']
+    build.ft_sensors.append((wrist, arm_config.wrist_ft))
+    for link, joint in zip(chain, arm.joints):
+        actuators.append(f'<motor name="{link.joint}_torque" joint="{link.joint}" gear="1"/>')
+    for side in ('left', 'right'):
+        actuators.append(f'<position name="{ns}_arm_finger_{side}_servo" joint="{ns}_arm_finger_{side}_joint" '
+                         'kp="400" kv="20"/>')
+    build.arm_joints = tuple(c.joint for c in chain)
+    build.arm_joint_names = tuple(j.name for j in arm.joints)
+    build.arm_q_initial = np.array(arm_config.q_initial, dtype=float)
+    return lines
+
+
+def _press(press: PressConfig, build: RobotBuild) -> list[str]:
+    """The pusher, aimed at the centre of the mock-up's +x side face (initial configuration)."""
+    hx, hz = 0.15, 0.12  # mjcf.client_mockup defaults
+    sensor_height = 0.04
+    pose_mockup = build.pose_flange_in_world0 * pin.SE3(np.eye(3), np.array([0.0, 0.0, sensor_height]))
+    face = pose_mockup.act(np.array([hx, 0.0, hz]))
+    normal = pose_mockup.rotation[:, 0]
+    push_axis = -normal
+    start = face + normal * (press.radius + press.gap)
+    x = np.cross([0.0, 0.0, 1.0], push_axis)
+    if np.linalg.norm(x) < 1e-6:
+        x = np.array([1.0, 0.0, 0.0])
+    x /= np.linalg.norm(x)
+    rot = np.column_stack([x, np.cross(push_axis, x), push_axis])
+    return [f'<body name="press" {mjcf._pose_attrs(start, rot)}>',
+            '<joint name="press_slide" type="slide" axis="0 0 1" range="-0.05 0.1"/>',
+            f'<geom name="press_tip" type="sphere" size="{press.radius:.6g}" mass="{press.mass:.6g}" condim="1" '
+            'rgba="0.8 0.2 0.2 1"/>',
+            f'<site name="press_tip_site" pos="0 0 {press.radius:.6g}" size="0.005"/>',
+            '</body>']

@@ -1,0 +1,316 @@
+"""The lab twin: MuJoCo physics of the facility behind ros2_control-like command interfaces.
+
+Plain Python (no rclpy): the twin node, the lockstep runner, the tests and the benchmark
+all drive this object.
+
+Per position-controlled robot (industrial arm or hexapod legs), one simulation step does
+
+1. commands whose transport delay has elapsed take effect (forward position command, or
+   a joint trajectory started from the current reference);
+2. the reference passes the robot's finite-bandwidth servo (:class:`FirstOrderServo`);
+3. a joint PID at ``stiffness_hz`` (MuJoCo ``position`` actuators, with the derivative and
+   integral terms folded into the set-point ``ctrl = q_f + (kv/kp) q_f' + (ki/kp) int e``)
+   tracks the filtered reference, with the model's gravity/Coriolis torques fed forward;
+   gains scale with each joint's inertia (armature + links) at the initial configuration.
+
+The torque-controlled light-weight arm takes efforts (plus gravity compensation, as the
+real arm's torque mode does) after its own delay; its joints have viscous and Coulomb
+friction. F/T sensors are sampled every step (see :mod:`hil_lab_twin.ft`).
+
+Time: ``step()`` advances simulated time by one timestep (lockstep, deterministic);
+``advance_to(t)`` steps until simulated time reaches ``t`` (real-time pacing passes the
+elapsed wall time).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from hil_lab_twin.ft import MUJOCO_SIGN, FtChannel
+from hil_lab_twin.scene import RobotBuild, TwinConfig, build_scene
+from hil_lab_twin.servo import (CommandRejected, DelayLine, FirstOrderServo, TrajectoryFollower, validate_command,
+                                validate_trajectory)
+
+
+@dataclass
+class _PositionRobot:
+    build: RobotBuild
+    qpos_adr: np.ndarray
+    dof_adr: np.ndarray
+    act_ids: np.ndarray
+    kp: np.ndarray
+    kv: np.ndarray
+    ki: np.ndarray
+    delay: DelayLine
+    servo: FirstOrderServo
+    follower: TrajectoryFollower
+    integral: np.ndarray
+    rejected: int = 0
+    accepted: int = 0
+
+
+@dataclass
+class _TorqueArm:
+    joint_names: tuple
+    qpos_adr: np.ndarray
+    dof_adr: np.ndarray
+    act_ids: np.ndarray
+    delay: DelayLine
+    effort: np.ndarray
+    gravity_compensation: bool
+    finger_act_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    rejected: int = 0
+    accepted: int = 0
+
+
+@dataclass
+class JointState:
+    names: tuple
+    positions: np.ndarray
+    velocities: np.ndarray
+    efforts: np.ndarray
+
+
+class LabTwin:
+    """MuJoCo twin of the facility described by a :class:`TwinConfig`."""
+
+    def __init__(self, config: TwinConfig | None = None):
+        self.config = config or TwinConfig()
+        self.xml, self.builds = build_scene(self.config)
+        self.model = mujoco.MjModel.from_xml_string(self.xml)
+        self.data = mujoco.MjData(self.model)
+        self.dt = float(self.model.opt.timestep)
+        self.steps = 0
+        self._robots: dict[str, _PositionRobot] = {}
+        self._arms: dict[str, _TorqueArm] = {}
+        self._ft: dict[str, tuple[FtChannel, int, int, int]] = {}
+        self._servo_cfg = {r.ns: r.servo for r in self.config.robots}
+        for ns, build in self.builds.items():
+            self._init_robot(ns, build)
+        mujoco.mj_forward(self.model, self.data)
+        self._set_gains()
+        self.press_actuator = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, 'press_force')
+        self._renderer = None
+
+    # -- set-up -------------------------------------------------------------------------
+    def _jid(self, name: str) -> int:
+        jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise KeyError(f'joint {name!r} not in the twin model')
+        return jid
+
+    def _init_robot(self, ns: str, build: RobotBuild) -> None:
+        jids = [self._jid(j) for j in build.mj_joints]
+        qpos_adr = np.array([self.model.jnt_qposadr[j] for j in jids])
+        dof_adr = np.array([self.model.jnt_dofadr[j] for j in jids])
+        act_ids = np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, f'{j}_servo')
+                            for j in build.mj_joints])
+        qpos = build.q_initial - build.q_offset
+        self.data.qpos[qpos_adr] = qpos
+        cfg = self._servo_cfg[ns]
+        n = len(jids)
+        self._robots[ns] = _PositionRobot(
+            build=build, qpos_adr=qpos_adr, dof_adr=dof_adr, act_ids=act_ids, kp=np.zeros(n), kv=np.zeros(n),
+            ki=np.zeros(n), delay=DelayLine(cfg.delay_s), servo=FirstOrderServo(build.q_initial, cfg.bandwidth_hz, self.dt),
+            follower=TrajectoryFollower(build.q_initial), integral=np.zeros(n))
+        self.data.ctrl[act_ids] = qpos
+        if build.arm_joints:
+            ajids = [self._jid(j) for j in build.arm_joints]
+            arm_cfg = self.config.arm
+            arm = _TorqueArm(
+                joint_names=build.arm_joint_names, qpos_adr=np.array([self.model.jnt_qposadr[j] for j in ajids]),
+                dof_adr=np.array([self.model.jnt_dofadr[j] for j in ajids]),
+                act_ids=np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, f'{j}_torque')
+                                  for j in build.arm_joints]),
+                delay=DelayLine(arm_cfg.delay_s), effort=np.zeros(len(ajids)),
+                gravity_compensation=arm_cfg.gravity_compensation,
+                finger_act_ids=np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
+                                                           f'{ns}_arm_finger_{s}_servo') for s in ('left', 'right')]))
+            self.data.qpos[arm.qpos_adr] = build.arm_q_initial
+            self._arms[f'{ns}_arm'] = arm
+        for sensor, ft_cfg in build.ft_sensors:
+            site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, f'{sensor}_site')
+            force = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_force')]
+            torque = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_torque')]
+            self._ft[sensor] = (FtChannel(sensor, ft_cfg), site, force, torque)
+
+    def _set_gains(self) -> None:
+        """PID gains per joint from the joint-space inertia diagonal at the initial configuration."""
+        full = np.zeros((self.model.nv, self.model.nv))
+        mujoco.mj_fullM(self.model, self.data, full)
+        for ns, robot in self._robots.items():
+            cfg = self._servo_cfg[ns]
+            wn = 2.0 * math.pi * cfg.stiffness_hz
+            inertia = np.array([full[d, d] for d in robot.dof_adr])
+            robot.kp = inertia * wn * wn
+            robot.kv = 2.0 * cfg.damping_ratio * wn * inertia
+            robot.ki = robot.kp * wn * cfg.integral_ratio
+            self.model.actuator_gainprm[robot.act_ids, 0] = robot.kp
+            self.model.actuator_biasprm[robot.act_ids, 1] = -robot.kp
+            self.model.actuator_biasprm[robot.act_ids, 2] = -robot.kv
+
+    # -- interfaces ---------------------------------------------------------------------
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def position_robots(self) -> tuple[str, ...]:
+        return tuple(self._robots)
+
+    @property
+    def torque_arms(self) -> tuple[str, ...]:
+        return tuple(self._arms)
+
+    @property
+    def ft_sensor_names(self) -> tuple[str, ...]:
+        return tuple(self._ft)
+
+    def joint_names(self, ns: str) -> tuple[str, ...]:
+        if ns in self._arms:
+            return self._arms[ns].joint_names
+        return self._robots[ns].build.joint_names
+
+    def rejected_count(self, ns: str) -> int:
+        return (self._arms.get(ns) or self._robots[ns]).rejected
+
+    def command_positions(self, ns: str, positions) -> bool:
+        """forward_position_controller/commands: joint positions (m for hexapod legs). False if rejected."""
+        robot = self._robots[ns]
+        try:
+            q = validate_command(positions, len(robot.build.joint_names))
+        except CommandRejected:
+            robot.rejected += 1
+            return False
+        robot.accepted += 1
+        robot.delay.push(self.time, ('position', q))
+        return True
+
+    def command_trajectory(self, ns: str, joint_names, points) -> bool:
+        """joint_trajectory_controller/joint_trajectory: ``points`` = [(time_from_start, positions)]."""
+        robot = self._robots[ns]
+        try:
+            traj = validate_trajectory(joint_names, points, robot.build.joint_names)
+        except CommandRejected:
+            robot.rejected += 1
+            return False
+        robot.accepted += 1
+        robot.delay.push(self.time, ('trajectory', traj))
+        return True
+
+    def command_efforts(self, ns: str, efforts) -> bool:
+        """forward_effort_controller/commands of the torque-controlled arm [N m]."""
+        arm = self._arms[ns]
+        try:
+            tau = validate_command(efforts, len(arm.joint_names))
+        except CommandRejected:
+            arm.rejected += 1
+            return False
+        arm.accepted += 1
+        arm.delay.push(self.time, tau)
+        return True
+
+    def command_gripper(self, ns: str, opening: float) -> None:
+        """Finger position of the servicer arm's gripper [m] (positive opens)."""
+        self.data.ctrl[self._arms[ns].finger_act_ids] = float(np.clip(opening, -0.04, 0.03))
+
+    def joint_state(self, ns: str) -> JointState:
+        if ns in self._arms:
+            arm = self._arms[ns]
+            return JointState(arm.joint_names, self.data.qpos[arm.qpos_adr].copy(), self.data.qvel[arm.dof_adr].copy(),
+                              arm.effort.copy())
+        robot = self._robots[ns]
+        return JointState(robot.build.joint_names, self.data.qpos[robot.qpos_adr] + robot.build.q_offset,
+                          self.data.qvel[robot.dof_adr].copy(), self.data.actuator_force[robot.act_ids].copy())
+
+    def site_pose_in_world(self, site: str) -> pin.SE3:
+        sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, site)
+        if sid < 0:
+            raise KeyError(f'site {site!r} not in the twin model')
+        return pin.SE3(self.data.site_xmat[sid].reshape(3, 3).copy(), self.data.site_xpos[sid].copy())
+
+    def flange_pose(self, ns: str) -> pin.SE3:
+        """Measured ``pose_flange_in_base`` of a table, from the simulation (ground truth)."""
+        build = self._robots[ns].build
+        return build.base_pose.actInv(self.site_pose_in_world(build.flange_site))
+
+    def wrench_true(self, sensor: str) -> np.ndarray:
+        """Noise-free ``wrench_sensor_in_sensor`` now (see :mod:`hil_lab_twin.ft` for the convention)."""
+        _, _, force, torque = self._ft[sensor]
+        return MUJOCO_SIGN * np.concatenate([self.data.sensordata[force:force + 3], self.data.sensordata[torque:torque + 3]])
+
+    def wrench_source(self, sensor: str):
+        """A callable returning ``(wrench_sensor_in_sensor, stamp_s, sequence)`` of the latest sample.
+
+        This is what a simulated RDT/UDP sensor server plugs in to stream the twin's sensor.
+        """
+        channel = self._ft[sensor][0]
+        return lambda: (channel.read(), channel.stamp, channel.sequence)
+
+    def set_press_force(self, force: float) -> None:
+        if self.press_actuator < 0:
+            raise RuntimeError('the twin was built without a press (TwinConfig.press)')
+        self.data.ctrl[self.press_actuator] = float(force)
+
+    # -- time ---------------------------------------------------------------------------
+    def step(self, n: int = 1) -> None:
+        for _ in range(n):
+            self._step_once()
+
+    def advance_to(self, t: float, max_steps: int = 1000) -> int:
+        """Step until simulated time reaches ``t`` (at most ``max_steps``); returns steps taken."""
+        k = 0
+        while self.data.time + 0.5 * self.dt <= t and k < max_steps:
+            self._step_once()
+            k += 1
+        return k
+
+    def _step_once(self) -> None:
+        t = self.time
+        d = self.data
+        d.qfrc_applied[:] = 0.0
+        for robot in self._robots.values():
+            for kind, payload in robot.delay.pop_due(t):
+                if kind == 'position':
+                    robot.follower.set_hold(payload)
+                else:
+                    robot.follower.start(t, robot.follower.sample(t), payload)
+            q_f = robot.servo.update(robot.follower.sample(t))
+            q_meas = d.qpos[robot.qpos_adr] + robot.build.q_offset
+            robot.integral += (q_f - q_meas) * self.dt
+            set_point = q_f + (robot.kv / robot.kp) * robot.servo.velocity + (robot.ki / robot.kp) * robot.integral
+            d.ctrl[robot.act_ids] = set_point - robot.build.q_offset
+            d.qfrc_applied[robot.dof_adr] = d.qfrc_bias[robot.dof_adr]
+        for arm in self._arms.values():
+            for tau in arm.delay.pop_due(t):
+                arm.effort = tau
+            d.ctrl[arm.act_ids] = arm.effort
+            if arm.gravity_compensation:
+                d.qfrc_applied[arm.dof_adr] = d.qfrc_bias[arm.dof_adr]
+        mujoco.mj_step(self.model, d)
+        self.steps += 1
+        for sensor, (channel, *_rest) in self._ft.items():
+            channel.sample(self.time, self.wrench_true(sensor))
+
+    # -- pictures -----------------------------------------------------------------------
+    def render(self, width: int = 640, height: int = 480, camera: str = 'overview') -> np.ndarray:
+        """An RGB image (needs an offscreen GL: ``MUJOCO_GL=egl``)."""
+        if self._renderer is None or (self._renderer.width, self._renderer.height) != (width, height):
+            self._renderer = mujoco.Renderer(self.model, height, width)
+        self._renderer.update_scene(self.data, camera=camera)
+        return self._renderer.render()
+
+    def render_png(self, path, width: int = 640, height: int = 480, camera: str = 'overview') -> None:
+        from hil_lab_twin.png import write_png
+
+        write_png(path, self.render(width, height, camera))
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
