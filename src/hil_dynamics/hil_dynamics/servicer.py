@@ -1,0 +1,445 @@
+"""Servicer spacecraft with a manipulator, simulated relative to a nominal trajectory (seed 004 §III-B/C).
+
+Frames and symbols (seed 004 Figs. 4, 6, 7; twists body, linear first; wrenches [f; tau]):
+
+* ``g_n = pose_nominal_in_orbit``, ``V_n = twist_nominal_body`` -- the nominal trajectory
+  (the client's unforced motion, Eq. 4, shared with :mod:`hil_dynamics.client`).
+* ``g_s = pose_base_in_nominal``, ``V_s = twist_base_rel_body`` -- the servicer base
+  relative to the nominal: what the admittance-controlled industrial robot reproduces.
+* ``g_b = pose_base_in_orbit``, ``V_b = twist_base_body`` -- the base in orbit, Eq. (23):
+  ``g_b = g_n g_s``, ``V_b = V_s + Delta V_s`` with ``Delta V_s = Ad_{g_s^-1} V_n`` (Eq. 15).
+* ``q, dq`` -- arm joint angles [rad] and rates [rad/s], shared by the simulated and the real
+  arm (Assumption 2).
+* ``F_b = wrench_base_com`` -- actuation wrench on the base, base body frame about the base
+  CoM; ``tau`` -- OBSW joint torques [N m]; ``F_e = wrench_ee`` -- external wrench on the
+  end-effector frame, EE axes about the EE origin (``wrench_ee_in_ee``).
+
+The free-floating dynamics (Eq. 12)::
+
+    [M_b    M_bq] [V_b_dot]   [C_b  C_bq] [V_b]   [F_b]   [J_b^T]
+    [M_bq^T M_q ] [ddq    ] + [C_qb C_q ] [dq ] = [tau] + [J_m^T] F_e
+
+are taken from Pinocchio on a free-flyer root whose joint frame is the base CoM (the URDF
+generators of :mod:`hil_dynamics.models` put the root frame there). Pinocchio's free-flyer
+velocity is ``[v; w]`` of the joint frame in its own (local) axes, i.e. the body twist at the
+base CoM, linear first: the seed's ``V_b``. ``M`` is ``crba``, ``C`` is
+``computeCoriolisMatrix`` (the factorisation with ``M_dot - 2C`` skew-symmetric), and
+``J = [J_b J_m]`` is the LOCAL frame Jacobian of the EE, so ``V_ee = J_b V_b + J_m dq`` is the
+EE body twist and ``J^T F_e`` the generalised force of ``wrench_ee``. All these terms are
+invariant to the base pose (left invariance), so they are evaluated with the base at identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pinocchio as pin
+
+from hil_dynamics.client import relative_mapping
+from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.rigid_body import RigidBody
+
+STANDARD_GRAVITY_M_S2 = 9.80665
+
+
+def _vector(value, size: int, name: str) -> np.ndarray:
+    """A finite float vector of the given size, or a ValueError naming ``name``."""
+    try:
+        out = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
+    if out.shape != (size,):
+        raise ValueError(f'{name} must have {size} elements, got {out.shape[0]}')
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f'{name} must be finite, got {out.tolist()}')
+    return out
+
+
+@dataclass
+class Eq12Terms:
+    """The matrices of seed 004 Eq. (12) at one state; block accessors name the seed's symbols."""
+
+    n: int
+    mass_matrix: np.ndarray        # M, (6+n)x(6+n)
+    coriolis_matrix: np.ndarray    # C(q, [V_b; dq]), (6+n)x(6+n)
+    jacobian_ee: np.ndarray        # [J_b J_m], 6x(6+n), LOCAL (EE body twist)
+
+    @property
+    def M_b(self) -> np.ndarray:  # noqa: N802 - the seed's symbol
+        return self.mass_matrix[:6, :6]
+
+    @property
+    def M_bq(self) -> np.ndarray:  # noqa: N802
+        return self.mass_matrix[:6, 6:]
+
+    @property
+    def M_q(self) -> np.ndarray:  # noqa: N802
+        return self.mass_matrix[6:, 6:]
+
+    @property
+    def C_b(self) -> np.ndarray:  # noqa: N802
+        return self.coriolis_matrix[:6, :6]
+
+    @property
+    def C_bq(self) -> np.ndarray:  # noqa: N802
+        return self.coriolis_matrix[:6, 6:]
+
+    @property
+    def C_qb(self) -> np.ndarray:  # noqa: N802
+        return self.coriolis_matrix[6:, :6]
+
+    @property
+    def C_q(self) -> np.ndarray:  # noqa: N802
+        return self.coriolis_matrix[6:, 6:]
+
+    @property
+    def J_b(self) -> np.ndarray:  # noqa: N802
+        return self.jacobian_ee[:, :6]
+
+    @property
+    def J_m(self) -> np.ndarray:  # noqa: N802
+        return self.jacobian_ee[:, 6:]
+
+
+class ServicerModel:
+    """Free-floating servicer (base + n-joint arm) of seed 004 Eq. (12) over Pinocchio.
+
+    Parameters
+    ----------
+    urdf_xml:
+        URDF string whose root link frame is the base CoM (e.g.
+        :func:`hil_dynamics.models.servicer_lbr_urdf`); loaded with a free-flyer root.
+    ee_frame:
+        Name of the end-effector / gripper frame where ``F_e`` acts.
+    """
+
+    def __init__(self, urdf_xml: str, ee_frame: str):
+        model = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
+        model.gravity = pin.Motion.Zero()      # in orbit: gravity-free (seed 004 Eq. 12)
+        if not model.existFrame(ee_frame):
+            raise ValueError(f'ee_frame {ee_frame!r} is not a frame of the URDF')
+        lever = model.inertias[1].lever
+        if np.linalg.norm(lever) > 1e-9:
+            raise ValueError(f'the URDF root frame must be at the base CoM (seed 004 Eq. 12), CoM offset {lever.tolist()} m')
+        if model.nq != model.nv + 1 or any(j.nq != 1 or j.nv != 1 for j in model.joints[2:]):
+            raise ValueError('the arm must have 1-DOF revolute/prismatic joints only')
+        self.model = model
+        self.data = model.createData()
+        self.n = model.nv - 6
+        self.ee_frame = ee_frame
+        self.ee_frame_id = model.getFrameId(ee_frame)
+        self.joint_names = [model.names[j] for j in range(2, model.njoints)]
+        self._q = pin.neutral(model)           # base at identity; arm angles written in place
+        self._v = np.zeros(model.nv)
+
+    # -- configuration helpers -------------------------------------------------------
+    def configuration(self, pose_base: pin.SE3, q_arm) -> np.ndarray:
+        """Pinocchio configuration ``[p; quat (x y z w); q]`` of a base pose and joint angles."""
+        out = np.empty(self.model.nq)
+        out[:7] = pin.SE3ToXYZQUAT(pose_base)
+        out[7:] = q_arm
+        return out
+
+    def _identity_config(self, q_arm) -> np.ndarray:
+        self._q[7:] = q_arm
+        return self._q
+
+    def _velocity(self, twist_base_body, dq_arm) -> np.ndarray:
+        v = np.empty(self.model.nv)
+        v[:6] = twist_base_body
+        v[6:] = dq_arm
+        return v
+
+    # -- Eq. (12) ------------------------------------------------------------------
+    def terms(self, q_arm, twist_base_body, dq_arm) -> Eq12Terms:
+        """``M, C, J`` of Eq. (12) at joint angles ``q``, base twist ``V_b`` and joint rates ``dq``."""
+        model, data = self.model, self.data
+        q = self._identity_config(q_arm)
+        v = self._velocity(twist_base_body, dq_arm)
+        mass = pin.crba(model, data, q).copy()
+        coriolis = pin.computeCoriolisMatrix(model, data, q, v).copy()
+        jac = pin.computeFrameJacobian(model, data, q, self.ee_frame_id, pin.LOCAL).copy()
+        return Eq12Terms(self.n, mass, coriolis, jac)
+
+    def mass_matrix(self, q_arm) -> np.ndarray:
+        return pin.crba(self.model, self.data, self._identity_config(q_arm)).copy()
+
+    def coriolis_matrix(self, q_arm, twist_base_body, dq_arm) -> np.ndarray:
+        v = self._velocity(twist_base_body, dq_arm)
+        return pin.computeCoriolisMatrix(self.model, self.data, self._identity_config(q_arm), v).copy()
+
+    def coriolis_force(self, q_arm, twist_base_body, dq_arm) -> np.ndarray:
+        """``C(q, v) v`` for ``v = [V_b; dq]`` ((6+n,), gravity-free)."""
+        v = self._velocity(twist_base_body, dq_arm)
+        return pin.nonLinearEffects(self.model, self.data, self._identity_config(q_arm), v).copy()
+
+    def ee_jacobian(self, q_arm) -> np.ndarray:
+        """``[J_b J_m]`` (6x(6+n)): EE body twist from ``[V_b; dq]``."""
+        return pin.computeFrameJacobian(self.model, self.data, self._identity_config(q_arm), self.ee_frame_id,
+                                        pin.LOCAL).copy()
+
+    def generalized_force(self, jacobian_ee, wrench_base_com, tau_arm, wrench_ee) -> np.ndarray:
+        """Right-hand side of Eq. (12): ``[F_b; tau] + J^T F_e``."""
+        out = jacobian_ee.T @ np.asarray(wrench_ee, dtype=float)
+        out[:6] += wrench_base_com
+        out[6:] += tau_arm
+        return out
+
+
+# -- relative-to-nominal kinematics (Eq. 15 and its derivative) ---------------------------
+def delta_twist(pose_base_in_nominal: pin.SE3, twist_nominal_body) -> np.ndarray:
+    """``Delta V_s = Ad_{g_s^-1} V_n`` (seed 004 Eq. 15)."""
+    return pose_base_in_nominal.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float))).vector
+
+
+def delta_twist_rate(pose_base_in_nominal: pin.SE3, twist_base_rel_body, twist_nominal_body,
+                     accel_nominal_body) -> np.ndarray:
+    """``Delta V_s_dot = Ad_{g_s^-1} V_n_dot - [V_s, Delta V_s]`` (time derivative of Eq. 15).
+
+    Uses ``d/dt Ad_{g^-1} = -ad_V Ad_{g^-1}`` for ``g_dot = g V^``. By Eq. (15) this is also
+    ``V_b_dot - V_s_dot``.
+    """
+    g_s = pose_base_in_nominal
+    delta = g_s.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float)))
+    out = g_s.actInv(pin.Motion(np.asarray(accel_nominal_body, dtype=float)))
+    return (out - pin.Motion(np.asarray(twist_base_rel_body, dtype=float)).cross(delta)).vector
+
+
+@dataclass
+class ServicerInitialState:
+    """Initial conditions of seed 004 §III-C for the servicer admittance."""
+
+    pose_base_in_nominal: pin.SE3   # g_s(0)
+    twist_base_body: np.ndarray     # V_b(0)
+    twist_base_rel_body: np.ndarray  # V_s(0)
+
+
+def servicer_initial_state(pose_client_in_orbit_0: pin.SE3, twist_client_body_0, pose_base_in_orbit_0: pin.SE3,
+                           twist_base_body_0=None) -> ServicerInitialState:
+    """Seed 004 §III-C: ``V_b(0) = Ad_{g_bt} V_t(0)``, ``V_s(0) = V_b(0) - Ad_{g_s^-1} V_t(0)``.
+
+    The nominal starts on the client (``g_n(0) = g_t(0)``, ``V_n(0) = V_t(0)``), so
+    ``g_s(0) = g_t(0)^-1 g_b(0)``. ``g_bt = g_b^-1 g_t`` is the client pose in the base frame.
+    Without ``twist_base_body_0`` the base starts moving rigidly with the client
+    (``V_b(0) = Ad_{g_bt} V_t(0)``), which gives ``V_s(0) = 0``: the lab robot starts at rest.
+    """
+    twist_t0 = _vector(twist_client_body_0, 6, 'twist_client_body_0')
+    g_s0 = pose_client_in_orbit_0.actInv(pose_base_in_orbit_0)
+    if twist_base_body_0 is None:
+        g_bt = pose_base_in_orbit_0.actInv(pose_client_in_orbit_0)
+        twist_b0 = g_bt.act(pin.Motion(twist_t0)).vector
+    else:
+        twist_b0 = _vector(twist_base_body_0, 6, 'twist_base_body_0')
+    twist_s0 = twist_b0 - delta_twist(g_s0, twist_t0)
+    return ServicerInitialState(g_s0, twist_b0, twist_s0)
+
+
+@dataclass
+class ServicerState:
+    """State of the servicer admittance at time ``t`` [s]."""
+
+    t: float
+    pose_nominal_in_orbit: pin.SE3
+    twist_nominal_body: np.ndarray
+    pose_base_in_nominal: pin.SE3
+    twist_base_rel_body: np.ndarray
+
+    def absolute(self) -> tuple[pin.SE3, np.ndarray]:
+        """``(g_b, V_b)`` by Eq. (23)."""
+        return relative_mapping(self.pose_nominal_in_orbit, self.twist_nominal_body, self.pose_base_in_nominal,
+                                self.twist_base_rel_body)
+
+
+class ServicerAdmittance:
+    """Admittance rule of seed 004 Eq. (18), integrated on SE(3) with RKMK4.
+
+    ``M_b V_s_dot + M_bq ddq + C_b V_b + C_bq dq = J_b^T F_e + F_b - M_b Delta V_s_dot`` with
+    ``V_b = V_s + Delta V_s`` (Eq. 15). The nominal (Eq. 4, the client's unforced motion)
+    is integrated in the same step, exactly as :class:`hil_dynamics.client.ClientAdmittance`
+    does, so both admittances see the same ``g_n`` at every step.
+
+    Parameters
+    ----------
+    model:
+        The servicer's :class:`ServicerModel`.
+    nominal_body:
+        Mass properties of the client whose unforced motion is the nominal (``M_t`` of Eq. 4).
+    twist_nominal_body_0, pose_nominal_in_orbit_0:
+        ``V_n(0) = V_t(0)`` and ``g_n(0) = g_t(0)``.
+    pose_base_in_nominal_0, twist_base_rel_body_0:
+        ``g_s(0)``, ``V_s(0)`` (see :func:`servicer_initial_state`).
+    """
+
+    def __init__(self, model: ServicerModel, nominal_body: RigidBody, twist_nominal_body_0,
+                 pose_nominal_in_orbit_0: Optional[pin.SE3], pose_base_in_nominal_0: pin.SE3, twist_base_rel_body_0,
+                 t0: float = 0.0):
+        self.model = model
+        self.nominal_body = nominal_body
+        g_n0 = pin.SE3.Identity() if pose_nominal_in_orbit_0 is None else pin.SE3(pose_nominal_in_orbit_0)
+        self.state = ServicerState(float(t0), g_n0, _vector(twist_nominal_body_0, 6, 'twist_nominal_body_0'),
+                                   pin.SE3(pose_base_in_nominal_0),
+                                   _vector(twist_base_rel_body_0, 6, 'twist_base_rel_body_0'))
+        self._zero_wrench = np.zeros(6)
+
+    def nominal_acceleration(self, twist_nominal_body) -> np.ndarray:
+        """``V_n_dot`` of Eq. (4): the unforced rigid-body motion of the nominal."""
+        return self.nominal_body.acceleration(twist_nominal_body, self._zero_wrench)
+
+    def base_rows(self, pose_base_in_nominal: pin.SE3, twist_base_rel_body, twist_nominal_body, accel_nominal_body,
+                  q_arm, dq_arm, wrench_base_com, wrench_ee):
+        """Eq. (18) as linear rows in the unknowns: ``M_b V_s_dot + M_bq ddq = rhs``.
+
+        Returns ``(M_b, M_bq, rhs, M)`` with ``rhs = J_b^T F_e + F_b - M_b Delta V_s_dot -
+        C_b V_b - C_bq dq`` and ``M`` the full Eq. (12) mass matrix.
+        """
+        model = self.model
+        delta = delta_twist(pose_base_in_nominal, twist_nominal_body)
+        twist_b = twist_base_rel_body + delta
+        delta_dot = delta_twist_rate(pose_base_in_nominal, twist_base_rel_body, twist_nominal_body, accel_nominal_body)
+        mass = model.mass_matrix(q_arm)
+        m_b = mass[:6, :6]
+        coriolis_b = model.coriolis_force(q_arm, twist_b, dq_arm)[:6]          # C_b V_b + C_bq dq
+        jac_b = model.ee_jacobian(q_arm)[:, :6]
+        rhs = jac_b.T @ wrench_ee + wrench_base_com - m_b @ delta_dot - coriolis_b
+        return m_b, mass[:6, 6:], rhs, mass
+
+    def base_acceleration(self, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, state: ServicerState | None = None):
+        """``V_s_dot`` of Eq. (18) given the measured joint motion (at ``state``, default the current one)."""
+        s = self.state if state is None else state
+        vn_dot = self.nominal_acceleration(s.twist_nominal_body)
+        m_b, m_bq, rhs, _ = self.base_rows(s.pose_base_in_nominal, s.twist_base_rel_body, s.twist_nominal_body,
+                                           vn_dot, q_arm, dq_arm, wrench_base_com, wrench_ee)
+        return np.linalg.solve(m_b, rhs - m_bq @ ddq_arm)
+
+    def step(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
+        """Advance by ``dt`` [s] with the measured arm state and wrenches held over the step.
+
+        ``q_arm, dq_arm, ddq_arm`` come from the real arm (Assumption 2: same as in orbit),
+        ``wrench_base_com`` is ``F_b`` from the OBSW and ``wrench_ee`` the measured ``F_e``
+        (EE frame). All are held constant over the step (zero-order hold of samples), so the
+        Eq. (12) matrices are computed once and only the Coriolis terms per RKMK stage.
+        """
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
+        n = self.model.n
+        q = _vector(q_arm, n, 'q_arm')
+        dq = _vector(dq_arm, n, 'dq_arm')
+        ddq = _vector(ddq_arm, n, 'ddq_arm')
+        f_b = _vector(wrench_base_com, 6, 'wrench_base_com')
+        f_e = _vector(wrench_ee, 6, 'wrench_ee')
+        model = self.model
+        mass = model.mass_matrix(q)
+        jac = model.ee_jacobian(q)
+        m_b = mass[:6, :6]
+        m_b_inv = np.linalg.inv(m_b)
+        # Terms of Eq. (18) that do not depend on the integrated state.
+        const = jac[:, :6].T @ f_e + f_b - mass[:6, 6:] @ ddq
+        minv_t = self.nominal_body.mass_matrix_inv
+        inertia_t = self.nominal_body.inertia
+
+        def derivative(t, poses, x):
+            g_s = poses[1]
+            m_vn = pin.Motion(x[:6])
+            m_vs = pin.Motion(x[6:])
+            vn_dot = -(minv_t @ inertia_t.vxiv(m_vn).vector)                    # Eq. (4)
+            delta = g_s.actInv(m_vn)                                            # Eq. (15)
+            delta_dot = g_s.actInv(pin.Motion(vn_dot)) - m_vs.cross(delta)      # d/dt Eq. (15)
+            twist_b = (m_vs + delta).vector
+            h_b = model.coriolis_force(q, twist_b, dq)[:6]                     # C_b V_b + C_bq dq
+            vs_dot = m_b_inv @ (const - h_b) - delta_dot.vector                 # Eq. (18)
+            twists = np.empty((2, 6))
+            twists[0] = x[:6]
+            twists[1] = x[6:]
+            return twists, np.concatenate((vn_dot, vs_dot))
+
+        s = self.state
+        x = np.concatenate((s.twist_nominal_body, s.twist_base_rel_body))
+        (g_n, g_s), x = rkmk4_step(s.t, dt, (s.pose_nominal_in_orbit, s.pose_base_in_nominal), x, derivative)
+        self.state = ServicerState(s.t + dt, g_n, x[:6], g_s, x[6:])
+        return self.state
+
+    def absolute(self) -> tuple[pin.SE3, np.ndarray]:
+        return self.state.absolute()
+
+
+@dataclass
+class ArmTorques:
+    """Eq. (22) split in its terms [N m]; ``tau_q`` is what is commanded to the real arm."""
+
+    tau_q: np.ndarray
+    tau_ff1: np.ndarray
+    tau_ff2: np.ndarray
+    tau_ff3: np.ndarray
+    gravity: np.ndarray   # G of Eq. (20): generalised gravity force on the joints (tau_q has -G)
+
+
+class ArmFeedForward:
+    """The arm torque law of seed 004 Eq. (22)::
+
+        tau_q = tau - G + M_bq^T (V_s_dot - V_b_dot)                      (tau_ff1)
+                        + (C_q(dq, V_s) - C_q(dq, V_b)) dq                 (tau_ff2)
+                        + C_qs(dq, V_s) V_s - C_qb(dq, V_b) V_b            (tau_ff3)
+
+    ``V_s_dot - V_b_dot = -Delta V_s_dot`` by Eq. (15), so ``tau_ff1`` needs no joint
+    acceleration. ``G`` is the gravity force on the real arm on ground, whose base pose in
+    the lab is ``pose_nominal_in_lab * g_s`` (the lab frame the relative motion is realised
+    in), with gravity along the lab's -z. Each term can be switched off (for tests).
+
+    Parameters
+    ----------
+    model:
+        The servicer model (Assumption 2: the real arm has the same parameters).
+    pose_nominal_in_lab:
+        Lab pose of the nominal frame, i.e. where the facility realises ``g_s = I``.
+    gravity_m_s2:
+        Magnitude of the lab gravity [m/s^2], along lab -z.
+    """
+
+    def __init__(self, model: ServicerModel, pose_nominal_in_lab: Optional[pin.SE3] = None,
+                 gravity_m_s2: float = STANDARD_GRAVITY_M_S2, use_ff1: bool = True, use_ff2: bool = True,
+                 use_ff3: bool = True, use_gravity: bool = True):
+        gravity_m_s2 = float(gravity_m_s2)
+        if not np.isfinite(gravity_m_s2) or gravity_m_s2 < 0.0:
+            raise ValueError(f'gravity_m_s2 must be finite and >= 0, got {gravity_m_s2!r}')
+        self.model = model
+        self.pose_nominal_in_lab = pin.SE3.Identity() if pose_nominal_in_lab is None else pin.SE3(pose_nominal_in_lab)
+        self.use_ff1, self.use_ff2, self.use_ff3, self.use_gravity = use_ff1, use_ff2, use_ff3, use_gravity
+        # A separate Pinocchio model with the lab gravity for G.
+        self._lab_model = model.model.copy()
+        self._lab_model.gravity = pin.Motion(np.array([0.0, 0.0, -gravity_m_s2, 0.0, 0.0, 0.0]))
+        self._lab_data = self._lab_model.createData()
+
+    def gravity_torque(self, pose_base_in_nominal: pin.SE3, q_arm) -> np.ndarray:
+        """``G`` of Eq. (20): the generalised gravity force on the joints of the arm on ground."""
+        q_lab = self.model.configuration(self.pose_nominal_in_lab * pose_base_in_nominal, q_arm)
+        return -pin.computeGeneralizedGravity(self._lab_model, self._lab_data, q_lab)[6:].copy()
+
+    def torques(self, tau_obsw, q_arm, dq_arm, pose_base_in_nominal: pin.SE3, twist_base_rel_body,
+                twist_nominal_body, accel_nominal_body, mass_matrix=None) -> ArmTorques:
+        """Eq. (22) at the current state; ``tau_obsw`` is ``tau`` from the OBSW [N m].
+
+        ``mass_matrix`` (the Eq. 12 ``M`` at ``q_arm``) may be passed when already computed.
+        """
+        model = self.model
+        twist_s = np.asarray(twist_base_rel_body, dtype=float)
+        delta = delta_twist(pose_base_in_nominal, twist_nominal_body)
+        twist_b = twist_s + delta
+        zero = np.zeros(model.n)
+        tau_ff1 = zero
+        if self.use_ff1:
+            delta_dot = delta_twist_rate(pose_base_in_nominal, twist_s, twist_nominal_body, accel_nominal_body)
+            mass = model.mass_matrix(q_arm) if mass_matrix is None else mass_matrix
+            tau_ff1 = -mass[6:, :6] @ delta_dot
+        tau_ff2 = tau_ff3 = zero
+        if self.use_ff2 or self.use_ff3:
+            c_s = model.coriolis_matrix(q_arm, twist_s, dq_arm)
+            c_b = model.coriolis_matrix(q_arm, twist_b, dq_arm)
+            if self.use_ff2:
+                tau_ff2 = (c_s[6:, 6:] - c_b[6:, 6:]) @ dq_arm
+            if self.use_ff3:
+                tau_ff3 = c_s[6:, :6] @ twist_s - c_b[6:, :6] @ twist_b
+        gravity = self.gravity_torque(pose_base_in_nominal, q_arm) if self.use_gravity else zero
+        tau_q = np.asarray(tau_obsw, dtype=float) - gravity + tau_ff1 + tau_ff2 + tau_ff3
+        return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
