@@ -24,6 +24,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
         *_share_tree('config'),
+        *_share_tree('launch'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -33,6 +34,9 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'ft_sensor_node = hil_sensors.ft_sensor_node:main',
+            'ft_sensor_sim_node = hil_sensors.ft_sim_node:main',
+            'rdt_sim = hil_sensors.rdt_sim:main',
         ],
     },
 )

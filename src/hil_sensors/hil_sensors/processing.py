@@ -1,0 +1,285 @@
+"""Wrench processing chain of the F/T driver (plain Python, no rclpy).
+
+Per record, in this order (every step except the scaling can be switched off):
+
+1. **scale**: counts to N / Nm with the calibration (the *raw* wrench, sensor frame);
+2. **overload check** on the raw wrench, per axis against its limit;
+3. **software bias (tare)**: subtract a stored offset, the mean of N samples taken on request;
+4. **tool gravity compensation**: subtract the tool's weight, ``f_g = m R_ws^T g`` and
+   ``tau_g = c x f_g`` in the sensor frame, with ``R_ws`` from the latest pose input;
+5. **low-pass filter**: Butterworth, order 1 or 2, designed for the sensor's output rate;
+6. **frame transform**: a constant change of frame, ``F_target = Ad_{g^-1}^T F_sensor`` with
+   ``g = pose_sensor_in_target`` (the convention of :mod:`hil_dynamics.se3`), applied to
+   the published sample only: it is linear and constant, so it commutes with the filter.
+
+The tare averages the wrench *after* gravity compensation (bias = sensor offset only), so
+it stays valid when the tool is re-oriented. The hot path uses plain floats: at 7 kHz a
+numpy call per step would cost more than the arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+AXES = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
+ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def quaternion_to_matrix(xyzw: Sequence[float]) -> np.ndarray:
+    """Rotation matrix of a quaternion ``[x, y, z, w]`` (ROS order); normalises it."""
+    x, y, z, w = (float(c) for c in xyzw)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if not math.isfinite(n) or n < 1e-9:
+        raise ValueError(f'quaternion {list(xyzw)} is not a valid rotation')
+    x, y, z, w = x / n, y / n, z / n, w / n
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def skew(v: Sequence[float]) -> np.ndarray:
+    x, y, z = v
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+# --------------------------------------------------------------------------- filter
+
+class LowPassFilter:
+    """Butterworth low-pass of order 1 or 2 on six axes (bilinear transform, pre-warped).
+
+    Transposed direct form II; :meth:`reset` starts it in steady state at a value so
+    enabling it, or resetting a fault, produces no transient from zero.
+    """
+
+    def __init__(self, cutoff_hz: float, sample_rate_hz: float, order: int = 2):
+        if order not in (1, 2):
+            raise ValueError(f'filter order must be 1 or 2, got {order}')
+        if not (0.0 < cutoff_hz < 0.5 * sample_rate_hz):
+            raise ValueError(f'cut-off {cutoff_hz} Hz must be in (0, {0.5 * sample_rate_hz}) Hz (Nyquist)')
+        self.cutoff_hz = float(cutoff_hz)
+        self.sample_rate_hz = float(sample_rate_hz)
+        self.order = order
+        k = math.tan(math.pi * cutoff_hz / sample_rate_hz)
+        if order == 1:
+            b0 = k / (1.0 + k)
+            self.b = (b0, b0, 0.0)
+            self.a = (1.0, (k - 1.0) / (k + 1.0), 0.0)
+        else:
+            r2 = math.sqrt(2.0)
+            norm = 1.0 / (1.0 + r2 * k + k * k)
+            b0 = k * k * norm
+            self.b = (b0, 2.0 * b0, b0)
+            self.a = (1.0, 2.0 * (k * k - 1.0) * norm, (1.0 - r2 * k + k * k) * norm)
+        self.primed = False
+        self._z1 = [0.0] * 6
+        self._z2 = [0.0] * 6
+
+    def reset(self, value: Sequence[float] | None = None) -> None:
+        """Forget the history; with ``value`` start in steady state there."""
+        if value is None:
+            self.primed = False
+            self._z1 = [0.0] * 6
+            self._z2 = [0.0] * 6
+            return
+        b0, _, b2 = self.b
+        a2 = self.a[2]
+        self._z1 = [(1.0 - b0) * v for v in value]
+        self._z2 = [(b2 - a2) * v for v in value]
+        self.primed = True
+
+    def step(self, x: Sequence[float]) -> list[float]:
+        if not self.primed:
+            self.reset(x)
+        b0, b1, b2 = self.b
+        _, a1, a2 = self.a
+        z1, z2 = self._z1, self._z2
+        y = [0.0] * 6
+        for i in range(6):
+            xi = x[i]
+            yi = b0 * xi + z1[i]
+            z1[i] = b1 * xi - a1 * yi + z2[i]
+            z2[i] = b2 * xi - a2 * yi
+            y[i] = yi
+        return y
+
+    def gain(self, frequency_hz: float) -> float:
+        """|H| at a frequency (for tests and the start-up report)."""
+        zi = np.exp(-1j * 2.0 * math.pi * frequency_hz / self.sample_rate_hz)
+        num = self.b[0] + self.b[1] * zi + self.b[2] * zi * zi
+        den = self.a[0] + self.a[1] * zi + self.a[2] * zi * zi
+        return float(abs(num / den))
+
+    def describe(self) -> str:
+        return f'Butterworth order {self.order}, cut-off {self.cutoff_hz:g} Hz at {self.sample_rate_hz:g} Hz'
+
+
+# --------------------------------------------------------------------------- tare
+
+class SoftwareBias:
+    """Software bias (tare): the mean of N samples, subtracted afterwards."""
+
+    def __init__(self) -> None:
+        self.bias = list(ZERO6)
+        self.active = False
+        self.tare_count = 0
+        self._target = 0
+        self._sum = [0.0] * 6
+        self._n = 0
+
+    @property
+    def collecting(self) -> bool:
+        return self._target > 0
+
+    def start(self, samples: int) -> None:
+        if samples < 1:
+            raise ValueError('a tare needs at least one sample')
+        self._target = int(samples)
+        self._sum = [0.0] * 6
+        self._n = 0
+
+    def cancel(self) -> None:
+        self._target = 0
+
+    def add(self, sample: Sequence[float]) -> bool:
+        """Feed one sample while collecting; True when the tare has just completed."""
+        if not self._target:
+            return False
+        s = self._sum
+        for i in range(6):
+            s[i] += sample[i]
+        self._n += 1
+        if self._n >= self._target:
+            self.bias = [v / self._n for v in s]
+            self.active = True
+            self.tare_count += 1
+            self._target = 0
+            return True
+        return False
+
+    def clear(self) -> None:
+        self.bias = list(ZERO6)
+        self.active = False
+        self._target = 0
+
+
+# --------------------------------------------------------------------------- gravity
+
+class ToolGravity:
+    """Weight of the tool carried by the sensor, expressed in the sensor frame.
+
+    ``mass_kg`` and ``com_in_sensor`` (m) describe the tool; ``gravity`` is the gravity
+    vector in the frame the pose input is given in (the robot base / lab world);
+    ``rotation_sensor_in_flange`` is the constant mounting rotation (quaternion xyzw) of the
+    sensor on the frame the pose input reports (e.g. the flange).
+    """
+
+    def __init__(self, mass_kg: float, com_in_sensor: Sequence[float],
+                 gravity: Sequence[float] = (0.0, 0.0, -9.80665),
+                 rotation_sensor_in_flange: Sequence[float] = (0.0, 0.0, 0.0, 1.0)):
+        self.mass_kg = float(mass_kg)
+        self.com = np.asarray(com_in_sensor, dtype=float)
+        self.gravity = np.asarray(gravity, dtype=float)
+        self.r_flange_sensor = quaternion_to_matrix(rotation_sensor_in_flange)
+        self.wrench: tuple[float, ...] = ZERO6
+        self.has_orientation = False
+        self.updates = 0
+
+    def set_flange_orientation(self, xyzw: Sequence[float]) -> None:
+        """Orientation of the pose input's frame (flange) in the gravity frame."""
+        r_world_sensor = quaternion_to_matrix(xyzw) @ self.r_flange_sensor
+        self.set_sensor_rotation(r_world_sensor)
+
+    def set_sensor_rotation(self, r_world_sensor: np.ndarray) -> None:
+        force = self.mass_kg * (np.asarray(r_world_sensor).T @ self.gravity)
+        torque = np.cross(self.com, force)
+        w = tuple(float(v) for v in (*force, *torque))
+        if not all(math.isfinite(v) for v in w):
+            raise ValueError('gravity wrench is not finite')
+        self.wrench = w
+        self.has_orientation = True
+        self.updates += 1
+
+    def describe(self) -> str:
+        return (f'tool {self.mass_kg:g} kg, CoM {self.com.tolist()} m in sensor frame, '
+                f'gravity {self.gravity.tolist()} m/s^2')
+
+
+# --------------------------------------------------------------------------- frame transform
+
+class WrenchTransform:
+    """Constant change of frame of a wrench: from the sensor frame to a target frame.
+
+    ``translation`` and ``rotation_xyzw`` give ``pose_sensor_in_target`` (the sensor
+    origin and axes in target coordinates). ``f_t = R f_s``, ``tau_t = R tau_s + p x (R f_s)``,
+    i.e. ``hil_dynamics.se3.transform_wrench(pose_sensor_in_target, F_s)``.
+    """
+
+    def __init__(self, translation: Sequence[float], rotation_xyzw: Sequence[float]):
+        r = quaternion_to_matrix(rotation_xyzw)
+        p = np.asarray(translation, dtype=float)
+        m = np.zeros((6, 6))
+        m[:3, :3] = r
+        m[3:, 3:] = r
+        m[3:, :3] = skew(p) @ r
+        self.matrix = m
+        self._rows = [tuple(float(v) for v in row) for row in m]
+        self.translation = p
+        self.rotation = r
+
+    def apply(self, w: Sequence[float]) -> list[float]:
+        return [sum(r[j] * w[j] for j in range(6)) for r in self._rows]
+
+    def describe(self) -> str:
+        return f'pose_sensor_in_target p={self.translation.tolist()} R={np.round(self.rotation, 6).tolist()}'
+
+
+# --------------------------------------------------------------------------- safety
+
+@dataclass
+class FaultLatch:
+    """A latched fault: the first cause is kept until :meth:`reset`."""
+
+    active: bool = False
+    reason: str = ''
+    detail: str = ''
+    since_ns: int = 0
+    count: int = 0
+    by_reason: dict = field(default_factory=dict)
+
+    def trip(self, reason: str, detail: str, now_ns: int) -> bool:
+        """Latch (if not latched yet); returns True when this call latched it."""
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        if self.active:
+            return False
+        self.active = True
+        self.reason = reason
+        self.detail = detail
+        self.since_ns = now_ns
+        self.count += 1
+        return True
+
+    def reset(self) -> None:
+        self.active = False
+        self.reason = ''
+        self.detail = ''
+
+
+def overload_axis(raw: Sequence[float], limits: Sequence[float]) -> int:
+    """Index of the first axis whose magnitude exceeds its limit, or -1."""
+    for i in range(6):
+        if abs(raw[i]) > limits[i]:
+            return i
+    return -1
+
+
+def all_finite(values: Sequence[float]) -> bool:
+    for v in values:
+        if v != v or v in (math.inf, -math.inf):
+            return False
+    return True

@@ -1,0 +1,328 @@
+"""FtDriver against the simulated sensor over real UDP sockets on 127.0.0.1 (no ROS).
+
+Checks scaling, bias, exact loss/re-order/duplicate/wrap-around accounting, buffered
+packets, malformed datagrams, overload / stale / saturation latches, hardware bias and
+the drain-newest behaviour (no queue).
+"""
+
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from hil_sensors import rdt
+from hil_sensors.ft_driver import FtDriver, check_parameters
+from hil_sensors.rdt_sim import ConstantSource, RdtSimulator
+
+U32 = 2**32
+
+
+def make_driver(sim, **params):
+    cfg = check_parameters({'sensor_port': sim.port, 'sensor_rate_hz': sim.rate_hz, 'low_pass.enabled': False,
+                            **params})
+    d = FtDriver(cfg, calibration=None if cfg['calibration.source'] == 'sensor' else sim.calibration)
+    d.open()
+    return d
+
+
+def pump(driver, until, timeout_s=5.0):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        driver.poll(0.005)
+        if until():
+            return True
+    return until()
+
+
+@pytest.fixture
+def sim_factory():
+    sims, drivers = [], []
+
+    def make(source=None, **kw):
+        sim = RdtSimulator(source, **kw).start()
+        sims.append(sim)
+        return sim
+
+    yield make, drivers
+    for d in drivers:
+        d.close()
+    for s in sims:
+        s.stop()
+
+
+def test_scaled_from_calibration_page_and_tared(sim_factory):
+    make, drivers = sim_factory
+    cal = rdt.Calibration(1_000_000, 100_000, 'kN', 'N-mm')       # 1 mN and 0.01 mNm per count
+    wrench = ConstantSource([10.0, -20.0, 30.0, 1.0, -2.0, 3.0])
+    sim = make(wrench, calibration=cal, http_port=0, rate_hz=1000.0, bias=[0.5, 0.25, -1.0, 0.01, 0.02, -0.03])
+    d = make_driver(sim, **{'calibration.source': 'sensor', 'calibration.http_port': sim.http_port})
+    drivers.append(d)
+    assert d.calibration.source.endswith('/netftapi2.xml')
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] >= 20)
+    expected_raw = [10.5, -19.75, 29.0, 1.01, -1.98, 2.97]
+    np.testing.assert_allclose(d.newest.raw, expected_raw, atol=1e-9)
+    assert d.newest.processed == pytest.approx(expected_raw)
+    # tare with no load: processed wrench becomes exactly the applied load afterwards
+    wrench.set([0.0] * 6)
+    time.sleep(0.05)
+    pump(d, lambda: False, 0.05)
+    target = d.request_tare(50)
+    assert pump(d, lambda: d.bias.tare_count >= target)
+    np.testing.assert_allclose(d.bias.bias, [0.5, 0.25, -1.0, 0.01, 0.02, -0.03], atol=1e-9)
+    wrench.set([1.0, 2.0, 3.0, 0.1, 0.2, 0.3])
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 20)
+    np.testing.assert_allclose(d.newest.processed, [1.0, 2.0, 3.0, 0.1, 0.2, 0.3], atol=1e-9)
+    # the sample stamp is the kernel receive time: just before now
+    assert 0 <= time.time_ns() - d.newest.stamp_ns < 1e9
+    assert d.kernel_timestamps
+
+
+def test_loss_reorder_duplicates_and_wraparound_counted_exactly(sim_factory):
+    make, drivers = sim_factory
+    start = U32 - 20
+    drop = {U32 - 15, U32 - 1, 0, 5}                      # includes the last number and 0 around the wrap
+    delay = {U32 - 10: 3, 3: 2}                           # each sent after 3 (2) later packets
+    duplicate = {U32 - 5, 7}
+    sim = make(rate_hz=2000.0, start_sequence=start, drop=drop, delay=delay, duplicate=duplicate)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    # sequence numbers from 2**32-20 to 29 are 50 records; wait until the stream is past them
+    assert pump(d, lambda: d.tracker.last is not None and 30 <= d.tracker.last < 1000)
+    c = d.tracker.counters()
+    assert c['lost'] == 4
+    assert c['out_of_order'] == 2
+    assert c['duplicates'] == 2
+    assert c['rejected'] == 0 and c['resyncs'] == 0
+    assert c['received'] == d.counters['records']
+    assert d.counters['accepted'] == c['received'] - 2 - 2   # late and duplicate records are not used
+
+
+def test_buffered_mode_several_records_per_datagram(sim_factory):
+    make, drivers = sim_factory
+    ramp = lambda t: [t, 0, 0, 0, 0, 0]   # noqa: E731 - Fx = sample time
+    sim = make(ramp, rate_hz=2000.0, records_per_packet=8)
+    d = make_driver(sim, rdt_mode='buffered', **{'overload.enabled': False})
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['records'] >= 400)
+    assert sim.stats.requests.get('start_buffered') == 1
+    assert d.counters['records'] == 8 * d.counters['datagrams']
+    assert d.tracker.lost == 0
+    # newest record of a packet carries the packet's arrival time; its Fx = its sample time
+    s = d.newest
+    assert s.stamp_ns == s.arrival_ns
+    assert s.raw[0] == pytest.approx((s.rdt_sequence - 1) / 2000.0, abs=1e-6)
+
+
+def test_malformed_and_foreign_datagrams_are_counted_and_survived(sim_factory):
+    make, drivers = sim_factory
+    sim = make(ConstantSource([1, 2, 3, 0, 0, 0]), rate_hz=500.0)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] > 5)
+    bad = [b'', b'\x00', rdt.encode_request(rdt.CMD_START_REALTIME), b'\x12\x34' * 17, b'\xff' * 37,
+           b'\x00' * 71, b'\x00' * (36 * (rdt.MAX_RECORDS_PER_PACKET + 1))]
+    for data in bad:
+        sim.inject(data)
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    stranger.bind(('127.0.0.1', 0))
+    for _ in range(3):
+        stranger.sendto(rdt.encode_record(rdt.RdtRecord(99, 1, 0, (10**9,) * 6)), d.local_address)
+    stranger.close()
+    assert pump(d, lambda: d.counters['malformed'] + d.counters['foreign'] >= len(bad) + 3)
+    time.sleep(0.05)
+    d.poll(0.01)
+    assert d.counters['malformed'] == len(bad)
+    assert d.counters['foreign'] == 3
+    assert not d.fault.active        # the foreign "overload" record was not believed
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 10)
+    assert d.newest.raw == pytest.approx([1, 2, 3, 0, 0, 0])
+
+
+def test_single_sample_overload_latches_until_reset(sim_factory):
+    make, drivers = sim_factory
+    spike_at = 0.2   # s of sensor time: one record only
+
+    def profile(t):
+        return [0, 0, 2000.0 if abs(t - spike_at) < 1e-9 else 5.0, 0, 0, 0]
+
+    sim = make(profile, rate_hz=1000.0)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.fault.active, timeout_s=3.0)
+    assert d.fault.reason == 'overload' and 'fz' in d.fault.detail
+    assert d.counters['overloads'] == 1
+    events = d.take_fault_events()
+    assert events and events[0][:2] == (True, 'overload')
+    pump(d, lambda: False, 0.05)
+    s = d.take_sample()
+    assert s is not None and d.processed_output(s) is None        # processed output withheld
+    ok, msg = d.reset_fault()
+    assert ok, msg
+    assert d.take_fault_events()[0][:2] == (False, 'reset')
+    pump(d, lambda: False, 0.05)
+    s = d.take_sample()
+    assert d.processed_output(s) == pytest.approx([0, 0, 5.0, 0, 0, 0])
+
+
+def test_sustained_overload_refuses_reset(sim_factory):
+    make, drivers = sim_factory
+    sim = make(ConstantSource([600.0, 0, 0, 0, 0, 0]), rate_hz=500.0)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.fault.active)
+    ok, msg = d.reset_fault()
+    assert not ok and 'fx' in msg
+
+
+def test_stale_stream_latches_and_reset_waits_for_data(sim_factory):
+    make, drivers = sim_factory
+    sim = make(rate_hz=1000.0)
+    d = make_driver(sim, stale_timeout_ms=50.0)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] > 20)
+    assert not d.fault.active
+    sim.pause()
+    t0 = time.monotonic()
+    assert pump(d, lambda: d.fault.active, timeout_s=2.0)
+    assert d.fault.reason == 'stale'
+    assert 0.04 < time.monotonic() - t0 < 1.0
+    ok, msg = d.reset_fault()
+    assert not ok and 'stale' in msg
+    sim.resume()
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 5)
+    ok, msg = d.reset_fault()
+    assert ok, msg
+    assert d.counters['stale_events'] == 1
+
+
+def test_no_data_at_all_after_start_is_stale(sim_factory):
+    make, drivers = sim_factory
+    sim = make()
+    sim.pause()
+    d = make_driver(sim, stale_timeout_ms=30.0)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.fault.active, timeout_s=1.0)
+    assert 'since streaming started' in d.fault.detail
+
+
+def test_sensor_coming_up_after_the_driver_is_picked_up(sim_factory):
+    make, drivers = sim_factory
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    cfg = check_parameters({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 50.0})
+    d = FtDriver(cfg, calibration=rdt.Calibration(1e6, 1e6))
+    d.open()
+    drivers.append(d)
+    d.start_streaming()                              # nobody listens: the request is lost
+    assert pump(d, lambda: d.fault.active, 2.0)
+    assert d.fault.reason == 'stale'
+    make(ConstantSource([0, 0, 9.0, 0, 0, 0]), port=port, rate_hz=1000.0)
+    assert pump(d, lambda: d.counters['accepted'] > 10, 5.0)   # the start command was re-sent
+    assert d.counters['start_requests'] >= 2
+    ok, msg = d.reset_fault()
+    assert ok, msg
+    assert d.newest.raw == pytest.approx([0, 0, 9.0, 0, 0, 0])
+
+
+def test_sensor_saturation_and_error_bits(sim_factory):
+    make, drivers = sim_factory
+    sim = make(ConstantSource([0, 0, 120.0, 0, 0, 0]), rate_hz=1000.0, saturation=[100.0] * 6)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.fault.active)
+    assert d.fault.reason == 'saturation'
+    assert d.counters['accepted'] == 0                    # flagged records are not used
+    assert 'saturation' in d.snapshot()['last_status_bits']
+
+    # other error bits: counted and reported, the records dropped; a stream of nothing but
+    # errors ends up stale
+    sim2 = make(ConstantSource([1, 0, 0, 0, 0, 0]), rate_hz=1000.0,
+                status_fn=lambda seq: (1 << 31 | 1 << 29) if seq % 10 == 0 else 0)
+    d2 = make_driver(sim2)
+    drivers.append(d2)
+    d2.start_streaming()
+    assert pump(d2, lambda: d2.counters['records'] >= 100)
+    assert d2.counters['status_error_records'] == d2.counters['records'] // 10 or \
+        abs(d2.counters['status_error_records'] - d2.counters['records'] / 10) <= 1
+    assert d2.counters['accepted'] == d2.counters['records'] - d2.counters['status_error_records']
+    assert 'digital_board_error' in d2.snapshot()['status_bits_seen']
+    assert not d2.fault.active
+
+
+def test_hardware_bias_command_zeroes_the_sensor(sim_factory):
+    make, drivers = sim_factory
+    sim = make(ConstantSource([4.0, 5.0, 6.0, 0.4, 0.5, 0.6]), rate_hz=1000.0)
+    d = make_driver(sim)
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] > 10)
+    d.hardware_bias()
+    assert pump(d, lambda: sim.stats.requests.get('set_hardware_bias') == 1)
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 20)
+    assert d.newest.raw == pytest.approx([0.0] * 6, abs=1e-9)
+
+
+def test_drain_uses_newest_sample_never_a_queue(sim_factory):
+    """A consumer that stalls does not see stale samples afterwards: one poll drains the
+    backlog and offers only the newest record (the 500 Hz-reader-of-7 kHz failure)."""
+    make, drivers = sim_factory
+    sim = make(lambda t: [t, 0, 0, 0, 0, 0], rate_hz=4000.0)
+    d = make_driver(sim, **{'overload.enabled': False})
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] > 50)
+    d.take_sample()
+    # The consumer stalls for 40 ms (~160 records, within what the kernel buffer holds; a
+    # longer stall makes the kernel drop the newest datagrams, which are then counted lost).
+    time.sleep(0.04)
+    before = d.counters['datagrams']
+    handled = d.drain()
+    assert handled >= 100                         # the whole backlog in one call
+    assert d.counters['datagrams'] - before == handled
+    s = d.take_sample()
+    assert s.rdt_sequence == d.tracker.last       # the newest one
+    assert d.take_sample() is None                # and nothing queued behind it
+    assert (time.time_ns() - s.arrival_ns) / 1e6 < 20.0
+    assert d.tracker.lost == 0
+
+
+def test_gravity_compensation_with_orientation_input(sim_factory):
+    from scipy.spatial.transform import Rotation
+
+    from hil_sensors.processing import ToolGravity
+
+    make, drivers = sim_factory
+    q = Rotation.from_euler('xyz', [30, -20, 10], degrees=True).as_quat()
+    tool = ToolGravity(3.0, [0.01, -0.02, 0.05])
+    tool.set_flange_orientation(q)
+    applied = np.array([1.0, 2.0, 3.0, 0.1, 0.2, 0.3])
+    sim = make(ConstantSource(list(np.array(tool.wrench) + applied)), rate_hz=1000.0)
+    d = make_driver(sim, **{'gravity_compensation.enabled': True, 'gravity_compensation.tool_mass_kg': 3.0,
+                            'gravity_compensation.tool_com_m': [0.01, -0.02, 0.05]})
+    drivers.append(d)
+    d.start_streaming()
+    assert pump(d, lambda: d.counters['accepted'] > 10)
+    s = d.take_sample()
+    assert d.processed_output(s) is None          # withheld until an orientation arrives
+    assert d.set_flange_orientation(q)
+    assert not d.set_flange_orientation([0, 0, 0, 0])
+    assert not d.set_flange_orientation([float('nan'), 0, 0, 1])
+    assert d.counters['pose_rejected'] == 2
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 5)
+    np.testing.assert_allclose(d.processed_output(d.take_sample()), applied, atol=1e-5)

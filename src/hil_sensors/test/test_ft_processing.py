@@ -1,0 +1,131 @@
+"""Processing chain: filter against scipy, gravity compensation, frame transform against
+hil_dynamics.se3 (Pinocchio), tare, fault latch, parameter validation."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import signal
+from scipy.spatial.transform import Rotation
+
+from hil_common.params import ParameterError
+from hil_sensors.ft_driver import PARAMETERS, check_parameters
+from hil_sensors.processing import (FaultLatch, LowPassFilter, SoftwareBias, ToolGravity, WrenchTransform,
+                                    overload_axis, quaternion_to_matrix)
+
+
+@pytest.mark.parametrize('order', [1, 2])
+def test_filter_matches_scipy_butterworth(order):
+    fs, fc = 7000.0, 150.0
+    f = LowPassFilter(fc, fs, order)
+    b, a = signal.butter(order, fc, btype='low', fs=fs)
+    np.testing.assert_allclose(f.b[:order + 1], b, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(f.a[:order + 1], a, rtol=1e-12, atol=1e-15)
+    assert f.gain(0.0) == pytest.approx(1.0, abs=1e-12)
+    assert f.gain(fc) == pytest.approx(1 / math.sqrt(2), rel=1e-9)
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 6)) + np.linspace(0, 5, 2000)[:, None]
+    f.reset(x[0])
+    ours = np.array([f.step(row) for row in x])
+    zi = signal.lfilter_zi(b, a)
+    ref = np.column_stack([signal.lfilter(b, a, x[:, k], zi=zi * x[0, k])[0] for k in range(6)])
+    np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=1e-10)
+
+
+def test_filter_steady_state_start_and_nyquist_check():
+    f = LowPassFilter(100.0, 1000.0, 2)
+    const = [1.0, -2.0, 3.0, 0.1, -0.2, 0.3]
+    for _ in range(50):
+        assert f.step(const) == pytest.approx(const, abs=1e-12)   # primed on the first sample: no transient
+    with pytest.raises(ValueError, match='Nyquist'):
+        LowPassFilter(500.0, 1000.0)
+    with pytest.raises(ValueError, match='order'):
+        LowPassFilter(10.0, 1000.0, 3)
+
+
+def test_quaternion_matches_scipy():
+    rng = np.random.default_rng(1)
+    for q in rng.normal(size=(20, 4)):
+        np.testing.assert_allclose(quaternion_to_matrix(q), Rotation.from_quat(q).as_matrix(), atol=1e-12)
+    with pytest.raises(ValueError):
+        quaternion_to_matrix([0, 0, 0, 0])
+
+
+def test_tool_gravity_in_sensor_frame():
+    m, g = 2.0, 9.80665
+    tool = ToolGravity(m, [0.1, 0.0, 0.0])
+    tool.set_flange_orientation([0, 0, 0, 1])     # sensor z up: weight pulls along -z
+    np.testing.assert_allclose(tool.wrench, [0, 0, -m * g, 0, 0.1 * m * g, 0], atol=1e-12)
+    tool.set_flange_orientation(Rotation.from_euler('x', 180, degrees=True).as_quat())   # upside down
+    np.testing.assert_allclose(tool.wrench, [0, 0, m * g, 0, -0.1 * m * g, 0], atol=1e-12)
+    # sensor mounted on the flange rotated 90 deg about y: flange level, sensor z horizontal
+    mounted = ToolGravity(m, [0, 0, 0], rotation_sensor_in_flange=Rotation.from_euler('y', 90, degrees=True).as_quat())
+    mounted.set_flange_orientation([0, 0, 0, 1])
+    # world -z expressed in the sensor frame: R_ws^T [0,0,-g] with R_ws = Ry(90)
+    np.testing.assert_allclose(mounted.wrench[:3], [m * g, 0, 0], atol=1e-12)
+
+
+def test_transform_matches_hil_dynamics_convention():
+    from hil_dynamics import se3
+
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        p = rng.normal(size=3)
+        w = rng.normal(size=6)
+        ours = WrenchTransform(p, q).apply(w)
+        ref = se3.transform_wrench(se3.pose_from_quaternion(q, p), w)
+        np.testing.assert_allclose(ours, ref, atol=1e-12)
+    # Envisat-like: sensor 2.9 m from the CoM along z, a pure force along x makes a moment about y
+    t = WrenchTransform([0, 0, -2.9], [0, 0, 0, 1])
+    np.testing.assert_allclose(t.apply([10, 0, 0, 0, 0, 0]), [10, 0, 0, 0, -29.0, 0], atol=1e-12)
+
+
+def test_software_bias_mean():
+    b = SoftwareBias()
+    b.start(4)
+    assert b.collecting and not b.active
+    samples = [[1, 2, 3, 4, 5, 6], [3, 2, 1, 0, -1, -2], [1, 1, 1, 1, 1, 1], [3, 3, 3, 3, 3, 3]]
+    done = [b.add(s) for s in samples]
+    assert done == [False, False, False, True]
+    assert b.bias == pytest.approx([2, 2, 2, 2, 2, 2])
+    assert b.active and b.tare_count == 1 and not b.collecting
+    b.clear()
+    assert b.bias == [0.0] * 6 and not b.active
+
+
+def test_fault_latch_keeps_first_cause():
+    f = FaultLatch()
+    assert f.trip('overload', 'fz', 1)
+    assert not f.trip('stale', 'late', 2)
+    assert (f.active, f.reason, f.count, f.by_reason) == (True, 'overload', 1, {'overload': 1, 'stale': 1})
+    f.reset()
+    assert not f.active
+    assert overload_axis([0, 0, 0, 0, 0, 11], [10] * 6) == 5
+    assert overload_axis([0, 0, -10.0, 0, 0, 0], [10] * 6) == -1
+
+
+@pytest.mark.parametrize('values, message', [
+    ({'sensor_ip': 'sensor.local'}, "'sensor_ip'"),
+    ({'sensor_port': 0}, "'sensor_port'"),
+    ({'rdt_mode': 'fast'}, "'rdt_mode'"),
+    ({'low_pass.cutoff_hz': 4000.0}, "'low_pass.cutoff_hz'"),
+    ({'calibration.force_unit': 'stone'}, "'calibration.force_unit'"),
+    ({'overload.limits': [1.0, 2.0]}, "'overload.limits'"),
+    ({'overload.limits': [1.0, 1.0, 1.0, 1.0, 1.0, -1.0]}, "'overload.limits'"),
+    ({'gravity_compensation.enabled': True}, "'gravity_compensation.tool_mass_kg'"),
+    ({'target_frame.sensor_in_target_xyzw': [0.0, 0.0, 0.0, 2.0]}, "'target_frame.sensor_in_target_xyzw'"),
+    ({'stale_timeout_ms': 0.0}, "'stale_timeout_ms'"),
+    ({'no_such_parameter': 1}, "'no_such_parameter'"),
+])
+def test_parameters_validated_with_errors_naming_the_parameter(values, message):
+    with pytest.raises(ParameterError, match=message):
+        check_parameters(values)
+
+
+def test_parameter_defaults_are_valid_and_documented():
+    cfg = check_parameters({})
+    assert cfg['sensor_port'] == 49152 and cfg['publish_rate_hz'] == 0.0
+    assert all(p.description for p in PARAMETERS)
