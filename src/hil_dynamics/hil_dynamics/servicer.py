@@ -38,7 +38,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_dynamics.client import relative_mapping
-from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.lie_integrators import rkmk4
 from hil_dynamics.rigid_body import RigidBody
 
 STANDARD_GRAVITY_M_S2 = 9.80665
@@ -331,33 +331,34 @@ class ServicerAdmittance:
         f_e = _vector(wrench_ee, 6, 'wrench_ee')
         model = self.model
         mass = model.mass_matrix(q)
-        jac = model.ee_jacobian(q)
-        m_b = mass[:6, :6]
-        m_b_inv = np.linalg.inv(m_b)
-        # Terms of Eq. (18) that do not depend on the integrated state.
-        const = jac[:, :6].T @ f_e + f_b - mass[:6, 6:] @ ddq
+        jac_b = model.ee_jacobian(q)[:, :6]
+        m_b_inv = np.linalg.inv(mass[:6, :6])
+        # M_b^-1 times the terms of Eq. (18) that do not depend on the integrated state.
+        const = m_b_inv @ (jac_b.T @ f_e + f_b - mass[:6, 6:] @ ddq)
         minv_t = self.nominal_body.mass_matrix_inv
         inertia_t = self.nominal_body.inertia
+        pin_model, pin_data = model.model, model.data
+        config = model._identity_config(q).copy()
+        velocity = np.empty(pin_model.nv)
+        velocity[6:] = dq
+        nle = pin.nonLinearEffects
+        motion = pin.Motion
 
-        def derivative(t, poses, x):
+        def derivative(t, poses, vecs):
             g_s = poses[1]
-            m_vn = pin.Motion(x[:6])
-            m_vs = pin.Motion(x[6:])
-            vn_dot = -(minv_t @ inertia_t.vxiv(m_vn).vector)                    # Eq. (4)
-            delta = g_s.actInv(m_vn)                                            # Eq. (15)
-            delta_dot = g_s.actInv(pin.Motion(vn_dot)) - m_vs.cross(delta)      # d/dt Eq. (15)
-            twist_b = (m_vs + delta).vector
-            h_b = model.coriolis_force(q, twist_b, dq)[:6]                     # C_b V_b + C_bq dq
-            vs_dot = m_b_inv @ (const - h_b) - delta_dot.vector                 # Eq. (18)
-            twists = np.empty((2, 6))
-            twists[0] = x[:6]
-            twists[1] = x[6:]
-            return twists, np.concatenate((vn_dot, vs_dot))
+            m_vn, m_vs = vecs
+            vn_dot = motion(-(minv_t @ inertia_t.vxiv(m_vn).vector))             # Eq. (4)
+            delta = g_s.actInv(m_vn)                                             # Eq. (15)
+            velocity[:6] = (m_vs + delta).vector                                 # V_b
+            h_b = nle(pin_model, pin_data, config, velocity)[:6]                 # C_b V_b + C_bq dq
+            # Eq. (18): V_s_dot = M_b^-1 (...) - Delta V_s_dot, Delta V_s_dot = Ad V_n_dot - [V_s, Delta V_s].
+            vs_dot = motion(const - m_b_inv @ h_b) - g_s.actInv(vn_dot) + m_vs.cross(delta)
+            return (m_vn, m_vs), (vn_dot, vs_dot)
 
         s = self.state
-        x = np.concatenate((s.twist_nominal_body, s.twist_base_rel_body))
-        (g_n, g_s), x = rkmk4_step(s.t, dt, (s.pose_nominal_in_orbit, s.pose_base_in_nominal), x, derivative)
-        self.state = ServicerState(s.t + dt, g_n, x[:6], g_s, x[6:])
+        (g_n, g_s), (m_vn, m_vs) = rkmk4(s.t, dt, (s.pose_nominal_in_orbit, s.pose_base_in_nominal),
+                                         [motion(s.twist_nominal_body), motion(s.twist_base_rel_body)], derivative)
+        self.state = ServicerState(s.t + dt, g_n, m_vn.vector.copy(), g_s, m_vs.vector.copy())
         return self.state
 
     def absolute(self) -> tuple[pin.SE3, np.ndarray]:
@@ -423,23 +424,25 @@ class ArmFeedForward:
         ``mass_matrix`` (the Eq. 12 ``M`` at ``q_arm``) may be passed when already computed.
         """
         model = self.model
-        twist_s = np.asarray(twist_base_rel_body, dtype=float)
-        delta = delta_twist(pose_base_in_nominal, twist_nominal_body)
-        twist_b = twist_s + delta
+        m_vs = pin.Motion(np.asarray(twist_base_rel_body, dtype=float))
+        delta = pose_base_in_nominal.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float)))   # Eq. (15)
+        twist_s = m_vs.vector
+        twist_b = (m_vs + delta).vector
         zero = np.zeros(model.n)
         tau_ff1 = zero
         if self.use_ff1:
-            delta_dot = delta_twist_rate(pose_base_in_nominal, twist_s, twist_nominal_body, accel_nominal_body)
+            delta_dot = (pose_base_in_nominal.actInv(pin.Motion(np.asarray(accel_nominal_body, dtype=float)))
+                         - m_vs.cross(delta)).vector
             mass = model.mass_matrix(q_arm) if mass_matrix is None else mass_matrix
             tau_ff1 = -mass[6:, :6] @ delta_dot
         tau_ff2 = tau_ff3 = zero
         if self.use_ff2 or self.use_ff3:
-            c_s = model.coriolis_matrix(q_arm, twist_s, dq_arm)
-            c_b = model.coriolis_matrix(q_arm, twist_b, dq_arm)
+            c_s = model.coriolis_matrix(q_arm, twist_s, dq_arm)[6:]
+            c_b = model.coriolis_matrix(q_arm, twist_b, dq_arm)[6:]
             if self.use_ff2:
-                tau_ff2 = (c_s[6:, 6:] - c_b[6:, 6:]) @ dq_arm
+                tau_ff2 = (c_s[:, 6:] - c_b[:, 6:]) @ dq_arm
             if self.use_ff3:
-                tau_ff3 = c_s[6:, :6] @ twist_s - c_b[6:, :6] @ twist_b
+                tau_ff3 = c_s[:, :6] @ twist_s - c_b[:, :6] @ twist_b
         gravity = self.gravity_torque(pose_base_in_nominal, q_arm) if self.use_gravity else zero
         tau_q = np.asarray(tau_obsw, dtype=float) - gravity + tau_ff1 + tau_ff2 + tau_ff3
         return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
