@@ -52,7 +52,7 @@ def _vector(value, size: int, name: str) -> np.ndarray:
         raise ValueError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
     if out.shape != (size,):
         raise ValueError(f'{name} must have {size} elements, got {out.shape[0]}')
-    if not np.all(np.isfinite(out)):
+    if not np.isfinite(out).all():
         raise ValueError(f'{name} must be finite, got {out.tolist()}')
     return out
 
@@ -295,9 +295,11 @@ class ServicerAdmittance:
         C_b V_b - C_bq dq`` and ``M`` the full Eq. (12) mass matrix.
         """
         model = self.model
-        delta = delta_twist(pose_base_in_nominal, twist_nominal_body)
-        twist_b = twist_base_rel_body + delta
-        delta_dot = delta_twist_rate(pose_base_in_nominal, twist_base_rel_body, twist_nominal_body, accel_nominal_body)
+        m_vs = pin.Motion(np.asarray(twist_base_rel_body, dtype=float))
+        delta = pose_base_in_nominal.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float)))  # Eq. (15)
+        twist_b = (m_vs + delta).vector
+        delta_dot = (pose_base_in_nominal.actInv(pin.Motion(np.asarray(accel_nominal_body, dtype=float)))
+                     - m_vs.cross(delta)).vector
         mass = model.mass_matrix(q_arm)
         m_b = mass[:6, :6]
         coriolis_b = model.coriolis_force(q_arm, twist_b, dq_arm)[:6]          # C_b V_b + C_bq dq

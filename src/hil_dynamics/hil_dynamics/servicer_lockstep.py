@@ -60,16 +60,21 @@ class GroundArmOnMovingBase:
         self._ee_joint = frame.parentJoint
         self._ee_placement = frame.placement
         self._zero_acc = np.zeros(model.nv)
+        self._fext_list = [pin.Force.Zero() for _ in range(model.njoints)]
+        self._q = np.empty(model.nq)
+        self._v = np.empty(model.nv)
 
     def _fext(self, wrench_ee):
-        fext = [pin.Force.Zero() for _ in range(self.model.njoints)]
-        fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_ee, dtype=float)))
-        return fext
+        self._fext_list[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_ee, dtype=float)))
+        return self._fext_list
 
     def rows(self, pose_base_in_lab: pin.SE3, twist_base_body, q_arm, dq_arm, tau_arm, wrench_ee):
         """Eq. (20) as ``A_qs V_s_dot + A_qq ddq = b``; returns ``(A_qs, A_qq, b)``."""
-        q = np.concatenate((pin.SE3ToXYZQUAT(pose_base_in_lab), q_arm))
-        v = np.concatenate((twist_base_body, dq_arm))
+        q, v = self._q, self._v
+        q[:7] = pin.SE3ToXYZQUAT(pose_base_in_lab)
+        q[7:] = q_arm
+        v[:6] = twist_base_body
+        v[6:] = dq_arm
         mass = pin.crba(self.model, self.data, q)
         bias = pin.rnea(self.model, self.data, q, v, self._zero_acc, self._fext(wrench_ee))[6:]
         return mass[6:, :6].copy(), mass[6:, 6:].copy(), np.asarray(tau_arm, dtype=float) - bias
