@@ -57,6 +57,13 @@ def _vector(value, size: int, name: str) -> np.ndarray:
     return out
 
 
+_BASE, _ARM = slice(0, 6), slice(6, None)
+
+
+def _block(matrix: str, rows: slice, cols: slice, doc: str) -> property:
+    return property(lambda self: getattr(self, matrix)[rows, cols], doc=doc)
+
+
 @dataclass
 class Eq12Terms:
     """The matrices of seed 004 Eq. (12) at one state; block accessors name the seed's symbols."""
@@ -66,41 +73,15 @@ class Eq12Terms:
     coriolis_matrix: np.ndarray    # C(q, [V_b; dq]), (6+n)x(6+n)
     jacobian_ee: np.ndarray        # [J_b J_m], 6x(6+n), LOCAL (EE body twist)
 
-    @property
-    def M_b(self) -> np.ndarray:  # noqa: N802 - the seed's symbol
-        return self.mass_matrix[:6, :6]
-
-    @property
-    def M_bq(self) -> np.ndarray:  # noqa: N802
-        return self.mass_matrix[:6, 6:]
-
-    @property
-    def M_q(self) -> np.ndarray:  # noqa: N802
-        return self.mass_matrix[6:, 6:]
-
-    @property
-    def C_b(self) -> np.ndarray:  # noqa: N802
-        return self.coriolis_matrix[:6, :6]
-
-    @property
-    def C_bq(self) -> np.ndarray:  # noqa: N802
-        return self.coriolis_matrix[:6, 6:]
-
-    @property
-    def C_qb(self) -> np.ndarray:  # noqa: N802
-        return self.coriolis_matrix[6:, :6]
-
-    @property
-    def C_q(self) -> np.ndarray:  # noqa: N802
-        return self.coriolis_matrix[6:, 6:]
-
-    @property
-    def J_b(self) -> np.ndarray:  # noqa: N802
-        return self.jacobian_ee[:, :6]
-
-    @property
-    def J_m(self) -> np.ndarray:  # noqa: N802
-        return self.jacobian_ee[:, 6:]
+    M_b = _block('mass_matrix', _BASE, _BASE, 'Locked inertia of the whole servicer at the base CoM frame (6x6).')
+    M_bq = _block('mass_matrix', _BASE, _ARM, 'Base-arm coupling inertia (6xn).')
+    M_q = _block('mass_matrix', _ARM, _ARM, 'Arm inertia (nxn).')
+    C_b = _block('coriolis_matrix', _BASE, _BASE, 'Coriolis block of the base (6x6).')
+    C_bq = _block('coriolis_matrix', _BASE, _ARM, 'Coriolis coupling, base rows (6xn).')
+    C_qb = _block('coriolis_matrix', _ARM, _BASE, 'Coriolis coupling, arm rows (nx6).')
+    C_q = _block('coriolis_matrix', _ARM, _ARM, 'Coriolis block of the arm (nxn).')
+    J_b = _block('jacobian_ee', slice(None), _BASE, 'EE body twist from the base twist (6x6).')
+    J_m = _block('jacobian_ee', slice(None), _ARM, 'EE body twist from the joint rates (6xn).')
 
 
 class ServicerModel:
