@@ -54,21 +54,25 @@ class ClientRun:
 
 def run_client(scenario: MissionScenario, duration_s: float, force_orbit_at_grasp: Callable[[float], np.ndarray] | None = None,
                dt: float | None = None, record_every_s: float = 0.1,
-               progress: Callable[[float], None] | None = None) -> ClientRun:
+               progress: Callable[[float], None] | None = None, with_absolute: bool = True) -> ClientRun:
     """Run the relative client rule and the absolute formulation side by side.
 
-    ``force_orbit_at_grasp(t)`` is a force (orbit frame) applied at the grasp point; both
-    formulations receive it as a body wrench about the CoM, evaluated at every integrator
-    stage (so pulses whose edges lie on the step grid are integrated exactly).
+    ``force_orbit_at_grasp(t)`` is a force (orbit frame) applied at the grasp point. It is
+    sampled once per step, at the step's midpoint, and held over the step like a sampled
+    sensor, so pulses whose edges lie on the step grid deliver their exact impulse at the
+    exact time. Its direction stays fixed in the orbit frame: both formulations turn it
+    into a body wrench about the CoM with the attitude of every integrator stage.
+    ``with_absolute=False`` skips the absolute formulation (its column is then NaN).
     """
     client = scenario.client
     dt = 1.0 / scenario.admittance_hz if dt is None else dt
     pose_grasp = client.pose_grasp_in_client
     force_fn = force_orbit_at_grasp or (lambda t: np.zeros(3))
+    held = {'force_orbit': np.zeros(3)}
 
     def wrench_com(t: float, pose_client_in_orbit: pin.SE3) -> np.ndarray:
         rot_grasp_in_orbit = pose_client_in_orbit.rotation @ pose_grasp.rotation
-        return transform_wrench(pose_grasp, np.concatenate((rot_grasp_in_orbit.T @ force_fn(t), np.zeros(3))))
+        return transform_wrench(pose_grasp, np.concatenate((rot_grasp_in_orbit.T @ held['force_orbit'], np.zeros(3))))
 
     rule = ClientAdmittance(client.body, client.twist_client_body_0)
     absolute = AbsoluteRigidBody(client.body, client.twist_client_body_0)
@@ -81,15 +85,17 @@ def run_client(scenario: MissionScenario, duration_s: float, force_orbit_at_gras
             g_t, v_t = s.absolute()
             delta = v_t - s.twist_client_rel_body
             rows.append((s.t, (s.pose_client_in_nominal * pose_grasp).translation.copy(),
-                         (absolute.pose_in_orbit * pose_grasp).translation.copy(),
+                         (absolute.pose_in_orbit * pose_grasp).translation.copy() if with_absolute else np.full(3, np.nan),
                          s.pose_client_in_nominal.translation.copy(), s.twist_client_rel_body.copy(), v_t,
                          s.twist_nominal_body.copy(), delta, client.body.momentum_in_parent(g_t, v_t),
                          client.body.kinetic_energy(v_t)))
             if progress is not None:
                 progress(s.t)
         if k < n_steps:
+            held['force_orbit'] = np.asarray(force_fn((k + 0.5) * dt), dtype=float)
             rule.step(wrench_com, dt)
-            absolute.step(wrench_com, dt)
+            if with_absolute:
+                absolute.step(wrench_com, dt)
     cols = list(zip(*rows))
     return ClientRun(*(np.array(c) for c in cols))
 

@@ -29,7 +29,7 @@ from typing import Callable, Union
 import numpy as np
 import pinocchio as pin
 
-from hil_dynamics.lie_integrators import rkmk4
+from hil_dynamics.lie_integrators import dexp_inv, rkmk4
 from hil_dynamics.rigid_body import RigidBody
 
 # A wrench input: a constant 6-vector held over the step (a sampled sensor), or a function
@@ -95,31 +95,18 @@ class ClientAdmittance:
         self._v_n = pin.Motion(twist0)
         self._v_c = pin.Motion.Zero()
 
-    # -- Eq. (4) and Eq. (11) as one vector field on (g_n, g_c; V_n, V_c) ----------------
-    def _field(self, wrench: WrenchInput):
-        minv = self._minv
-        inertia = self._inertia
-        motion = pin.Motion
-        if callable(wrench):
-            def wrench_at(t, g_n, g_c):
-                return pin.Force(np.asarray(wrench(t, g_n * g_c), dtype=float))
-        else:
-            held = pin.Force(wrench)
-
-            def wrench_at(t, g_n, g_c):
-                return held
-
-        def f(t, poses, vecs):
-            g_n, g_c = poses
-            v_n, v_c = vecs
-            vn_dot = motion(minv @ (-inertia.vxiv(v_n)).vector)                     # Eq. (4)
-            delta = g_c.actInv(v_n)                                                 # Eq. (6)
-            delta_dot = g_c.actInv(vn_dot) - v_c.cross(delta)                       # d/dt Eq. (6)
-            f_c = wrench_at(t, g_n, g_c)
-            vc_dot = motion(minv @ (f_c - inertia.vxiv(v_c + delta)).vector) - delta_dot  # Eq. (11)
-            return vecs, (vn_dot, vc_dot)
-
-        return f
+    # -- Eq. (4) and Eq. (11) -----------------------------------------------------------
+    def accelerations(self, pose_client_in_nominal: pin.SE3, twist_nominal: pin.Motion, twist_rel: pin.Motion,
+                      wrench_client_com: pin.Force) -> tuple[pin.Motion, pin.Motion]:
+        """``(V_n_dot, V_c_dot)`` from Eq. (4) and Eq. (11) (Motion objects, body frames)."""
+        minv, vxiv = self._minv, self._inertia.vxiv
+        vn_dot = pin.Motion(minv @ (-vxiv(twist_nominal)).vector)                       # Eq. (4)
+        delta = pose_client_in_nominal.actInv(twist_nominal)                            # Eq. (6)
+        # Eq. (11): M V_c_dot = F_c - C(V_t) V_t - M Delta_dot, V_t = V_c + Delta (Eq. 23),
+        # Delta_dot = Ad_{g_c^-1} V_n_dot - [V_c, Delta].
+        vc_dot = (pin.Motion(minv @ (wrench_client_com - vxiv(twist_rel + delta)).vector)
+                  - pose_client_in_nominal.actInv(vn_dot) + twist_rel.cross(delta))
+        return vn_dot, vc_dot
 
     def step(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:
         """Advance by ``dt`` [s] under the measured wrench ``F_c`` (client body frame, about the CoM).
@@ -127,18 +114,59 @@ class ClientAdmittance:
         ``wrench_client_com`` is either a 6-vector ``[f; tau]`` held over the step (a
         sampled sensor), or a callable ``(t, pose_client_in_orbit) -> [f; tau]`` evaluated
         at every integrator stage. A rejected input leaves the state untouched.
+
+        The integrator is RKMK4 (:func:`hil_dynamics.lie_integrators.rkmk4`) written out
+        for the two poses ``(g_n, g_c)``: this is the 1 kHz hot path, and unrolling saves a
+        third of its cost. ``test_client_relative`` checks it against the generic
+        ``rkmk4`` to rounding error.
         """
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
-        if not callable(wrench_client_com):
-            wrench_client_com = np.asarray(wrench_client_com, dtype=float).reshape(6)
-            if not np.all(np.isfinite(wrench_client_com)):
-                raise ValueError(f'wrench must be finite, got {wrench_client_com.tolist()}')
+        if callable(wrench_client_com):
+            source = wrench_client_com
+
+            def wrench_at(t, g_n, g_c):
+                return pin.Force(np.asarray(source(t, g_n * g_c), dtype=float).reshape(6))
+            held = None
+        else:
+            held = np.asarray(wrench_client_com, dtype=float).reshape(6)
+            if not np.all(np.isfinite(held)):
+                raise ValueError(f'wrench must be finite, got {held.tolist()}')
+            held = pin.Force(held)
+        exp6, accel, dexp = pin.exp6, self.accelerations, dexp_inv
         s = self.state
-        (g_n, g_c), (v_n, v_c) = rkmk4(s.t, dt, (s.pose_nominal_in_orbit, s.pose_client_in_nominal),
-                                       (self._v_n, self._v_c), self._field(wrench_client_com))
-        self._v_n, self._v_c = v_n, v_c
-        self.state = ClientState(s.t + dt, g_n, v_n.vector, g_c, v_c.vector)
+        t, h, h2 = s.t, dt, 0.5 * dt
+        g_n, g_c, v_n, v_c = s.pose_nominal_in_orbit, s.pose_client_in_nominal, self._v_n, self._v_c
+        # stage 1
+        f = held if held is not None else wrench_at(t, g_n, g_c)
+        a1n, a1c = accel(g_c, v_n, v_c, f)
+        u1n, u1c = v_n * h2, v_c * h2
+        # stage 2
+        v2n, v2c = v_n + a1n * h2, v_c + a1c * h2
+        g2c = g_c * exp6(u1c)
+        f = held if held is not None else wrench_at(t + h2, g_n * exp6(u1n), g2c)
+        a2n, a2c = accel(g2c, v2n, v2c, f)
+        k2n, k2c = dexp(u1n, v2n), dexp(u1c, v2c)
+        u2n, u2c = k2n * h2, k2c * h2
+        # stage 3
+        v3n, v3c = v_n + a2n * h2, v_c + a2c * h2
+        g3c = g_c * exp6(u2c)
+        f = held if held is not None else wrench_at(t + h2, g_n * exp6(u2n), g3c)
+        a3n, a3c = accel(g3c, v3n, v3c, f)
+        k3n, k3c = dexp(u2n, v3n), dexp(u2c, v3c)
+        u3n, u3c = k3n * h, k3c * h
+        # stage 4
+        v4n, v4c = v_n + a3n * h, v_c + a3c * h
+        g4c = g_c * exp6(u3c)
+        f = held if held is not None else wrench_at(t + h, g_n * exp6(u3n), g4c)
+        a4n, a4c = accel(g4c, v4n, v4c, f)
+        k4n, k4c = dexp(u3n, v4n), dexp(u3c, v4c)
+        h6 = h / 6.0
+        g_n = g_n * exp6((v_n + (k2n + k3n) * 2.0 + k4n) * h6)
+        g_c = g_c * exp6((v_c + (k2c + k3c) * 2.0 + k4c) * h6)
+        self._v_n = v_n = v_n + (a1n + (a2n + a3n) * 2.0 + a4n) * h6
+        self._v_c = v_c = v_c + (a1c + (a2c + a3c) * 2.0 + a4c) * h6
+        self.state = ClientState(t + h, g_n, v_n.vector, g_c, v_c.vector)
         return self.state
 
     # Convenience accessors named after the frames.

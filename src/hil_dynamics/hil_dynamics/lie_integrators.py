@@ -27,7 +27,8 @@ import pinocchio as pin
 _EXP6 = pin.exp6
 
 
-def _dexp_inv(u: pin.Motion, twist: pin.Motion) -> pin.Motion:
+def dexp_inv(u: pin.Motion, twist: pin.Motion) -> pin.Motion:
+    """``J_r(u)^-1 V`` to second order (see :func:`hil_dynamics.se3.dexp_inv_right`), on Motions."""
     first = u.cross(twist)
     return twist + first * 0.5 + u.cross(first) * (1.0 / 12.0)
 
@@ -43,13 +44,13 @@ def rkmk4(t: float, h: float, poses: Sequence[pin.SE3], vecs: Sequence[Any],
     k1, a1 = derivative(t, poses, vecs)
     u1 = [k * h2 for k in k1]
     k2, a2 = derivative(t + h2, [g * _EXP6(u) for g, u in zip(poses, u1)], [x + a * h2 for x, a in zip(vecs, a1)])
-    k2 = [_dexp_inv(u, k) for u, k in zip(u1, k2)]
+    k2 = [dexp_inv(u, k) for u, k in zip(u1, k2)]
     u2 = [k * h2 for k in k2]
     k3, a3 = derivative(t + h2, [g * _EXP6(u) for g, u in zip(poses, u2)], [x + a * h2 for x, a in zip(vecs, a2)])
-    k3 = [_dexp_inv(u, k) for u, k in zip(u2, k3)]
+    k3 = [dexp_inv(u, k) for u, k in zip(u2, k3)]
     u3 = [k * h for k in k3]
     k4, a4 = derivative(t + h, [g * _EXP6(u) for g, u in zip(poses, u3)], [x + a * h for x, a in zip(vecs, a3)])
-    k4 = [_dexp_inv(u, k) for u, k in zip(u3, k4)]
+    k4 = [dexp_inv(u, k) for u, k in zip(u3, k4)]
     h6 = h / 6.0
     new_poses = [g * _EXP6((b1 + (b2 + b3) * 2.0 + b4) * h6) for g, b1, b2, b3, b4 in zip(poses, k1, k2, k3, k4)]
     new_vecs = [x + (c1 + (c2 + c3) * 2.0 + c4) * h6 for x, c1, c2, c3, c4 in zip(vecs, a1, a2, a3, a4)]

@@ -132,7 +132,6 @@ def dexp_inv_right(u, twist) -> np.ndarray:
     ``J_r(u)^-1 V = V + 1/2 [u, V] + 1/12 [u, [u, V]] + O(|u|^4)``. The truncation is
     what a 4th-order Runge-Kutta-Munthe-Kaas step needs (``u = O(h)``).
     """
-    mu = pin.Motion(np.asarray(u, dtype=float))
-    mv = pin.Motion(np.asarray(twist, dtype=float))
-    first = mu.cross(mv)
-    return (mv + first * 0.5 + mu.cross(first) * (1.0 / 12.0)).vector
+    from hil_dynamics.lie_integrators import dexp_inv
+
+    return dexp_inv(pin.Motion(np.asarray(u, dtype=float)), pin.Motion(np.asarray(twist, dtype=float))).vector

@@ -171,3 +171,31 @@ def test_step_rejects_bad_inputs():
     with pytest.raises(ValueError, match='twist_client_body_0'):
         ClientAdmittance(TRIAXIAL, [0, 0, 0, 0, np.inf, 0])
     assert rule.state.t == 0.0  # a rejected step leaves the state untouched
+
+
+@pytest.mark.parametrize('kind', ['held', 'callable'])
+def test_unrolled_client_step_is_the_generic_rkmk4(kind):
+    """ClientAdmittance.step writes RKMK4 out by hand for speed: it must equal lie_integrators.rkmk4."""
+    from hil_dynamics.lie_integrators import rkmk4
+
+    twist0 = np.array([0.01, -0.02, 0.005, 0.03, np.deg2rad(-2.5), -0.02])
+    held = np.array([3.0, -1.0, 2.0, 0.5, -0.2, 0.1])
+    wrench = held if kind == 'held' else (lambda t, g: held * np.cos(t) + g.translation.sum() * np.ones(6))
+    rule = ClientAdmittance(TRIAXIAL, twist0)
+    g_n, g_c = pin.SE3.Identity(), pin.SE3.Identity()
+    v_n, v_c = pin.Motion(twist0), pin.Motion.Zero()
+
+    def field(t, poses, vecs):
+        w = wrench(t, poses[0] * poses[1]) if callable(wrench) else wrench
+        return vecs, rule.accelerations(poses[1], vecs[0], vecs[1], pin.Force(np.asarray(w, dtype=float)))
+
+    t = 0.0
+    for _ in range(2000):
+        rule.step(wrench, 0.01)
+        (g_n, g_c), (v_n, v_c) = rkmk4(t, 0.01, (g_n, g_c), (v_n, v_c), field)
+        t += 0.01
+    s = rule.state
+    assert np.linalg.norm(s.pose_client_in_nominal.translation) > 1e-3  # the wrench did something
+    np.testing.assert_allclose(s.pose_client_in_nominal.homogeneous, g_c.homogeneous, atol=1e-13)
+    np.testing.assert_allclose(s.pose_nominal_in_orbit.homogeneous, g_n.homogeneous, atol=1e-13)
+    np.testing.assert_allclose(s.twist_client_rel_body, v_c.vector, atol=1e-13)
