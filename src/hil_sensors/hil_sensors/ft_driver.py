@@ -404,7 +404,7 @@ class FtDriver:
     def _handle_record(self, rec, stamp_ns: int, arrival_ns: int) -> None:
         c = self.counters
         c['records'] += 1
-        seq, _ft_seq, status = rec[0], rec[1], rec[2]
+        seq, status = rec[0], rec[2]
         kind = self.tracker.observe(seq)
         if kind is not rdt.SEQ_NEW and kind is not rdt.SEQ_RESYNC:
             return

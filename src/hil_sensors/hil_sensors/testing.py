@@ -207,3 +207,43 @@ class DriverProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def simulator_process(conn, topic: str | None = None, wrench=(1.0, 2.0, 3.0, 0.1, 0.2, 0.3),
+                      noise_std: float = 0.01) -> None:
+    """Entry of a separate process (multiprocessing 'spawn') running the simulated sensor,
+    plus a DDS subscriber counting ``topic`` if given, controlled through a pipe:
+    ``('rate', hz)`` -> True, ``('stats', None)`` -> (records_sent, received, overruns),
+    ``('quit', None)``. Sends the simulator's UDP port first. Used by the benchmark."""
+    from hil_common.network import apply_network_profile
+
+    apply_network_profile()
+    from hil_sensors.rdt_sim import ConstantSource, RdtSimulator
+
+    sim = RdtSimulator(ConstantSource(wrench), rate_hz=1000.0, noise_std=noise_std, spin_us=120.0).start()
+    client = None
+    received = Collector()
+    if topic:
+        from geometry_msgs.msg import WrenchStamped
+
+        client = RosTestClient('ft_bench_subscriber')
+        counter = [0]
+        client.node.create_subscription(WrenchStamped, topic, lambda m: counter.__setitem__(0, counter[0] + 1), 10)
+        received = counter
+    conn.send(sim.port)
+    try:
+        while True:
+            cmd, arg = conn.recv()
+            if cmd == 'rate':
+                with sim._lock:
+                    sim.rate_hz = float(arg)
+                    sim._next_deadline = time.perf_counter()
+                conn.send(True)
+            elif cmd == 'stats':
+                conn.send((sim.stats.records_sent, received[0] if topic else 0, sim.stats.overruns))
+            elif cmd == 'quit':
+                break
+    finally:
+        sim.stop()
+        if client is not None:
+            client.close()

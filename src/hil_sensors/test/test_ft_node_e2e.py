@@ -58,6 +58,8 @@ class Harness:
 
     def __init__(self, ros, params, namespace, base_yaml=CONFIG / 'ft_sensor.yaml'):
         self.ros = ros
+        # generous unless the test is about staleness: the simulator runs in the (busy) test process
+        params = {'stale_timeout_ms': 1000.0, **params}
         self.proc = DriverProcess(params, namespace=namespace, base_yaml=base_yaml)
         self.ns = namespace
         self.raw = ros.subscribe(WrenchStamped, f'{namespace}/ft/wrench_raw')
@@ -88,7 +90,14 @@ class Harness:
                     return False
             return False
 
-        assert self.diag.wait_for(check, timeout_s), f'diagnostics never matched; log:\n{self.proc.log()}'
+        if not self.diag.wait_for(check, timeout_s):
+            last = None
+            for m in reversed(self.diag.snapshot()):
+                last = diagnostic_values(m, f'{self.ns}/ft_sensor: F/T sensor')
+                if last is not None:
+                    break
+            log = '\n'.join(line for line in self.proc.log().splitlines() if ']: parameter ' not in line)
+            raise AssertionError(f'diagnostics never matched; last: {last}\nlog:\n{log}')
         return found['v']
 
     def close(self):
@@ -170,7 +179,7 @@ def test_overload_and_stale_faults_latch_and_reset(ros, sims):
         return [0.0, 0.0, 50.0, 0.0, 0.0, 0.0]
 
     sim = sims(profile, rate_hz=1000.0)
-    h = Harness(ros, {'sensor_port': sim.port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 50.0,
+    h = Harness(ros, {'sensor_port': sim.port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 300.0,
                       'overload.limits': [100.0, 100.0, 500.0, 10.0, 10.0, 10.0]}, '/e2e_faults')
     try:
         h.wait_raw()
@@ -236,14 +245,16 @@ def test_malformed_and_random_datagrams_are_survived(ros, sims):
     try:
         h.wait_raw()
         bad = 0
-        for i in range(2000):
+        for i in range(1000):
             n = rng.randrange(0, 400)
             if n % 36 == 0:
                 n += 1                                            # wrong length, every one of them
             sim.inject(rng.randbytes(n))
             bad += 1
-            if i % 50 == 0:
-                time.sleep(0.002)
+            if i % 50 == 49:
+                # pace: the node must read them all (a full kernel buffer would drop some,
+                # and the exact count below could not hold)
+                h.diagnostics(lambda v, b=bad: int(v['malformed']) >= b, timeout_s=20.0)
         sim.inject(rdt.encode_request(rdt.CMD_START_REALTIME))   # a request echoed back: wrong length
         bad += 1
         v = h.diagnostics(lambda v: int(v['malformed']) >= bad)
@@ -363,6 +374,9 @@ def test_simulator_node_and_driver_node_from_the_shipped_yaml(ros):
     h = Harness(ros, {'sensor_port': port}, '/e2e_pair')
     try:
         h.wait_raw()
+        # If the simulator came up after the driver, the driver latched 'stale' at start-up
+        # (and re-sent its start command): reset it now that data flows.
+        assert h.call('reset_fault').success
         pub = ros.publisher(WrenchStamped, '/e2e_pair/sim/wrench_in')
         msg = WrenchStamped()
         msg.wrench.force.x, msg.wrench.force.y, msg.wrench.torque.z = 7.0, -3.0, 0.25
