@@ -44,17 +44,29 @@ from hil_dynamics.rigid_body import RigidBody
 STANDARD_GRAVITY_M_S2 = 9.80665
 
 
-def _vector(value, size: int, name: str) -> np.ndarray:
-    """A finite float vector of the given size, or a ValueError naming ``name``."""
-    try:
-        out = np.asarray(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
-    if out.shape != (size,):
-        raise ValueError(f'{name} must have {size} elements, got {out.shape[0]}')
-    if not np.isfinite(out).all():
-        raise ValueError(f'{name} must be finite, got {out.tolist()}')
+def _vectors(*specs) -> list[np.ndarray]:
+    """``(value, size, name)`` triples as finite float vectors, or a ValueError naming the bad one.
+
+    One finiteness check over all of them (this runs at every 1 kHz sample).
+    """
+    out = []
+    for value, size, name in specs:
+        try:
+            arr = np.asarray(value, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
+        if arr.shape[0] != size:
+            raise ValueError(f'{name} must have {size} elements, got {arr.shape[0]}')
+        out.append(arr)
+    if not np.isfinite(np.concatenate(out)).all():
+        (value, _, name), = [spec for spec, arr in zip(specs, out) if not np.isfinite(arr).all()][:1]
+        raise ValueError(f'{name} must be finite, got {np.asarray(value).tolist()}')
     return out
+
+
+def _vector(value, size: int, name: str) -> np.ndarray:
+    """One finite float vector of the given size, or a ValueError naming ``name``."""
+    return _vectors((value, size, name))[0]
 
 
 _BASE, _ARM = slice(0, 6), slice(6, None)
@@ -307,11 +319,8 @@ class ServicerAdmittance:
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
-        q = _vector(q_arm, n, 'q_arm')
-        dq = _vector(dq_arm, n, 'dq_arm')
-        ddq = _vector(ddq_arm, n, 'ddq_arm')
-        f_b = _vector(wrench_base_com, 6, 'wrench_base_com')
-        f_e = _vector(wrench_ee, 6, 'wrench_ee')
+        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
         model = self.model
         mass = model.mass_matrix(q)
         jac_b = model.ee_jacobian(q)[:, :6]
