@@ -6,61 +6,29 @@ The node runs as its installed executable, found the way launch_ros finds it
 
 import math
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import rclpy
-from ament_index_python.packages import get_package_prefix
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 
 from hil_common.conversions import twist_from_msg, wrench_to_msg
+from hil_common.ros_testing import node_executable, spin_until, stop_process, test_node
+from hil_common.ros_testing import start_node as start_ros_node
 
-EXE = Path(get_package_prefix('hil_admittance')) / 'lib' / 'hil_admittance' / 'client_admittance_node'
+EXE = node_executable('hil_admittance', 'client_admittance_node')
 MASS = 1000.0
 
 
 def start_node(*params):
-    args = [str(EXE), '--ros-args']
-    for p in params:
-        args += ['-p', p]
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
-
-
-def stop_node(proc):
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
+    return start_ros_node('hil_admittance', 'client_admittance_node', *params)
 
 
 @pytest.fixture
 def ros():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('test_client_admittance', context=ctx)
-    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    ctx.try_shutdown()
-
-
-def spin_until(executor, predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-        if predicate():
-            return True
-    return False
+    with test_node('test_client_admittance') as pair:
+        yield pair
 
 
 def test_executable_is_where_launch_ros_looks():
@@ -95,7 +63,7 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
         poses.clear()
         assert spin_until(executor, lambda: len(poses) > 40 and len(states) > 40, 20.0)
     finally:
-        out = stop_node(proc)
+        out = stop_process(proc)
     v = np.array([twist_from_msg(s.twist.twist) for s in states])
     assert v[0, 0] > 0.001, f'the push must have moved the client (v = {v[0]})\n{out}'
     # Force along x only: the velocity stays along x, constant once the push is over.
@@ -119,7 +87,7 @@ def test_tumbling_client_unforced_command_stays_put_while_state_spins(ros):
         node.create_subscription(Odometry, 'client/state', states.append, 100)
         assert spin_until(executor, lambda: len(poses) > 50 and len(states) > 50, 20.0)
     finally:
-        stop_node(proc)
+        stop_process(proc)
     for m in poses:
         assert np.linalg.norm([m.pose.position.x, m.pose.position.y, m.pose.position.z]) < 1e-9
         assert abs(abs(m.pose.orientation.w) - 1.0) < 1e-12

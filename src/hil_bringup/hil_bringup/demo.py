@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -66,8 +65,8 @@ def lockstep_part(scenario, duration_s: float, out_dir: Path) -> dict:
         'relative_grasp_drift_end_m': float(drift[-1]),
         'push_impulse_ns': float(np.linalg.norm(force) * width),
         # |p_c| grows at impulse/mass (p_c itself turns with the nominal frame).
-        'drift_rate_m_s': float((np.linalg.norm(run.client_com_in_nominal[-1]) - np.linalg.norm(run.client_com_in_nominal[after][0]))
-                                / (run.t[-1] - run.t[after][0])),
+        'drift_rate_m_s': (float((np.linalg.norm(run.client_com_in_nominal[-1]) - np.linalg.norm(run.client_com_in_nominal[after][0]))
+                                 / (run.t[-1] - run.t[after][0])) if after.sum() >= 2 else None),
         'drift_rate_predicted_m_s': float(np.linalg.norm(force) * width / scenario.client.body.mass_kg),
         'max_relative_angular_rate_deg_s': float(np.degrees(np.linalg.norm(run.twist_client_rel_body[:, 3:], axis=1).max())),
     }
@@ -110,24 +109,18 @@ def _plot(run, box, start, width, path: Path) -> None:
 
 def ros_part(scenario, seconds: float) -> dict:
     import rclpy
-    from ament_index_python.packages import get_package_prefix
     from geometry_msgs.msg import PoseStamped
     from nav_msgs.msg import Odometry
 
     from hil_bringup.scenario import client_admittance_parameters
+    from hil_common.ros_testing import start_node, stop_process
 
-    def exe(package, name):
-        return str(Path(get_package_prefix(package)) / 'lib' / package / name)
-
-    params = client_admittance_parameters(scenario)
-    args = [exe('hil_admittance', 'client_admittance_node'), '--ros-args']
-    for key, value in params.items():
-        args += ['-p', f'{key}:={value!r}' if not isinstance(value, list) else f'{key}:={[float(v) for v in value]}']
-    push = scenario.demo.get('push_force_orbit_n', [0.0, 0.0, 10.0])
-    wrench_args = [exe('hil_bringup', 'scripted_wrench_node'), '--ros-args', '-p', f'force_n:={[float(v) for v in push]}',
-                   '-p', 'start_s:=1.0', '-p', 'duration_s:=1.0']
+    params = [f'{key}:={[float(v) for v in value] if isinstance(value, list) else value!r}'
+              for key, value in client_admittance_parameters(scenario).items()]
+    push = [float(v) for v in scenario.demo.get('push_force_orbit_n', [0.0, 0.0, 10.0])]
     print(f'[2/2] ROS graph for {seconds:.0f} s: client_admittance_node + scripted_wrench_node ({describe()})', flush=True)
-    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for a in (args, wrench_args)]
+    procs = [start_node('hil_admittance', 'client_admittance_node', *params),
+             start_node('hil_bringup', 'scripted_wrench_node', f'force_n:={push}', 'start_s:=1.0', 'duration_s:=1.0')]
     rclpy.init()
     node = rclpy.create_node('hil_demo_monitor')
     poses, states = [], []
@@ -146,17 +139,9 @@ def ros_part(scenario, seconds: float) -> dict:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-        errors = []
-        for proc in procs:
-            proc.terminate()
-            try:
-                _, err = proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-            errors.append(err)
+        outputs = [stop_process(proc) for proc in procs]
     if not poses:
-        print('  ros: no pose command received; node output:\n' + '\n'.join(errors), file=sys.stderr)
+        print('  ros: no pose command received; node output:\n' + '\n'.join(outputs), file=sys.stderr)
     return {'ros_seconds': seconds, 'ros_pose_commands': len(poses), 'ros_state_messages': len(states),
             'ros_command_rate_hz': len(poses) / seconds}
 
@@ -189,7 +174,8 @@ def main(argv=None) -> int:
           f"(pure spin predicts {metrics['absolute_exit_time_pure_spin_prediction_s']:.2f} s; seed 004: 14 s on OOS-Sim)")
     print(f"  relative formulation: drift {metrics['relative_grasp_drift_before_push_m']:.1e} m before the push, "
           f"{metrics['relative_grasp_drift_end_m'] * 1e3:.1f} mm at {duration:.0f} s after a {metrics['push_impulse_ns']:.0f} N s push "
-          f"(drift rate {metrics['drift_rate_m_s'] * 1e3:.4f} mm/s, impulse/mass {metrics['drift_rate_predicted_m_s'] * 1e3:.4f} mm/s)")
+          + (f"(drift rate {metrics['drift_rate_m_s'] * 1e3:.4f} mm/s, impulse/mass {metrics['drift_rate_predicted_m_s'] * 1e3:.4f} mm/s)"
+             if metrics['drift_rate_m_s'] is not None else '(run longer than the push to see the drift rate)'))
     if 'ros_pose_commands' in metrics:
         print(f"  ROS graph: {metrics['ros_pose_commands']} pose commands in {metrics['ros_seconds']:.0f} s "
               f"({metrics['ros_command_rate_hz']:.0f} Hz)")
