@@ -3,7 +3,9 @@
 ``run_node(factory, name)`` applies the loopback-only DDS profile (unless
 ``HIL_NETWORK=lab``) before ``rclpy.init``, builds the node with ``factory()``, turns a
 :class:`hil_common.params.ParameterError` into a one-line message naming the parameter
-and exit code 2, spins, and shuts down cleanly on Ctrl-C or SIGTERM.
+and exit code 2, runs ``start(node)`` if given (e.g. lifecycle autostart; a false result
+ends with exit code 1), spins on ``executor_factory()`` (default single-threaded), and on
+Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
 
 
-def run_node(factory: Callable[[], object], name: str, args=None) -> int:
+def run_node(factory: Callable[[], object], name: str, args=None, *,
+             executor_factory: Callable[[], object] | None = None,
+             start: Callable[[object], bool] | None = None) -> int:
     apply_network_profile()
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     rclpy.init(args=args)
     # SIGTERM (what a launcher sends) ends the node like Ctrl-C does.
@@ -27,15 +31,25 @@ def run_node(factory: Callable[[], object], name: str, args=None) -> int:
     try:
         node = factory()
     except ParameterError as exc:
-        print(f'{name}: {exc}', file=sys.stderr)
+        print(f'{name}: invalid parameter: {exc}', file=sys.stderr, flush=True)
         rclpy.try_shutdown()
         return 2
     node.get_logger().info(describe())
+    executor = executor_factory() if executor_factory is not None else SingleThreadedExecutor()
+    executor.add_node(node)
+    code = 0
     try:
-        rclpy.spin(node)
+        if start is not None and not start(node):
+            code = 1
+        else:
+            executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        close = getattr(node, 'close', None)
+        if callable(close):
+            close()
+        executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return code

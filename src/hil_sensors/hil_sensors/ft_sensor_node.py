@@ -33,18 +33,17 @@ import sys
 import threading
 import time
 
-import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError, declare_parameters
+from hil_common.ros_main import run_node
 from hil_sensors import rdt
 from hil_sensors.ft_driver import PARAMETERS, FtDriver, check_parameters, resolve_calibration
 
@@ -87,7 +86,6 @@ class FtSensorNode(LifecycleNode):
 
     def __init__(self, node_name: str = 'ft_sensor', **kwargs):
         super().__init__(node_name, **kwargs)
-        self.get_logger().info(describe())
         # Validated at start-up: a bad value raises ParameterError naming the parameter.
         self.cfg = check_parameters(declare_parameters(self, PARAMETERS))
         self.autostart = self.cfg['autostart']
@@ -415,36 +413,21 @@ class FtSensorNode(LifecycleNode):
         self.diag_pub.publish(msg)
 
 
-def main(args=None) -> int:
-    apply_network_profile()
-    rclpy.init(args=args)
-    try:
-        node = FtSensorNode()
-    except ParameterError as exc:
-        print(f'ft_sensor: invalid parameter: {exc}', file=sys.stderr, flush=True)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    code = 0
-    try:
-        if node.autostart:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: configure failed')
-                return 1
-            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                node.get_logger().fatal('autostart: activate failed')
-                return 1
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+def _autostart(node) -> bool:
+    if not node.autostart:
+        return True
+    if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+        node.get_logger().fatal('autostart: configure failed')
+        return False
+    if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+        node.get_logger().fatal('autostart: activate failed')
+        return False
+    return True
 
+
+def main(args=None) -> int:
+    return run_node(FtSensorNode, 'ft_sensor', args, executor_factory=lambda: MultiThreadedExecutor(num_threads=2),
+                    start=_autostart)
 
 if __name__ == '__main__':
     sys.exit(main())

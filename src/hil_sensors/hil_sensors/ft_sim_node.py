@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from geometry_msgs.msg import WrenchStamped
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
-from hil_common.network import apply_network_profile, describe
-from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.params import Param, declare_parameters
+from hil_common.ros_main import run_node
 from hil_sensors import rdt
 from hil_sensors.ft_driver import _force_unit, _ipv4, _torque_unit
 from hil_sensors.rdt_sim import ConstantSource, RdtSimulator, SineSource
@@ -58,7 +56,6 @@ SIM_PARAMETERS = (
 class FtSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ft_sensor_sim', **kwargs)
-        self.get_logger().info(describe())
         p = declare_parameters(self, SIM_PARAMETERS)
         if p['source'] == 'sine':
             source = SineSource(p['sine.amplitude'], p['sine.frequency_hz'], p['sine.offset'])
@@ -89,24 +86,7 @@ class FtSimNode(Node):
 
 
 def main(args=None) -> int:
-    apply_network_profile()
-    rclpy.init(args=args)
-    try:
-        node = FtSimNode()
-    except ParameterError as exc:
-        print(f'ft_sensor_sim: invalid parameter: {exc}', file=sys.stderr, flush=True)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
-
+    return run_node(FtSimNode, 'ft_sensor_sim', args)
 
 if __name__ == '__main__':
     sys.exit(main())
