@@ -19,6 +19,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'lab_twin_node = hil_lab_twin.lab_twin_node:main',
         ],
     },
 )

@@ -19,6 +19,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'motion_table_node = hil_motion_table.motion_table_node:main',
         ],
     },
 )

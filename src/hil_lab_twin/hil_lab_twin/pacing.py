@@ -44,6 +44,10 @@ class RealTimePacer:
         """Simulated time that corresponds to a wall-clock instant (stamps of published data)."""
         return self._sim0 + (wall - self._wall0) - self._slip
 
+    def wall_time_for_sim(self, t_sim: float) -> float:
+        """Wall-clock instant of a simulated time (to stamp published states)."""
+        return self._wall0 + (t_sim - self._sim0) + self._slip
+
     @property
     def real_time_factor(self) -> float:
         elapsed = self.clock() - self._wall0

@@ -263,7 +263,7 @@ class HexapodSpec:
                 raise ValueError(f'{self.name}: {attr} must be 6x3, got {value.shape}')
             object.__setattr__(self, attr, value)
         if not self.joint_names:
-            object.__setattr__(self, 'joint_names', tuple(f'{self.name}_leg_{i + 1}' for i in range(6)))
+            object.__setattr__(self, 'joint_names', tuple(f'leg_{i + 1}' for i in range(6)))
 
     @property
     def dof(self) -> int:

@@ -1,0 +1,160 @@
+"""Lab-twin node: the MuJoCo twin behind the topics a ros2_control deployment exposes.
+
+Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``):
+
+* out ``<ns>/joint_states`` (sensor_msgs/JointState) at ``publish_rate_hz``, stamped with
+  the wall-clock instant that corresponds to the simulated state;
+* in  ``<ns>/forward_position_controller/commands`` (std_msgs/Float64MultiArray);
+* in  ``<ns>/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory);
+* torque-controlled arm ``<ns>_arm``: ``<ns>_arm/joint_states`` and
+  ``<ns>_arm/forward_effort_controller/commands``;
+* out ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``), the
+  simulated F/T reading (noise, bias, rate included), until the RDT/UDP server of
+  ``hil_sensors`` is wired to :meth:`LabTwin.wrench_source`.
+
+Wrong-length or non-finite commands are rejected (counted, logged once per robot), as
+ros2_control's controllers do. The twin runs in real time (wall clock); the deterministic
+lockstep mode is the :class:`hil_lab_twin.twin.LabTwin` object itself, without ROS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+
+from geometry_msgs.msg import WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_to_msg
+from hil_common.params import Param, declare_parameters
+from hil_common.ros_main import run_node
+from hil_lab_twin.pacing import RealTimePacer
+from hil_lab_twin.scene import ArmConfig, FtConfig, RobotConfig, ServoConfig, TwinConfig, facility_config
+from hil_lab_twin.twin import LabTwin
+
+PARAMS = [
+    Param('tables', ['client:ur10e'], "Motion tables as 'namespace:model' (model: ur10e, kr120r2500pro, hexapod); "
+          'each carries a client mock-up on an F/T sensor', check=lambda v: check_tables(v)),
+    Param('with_servicer', False, 'Add the servicer robot (KR 120 R2500 pro) carrying the light-weight arm'),
+    Param('publish_rate_hz', 250.0, 'joint_states rate and stepping tick [Hz]', min=1.0, max=1000.0),
+    Param('timestep_s', 0.001, 'Physics time step [s]', min=1e-4, max=0.01),
+    Param('delay_s', 0.004, 'Command transport delay of the industrial robots [s]', min=0.0, max=1.0),
+    Param('servo_bandwidth_hz', 10.0, 'Position-loop bandwidth of the industrial robots [Hz]', min=0.1, max=500.0),
+    Param('ft_rate_hz', 1000.0, 'F/T sample rate [Hz]', min=1.0, max=10000.0),
+    Param('ft_noise_force_n', 0.05, 'F/T force noise standard deviation [N]', min=0.0),
+    Param('ft_noise_torque_nm', 0.003, 'F/T torque noise standard deviation [N m]', min=0.0),
+    Param('arm_viscous_friction', 0.5, 'Light-weight arm viscous joint friction [N m s/rad]', min=0.0),
+    Param('arm_coulomb_friction', 0.3, 'Light-weight arm Coulomb joint friction [N m]', min=0.0),
+    Param('publish_wrench', True, "Publish each F/T reading on '<sensor>/wrench_true' at publish_rate_hz"),
+    Param('render_png', '', 'Write an overview PNG here at shutdown (needs MUJOCO_GL=egl); empty: none'),
+]
+
+
+def check_tables(entries) -> str | None:
+    names = []
+    for entry in entries:
+        ns, _, model = entry.partition(':')
+        if not ns.isidentifier() or model not in ('ur10e', 'kr120r2500pro', 'hexapod'):
+            return f"entry {entry!r} is not 'namespace:model' with model ur10e, kr120r2500pro or hexapod"
+        names.append(ns)
+    if len(set(names)) != len(names) or 'servicer' in names:
+        return f'namespaces must be unique and not servicer, got {names}'
+    return None
+
+
+def config_from(p: dict) -> TwinConfig:
+    servo = ServoConfig(delay_s=p['delay_s'], bandwidth_hz=p['servo_bandwidth_hz'])
+    ft = FtConfig(rate_hz=p['ft_rate_hz'], noise_force_std=p['ft_noise_force_n'], noise_torque_std=p['ft_noise_torque_nm'])
+    robots = []
+    for k, entry in enumerate(p['tables']):  # tables side by side along y, facing the servicer at the origin
+        ns, _, model = entry.partition(':')
+        y = 2.2 * k
+        if model == 'hexapod':
+            robots.append(RobotConfig(ns, 'hexapod', 'hexapod', 'client_mockup', base_xyz=(2.6, y, 0.0), servo=servo, ft=ft))
+        else:
+            robots.append(RobotConfig(ns, 'serial', model, 'client_mockup', base_xyz=(2.6, y, 0.5 if model == 'ur10e' else 0.0),
+                                      base_rpy=(0.0, 0.0, math.pi), servo=servo, ft=ft))
+    if p['with_servicer']:
+        robots += [dataclasses.replace(r, servo=servo, ft=ft) for r in facility_config(with_servicer=True).robots[1:]]
+    arm = ArmConfig(viscous_friction=p['arm_viscous_friction'], coulomb_friction=p['arm_coulomb_friction'])
+    return TwinConfig(robots=tuple(robots), timestep=p['timestep_s'], arm=arm)
+
+
+class LabTwinNode(Node):
+    def __init__(self):
+        super().__init__('lab_twin')
+        p = declare_parameters(self, PARAMS)
+        self.twin = LabTwin(config_from(p))
+        self.render_path = p['render_png']
+        self.pacer = RealTimePacer(self.twin, clock=time.time)
+        self.joint_pubs, self.warned = {}, set()
+        for ns in self.twin.position_robots:
+            self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
+            self.create_subscription(Float64MultiArray, f'{ns}/forward_position_controller/commands',
+                                     lambda msg, ns=ns: self.on_positions(ns, msg), 10)
+            self.create_subscription(JointTrajectory, f'{ns}/joint_trajectory_controller/joint_trajectory',
+                                     lambda msg, ns=ns: self.on_trajectory(ns, msg), 10)
+        for ns in self.twin.torque_arms:
+            self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
+            self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
+                                     lambda msg, ns=ns: self.on_efforts(ns, msg), 10)
+        self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
+                        for s in self.twin.ft_sensor_names} if p['publish_wrench'] else {}
+        self.pacer.start()
+        self.create_timer(1.0 / p['publish_rate_hz'], self.tick)
+
+    def _rejected(self, ns: str, ok: bool) -> None:
+        if not ok and ns not in self.warned:
+            self.warned.add(ns)
+            self.get_logger().error(f'{ns}: command rejected (wrong length, unknown joints or non-finite values); '
+                                    'further rejections are only counted')
+
+    def on_positions(self, ns: str, msg: Float64MultiArray) -> None:
+        self._rejected(ns, self.twin.command_positions(ns, list(msg.data)))
+
+    def on_trajectory(self, ns: str, msg: JointTrajectory) -> None:
+        points = [(stamp_to_seconds(pt.time_from_start), list(pt.positions)) for pt in msg.points]
+        self._rejected(ns, self.twin.command_trajectory(ns, list(msg.joint_names), points))
+
+    def on_efforts(self, ns: str, msg: Float64MultiArray) -> None:
+        self._rejected(ns, self.twin.command_efforts(ns, list(msg.data)))
+
+    def tick(self) -> None:
+        self.pacer.poll()
+        stamp = self.pacer.wall_time_for_sim(self.twin.time)
+        for ns, pub in self.joint_pubs.items():
+            state = self.twin.joint_state(ns)
+            msg = JointState(name=list(state.names), position=state.positions.tolist(),
+                             velocity=state.velocities.tolist(), effort=state.efforts.tolist())
+            seconds_to_stamp(stamp, msg.header.stamp)
+            pub.publish(msg)
+        for sensor, (pub, source) in self.ft_pubs.items():
+            wrench, t_sample, _ = source()
+            msg = WrenchStamped()
+            msg.header.frame_id = sensor
+            seconds_to_stamp(self.pacer.wall_time_for_sim(t_sample), msg.header.stamp)
+            wrench_to_msg(wrench, msg.wrench)
+            pub.publish(msg)
+
+    def destroy_node(self):
+        if self.render_path:
+            try:
+                self.twin.render_png(self.render_path, 960, 720)
+                self.get_logger().info(f'wrote {self.render_path}')
+            except Exception as exc:  # noqa: BLE001 - no GL: say so, do not fail the shutdown
+                self.get_logger().error(f'offscreen rendering failed: {exc}')
+        self.twin.close()
+        return super().destroy_node()
+
+
+def main(args=None) -> int:
+    return run_node(LabTwinNode, 'lab_twin_node', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Message-free helpers shared by the motion-table node and its tests (no rclpy)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics
+from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec
+
+ROBOTS = tuple(sorted(SERIAL_ROBOTS)) + ('hexapod',)
+
+
+def make_kinematics(robot: str, name: str = 'hexapod'):
+    """Kinematics for a robot model name (``ur10e``, ``kr120r2500pro`` or ``hexapod``)."""
+    if robot == 'hexapod':
+        return HexapodKinematics(hexapod_spec(name=name))
+    if robot not in SERIAL_ROBOTS:
+        raise ValueError(f'unknown robot {robot!r}; one of {ROBOTS}')
+    return SerialKinematics(SERIAL_ROBOTS[robot]())
+
+
+def home_pose(kin) -> pin.SE3:
+    """Flange (platform) pose of the robot's home configuration, in its base frame."""
+    return kin.home_pose if isinstance(kin, HexapodKinematics) else kin.forward(kin.q_home)
+
+
+def reorder(names, values, expected_names) -> np.ndarray | None:
+    """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing."""
+    index = {n: i for i, n in enumerate(names)}
+    try:
+        out = np.array([values[index[n]] for n in expected_names], dtype=float)
+    except (KeyError, IndexError):
+        return None
+    return out if np.all(np.isfinite(out)) else None
+
+
+def sinusoid_pose(t: float, center: pin.SE3, amplitude, frequency_hz, phase=None,
+                  offset=None) -> tuple[pin.SE3, np.ndarray]:
+    """A 6-D sinusoidal pose about ``center`` and its body twist.
+
+    ``u(t) = offset + a * sin(2 pi f t + phi)`` per component (linear first) and
+    ``g(t) = center * exp6(u(t))``; the body twist is ``J_r(u) u_dot`` (Pinocchio Jexp6).
+    """
+    a = np.asarray(amplitude, dtype=float)
+    f = np.asarray(frequency_hz, dtype=float)
+    phi = np.zeros(6) if phase is None else np.asarray(phase, dtype=float)
+    arg = 2 * math.pi * f * t + phi
+    u = a * np.sin(arg) + (0.0 if offset is None else np.asarray(offset, dtype=float))
+    u_dot = a * 2 * math.pi * f * np.cos(arg)
+    motion = pin.Motion(u)
+    return center * pin.exp6(motion), pin.Jexp6(motion) @ u_dot

@@ -1,0 +1,231 @@
+"""Motion-table node: a thin rclpy shell over :class:`hil_motion_table.table.MotionTable`.
+
+Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
+
+* in  ``table/pose_cmd`` (geometry_msgs/PoseStamped): commanded flange (platform) pose in
+  the table's base frame; with ``command_frame:=home`` the pose is taken relative to the
+  table's home flange pose (``g_base = g_home g_cmd``), which is what an admittance node
+  integrating from the identity produces;
+* in  ``table/twist_cmd`` (geometry_msgs/TwistStamped, optional): body-twist feed-forward
+  for the delay-compensation predictor (used while fresher than ``twist_timeout_s``);
+* in  ``joint_states`` (sensor_msgs/JointState): measured joints (seed the IK, tracking error);
+* out ``forward_position_controller/commands`` (std_msgs/Float64MultiArray) or
+  ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory, one
+  point ``trajectory_lead_s`` ahead) -- parameter ``output``;
+* out ``table/tracking_error`` (std_msgs/Float64MultiArray): ``[position_error_m,
+  angle_error_rad, stamp_s]``, measured versus commanded flange pose at the measurement's
+  time stamp (commanded pose interpolated in the recent command history);
+* out ``table/status`` (diagnostic_msgs/DiagnosticStatus): ERROR with the fault names while
+  holding, WARN with the clamps, OK otherwise; plus counters;
+* service ``table/reset`` (std_srvs/Trigger): clear latched faults;
+* service ``table/reset_statistics`` (std_srvs/Trigger): restart the running tracking
+  statistics (RMS and maximum position/angle error) that ``table/status`` reports.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+
+import numpy as np
+import pinocchio as pin
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from hil_common.conversions import pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg
+from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.ros_main import run_node
+from hil_motion_table.messages import ROBOTS, home_pose, make_kinematics, reorder
+from hil_motion_table.table import MotionTable, TableLimits, tracking_error
+from hil_motion_table.tracking import PoseHistory, TrackingStats
+
+
+def _box_check(values):
+    return None if all(np.isfinite(values)) else 'must be finite'
+
+
+PARAMS = [
+    Param('robot', 'ur10e', 'Robot model of this table', choices=ROBOTS),
+    Param('output', 'forward_position', 'Controller to command', choices=('forward_position', 'joint_trajectory')),
+    Param('command_frame', 'base', "Frame of table/pose_cmd: 'base' or 'home' (relative to the home flange pose)",
+          choices=('base', 'home')),
+    Param('period_s', 0.004, 'Nominal command period [s]', min=1e-4, max=0.1),
+    Param('trajectory_lead_s', 0.004, 'time_from_start of streamed single-point trajectories [s]', min=1e-4, max=1.0),
+    Param('prediction_horizon_s', 0.0, 'Delay compensation: predict the command this far ahead [s] (0 = off)',
+          min=0.0, max=1.0),
+    Param('twist_timeout_s', 0.05, 'Twist feed-forward older than this is ignored [s]', min=0.0),
+    Param('workspace_min', [-3.0, -3.0, -3.0], 'Workspace box lower corner, base frame [m]', length=3),
+    Param('workspace_max', [3.0, 3.0, 3.0], 'Workspace box upper corner, base frame [m]', length=3),
+    Param('max_linear_speed', 0.5, 'Maximum Cartesian speed of the command [m/s]', min=1e-6),
+    Param('max_angular_speed', 1.0, 'Maximum angular speed of the command [rad/s]', min=1e-6),
+    Param('sigma_min', 0.02, 'Refuse configurations whose smallest Jacobian singular value is below this',
+          min=0.0),
+    Param('joint_margin', 0.0, 'Keep this fraction of each joint range as margin', min=0.0, max=0.4),
+    Param('latch_faults', True, 'Hold after a fault until table/reset is called'),
+    Param('tracking_error_decimation', 1, 'Publish every n-th tracking error (statistics use all)', min=1, max=10000),
+]
+
+
+def limits_from(values: dict) -> TableLimits:
+    lo, hi = values['workspace_min'], values['workspace_max']
+    if any(a >= b for a, b in zip(lo, hi)):
+        raise ParameterError(f"parameter 'workspace_max': {hi} must exceed workspace_min {lo} in every axis")
+    return TableLimits(tuple(lo), tuple(hi), values['max_linear_speed'], values['max_angular_speed'],
+                       values['sigma_min'], values['joint_margin'])
+
+
+def build_table(values: dict) -> MotionTable:
+    kin = make_kinematics(values['robot'])
+    return MotionTable(kin, limits_from(values), period=values['period_s'],
+                       prediction_horizon=values['prediction_horizon_s'], latch_faults=values['latch_faults'])
+
+
+class MotionTableNode(Node):
+    def __init__(self):
+        super().__init__('motion_table')
+        p = declare_parameters(self, PARAMS)
+        self.table = build_table(p)
+        self.kin = self.table.kin
+        self.names = tuple(self.kin.joint_names)
+        self.output = p['output']
+        self.lead = p['trajectory_lead_s']
+        self.decimation = p['tracking_error_decimation']
+        self.twist_timeout = p['twist_timeout_s']
+        self.home = home_pose(self.kin) if p['command_frame'] == 'home' else None
+        self.history = PoseHistory(horizon_s=0.5)
+        self.pending = deque()
+        self.tracking = TrackingStats()
+        self.q_measured = None
+        self.twist_ff, self.twist_stamp = None, None
+        self.counters = {'bad_pose': 0, 'bad_joint_states': 0, 'no_measurement': 0}
+        self.last_status = None
+        self.create_subscription(PoseStamped, 'table/pose_cmd', self.on_pose, 10)
+        self.create_subscription(TwistStamped, 'table/twist_cmd', self.on_twist, 10)
+        self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10)
+        if self.output == 'forward_position':
+            self.pub_cmd = self.create_publisher(Float64MultiArray, 'forward_position_controller/commands', 10)
+        else:
+            self.pub_cmd = self.create_publisher(JointTrajectory, 'joint_trajectory_controller/joint_trajectory', 10)
+        self.pub_error = self.create_publisher(Float64MultiArray, 'table/tracking_error', 10)
+        self.pub_status = self.create_publisher(DiagnosticStatus, 'table/status', 10)
+        self.create_service(Trigger, 'table/reset', self.on_reset)
+        self.create_service(Trigger, 'table/reset_statistics', self.on_reset_statistics)
+        self.create_timer(0.5, self.publish_status)
+
+    # -- callbacks ----------------------------------------------------------------------
+    def on_joint_states(self, msg: JointState) -> None:
+        q = reorder(msg.name, msg.position, self.names)
+        if q is None:
+            self.counters['bad_joint_states'] += 1
+            return
+        self.q_measured = q
+        if not self.table.initialized:
+            self.table.initialize(q)
+        try:
+            measured = self.table.measured_pose(q)
+        except ValueError:
+            self.counters['bad_joint_states'] += 1
+            return
+        # evaluated once the command history covers the measurement's stamp
+        self.pending.append((stamp_to_seconds(msg.header.stamp), measured))
+        self.publish_tracking_errors()
+
+    def publish_tracking_errors(self) -> None:
+        while self.pending:
+            t, measured = self.pending[0]
+            if self.history.latest is not None and t > self.history.latest and len(self.pending) < 50:
+                return  # the command for this instant has not arrived yet
+            self.pending.popleft()
+            commanded = self.history.at(t)
+            if commanded is not None:
+                position, angle = tracking_error(commanded, measured)
+                self.tracking.add(position, angle)
+                if self.tracking.n % self.decimation == 0:
+                    self.pub_error.publish(Float64MultiArray(data=[position, angle, t]))
+
+    def on_twist(self, msg: TwistStamped) -> None:
+        twist = twist_from_msg(msg.twist)
+        if np.all(np.isfinite(twist)):
+            self.twist_ff, self.twist_stamp = twist, stamp_to_seconds(msg.header.stamp)
+
+    def on_pose(self, msg: PoseStamped) -> None:
+        if self.q_measured is None:
+            self.counters['no_measurement'] += 1
+            return
+        try:
+            pose = pose_from_msg(msg.pose)
+        except ValueError:
+            self.counters['bad_pose'] += 1
+            pose = pin.SE3(np.eye(3), np.full(3, np.nan))  # the rule reports and holds
+        if self.home is not None:
+            pose = self.home * pose
+        t = stamp_to_seconds(msg.header.stamp)
+        twist = None
+        if self.twist_stamp is not None and abs(t - self.twist_stamp) <= self.twist_timeout:
+            twist = self.twist_ff
+        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, t=t)
+        if np.all(np.isfinite(pose.translation)):
+            self.history.add(t, pose)
+            self.publish_tracking_errors()
+        self.publish_command(out.q_command, msg.header.stamp)
+        status = (out.faults, out.clamps, self.table.latched_faults)
+        if status != self.last_status:
+            self.last_status = status
+            self.publish_status()
+
+    def publish_command(self, q, stamp) -> None:
+        if self.output == 'forward_position':
+            self.pub_cmd.publish(Float64MultiArray(data=[float(v) for v in q]))
+            return
+        msg = JointTrajectory()
+        msg.header.stamp = stamp
+        msg.joint_names = list(self.names)
+        point = JointTrajectoryPoint(positions=[float(v) for v in q])
+        seconds_to_stamp(self.lead, point.time_from_start)
+        msg.points = [point]
+        self.pub_cmd.publish(msg)
+
+    def publish_status(self) -> None:
+        msg = DiagnosticStatus(name=f'{self.get_namespace().strip("/") or "table"}/motion_table',
+                               hardware_id=self.kin.__class__.__name__)
+        faults = self.table.latched_faults or (self.last_status[0] if self.last_status else ())
+        clamps = self.last_status[1] if self.last_status else ()
+        if faults:
+            msg.level, msg.message = DiagnosticStatus.ERROR, 'holding: ' + ', '.join(faults)
+        elif clamps:
+            msg.level, msg.message = DiagnosticStatus.WARN, 'clamped: ' + ', '.join(clamps)
+        else:
+            msg.level, msg.message = DiagnosticStatus.OK, 'tracking'
+        counts = {**self.table.stats.fault_counts, **{f'clamp_{k}': v for k, v in self.table.stats.clamp_counts.items()},
+                  **self.counters, 'steps': self.table.stats.steps}
+        rms, peak, median = self.tracking.rms, self.tracking.max, self.tracking.percentile(50)
+        counts.update({'tracking_samples': self.tracking.n, 'tracking_rms_position_m': float(rms[0]),
+                       'tracking_max_position_m': float(peak[0]), 'tracking_median_position_m': float(median[0]),
+                       'tracking_rms_angle_rad': float(rms[1]), 'tracking_max_angle_rad': float(peak[1]),
+                       'tracking_median_angle_rad': float(median[1])})
+        msg.values = [KeyValue(key=k, value=str(v)) for k, v in counts.items()]
+        self.pub_status.publish(msg)
+
+    def on_reset_statistics(self, request, response):
+        self.tracking = TrackingStats()
+        response.success, response.message = True, 'tracking statistics restarted'
+        return response
+
+    def on_reset(self, request, response):
+        self.table.reset()
+        self.last_status = None
+        response.success, response.message = True, 'latched faults cleared'
+        return response
+
+
+def main(args=None) -> int:
+    return run_node(MotionTableNode, 'motion_table_node', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

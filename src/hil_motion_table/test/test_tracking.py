@@ -1,0 +1,51 @@
+"""Time-aligned tracking error helpers and the sinusoidal test stream."""
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hil_motion_table.kinematics import pose_error
+from hil_motion_table.messages import reorder, sinusoid_pose
+from hil_motion_table.tracking import PoseHistory, TrackingStats
+
+
+def test_history_interpolates_along_the_geodesic():
+    history = PoseHistory(horizon_s=1.0)
+    twist = np.array([0.1, -0.2, 0.05, 0.3, 0.0, -0.1])
+    for k in range(11):
+        history.add(0.1 * k, pin.exp6(pin.Motion(twist * 0.1 * k)))
+    # a constant-twist motion is a geodesic: interpolation between samples is exact
+    assert np.linalg.norm(pose_error(history.at(0.537), pin.exp6(pin.Motion(twist * 0.537)))) < 1e-12
+    assert history.at(-0.1) is None and history.at(1.01) is None
+    history.add(0.5, pin.SE3.Identity())  # out of order: ignored
+    assert history.latest == pytest.approx(1.0)
+    history.add(2.0, pin.SE3.Identity())  # older than the horizon is dropped
+    assert history.at(0.5) is None
+
+
+def test_tracking_stats():
+    stats = TrackingStats()
+    for e in (0.003, 0.004, 0.0):
+        stats.add(e, 2 * e)
+    np.testing.assert_allclose(stats.rms, [math.sqrt(25e-6 / 3), 2 * math.sqrt(25e-6 / 3)])
+    np.testing.assert_allclose(stats.max, [0.004, 0.008])
+    np.testing.assert_allclose(stats.percentile(50), [0.003, 0.006])
+
+
+def test_sinusoid_twist_is_the_body_velocity_of_the_pose():
+    center = pin.SE3(pin.exp3(np.array([0.1, 0.2, -0.3])), np.array([0.5, 0.0, 0.7]))
+    a, f = np.array([0.02, 0.01, 0.03, 0.2, 0.1, 0.3]), np.array([0.5, 0.3, 0.7, 0.4, 0.6, 0.2])
+    t, h = 0.83, 1e-6
+    pose, twist = sinusoid_pose(t, center, a, f)
+    later, _ = sinusoid_pose(t + h, center, a, f)
+    earlier, _ = sinusoid_pose(t - h, center, a, f)
+    numeric = (pin.log6(pose.actInv(later)).vector - pin.log6(pose.actInv(earlier)).vector) / (2 * h)
+    np.testing.assert_allclose(twist, numeric, atol=1e-7)
+
+
+def test_joint_states_are_reordered_by_name():
+    np.testing.assert_array_equal(reorder(['b', 'a'], [2.0, 1.0], ('a', 'b')), [1.0, 2.0])
+    assert reorder(['a'], [1.0], ('a', 'b')) is None
+    assert reorder(['a', 'b'], [1.0, math.nan], ('a', 'b')) is None
