@@ -8,9 +8,9 @@ Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``):
 * in  ``<ns>/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory);
 * torque-controlled arm ``<ns>_arm``: ``<ns>_arm/joint_states`` and
   ``<ns>_arm/forward_effort_controller/commands``;
-* out ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``), the
-  simulated F/T reading (noise, bias, rate included), until the RDT/UDP server of
-  ``hil_sensors`` is wired to :meth:`LabTwin.wrench_source`.
+* F/T sensors over RDT/UDP (parameter ``rdt_ports``), through the simulated Net F/T of
+  ``hil_sensors``, so the real driver reads them; optionally also on
+  ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``).
 
 Wrong-length or non-finite commands are rejected (counted, logged once per robot), as
 ros2_control's controllers do. The twin runs in real time (wall clock); the deterministic
@@ -31,9 +31,10 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_to_msg
-from hil_common.params import Param, declare_parameters
+from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.pacing import RealTimePacer
+from hil_lab_twin.rdt_bridge import rdt_server
 from hil_lab_twin.scene import ArmConfig, FtConfig, RobotConfig, ServoConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
 
@@ -50,6 +51,8 @@ PARAMS = [
     Param('ft_noise_torque_nm', 0.003, 'F/T torque noise standard deviation [N m]', min=0.0),
     Param('arm_viscous_friction', 0.5, 'Light-weight arm viscous joint friction [N m s/rad]', min=0.0),
     Param('arm_coulomb_friction', 0.3, 'Light-weight arm Coulomb joint friction [N m]', min=0.0),
+    Param('rdt_ports', [''], "F/T sensors served over RDT/UDP on 127.0.0.1 as 'sensor:port' (e.g. client_ft:49152); "
+          "[''] serves none", check=lambda v: check_rdt_ports(v)),
     Param('publish_wrench', True, "Publish each F/T reading on '<sensor>/wrench_true' at publish_rate_hz"),
     Param('render_png', '', 'Write an overview PNG here at shutdown (needs MUJOCO_GL=egl); empty: none'),
 ]
@@ -64,6 +67,16 @@ def check_tables(entries) -> str | None:
         names.append(ns)
     if len(set(names)) != len(names) or 'servicer' in names:
         return f'namespaces must be unique and not servicer, got {names}'
+    return None
+
+
+def check_rdt_ports(entries) -> str | None:
+    for entry in entries:
+        if not entry:
+            continue
+        sensor, _, port = entry.partition(':')
+        if not sensor or not port.isdigit() or not 0 < int(port) < 65536:
+            return f"entry {entry!r} is not 'sensor:port'"
     return None
 
 
@@ -105,6 +118,14 @@ class LabTwinNode(Node):
                                      lambda msg, ns=ns: self.on_efforts(ns, msg), 10)
         self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
                         for s in self.twin.ft_sensor_names} if p['publish_wrench'] else {}
+        self.rdt_servers = []
+        for entry in filter(None, p['rdt_ports']):
+            sensor, _, port = entry.partition(':')
+            if sensor not in self.twin.ft_sensor_names:
+                raise ParameterError(f"parameter 'rdt_ports': no F/T sensor {sensor!r} "
+                                     f'(sensors: {list(self.twin.ft_sensor_names)})')
+            self.rdt_servers.append(rdt_server(self.twin, sensor, int(port)))
+            self.get_logger().info(f'{sensor}: RDT/UDP on 127.0.0.1:{port}')
         self.pacer.start()
         self.create_timer(1.0 / p['publish_rate_hz'], self.tick)
 
@@ -148,6 +169,8 @@ class LabTwinNode(Node):
                 self.get_logger().info(f'wrote {self.render_path}')
             except Exception as exc:  # noqa: BLE001 - no GL: say so, do not fail the shutdown
                 self.get_logger().error(f'offscreen rendering failed: {exc}')
+        for server in self.rdt_servers:
+            server.stop()
         self.twin.close()
         return super().destroy_node()
 

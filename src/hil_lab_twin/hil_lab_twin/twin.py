@@ -252,6 +252,10 @@ class LabTwin:
         channel = self._ft[sensor][0]
         return lambda: (channel.read(), channel.stamp, channel.sequence)
 
+    def config_for_sensor(self, sensor: str):
+        """The :class:`hil_lab_twin.scene.FtConfig` of an F/T sensor."""
+        return self._ft[sensor][0].config
+
     def set_press_force(self, force: float) -> None:
         if self.press_actuator < 0:
             raise RuntimeError('the twin was built without a press (TwinConfig.press)')

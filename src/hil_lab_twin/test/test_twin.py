@@ -1,6 +1,7 @@
 """The MuJoCo twin: same kinematics as the motion tables, delay, servo, lockstep, F/T physics, rendering."""
 
 import math
+import time
 import zlib
 
 import numpy as np
@@ -204,3 +205,27 @@ def test_offscreen_render_writes_a_png(tmp_path):
     assert len(raw) == 120 * (1 + 160 * 3)
     pixels = np.frombuffer(raw, dtype=np.uint8).reshape(120, -1)[:, 1:]
     assert pixels.std() > 5  # a scene, not a blank frame
+
+
+def test_ft_reading_reaches_the_real_rdt_driver_over_udp():
+    from hil_lab_twin.rdt_bridge import rdt_server
+    from hil_sensors.ft_driver import FtDriver, check_parameters
+
+    twin = LabTwin(facility_config('serial', ft=quiet()))
+    twin.step(20)
+    expected = twin.wrench_source('client_ft')()[0]
+    server = rdt_server(twin, 'client_ft')
+    driver = FtDriver(check_parameters({'sensor_port': server.port, 'sensor_rate_hz': 1000.0,
+                                        'low_pass.enabled': False, 'software_bias.enabled': False}))
+    try:
+        driver.open()
+        driver.start_streaming()
+        deadline = time.monotonic() + 5.0
+        while driver.counters['accepted'] < 20 and time.monotonic() < deadline:
+            driver.poll(0.05)
+    finally:
+        driver.close()
+        server.stop()
+    assert driver.counters['accepted'] >= 20
+    # RDT carries counts: 1e6 counts per N (N m) in the simulator's default calibration
+    np.testing.assert_allclose(driver.newest.raw, expected, atol=1e-6)

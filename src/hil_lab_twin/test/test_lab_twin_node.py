@@ -1,0 +1,121 @@
+"""The lab-twin node over real rclpy/DDS (loopback-only profile, own domain) and RDT/UDP on 127.0.0.1.
+
+The node runs as its installed executable (where launch_ros finds it) with the client
+UR10e table and the servicer robot carrying the torque-controlled arm.
+"""
+
+import math
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rclpy
+from ament_index_python.packages import get_package_prefix
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from hil_common.conversions import seconds_to_stamp
+from hil_sensors.ft_driver import FtDriver, check_parameters
+
+EXE = Path(get_package_prefix('hil_lab_twin')) / 'lib' / 'hil_lab_twin' / 'lab_twin_node'
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def ros():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('test_lab_twin', context=ctx)
+    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    yield node, executor
+    executor.shutdown()
+    node.destroy_node()
+    ctx.try_shutdown()
+
+
+def spin_until(executor, predicate, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.02)
+        if predicate():
+            return True
+    return False
+
+
+def test_twin_node_interfaces(ros):
+    node, executor = ros
+    port = free_udp_port()
+    proc = subprocess.Popen([str(EXE), '--ros-args', '-p', 'with_servicer:=true', '-p', 'publish_wrench:=false',
+                             '-p', f'rdt_ports:=["client_ft:{port}"]', '-p', 'ft_noise_force_n:=0.0',
+                             '-p', 'ft_noise_torque_nm:=0.0'],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    states = {}
+    for ns in ('client', 'servicer', 'servicer_arm'):
+        node.create_subscription(JointState, f'/{ns}/joint_states', lambda m, ns=ns: states.__setitem__(ns, m), 10)
+    pub_pos = node.create_publisher(Float64MultiArray, '/client/forward_position_controller/commands', 10)
+    pub_traj = node.create_publisher(JointTrajectory, '/servicer/joint_trajectory_controller/joint_trajectory', 10)
+    pub_eff = node.create_publisher(Float64MultiArray, '/servicer_arm/forward_effort_controller/commands', 10)
+    try:
+        assert spin_until(executor, lambda: len(states) == 3 and pub_pos.get_subscription_count() > 0
+                          and pub_eff.get_subscription_count() > 0 and pub_traj.get_subscription_count() > 0, 30.0)
+        assert list(states['client'].name)[0] == 'shoulder_pan_joint' and len(states['servicer_arm'].name) == 7
+        q0 = np.array(states['client'].position)
+
+        # F/T over RDT/UDP read by the real driver: the hanging client mock-up's weight
+        driver = FtDriver(check_parameters({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'low_pass.enabled': False,
+                                            'software_bias.enabled': False}))
+        try:
+            driver.open()
+            driver.start_streaming()
+            deadline = time.monotonic() + 10.0
+            while driver.counters['accepted'] < 50 and time.monotonic() < deadline:
+                driver.poll(0.05)
+                executor.spin_once(timeout_sec=0.0)
+        finally:
+            driver.close()
+        assert driver.counters['accepted'] >= 50
+        assert np.linalg.norm(driver.newest.raw[:3]) == pytest.approx((4.0 + 1.5 + 0.2) * 9.81, rel=1e-3)
+
+        # wrong length and non-finite commands are rejected: nothing moves
+        pub_pos.publish(Float64MultiArray(data=list(q0[:5])))
+        pub_pos.publish(Float64MultiArray(data=list(q0[:5]) + [math.nan]))
+        spin_until(executor, lambda: False, 0.5)
+        np.testing.assert_allclose(states['client'].position, q0, atol=1e-9)
+        # a valid command is followed
+        goal = q0 + 0.05
+        pub_pos.publish(Float64MultiArray(data=list(goal)))
+        assert spin_until(executor, lambda: np.allclose(states['client'].position, goal, atol=1e-4), 10.0)
+
+        # servicer robot: a streamed trajectory point; joints given in another order
+        names = list(states['servicer'].name)
+        s0 = np.array(states['servicer'].position)
+        target = s0 + np.array([0.02, -0.02, 0.02, 0.0, 0.02, 0.0])
+        msg = JointTrajectory(joint_names=names[::-1])
+        point = JointTrajectoryPoint(positions=list(target[::-1]))
+        seconds_to_stamp(0.2, point.time_from_start)
+        msg.points = [point]
+        pub_traj.publish(msg)
+        assert spin_until(executor, lambda: np.allclose(states['servicer'].position, target, atol=1e-4), 10.0)
+
+        # torque arm: an effort on joint 1 (gravity is compensated as in the arm's torque mode) turns it
+        a0 = np.array(states['servicer_arm'].position)
+        pub_eff.publish(Float64MultiArray(data=[5.0, 0, 0, 0, 0, 0, 0]))
+        assert spin_until(executor, lambda: states['servicer_arm'].position[0] > a0[0] + 0.05, 10.0)
+        pub_eff.publish(Float64MultiArray(data=[0.0] * 6))  # wrong length: rejected, the effort stays
+        spin_until(executor, lambda: False, 0.3)
+        assert states['servicer_arm'].effort[0] == pytest.approx(5.0)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    assert 'command rejected' in out
