@@ -414,8 +414,11 @@ class ArmFeedForward:
         """Eq. (22) at the current state; ``tau_obsw`` is ``tau`` from the OBSW [N m].
 
         ``mass_matrix`` (the Eq. 12 ``M`` at ``q_arm``) may be passed when already computed.
+        Raises ValueError naming ``tau_obsw``, ``q_arm`` or ``dq_arm`` if one is malformed.
         """
         model = self.model
+        n = model.n
+        tau_obsw, q_arm, dq_arm = _vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
         m_vs = pin.Motion(np.asarray(twist_base_rel_body, dtype=float))
         delta = pose_base_in_nominal.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float)))   # Eq. (15)
         twist_s = m_vs.vector
@@ -436,5 +439,5 @@ class ArmFeedForward:
             if self.use_ff3:
                 tau_ff3 = c_s[:, :6] @ twist_s - c_b[:, :6] @ twist_b
         gravity = self.gravity_torque(pose_base_in_nominal, q_arm) if self.use_gravity else zero
-        tau_q = np.asarray(tau_obsw, dtype=float) - gravity + tau_ff1 + tau_ff2 + tau_ff3
+        tau_q = tau_obsw - gravity + tau_ff1 + tau_ff2 + tau_ff3
         return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)

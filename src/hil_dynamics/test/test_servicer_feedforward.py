@@ -103,3 +103,7 @@ def test_gravity_compensation_holds_the_arm_still_in_the_lab():
         np.testing.assert_allclose(ddq, 0.0, atol=1e-9)
     with pytest.raises(ValueError, match='gravity_m_s2'):
         ArmFeedForward(model, gravity_m_s2=float('nan'))
+    with pytest.raises(ValueError, match='tau_obsw'):
+        ff.torques([0.0, np.nan, 0, 0, 0, 0, 0], q, np.zeros(7), g_s, np.zeros(6), np.zeros(6), np.zeros(6))
+    with pytest.raises(ValueError, match='dq_arm'):
+        ff.torques(np.zeros(7), q, np.zeros(6), g_s, np.zeros(6), np.zeros(6), np.zeros(6))
