@@ -196,8 +196,7 @@ def servicer_layout(arm: ArmSpec, base: BaseSpec, mount_xyz_in_base_com_m) -> Se
     mount = np.asarray(mount_xyz_in_base_com_m, dtype=float)
     m_b = float(base.mass_kg)
     m_0 = float(arm.base_link.mass_kg)
-    # Arm base link rotation at the mount is identity (mount_rpy is applied to the base link frame
-    # below through servicer_urdf); its CoM in base-CoM coordinates:
+    # The arm base link is mounted with the base's axes (no rotation); its CoM in base-CoM coordinates:
     com_link0 = mount + np.asarray(arm.base_link.com_m, dtype=float)
     c = (m_0 * com_link0) / (m_b + m_0)
     return ServicerLayout(base_com_in_root_m=-c, arm_mount_in_root_m=mount - c, composite_base_mass_kg=m_b + m_0)
