@@ -1,0 +1,136 @@
+"""The motion-table node over real rclpy/DDS: faults hold the command, reset, bad input, parameters.
+
+The node runs as its installed executable; this test plays the robot (joint states echo
+the commanded positions) and streams poses that leave the workspace box.
+"""
+
+import math
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import rclpy
+from ament_index_python.packages import get_package_prefix
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from hil_common.conversions import pose_to_msg, seconds_to_stamp
+from hil_motion_table.messages import home_pose, make_kinematics
+
+EXE = Path(get_package_prefix('hil_motion_table')) / 'lib' / 'hil_motion_table' / 'motion_table_node'
+
+
+@pytest.fixture
+def ros():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('test_motion_table', context=ctx)
+    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    yield node, executor
+    executor.shutdown()
+    node.destroy_node()
+    ctx.try_shutdown()
+
+
+def spin_until(executor, predicate, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.01)
+        if predicate():
+            return True
+    return False
+
+
+def test_workspace_exit_holds_the_command_until_reset(ros):
+    node, executor = ros
+    kin = make_kinematics('ur10e')
+    home = home_pose(kin)
+    lo, hi = home.translation - 0.03, home.translation + 0.03
+    proc = subprocess.Popen([str(EXE), '--ros-args', '-r', '__ns:=/mt', '-p', 'robot:=ur10e',
+                             '-p', f'workspace_min:={[float(v) for v in lo]}',
+                             '-p', f'workspace_max:={[float(v) for v in hi]}'],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    commands, statuses = [], []
+    node.create_subscription(Float64MultiArray, '/mt/forward_position_controller/commands',
+                             lambda m: commands.append(np.array(m.data)), 100)
+    node.create_subscription(DiagnosticStatus, '/mt/table/status', lambda m: statuses.append(m), 100)
+    pub_js = node.create_publisher(JointState, '/mt/joint_states', 10)
+    pub_pose = node.create_publisher(PoseStamped, '/mt/table/pose_cmd', 10)
+    reset = node.create_client(Trigger, '/mt/table/reset')
+
+    def publish_state():  # the robot: measured = last command (home before any)
+        q = commands[-1] if commands else kin.q_home
+        msg = JointState(name=list(kin.joint_names), position=[float(v) for v in q])
+        seconds_to_stamp(time.time(), msg.header.stamp)
+        pub_js.publish(msg)
+
+    stamps = []
+
+    def send(pose):
+        msg = PoseStamped()
+        stamps.append(time.time())
+        seconds_to_stamp(stamps[-1], msg.header.stamp)
+        pose_to_msg(pose, msg.pose)
+        pub_pose.publish(msg)
+        n = len(commands)
+        assert spin_until(executor, lambda: len(commands) > n, 5.0)
+
+    try:
+        node.create_timer(0.01, publish_state)
+        up = spin_until(executor, lambda: pub_pose.get_subscription_count() > 0 and reset.service_is_ready()
+                        and len(statuses) > 0, 30.0)
+        assert up, (pub_pose.get_subscription_count(), reset.service_is_ready(), len(statuses), proc.poll())
+        spin_until(executor, lambda: False, 0.3)
+        for k in range(80):  # +x at 1 mm per command: leaves the 3 cm box
+            send(pin.SE3(home.rotation, home.translation + np.array([0.001 * k, 0.0, 0.0])))
+            spin_until(executor, lambda: False, 0.004)
+        # never a jump: each command moves at most the velocity limit times the stamp interval
+        steps = np.abs(np.diff(np.array(commands), axis=0))
+        dts = np.diff(stamps)[:, None]
+        assert np.all(steps <= kin.qd_max * np.maximum(dts, 0.004) + 1e-9)
+        held = commands[-1]
+        assert np.array_equal(commands[-1], commands[-20])  # holding
+        assert kin.forward(held).translation[0] <= hi[0] + 1e-9
+        assert spin_until(executor, lambda: statuses[-1].level == DiagnosticStatus.ERROR
+                          and 'workspace_exit' in statuses[-1].message, 2.0)
+        # a valid pose keeps holding (latched) until reset
+        send(home)
+        assert np.array_equal(commands[-1], held)
+        future = reset.call_async(Trigger.Request())
+        assert spin_until(executor, future.done, 5.0) and future.result().success
+        send(pin.SE3(home.rotation, home.translation + np.array([0.02, 0.0, 0.0])))
+        assert not np.array_equal(commands[-1], held)
+        assert np.all(np.abs(commands[-1] - held) <= kin.qd_max * 0.04)  # resumes rate-limited
+        # a malformed pose (zero quaternion) holds and reports invalid_command
+        before = commands[-1]
+        msg = PoseStamped()
+        seconds_to_stamp(time.time(), msg.header.stamp)
+        msg.pose.orientation.w = 0.0
+        n = len(commands)
+        pub_pose.publish(msg)
+        assert spin_until(executor, lambda: len(commands) > n, 5.0)
+        assert np.array_equal(commands[-1], before)
+        assert spin_until(executor, lambda: 'invalid_command' in statuses[-1].message, 2.0)
+        values = {kv.key: kv.value for kv in statuses[-1].values}
+        assert values['bad_pose'] == '1' and int(values['workspace_exit']) >= 1
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_bad_parameters_fail_at_start_with_the_parameter_name():
+    for args, name in ((['-p', 'robot:=ur5'], 'robot'), (['-p', 'workspace_min:=[1.0, 0.0, 0.0]',
+                                                          '-p', 'workspace_max:=[0.0, 1.0, 1.0]'], 'workspace_max'),
+                       (['-p', 'period_s:=0.0'], 'period_s')):
+        proc = subprocess.run([str(EXE), '--ros-args', *args], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ))
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert f"parameter '{name}'" in proc.stderr
