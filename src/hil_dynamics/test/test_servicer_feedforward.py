@@ -107,3 +107,29 @@ def test_gravity_compensation_holds_the_arm_still_in_the_lab():
         ff.torques([0.0, np.nan, 0, 0, 0, 0, 0], q, np.zeros(7), g_s, np.zeros(6), np.zeros(6), np.zeros(6))
     with pytest.raises(ValueError, match='dq_arm'):
         ff.torques(np.zeros(7), q, np.zeros(6), g_s, np.zeros(6), np.zeros(6), np.zeros(6))
+
+
+@pytest.mark.parametrize('arm', sorted(ARMS))
+def test_each_term_is_its_eq22_definition(arm):
+    """tau_ff1 = M_bq^T (V_s_dot - V_b_dot) with both accelerations actually simulated (ABA in
+    orbit, Eq. 18 on ground); tau_ff2, tau_ff3 from the Eq. (12) blocks at V_s and at V_b."""
+    urdf_fn, ee, _ = ARMS[arm]
+    urdf = urdf_fn()
+    model = ServicerModel(urdf, ee)
+    rng = np.random.default_rng(21)
+    g_n, g_s, twist_n, twist_s, q, dq, f_b, tau, f_e = _random_instant(rng, model.n)
+    twist_b = twist_s + delta_twist(g_s, twist_n)
+    ref = AbsoluteServicer(urdf, ee, g_n * g_s, twist_b, q, dq)
+    acc_orbit = ref.acceleration(0.0, g_n * g_s, ref.x, lambda t: f_b, lambda t, *_: tau, lambda t: f_e)
+    adm = ServicerAdmittance(model, CLIENT, twist_n, g_n, g_s, twist_s)
+    vs_dot = adm.base_acceleration(q, dq, acc_orbit[6:], f_b, f_e)
+    torques = ArmFeedForward(model, POSE_NOMINAL_IN_LAB).torques(tau, q, dq, g_s, twist_s, twist_n,
+                                                                 adm.nominal_acceleration(twist_n))
+    at_s = model.terms(q, twist_s, dq)
+    at_b = model.terms(q, twist_b, dq)
+    scale = np.abs(torques.tau_q).max()
+    np.testing.assert_allclose(torques.tau_ff1, at_b.M_bq.T @ (vs_dot - acc_orbit[:6]), atol=1e-9 * scale)
+    np.testing.assert_allclose(torques.tau_ff2, (at_s.C_q - at_b.C_q) @ dq, atol=1e-12 * scale)
+    np.testing.assert_allclose(torques.tau_ff3, at_s.C_qb @ twist_s - at_b.C_qb @ twist_b, atol=1e-12 * scale)
+    np.testing.assert_allclose(torques.tau_q, tau - torques.gravity + torques.tau_ff1 + torques.tau_ff2
+                               + torques.tau_ff3, atol=1e-12 * scale)
