@@ -30,6 +30,9 @@ ARMS = {
 }
 DQ_0 = np.array([0.02, -0.01, 0.03, 0.0, 0.05, -0.02, 0.01])
 _W = np.array([0.31, 0.43, 0.57, 0.71, 0.83, 0.97, 1.13])
+_FREQ = np.concatenate((_W, 0.2 * _W, 0.2 * _W))
+_PHASE = np.concatenate((np.full(7, 0.3), np.zeros(7), np.full(7, np.pi / 2)))
+_DQ_REF_AMP = 0.3 * 0.2 * _W
 
 
 @dataclass
@@ -46,10 +49,9 @@ class Scenario:
     wrench_ee_amp: np.ndarray
 
     def tau(self, t, q, dq):
-        """OBSW joint torque [N m]: PD to a reference plus a sinusoid."""
-        q_ref = self.q0 + 0.3 * np.sin(0.2 * _W * t)
-        dq_ref = 0.06 * _W * np.cos(0.2 * _W * t)
-        return self.tau_amp * np.sin(_W * t + 0.3) + self.kp * (q_ref - q) + self.kd * (dq_ref - dq)
+        """OBSW joint torque [N m]: PD to ``q_ref = q0 + 0.3 sin(0.2 W t)`` plus ``tau_amp sin(W t + 0.3)``."""
+        s = np.sin(_FREQ * t + _PHASE)          # [sin(W t + 0.3), sin(0.2 W t), cos(0.2 W t)]
+        return self.tau_amp * s[:7] + self.kp * (self.q0 + 0.3 * s[7:14] - q) + self.kd * (_DQ_REF_AMP * s[14:] - dq)
 
     @staticmethod
     def wrench_base_com(t):
