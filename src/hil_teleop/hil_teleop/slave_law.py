@@ -1,0 +1,81 @@
+"""Slave-arm velocity command of seed 001, Eq. (2)/(3), computed in orbit.
+
+::
+
+    v_s,c(t) = K_s (G f_m(t - t_delay) - f_s(t))                     (force feedback, scaling)
+             + K_c B(phi_s) (x_vir(t - t_delay) - x_s(t))             (coupling to the virtual arm)
+             - D (v_s(t - dt) - v_s(t - 2 dt))                        (damping)
+
+``f_m`` and ``x_vir`` arrive from earth ``t_delay`` late (they are the newest delivered
+values); ``x_s`` is the slave end-effector position ``[r; phi]`` and ``f_s`` the wrench the
+slave applies to the payload, both in the slave base frame (force about the end-effector
+origin), so that a positive ``f_s`` along a pull opposes the pull, as Eq. (3) requires.
+``v_s`` is the measured slave velocity; with high-ratio gears ``v_s ~= v_s,c``
+(Appendix A), which is what the ROS node feeds back when no measurement is available.
+Velocities are world-aligned ``[r_dot; omega_world]`` (:mod:`hil_teleop.coordinates`).
+
+If the master command is missing or stale (``None``), the command is zero velocity.
+Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from hil_teleop.coordinates import b_matrix, position_difference
+from hil_teleop.gains import TeleopGains
+
+
+@dataclass
+class SlaveCommand:
+    """One evaluation of Eq. (3), with its terms (each (6,), world-aligned)."""
+
+    v_s_c: np.ndarray
+    v_s_r: np.ndarray
+    force_feedback: np.ndarray
+    coupling: np.ndarray
+    damping: np.ndarray
+    stale: bool
+
+
+def _finite6(name: str, v) -> np.ndarray:
+    a = np.asarray(v, dtype=float).reshape(-1)
+    if a.shape != (6,) or not math.isfinite(a.sum()):  # a NaN or inf makes the sum non-finite
+        raise ValueError(f'{name} must be 6 finite numbers, got {a.tolist()}')
+    return a
+
+
+class SlaveLaw:
+    """Eq. (3) with the velocity history ``v_s(t - dt), v_s(t - 2 dt)`` of the damping term."""
+
+    def __init__(self, gains: TeleopGains):
+        self.gains = gains
+        self.v_prev = np.zeros(6)    # v_s(t - dt)
+        self.v_prev2 = np.zeros(6)   # v_s(t - 2 dt)
+
+    def observe_velocity(self, v_s) -> None:
+        """Record the slave velocity of the period that just ended (becomes ``v_s(t - dt)``)."""
+        self.v_prev2, self.v_prev = self.v_prev, _finite6('v_s', v_s)
+
+    def command(self, f_m_delayed, x_vir_delayed, x_s, f_s) -> SlaveCommand:
+        """Evaluate Eq. (3). ``f_m_delayed``/``x_vir_delayed`` are ``None`` when stale -> zero command.
+
+        Raises ValueError on malformed or non-finite inputs (the caller counts them).
+        """
+        zero = np.zeros(6)
+        x_s = _finite6('x_s', x_s)
+        f_s = _finite6('f_s', f_s)
+        if f_m_delayed is None or x_vir_delayed is None:
+            return SlaveCommand(zero, zero, zero, zero, zero, True)
+        f_m = _finite6('f_m', f_m_delayed)
+        x_vir = _finite6('x_vir', x_vir_delayed)
+        gains = self.gains
+        v_r = gains.reference_velocity(f_m)                                      # Eq. (1)
+        ff = -gains.k_s_feedback * f_s
+        k_c = gains.k_c_eff
+        coupling = k_c * (b_matrix(x_s[3:]) @ position_difference(x_vir, x_s)) if k_c.any() else zero
+        damping = -gains.d_eff * (self.v_prev - self.v_prev2)
+        return SlaveCommand(v_r + ff + coupling + damping, v_r, ff, coupling, damping, False)

@@ -1,0 +1,144 @@
+"""Virtual arm and virtual massive payload on earth: seed 001 Eqs. (4)-(10).
+
+Every sampling period ``dt`` (:meth:`VirtualEnvironment.step`):
+
+1. Virtual contact, Eq. (7), from the previous sample::
+
+       f_vir(t) = K_t B(phi_t) (x_vir(t-dt) - x_t(t-dt)) + D_t (v_vir(t-dt) - v_t(t-dt))
+
+   ``f_vir`` is the wrench the virtual arm applies **to the payload** (about the grip point,
+   world axes). Eq. (7) as printed carries a minus sign, i.e. it gives the reaction on the
+   arm; Eqs. (5) and (8) only make sense (a pull accelerates the payload forward, and
+   ``- K_s f_vir`` slows the arm) with the force on the payload, which is also the sign of
+   the slave's ``f_s`` in Eq. (3). We use that one consistently.
+2. Payload, Eqs. (8)-(10), semi-implicit Euler as printed::
+
+       v_t_dot = M^-1 (f_vir - [0; omega x I_w omega]),  M = diag(m E, I_w),  I_w = R I R^T
+       v_t(t)  = v_t(t-dt) + v_t_dot dt
+       x_t(t)  = x_t(t-dt) + B^-1(phi_t) v_t(t) dt
+
+   ``I`` is the full 3x3 inertia tensor (body axes); with the world-frame angular velocity
+   the tensor is rotated into the world (``I_w``) and the gyroscopic term is kept so the
+   torque-free payload conserves its angular momentum (Eq. 8 omits it: exact only at rest).
+   The grip point is the payload's CoM in the virtual model, as in Eq. (7)-(8).
+3. Virtual arm, Eqs. (4)-(6): ``v_vir,r = K_s G f_m`` (Eq. 4),
+   ``v_vir = v_vir,c = v_vir,r - K_s f_vir(t) - D (v_vir(t-dt) - v_vir(t-2dt))`` (Eq. 5,
+   ``v_vir ~= v_vir,c`` by Appendix A), ``x_vir(t) = x_vir(t-dt) + B^-1 v_vir(t) dt`` (Eq. 6).
+
+Velocities are world-aligned ``[r_dot; omega_world]`` and positions ``[r; phi]``
+(:mod:`hil_teleop.coordinates`). Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from hil_teleop.coordinates import b_matrix, cross3, integrate_position, position_difference
+from hil_teleop.gains import TeleopGains, _diag6
+
+
+@dataclass
+class VirtualContact:
+    """Spring-damper of Eq. (7): ``k_t`` [N/m, N m/rad], ``d_t`` [N s/m, N m s/rad] (diagonals)."""
+
+    k_t: np.ndarray
+    d_t: np.ndarray
+
+    def __post_init__(self):
+        self.k_t = _diag6('k_t', self.k_t)
+        self.d_t = _diag6('d_t', self.d_t)
+
+
+class VirtualPayload:
+    """The virtual massive payload of Eqs. (8)-(10) with the full 6x6 ``M``."""
+
+    def __init__(self, mass_kg: float, inertia_body_kgm2, x0=None):
+        inertia = np.asarray(inertia_body_kgm2, dtype=float)
+        if inertia.shape == (3,):
+            inertia = np.diag(inertia)
+        if not (np.isfinite(mass_kg) and mass_kg > 0.0):
+            raise ValueError(f'mass_kg must be finite and > 0, got {mass_kg!r}')
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or not np.allclose(inertia, inertia.T) \
+                or np.linalg.eigvalsh(inertia)[0] <= 0.0:
+            raise ValueError('inertia_body_kgm2 must be a symmetric positive definite 3x3 matrix (or 3 values)')
+        self.mass_kg = float(mass_kg)
+        self.inertia_body = inertia
+        self.x = np.zeros(6) if x0 is None else np.asarray(x0, dtype=float).copy()
+        self.v = np.zeros(6)
+
+    def mass_matrix(self) -> np.ndarray:
+        """``M = diag(m E, I_w)`` of Eq. (8), the inertia rotated into world axes."""
+        r = pin.rpy.rpyToMatrix(self.x[3:])
+        out = np.zeros((6, 6))
+        out[:3, :3] = self.mass_kg * np.eye(3)
+        out[3:, 3:] = r @ self.inertia_body @ r.T
+        return out
+
+    def acceleration(self, wrench_world) -> np.ndarray:
+        """Eq. (8) plus the gyroscopic torque: ``M^-1 (f - [0; w x I_w w])``."""
+        m = self.mass_matrix()
+        w = self.v[3:]
+        rhs = np.asarray(wrench_world, dtype=float).copy()
+        rhs[3:] -= cross3(w, m[3:, 3:] @ w)
+        acc = np.empty(6)
+        acc[:3] = rhs[:3] / self.mass_kg
+        acc[3:] = np.linalg.solve(m[3:, 3:], rhs[3:])
+        return acc
+
+    def step(self, wrench_world, dt: float) -> None:
+        """Eqs. (9)-(10)."""
+        self.v = self.v + self.acceleration(wrench_world) * dt
+        self.x = integrate_position(self.x, self.v, dt)
+
+    def momentum_world(self) -> np.ndarray:
+        """``[m r_dot; I_w omega]`` (angular momentum about the CoM, world axes)."""
+        return self.mass_matrix() @ self.v
+
+
+@dataclass
+class VirtualState:
+    t: float
+    x_vir: np.ndarray
+    v_vir: np.ndarray
+    f_vir: np.ndarray
+    x_t: np.ndarray
+    v_t: np.ndarray
+    v_vir_r: np.ndarray
+
+
+class VirtualEnvironment:
+    """Virtual arm gripping the virtual payload (Eqs. 4-10), advanced by :meth:`step`."""
+
+    def __init__(self, gains: TeleopGains, payload: VirtualPayload, contact: VirtualContact, dt: float, x0=None):
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
+        self.gains, self.payload, self.contact, self.dt = gains, payload, contact, float(dt)
+        self.t = 0.0
+        self.x_vir = payload.x.copy() if x0 is None else np.asarray(x0, dtype=float).copy()
+        self.v_vir = np.zeros(6)        # v_vir(t - dt)
+        self.v_vir_prev = np.zeros(6)   # v_vir(t - 2 dt)
+        self.f_vir = np.zeros(6)
+
+    def contact_wrench(self) -> np.ndarray:
+        """Eq. (7) on the previous sample (force on the payload, see the module docstring)."""
+        p = self.payload
+        return (self.contact.k_t * (b_matrix(p.x[3:]) @ position_difference(self.x_vir, p.x))
+                + self.contact.d_t * (self.v_vir - p.v))
+
+    def step(self, f_m) -> VirtualState:
+        f_m = np.asarray(f_m, dtype=float).reshape(6)
+        if not np.all(np.isfinite(f_m)):
+            raise ValueError(f'f_m must be finite, got {f_m.tolist()}')
+        g, dt = self.gains, self.dt
+        self.f_vir = f_vir = self.contact_wrench()                                 # Eq. (7)
+        self.payload.step(f_vir, dt)                                               # Eqs. (8)-(10)
+        v_r = g.reference_velocity(f_m)                                            # Eq. (4)
+        v = v_r - g.k_s_feedback * f_vir - g.d_eff * (self.v_vir - self.v_vir_prev)  # Eq. (5)
+        self.v_vir_prev, self.v_vir = self.v_vir, v
+        self.x_vir = integrate_position(self.x_vir, v, dt)                         # Eq. (6)
+        self.t += dt
+        return VirtualState(self.t, self.x_vir.copy(), v.copy(), f_vir.copy(), self.payload.x.copy(),
+                            self.payload.v.copy(), v_r)
