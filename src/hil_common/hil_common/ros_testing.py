@@ -24,11 +24,16 @@ def node_executable(package: str, executable: str) -> Path:
     return Path(get_package_prefix(package)) / 'lib' / package / executable
 
 
-def start_node(package: str, executable: str, *params: str, capture: bool = True) -> subprocess.Popen:
-    """Start ``<prefix>/lib/<package>/<executable> --ros-args -p <param> ...``."""
+def start_node(package: str, executable: str, *params: str, capture: bool = True,
+               ros_args: tuple[str, ...] = ()) -> subprocess.Popen:
+    """Start ``<prefix>/lib/<package>/<executable> --ros-args -p <param> ... <ros_args>``.
+
+    ``ros_args`` are passed as they are, e.g. ``('-r', '__ns:=/client')``.
+    """
     args = [str(node_executable(package, executable)), '--ros-args']
     for p in params:
         args += ['-p', p]
+    args += list(ros_args)
     out = subprocess.PIPE if capture else subprocess.DEVNULL
     return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
 

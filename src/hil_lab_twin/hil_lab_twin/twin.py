@@ -179,41 +179,32 @@ class LabTwin:
     def rejected_count(self, ns: str) -> int:
         return (self._arms.get(ns) or self._robots[ns]).rejected
 
+    def _accept(self, target, check, kind: str) -> bool:
+        """Validate a command with ``check()``; queue it behind the transport delay or count a rejection."""
+        try:
+            payload = check()
+        except CommandRejected:
+            target.rejected += 1
+            return False
+        target.accepted += 1
+        target.delay.push(self.time, (kind, payload))
+        return True
+
     def command_positions(self, ns: str, positions) -> bool:
         """forward_position_controller/commands: joint positions (m for hexapod legs). False if rejected."""
         robot = self._robots[ns]
-        try:
-            q = validate_command(positions, len(robot.build.joint_names))
-        except CommandRejected:
-            robot.rejected += 1
-            return False
-        robot.accepted += 1
-        robot.delay.push(self.time, ('position', q))
-        return True
+        return self._accept(robot, lambda: validate_command(positions, len(robot.build.joint_names)), 'position')
 
     def command_trajectory(self, ns: str, joint_names, points) -> bool:
         """joint_trajectory_controller/joint_trajectory: ``points`` = [(time_from_start, positions)]."""
         robot = self._robots[ns]
-        try:
-            traj = validate_trajectory(joint_names, points, robot.build.joint_names)
-        except CommandRejected:
-            robot.rejected += 1
-            return False
-        robot.accepted += 1
-        robot.delay.push(self.time, ('trajectory', traj))
-        return True
+        return self._accept(robot, lambda: validate_trajectory(joint_names, points, robot.build.joint_names),
+                            'trajectory')
 
     def command_efforts(self, ns: str, efforts) -> bool:
         """forward_effort_controller/commands of the torque-controlled arm [N m]."""
         arm = self._arms[ns]
-        try:
-            tau = validate_command(efforts, len(arm.joint_names))
-        except CommandRejected:
-            arm.rejected += 1
-            return False
-        arm.accepted += 1
-        arm.delay.push(self.time, tau)
-        return True
+        return self._accept(arm, lambda: validate_command(efforts, len(arm.joint_names)), 'effort')
 
     def command_gripper(self, ns: str, opening: float) -> None:
         """Finger position of the servicer arm's gripper [m] (positive opens)."""
@@ -291,7 +282,7 @@ class LabTwin:
             d.ctrl[robot.act_ids] = set_point - robot.build.q_offset
             d.qfrc_applied[robot.dof_adr] = d.qfrc_bias[robot.dof_adr]
         for arm in self._arms.values():
-            for tau in arm.delay.pop_due(t):
+            for _kind, tau in arm.delay.pop_due(t):
                 arm.effort = tau
             d.ctrl[arm.act_ids] = arm.effort
             if arm.gravity_compensation:

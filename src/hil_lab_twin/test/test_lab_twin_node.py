@@ -5,25 +5,17 @@ UR10e table and the servicer robot carrying the torque-controlled arm.
 """
 
 import math
-import os
 import socket
-import subprocess
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import rclpy
-from ament_index_python.packages import get_package_prefix
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from hil_common.conversions import seconds_to_stamp
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 from hil_sensors.ft_driver import FtDriver, check_parameters
-
-EXE = Path(get_package_prefix('hil_lab_twin')) / 'lib' / 'hil_lab_twin' / 'lab_twin_node'
-
 
 def free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
@@ -33,33 +25,15 @@ def free_udp_port() -> int:
 
 @pytest.fixture
 def ros():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('test_lab_twin', context=ctx)
-    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    ctx.try_shutdown()
+    with test_node('test_lab_twin') as pair:
+        yield pair
 
 
-def spin_until(executor, predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-        if predicate():
-            return True
-    return False
-
-
-def test_twin_node_interfaces(ros):
+def test_twin_node_interfaces(ros, read_ft_driver):
     node, executor = ros
     port = free_udp_port()
-    proc = subprocess.Popen([str(EXE), '--ros-args', '-p', 'with_servicer:=true', '-p', 'publish_wrench:=false',
-                             '-p', f'rdt_ports:=["client_ft:{port}"]', '-p', 'ft_noise_force_n:=0.0',
-                             '-p', 'ft_noise_torque_nm:=0.0'],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    proc = start_node('hil_lab_twin', 'lab_twin_node', 'with_servicer:=true', 'publish_wrench:=false',
+                      f'rdt_ports:=["client_ft:{port}"]', 'ft_noise_force_n:=0.0', 'ft_noise_torque_nm:=0.0')
     states = {}
     for ns in ('client', 'servicer', 'servicer_arm'):
         node.create_subscription(JointState, f'/{ns}/joint_states', lambda m, ns=ns: states.__setitem__(ns, m), 10)
@@ -75,16 +49,7 @@ def test_twin_node_interfaces(ros):
         # F/T over RDT/UDP read by the real driver: the hanging client mock-up's weight
         driver = FtDriver(check_parameters({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'low_pass.enabled': False,
                                             'software_bias.enabled': False}))
-        try:
-            driver.open()
-            driver.start_streaming()
-            deadline = time.monotonic() + 10.0
-            while driver.counters['accepted'] < 50 and time.monotonic() < deadline:
-                driver.poll(0.05)
-                executor.spin_once(timeout_sec=0.0)
-        finally:
-            driver.close()
-        assert driver.counters['accepted'] >= 50
+        assert read_ft_driver(driver, 50, 10.0, idle=lambda: executor.spin_once(timeout_sec=0.0)) >= 50
         assert np.linalg.norm(driver.newest.raw[:3]) == pytest.approx((4.0 + 1.5 + 0.2) * 9.81, rel=1e-3)
 
         # wrong length and non-finite commands are rejected: nothing moves
@@ -116,6 +81,5 @@ def test_twin_node_interfaces(ros):
         spin_until(executor, lambda: False, 0.3)
         assert states['servicer_arm'].effort[0] == pytest.approx(5.0)
     finally:
-        proc.terminate()
-        out, _ = proc.communicate(timeout=10)
+        out = stop_process(proc)
     assert 'command rejected' in out

@@ -1,7 +1,6 @@
 """The MuJoCo twin: same kinematics as the motion tables, delay, servo, lockstep, F/T physics, rendering."""
 
 import math
-import time
 import zlib
 
 import numpy as np
@@ -9,7 +8,7 @@ import pinocchio as pin
 import pytest
 
 from hil_lab_twin.pacing import RealTimePacer
-from hil_lab_twin.scene import FtConfig, PressConfig, RobotConfig, ServoConfig, TwinConfig, facility_config
+from hil_lab_twin.scene import FtConfig, PressConfig, RobotConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics, pose_error
 from hil_motion_table.robot_models import hexapod_spec, kr120r2500pro_spec, ur10e_spec
@@ -207,7 +206,7 @@ def test_offscreen_render_writes_a_png(tmp_path):
     assert pixels.std() > 5  # a scene, not a blank frame
 
 
-def test_ft_reading_reaches_the_real_rdt_driver_over_udp():
+def test_ft_reading_reaches_the_real_rdt_driver_over_udp(read_ft_driver):
     from hil_lab_twin.rdt_bridge import rdt_server
     from hil_sensors.ft_driver import FtDriver, check_parameters
 
@@ -218,14 +217,8 @@ def test_ft_reading_reaches_the_real_rdt_driver_over_udp():
     driver = FtDriver(check_parameters({'sensor_port': server.port, 'sensor_rate_hz': 1000.0,
                                         'low_pass.enabled': False, 'software_bias.enabled': False}))
     try:
-        driver.open()
-        driver.start_streaming()
-        deadline = time.monotonic() + 5.0
-        while driver.counters['accepted'] < 20 and time.monotonic() < deadline:
-            driver.poll(0.05)
+        assert read_ft_driver(driver, 20, 5.0) >= 20
     finally:
-        driver.close()
         server.stop()
-    assert driver.counters['accepted'] >= 20
     # RDT carries counts: 1e6 counts per N (N m) in the simulator's default calibration
     np.testing.assert_allclose(driver.newest.raw, expected, atol=1e-6)

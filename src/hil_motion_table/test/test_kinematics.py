@@ -6,18 +6,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics, pose_error
-from hil_motion_table.robot_models import dh_forward, hexapod_spec, kr120r2500pro_spec, rpy_matrix, ur10e_spec
-
-
-@pytest.fixture(scope='module')
-def ur10e():
-    return SerialKinematics(ur10e_spec())
-
-
-@pytest.fixture(scope='module')
-def hexapod():
-    return HexapodKinematics(hexapod_spec())
+from hil_motion_table.kinematics import SerialKinematics, pose_error
+from hil_motion_table.robot_models import dh_forward, kr120r2500pro_spec, rpy_matrix, ur10e_spec
 
 
 def test_urdf_forward_kinematics_equals_the_dh_product(ur10e):

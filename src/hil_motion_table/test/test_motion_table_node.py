@@ -4,17 +4,13 @@ The node runs as its installed executable; this test plays the robot (joint stat
 the commanded positions) and streams poses that leave the workspace box.
 """
 
-import math
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
-import rclpy
-from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
@@ -23,30 +19,15 @@ from std_srvs.srv import Trigger
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_motion_table.messages import home_pose, make_kinematics
+from hil_common.ros_testing import node_executable, spin_until, start_node, stop_process, test_node
 
-EXE = Path(get_package_prefix('hil_motion_table')) / 'lib' / 'hil_motion_table' / 'motion_table_node'
+EXE = node_executable('hil_motion_table', 'motion_table_node')
 
 
 @pytest.fixture
 def ros():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('test_motion_table', context=ctx)
-    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    ctx.try_shutdown()
-
-
-def spin_until(executor, predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.01)
-        if predicate():
-            return True
-    return False
+    with test_node('test_motion_table') as pair:
+        yield pair
 
 
 def test_workspace_exit_holds_the_command_until_reset(ros):
@@ -54,10 +35,9 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
     kin = make_kinematics('ur10e')
     home = home_pose(kin)
     lo, hi = home.translation - 0.03, home.translation + 0.03
-    proc = subprocess.Popen([str(EXE), '--ros-args', '-r', '__ns:=/mt', '-p', 'robot:=ur10e',
-                             '-p', f'workspace_min:={[float(v) for v in lo]}',
-                             '-p', f'workspace_max:={[float(v) for v in hi]}'],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    proc = start_node('hil_motion_table', 'motion_table_node', 'robot:=ur10e',
+                      f'workspace_min:={[float(v) for v in lo]}', f'workspace_max:={[float(v) for v in hi]}',
+                      ros_args=('-r', '__ns:=/mt'))
     commands, statuses = [], []
     node.create_subscription(Float64MultiArray, '/mt/forward_position_controller/commands',
                              lambda m: commands.append(np.array(m.data)), 100)
@@ -122,8 +102,7 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
         values = {kv.key: kv.value for kv in statuses[-1].values}
         assert values['bad_pose'] == '1' and int(values['workspace_exit']) >= 1
     finally:
-        proc.terminate()
-        proc.communicate(timeout=10)
+        stop_process(proc)
 
 
 def test_bad_parameters_fail_at_start_with_the_parameter_name():

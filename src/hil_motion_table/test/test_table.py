@@ -6,23 +6,13 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics, pose_error
-from hil_motion_table.robot_models import hexapod_spec, ur10e_spec
+from hil_motion_table.kinematics import SerialKinematics, pose_error
+from hil_motion_table.robot_models import ur10e_spec
 from hil_motion_table.table import MotionTable, TableLimits, tracking_error
 
 DT = 0.004
 BIG_BOX = TableLimits(workspace_min=(-3.0, -3.0, -3.0), workspace_max=(3.0, 3.0, 3.0),
                       max_linear_speed=10.0, max_angular_speed=10.0)
-
-
-@pytest.fixture(scope='module')
-def ur10e():
-    return SerialKinematics(ur10e_spec())
-
-
-@pytest.fixture(scope='module')
-def hexapod():
-    return HexapodKinematics(hexapod_spec())
 
 
 def make_table(kin, limits=BIG_BOX, **kw):

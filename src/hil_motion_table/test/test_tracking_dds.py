@@ -11,16 +11,10 @@ versus commanded flange pose at the same time stamp).
 """
 
 import math
-import os
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 import pytest
-import rclpy
-from ament_index_python.packages import get_package_prefix
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
@@ -29,9 +23,8 @@ from std_srvs.srv import Trigger
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import FAULTS
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 
-TWIN = Path(get_package_prefix('hil_lab_twin')) / 'lib' / 'hil_lab_twin' / 'lab_twin_node'
-TABLE = Path(get_package_prefix('hil_motion_table')) / 'lib' / 'hil_motion_table' / 'motion_table_node'
 
 # 125 Hz streams: half the message load of RSI's 250 Hz keeps five Python processes real-time on a
 # shared 2-core machine; the transport delay is still the 4 ms of RSI.
@@ -40,21 +33,6 @@ DELAY_S, BANDWIDTH_HZ, PERIOD_S = 0.004, 10.0, 0.008
 AMPLITUDE = np.array([0.02, 0.015, 0.01, 0.03, 0.03, 0.04])
 FREQUENCY = np.array([0.5, 0.4, 0.6, 0.5, 0.35, 0.45])
 DURATION_S, SETTLE_S = 6.0, 1.0
-
-
-def start(exe, *args):
-    return subprocess.Popen([str(exe), '--ros-args', *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ))
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
 
 
 def horizon():
@@ -67,35 +45,19 @@ def horizon():
 
 @pytest.fixture
 def ros():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('test_tracking', context=ctx)
-    executor = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    yield node, executor
-    executor.shutdown()
-    node.destroy_node()
-    ctx.try_shutdown()
-
-
-def spin_until(executor, predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.02)
-        if predicate():
-            return True
-    return False
+    with test_node('test_tracking') as pair:
+        yield pair
 
 
 def run_stream(ros, tables):
     node, executor = ros
     entries = '[' + ','.join(f'"{ns}:{robot}"' for ns, (robot, _, _) in tables.items()) + ']'
-    procs = [start(TWIN, '-p', f'tables:={entries}', '-p', f'delay_s:={DELAY_S}', '-p', 'publish_wrench:=false',
-                   '-p', f'servo_bandwidth_hz:={BANDWIDTH_HZ}', '-p', f'publish_rate_hz:={1 / PERIOD_S}')]
+    procs = [start_node('hil_lab_twin', 'lab_twin_node', f'tables:={entries}', f'delay_s:={DELAY_S}',
+                        'publish_wrench:=false', f'servo_bandwidth_hz:={BANDWIDTH_HZ}', f'publish_rate_hz:={1 / PERIOD_S}')]
     for ns, (robot, output, h) in tables.items():
-        procs.append(start(TABLE, '-r', f'__ns:=/{ns}', '-p', f'robot:={robot}', '-p', f'output:={output}',
-                           '-p', f'prediction_horizon_s:={h}', '-p', f'period_s:={PERIOD_S}',
-                           '-p', f'trajectory_lead_s:={PERIOD_S}', '-p', 'tracking_error_decimation:=25'))
+        procs.append(start_node('hil_motion_table', 'motion_table_node', f'robot:={robot}', f'output:={output}',
+                                f'prediction_horizon_s:={h}', f'period_s:={PERIOD_S}', f'trajectory_lead_s:={PERIOD_S}',
+                                'tracking_error_decimation:=25', ros_args=('-r', f'__ns:=/{ns}')))
     seen = {ns: False for ns in tables}
     status = {ns: None for ns in tables}
     subs = []
@@ -138,7 +100,7 @@ def run_stream(ros, tables):
             status[ns] = None
         spin_until(executor, lambda: all(m is not None for m in status.values()), 3.0)  # published after the stream
     finally:
-        outputs = [stop(p) for p in procs]
+        outputs = [stop_process(p) for p in procs]
         assert up, ('nodes did not come up', seen, outputs)
         for s in subs:
             node.destroy_subscription(s)
