@@ -20,6 +20,7 @@ setup(
     entry_points={
         'console_scripts': [
             'lab_twin_node = hil_lab_twin.lab_twin_node:main',
+            'lab_twin_snapshot = hil_lab_twin.snapshot:main',
         ],
     },
 )

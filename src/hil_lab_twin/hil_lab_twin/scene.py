@@ -198,6 +198,8 @@ def build_scene(config: TwinConfig):
             spec = SERIAL_ROBOTS[robot.model]()
             armature = robot.armature or DEFAULT_ARMATURE.get(robot.model, (1.0,) * spec.dof)
             chain = mjcf.chain_from_serial(spec, ns, armature)
+            if np.linalg.norm(spec.joint_xyz[0]) > 0:  # the column up to the first joint
+                world.append(mjcf._capsule(f'{ns}_column', spec.joint_xyz[0], spec.link_radius * 1.1, '0.3 0.3 0.3 1'))
             lines, depth = mjcf.open_chain(chain, '0.95 0.55 0.1 1' if 'kr' in spec.name else '0.6 0.7 0.8 1')
             world += lines
             flange_rot = rpy_matrix(spec.flange_rpy)
@@ -259,7 +261,7 @@ def build_scene(config: TwinConfig):
         '<worldbody>',
         '<light pos="1.5 -2 5" dir="0 0.3 -1" diffuse="0.8 0.8 0.8"/>',
         '<geom name="floor" type="plane" size="6 6 0.1" material="grid"/>',
-        '<camera name="overview" pos="1.3 -4.2 2.6" xyaxes="1 0 0 0 0.5 0.87"/>',
+        '<camera name="overview" pos="1.3 -5.6 3.4" xyaxes="1 0 0 0 0.4 0.916"/>',
         *world, '</worldbody>']
     for robot in config.robots:  # a camera looking at each robot
         x, y, _ = robot.base_xyz

@@ -222,3 +222,26 @@ def test_ft_reading_reaches_the_real_rdt_driver_over_udp(read_ft_driver):
         server.stop()
     # RDT carries counts: 1e6 counts per N (N m) in the simulator's default calibration
     np.testing.assert_allclose(driver.newest.raw, expected, atol=1e-6)
+
+
+def test_animated_png_has_all_frames_in_sequence():
+    import struct
+
+    from hil_lab_twin.png import encode_apng
+
+    frames = [np.full((8, 10, 3), 40 * k, dtype=np.uint8) for k in range(4)]
+    data = encode_apng(frames, fps=10)
+    chunks, pos = [], 8
+    while pos < len(data):
+        length = struct.unpack('>I', data[pos:pos + 4])[0]
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        assert struct.unpack('>I', data[pos + 8 + length:pos + 12 + length])[0] == zlib.crc32(kind + body)
+        chunks.append((kind, body))
+        pos += 12 + length
+    kinds = [k for k, _ in chunks]
+    assert kinds[:2] == [b'IHDR', b'acTL'] and kinds[-1] == b'IEND'
+    assert struct.unpack('>II', chunks[1][1]) == (4, 0)  # 4 frames, loop forever
+    sequence = [struct.unpack('>I', body[:4])[0] for kind, body in chunks if kind in (b'fcTL', b'fdAT')]
+    assert sequence == list(range(7))  # fcTL, IDAT, (fcTL, fdAT) x 3
+    rows = np.frombuffer(zlib.decompress(chunks[-2][1][4:]), dtype=np.uint8).reshape(8, 31)  # the last frame
+    assert np.all(rows[:, 0] == 0) and np.all(rows[:, 1:] == 120)  # filter type 0, pixels 40 * 3
