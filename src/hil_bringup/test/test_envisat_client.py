@@ -29,24 +29,26 @@ def test_scenario_carries_the_published_envisat_numbers():
 
 
 def test_absolute_formulation_leaves_the_1m_box_when_a_pure_spin_predicts_and_relative_stays_put():
-    run = run_client(SCENARIO, 600.0, record_every_s=0.01)
     spin = SCENARIO.client.twist_client_body_0[4]
     predicted = analytic_exit_time_spin(2.9, spin, 0.5 * BOX[0])
-    t_exit = run.workspace_exit_time(BOX, 'absolute')
-    print(f'\nabsolute grasp-point command leaves the {BOX.tolist()} m box after {t_exit:.2f} s '
+    absolute = run_client(SCENARIO, 2.0 * predicted, record_every_s=0.001)
+    t_exit = absolute.workspace_exit_time(BOX, 'absolute')
+    print(f'\nabsolute grasp-point command leaves the {BOX.tolist()} m box after {t_exit:.3f} s '
           f'(pure-spin prediction {predicted:.3f} s; seed 004 reports 14 s on OOS-Sim)')
-    assert t_exit == pytest.approx(predicted, abs=0.011)
-    assert run.workspace_exit_time(BOX, 'relative') is None
-    drift = np.linalg.norm(run.grasp_cmd_relative - run.grasp_cmd_relative[0], axis=1).max()
+    assert t_exit == pytest.approx(predicted, abs=0.0011)
+    relative = run_client(SCENARIO, 600.0, record_every_s=0.5, with_absolute=False)
+    assert relative.t[-1] == pytest.approx(600.0)
+    assert relative.workspace_exit_time(BOX, 'relative') is None
+    drift = np.linalg.norm(relative.grasp_cmd_relative - relative.grasp_cmd_relative[0], axis=1).max()
     assert drift <= 1e-6, drift
-    assert np.abs(run.twist_client_rel_body).max() <= 1e-9
+    assert np.abs(relative.twist_client_rel_body).max() <= 1e-9
 
 
 def test_bounded_push_drift_equals_impulse_and_velocities_stay_bounded():
     """10 N for 1 s at the grasp point (orbit-fixed direction): seed 004 Eq. (29)."""
     force = np.array([0.0, 0.0, 10.0])
     t0, width = 5.0, 1.0
-    run = run_client(SCENARIO, 600.0, push_in_orbit(force, t0, width), record_every_s=0.5)
+    run = run_client(SCENARIO, 600.0, push_in_orbit(force, t0, width), record_every_s=0.5, with_absolute=False)
     body = SCENARIO.client.body
     after = run.t >= t0 + width
     # Linear momentum in orbit: exactly the impulse (independent of the attitude).
@@ -73,7 +75,7 @@ def test_bounded_push_drift_equals_impulse_and_velocities_stay_bounded():
     speed_bound = (math.sqrt(2.0 * e[0] / body.mass_kg) + np.linalg.norm(run.twist_nominal_body[:, :3], axis=1)
                    + np.linalg.norm(run.twist_nominal_body[:, 3:], axis=1) * np.linalg.norm(run.client_com_in_nominal, axis=1))
     assert np.all(np.linalg.norm(run.twist_client_rel_body[:, :3], axis=1) <= speed_bound + 1e-9)
-    # The grasp-point command moves only by the drift: after 600 s it is still inside the box.
-    print(f'\nafter a 10 N x 1 s push the relative grasp command drifted {np.abs(run.grasp_cmd_relative[-1] - run.grasp_cmd_relative[0]).max() * 1e3:.2f} mm '
-          f'in 600 s; |w_c| max {math.degrees(w_c.max()):.4f} deg/s')
-    assert run.workspace_exit_time(BOX, 'relative') is None
+    # The drift is real physics (1.3 mm/s after 10 N s on 7.8 t): report when it would leave the box.
+    exit_rel = run.workspace_exit_time(BOX, 'relative')
+    print(f'\nafter a 10 N x 1 s push the relative grasp command drifted {np.abs(run.grasp_cmd_relative[-1] - run.grasp_cmd_relative[0]).max() * 1e3:.1f} mm '
+          f'in 600 s (leaves the box after {exit_rel} s); |w_c| max {math.degrees(w_c.max()):.4f} deg/s')
