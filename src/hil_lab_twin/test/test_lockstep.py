@@ -16,10 +16,11 @@ FREQUENCY = np.array([0.5, 0.4, 0.6, 0.5, 0.35, 0.45])
 
 
 def run(kind, robot, output, horizon, duration=4.0, settle=1.0):
-    twin = LabTwin(facility_config(kind))
+    servicer = robot == 'kr120r2500pro'  # the servicer robot, carrying the light-weight arm
+    twin = LabTwin(facility_config(kind, with_servicer=servicer))
     kin = make_kinematics(robot)
     table = MotionTable(kin, TableLimits((-3.0,) * 3, (3.0,) * 3), period=0.004, prediction_horizon=horizon)
-    loop = TableInTheLoop(twin, 'client', table, output=output, period=0.004)
+    loop = TableInTheLoop(twin, 'servicer' if servicer else 'client', table, output=output, period=0.004)
     center = home_pose(kin)
     for k in range(int(duration / 0.004)):
         pose, _ = sinusoid_pose(k * 0.004, center, -AMPLITUDE, FREQUENCY, phase=np.full(6, math.pi / 2),
@@ -29,7 +30,8 @@ def run(kind, robot, output, horizon, duration=4.0, settle=1.0):
 
 
 @pytest.mark.parametrize('kind, robot, output', [('serial', 'ur10e', 'forward_position'),
-                                                 ('hexapod', 'hexapod', 'joint_trajectory')])
+                                                 ('hexapod', 'hexapod', 'joint_trajectory'),
+                                                 ('serial', 'kr120r2500pro', 'forward_position')])
 def test_lockstep_tracking_with_and_without_delay_compensation(kind, robot, output):
     horizon = response_delay(ServoConfig())
     plain, _ = run(kind, robot, output, 0.0)

@@ -16,6 +16,7 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_motion_table.messages import home_pose, make_kinematics
@@ -113,3 +114,36 @@ def test_bad_parameters_fail_at_start_with_the_parameter_name():
                               env=dict(os.environ))
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert f"parameter '{name}'" in proc.stderr
+
+
+def test_hexapod_home_frame_commands_stream_as_single_point_trajectories(ros):
+    node, executor = ros
+    kin = make_kinematics('hexapod')
+    proc = start_node('hil_motion_table', 'motion_table_node', 'robot:=hexapod', 'command_frame:=home',
+                      'output:=joint_trajectory', 'trajectory_lead_s:=0.008', ros_args=('-r', '__ns:=/hx'))
+    trajectories = []
+    node.create_subscription(JointTrajectory, '/hx/joint_trajectory_controller/joint_trajectory',
+                             trajectories.append, 10)
+    pub_js = node.create_publisher(JointState, '/hx/joint_states', 10)
+    pub_pose = node.create_publisher(PoseStamped, '/hx/table/pose_cmd', 10)
+
+    def publish_state():
+        msg = JointState(name=list(kin.joint_names)[::-1], position=[float(v) for v in kin.q_home[::-1]])
+        seconds_to_stamp(time.time(), msg.header.stamp)
+        pub_js.publish(msg)
+
+    try:
+        node.create_timer(0.01, publish_state)
+        assert spin_until(executor, lambda: pub_pose.get_subscription_count() > 0, 30.0)
+        spin_until(executor, lambda: False, 0.3)
+        msg = PoseStamped()  # identity relative to the home pose
+        msg.pose.orientation.w = 1.0
+        seconds_to_stamp(time.time(), msg.header.stamp)
+        pub_pose.publish(msg)
+        assert spin_until(executor, lambda: trajectories, 5.0)
+        out = trajectories[-1]
+        assert list(out.joint_names) == list(kin.joint_names) and len(out.points) == 1
+        assert out.points[0].time_from_start.nanosec == 8_000_000
+        np.testing.assert_allclose(out.points[0].positions, kin.q_home, atol=1e-12)
+    finally:
+        stop_process(proc)
