@@ -196,3 +196,26 @@ def test_tracking_error_reports_position_and_angle():
     b = pin.SE3(pin.exp3(np.array([0.0, 0.0, 0.3])), np.array([0.003, 0.004, 0.0]))
     position, angle = tracking_error(a, b)
     assert position == pytest.approx(0.005) and angle == pytest.approx(0.3)
+
+
+def test_hexapod_twisting_into_its_singularity_holds_before_it():
+    # Rotating the platform about z by ~90 deg aligns the legs (leg Jacobian loses rank);
+    # with a long stroke the singular-value guard, not the stroke end, must stop it.
+    import dataclasses
+
+    from hil_motion_table.kinematics import HexapodKinematics
+    from hil_motion_table.robot_models import hexapod_spec
+
+    kin = HexapodKinematics(dataclasses.replace(hexapod_spec(), leg_max=1.4))
+    table = make_table(kin, TableLimits(workspace_min=(-1, -1, 0.3), workspace_max=(1, 1, 1.5), sigma_min=0.05))
+    fault = None
+    for k in range(2000):
+        target = kin.home_pose * pin.SE3(pin.exp3(np.array([0.0, 0.0, min(1.6, 0.002 * k)])), np.zeros(3))
+        previous = table.q_command
+        out = table.step(target, q_measured=previous, t=k * DT)
+        assert np.all(np.abs(out.q_command - previous) <= kin.qd_max * DT + 1e-12)
+        if out.faults:
+            fault = out
+            break
+    assert fault is not None and fault.faults == ('singular',)
+    assert kin.sigma_min_at_pose(kin.forward(fault.q_command)) >= 0.05
