@@ -8,6 +8,9 @@ Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``):
 * in  ``<ns>/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory);
 * torque-controlled arm ``<ns>_arm``: ``<ns>_arm/joint_states`` and
   ``<ns>_arm/forward_effort_controller/commands``;
+* in  ``<ns>/payload/push`` (geometry_msgs/WrenchStamped, world axes): an external force at
+  the client mock-up's grapple plus a couple, held until the next message (a virtual
+  operator pushing the mock-up; zero releases it);
 * F/T sensors over RDT/UDP (parameter ``rdt_ports``), through the simulated Net F/T of
   ``hil_sensors``, so the real driver reads them; optionally also on
   ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``).
@@ -30,7 +33,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_to_msg
+from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.pacing import RealTimePacer
@@ -112,6 +115,8 @@ class LabTwinNode(Node):
                                      lambda msg, ns=ns: self.on_positions(ns, msg), 10)
             self.create_subscription(JointTrajectory, f'{ns}/joint_trajectory_controller/joint_trajectory',
                                      lambda msg, ns=ns: self.on_trajectory(ns, msg), 10)
+        for ns in self.twin.payload_robots:
+            self.create_subscription(WrenchStamped, f'{ns}/payload/push', lambda msg, ns=ns: self.on_push(ns, msg), 10)
         for ns in self.twin.torque_arms:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
             self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
@@ -144,6 +149,13 @@ class LabTwinNode(Node):
 
     def on_efforts(self, ns: str, msg: Float64MultiArray) -> None:
         self._rejected(ns, self.twin.command_efforts(ns, list(msg.data)))
+
+    def on_push(self, ns: str, msg: WrenchStamped) -> None:
+        wrench = wrench_from_msg(msg.wrench)
+        try:
+            self.twin.push_payload(ns, wrench[:3], wrench[3:])
+        except ValueError:
+            self._rejected(ns, False)
 
     def tick(self) -> None:
         self.pacer.poll()

@@ -164,6 +164,12 @@ class LabTwin:
         return tuple(self._robots)
 
     @property
+    def payload_robots(self) -> tuple[str, ...]:
+        """Tables carrying a client mock-up (which :meth:`push_payload` can push)."""
+        return tuple(ns for ns in self._robots
+                     if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f'{ns}_mockup') >= 0)
+
+    @property
     def torque_arms(self) -> tuple[str, ...]:
         return tuple(self._arms)
 
@@ -242,6 +248,24 @@ class LabTwin:
         """
         channel = self._ft[sensor][0]
         return lambda: (channel.read(), channel.stamp, channel.sequence)
+
+    def push_payload(self, ns: str, force_world, torque_world=(0.0, 0.0, 0.0), point_world=None) -> None:
+        """Apply an external force (at ``point_world``, default the mock-up's grapple) plus a couple
+        to the client mock-up of table ``ns``, in world axes, until changed (zero to release).
+
+        A virtual operator pushing the mock-up: MuJoCo applies ``xfrc_applied`` at the body's
+        CoM, so the force's moment about the CoM is added to the couple.
+        """
+        force = np.asarray(force_world, dtype=float).reshape(3)
+        couple = np.asarray(torque_world, dtype=float).reshape(3)
+        if not (np.all(np.isfinite(force)) and np.all(np.isfinite(couple))):
+            raise ValueError('push must be finite')
+        body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f'{ns}_mockup')
+        if body < 0:
+            raise KeyError(f'{ns} carries no client mock-up')
+        point = self.site_pose_in_world(f'{ns}_grapple').translation if point_world is None else np.asarray(point_world)
+        self.data.xfrc_applied[body, :3] = force
+        self.data.xfrc_applied[body, 3:] = couple + np.cross(point - self.data.xipos[body], force)
 
     def config_for_sensor(self, sensor: str):
         """The :class:`hil_lab_twin.scene.FtConfig` of an F/T sensor."""

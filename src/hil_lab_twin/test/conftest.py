@@ -6,18 +6,20 @@ import pytest
 
 
 def _read_ft_driver(driver, records: int, timeout_s: float, idle=None) -> int:
-    """Open an :class:`hil_sensors.ft_driver.FtDriver`, stream until ``records`` were accepted, close it."""
+    """Open an :class:`hil_sensors.ft_driver.FtDriver`, stream until ``records`` more were accepted,
+    close it; returns how many were accepted."""
+    start = driver.counters['accepted']
     try:
         driver.open()
         driver.start_streaming()
         deadline = time.monotonic() + timeout_s
-        while driver.counters['accepted'] < records and time.monotonic() < deadline:
+        while driver.counters['accepted'] - start < records and time.monotonic() < deadline:
             driver.poll(0.05)
             if idle is not None:
                 idle()
     finally:
         driver.close()
-    return driver.counters['accepted']
+    return driver.counters['accepted'] - start
 
 
 @pytest.fixture

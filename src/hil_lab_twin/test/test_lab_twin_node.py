@@ -9,6 +9,7 @@ import socket
 
 import numpy as np
 import pytest
+from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -40,9 +41,11 @@ def test_twin_node_interfaces(ros, read_ft_driver):
     pub_pos = node.create_publisher(Float64MultiArray, '/client/forward_position_controller/commands', 10)
     pub_traj = node.create_publisher(JointTrajectory, '/servicer/joint_trajectory_controller/joint_trajectory', 10)
     pub_eff = node.create_publisher(Float64MultiArray, '/servicer_arm/forward_effort_controller/commands', 10)
+    pub_push = node.create_publisher(WrenchStamped, '/client/payload/push', 10)
     try:
         assert spin_until(executor, lambda: len(states) == 3 and pub_pos.get_subscription_count() > 0
-                          and pub_eff.get_subscription_count() > 0 and pub_traj.get_subscription_count() > 0, 30.0)
+                          and pub_eff.get_subscription_count() > 0 and pub_traj.get_subscription_count() > 0
+                          and pub_push.get_subscription_count() > 0, 30.0)
         assert list(states['client'].name)[0] == 'shoulder_pan_joint' and len(states['servicer_arm'].name) == 7
         q0 = np.array(states['client'].position)
 
@@ -50,7 +53,18 @@ def test_twin_node_interfaces(ros, read_ft_driver):
         driver = FtDriver(check_parameters({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'low_pass.enabled': False,
                                             'software_bias.enabled': False}))
         assert read_ft_driver(driver, 50, 10.0, idle=lambda: executor.spin_once(timeout_sec=0.0)) >= 50
-        assert np.linalg.norm(driver.newest.raw[:3]) == pytest.approx((4.0 + 1.5 + 0.2) * 9.81, rel=1e-3)
+        weight = np.array(driver.newest.raw[:3])
+        assert np.linalg.norm(weight) == pytest.approx((4.0 + 1.5 + 0.2) * 9.81, rel=1e-3)
+        # a horizontal 20 N push on the mock-up adds 20 N perpendicular to the weight
+        push = WrenchStamped()
+        push.wrench.force.y = 20.0
+        pub_push.publish(push)
+        spin_until(executor, lambda: False, 1.0)
+        assert read_ft_driver(driver, 50, 10.0, idle=lambda: executor.spin_once(timeout_sec=0.0)) >= 50
+        change = np.array(driver.newest.raw[:3]) - weight
+        assert np.linalg.norm(change) == pytest.approx(20.0, abs=0.05)
+        assert abs(np.dot(change, weight)) < 0.05 * np.linalg.norm(weight)
+        pub_push.publish(WrenchStamped())  # release
 
         # wrong length and non-finite commands are rejected: nothing moves
         pub_pos.publish(Float64MultiArray(data=list(q0[:5])))

@@ -245,3 +245,20 @@ def test_animated_png_has_all_frames_in_sequence():
     assert sequence == list(range(7))  # fcTL, IDAT, (fcTL, fdAT) x 3
     rows = np.frombuffer(zlib.decompress(chunks[-2][1][4:]), dtype=np.uint8).reshape(8, 31)  # the last frame
     assert np.all(rows[:, 0] == 0) and np.all(rows[:, 1:] == 120)  # filter type 0, pixels 40 * 3
+
+
+def test_pushing_the_mockup_at_its_grapple_reads_at_the_sensor():
+    twin = LabTwin(facility_config('hexapod', ft=quiet()))
+    twin.step(1500)  # the closed chain settles
+    before = twin.wrench_source('client_ft')()[0]
+    force = np.array([12.0, -5.0, 3.0])
+    twin.push_payload('client', force)
+    twin.step(1500)  # the table's servo settles under the load
+    after = twin.wrench_source('client_ft')()[0]
+    sensor = twin.site_pose_in_world('client_ft_site')
+    grapple = twin.site_pose_in_world('client_grapple').translation
+    f_sensor = sensor.rotation.T @ force
+    r = sensor.rotation.T @ (grapple - sensor.translation)  # lever arm from the sensor origin
+    np.testing.assert_allclose(after - before, np.concatenate([f_sensor, np.cross(r, f_sensor)]), atol=2e-3)
+    with pytest.raises(ValueError):
+        twin.push_payload('client', [np.nan, 0.0, 0.0])
