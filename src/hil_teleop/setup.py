@@ -19,6 +19,9 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'teleop_master_node = hil_teleop.teleop_master_node:main',
+            'delay_line_node = hil_teleop.delay_line_node:main',
+            'slave_law_node = hil_teleop.slave_law_node:main',
         ],
     },
 )

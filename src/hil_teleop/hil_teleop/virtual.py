@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics.rigid_body import RigidBody
 from hil_teleop.coordinates import b_matrix, cross3, integrate_position, position_difference
 from hil_teleop.gains import TeleopGains, _diag6
 
@@ -56,16 +57,9 @@ class VirtualPayload:
     """The virtual massive payload of Eqs. (8)-(10) with the full 6x6 ``M``."""
 
     def __init__(self, mass_kg: float, inertia_body_kgm2, x0=None):
-        inertia = np.asarray(inertia_body_kgm2, dtype=float)
-        if inertia.shape == (3,):
-            inertia = np.diag(inertia)
-        if not (np.isfinite(mass_kg) and mass_kg > 0.0):
-            raise ValueError(f'mass_kg must be finite and > 0, got {mass_kg!r}')
-        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or not np.allclose(inertia, inertia.T) \
-                or np.linalg.eigvalsh(inertia)[0] <= 0.0:
-            raise ValueError('inertia_body_kgm2 must be a symmetric positive definite 3x3 matrix (or 3 values)')
-        self.mass_kg = float(mass_kg)
-        self.inertia_body = inertia
+        body = RigidBody(mass_kg, inertia_body_kgm2)   # validates mass and inertia (SPD, triangle inequality)
+        self.mass_kg = body.mass_kg
+        self.inertia_body = body.inertia_com_kgm2
         self.x = np.zeros(6) if x0 is None else np.asarray(x0, dtype=float).copy()
         self.v = np.zeros(6)
 

@@ -1,0 +1,150 @@
+"""Teleop master node (earth): operator force ``f_m`` and the virtual arm/payload, seed 001 Eqs. (1), (4)-(10).
+
+Source of ``f_m`` (parameter ``source``):
+
+* ``ft``: ``master/ft/wrench`` (WrenchStamped, our F/T driver on the master stylus),
+  :func:`hil_teleop.master.force_from_wrench` with ``ft_deadband``;
+* ``joy``: ``joy`` (sensor_msgs/Joy), :func:`hil_teleop.master.force_from_joy`;
+* ``scripted``: :class:`hil_teleop.master.ScriptedOperator` from ``scripted_pushes``
+  (flat ``[start_s, end_s, fx, fy, fz, tx, ty, tz] * n``, times from node start).
+
+An input older than ``input_timeout_s`` counts as zero force. Every ``1/rate_hz`` the node
+advances :class:`hil_teleop.virtual.VirtualEnvironment` and publishes (relative names):
+
+* ``teleop/f_m`` (WrenchStamped) and ``teleop/x_vir`` (PoseStamped, base frame): the uplink;
+* ``teleop/virtual_payload/pose`` (PoseStamped) and ``teleop/f_vir`` (WrenchStamped): for display.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import Joy
+
+from hil_common.conversions import pose_to_msg, wrench_from_msg, wrench_to_msg
+from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.ros_main import run_node
+from hil_teleop.coordinates import pose_from_x
+from hil_teleop.master import Push, ScriptedOperator, force_from_joy, force_from_wrench
+from hil_teleop.node_params import GAIN_PARAMS, gains_from
+from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
+
+PARAMS = GAIN_PARAMS + [
+    Param('source', 'scripted', 'Where f_m comes from', choices=('scripted', 'ft', 'joy')),
+    Param('scripted_pushes', [2.0, 22.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0],
+          'Scripted operator: [start_s, end_s, fx, fy, fz, tx, ty, tz] * n [s, N, N m]',
+          check=lambda v: None if len(v) % 8 == 0 else 'needs a multiple of 8 numbers'),
+    Param('scripted_ramp_s', 2.0, 'Raised-cosine edge of every scripted push [s]', min=0.0),
+    Param('ft_deadband', [0.2, 0.2, 0.2, 0.02, 0.02, 0.02], 'Master F/T deadband [N, N m]', length=6, min=0.0),
+    Param('joy_axis_map', [1, 0, -1, -1, -1, 3], 'Joy axis for each f_m component (-1: unused)', length=6, min=-1),
+    Param('joy_scale', [2.0, 2.0, 2.0, 0.2, 0.2, 0.2], 'f_m at full joy deflection [N, N m]', length=6),
+    Param('joy_deadband', 0.05, 'Joy deadband on the normalised axis', min=0.0, max=1.0),
+    Param('input_timeout_s', 0.2, 'An F/T or joy input older than this counts as zero [s]', min=1e-3),
+    Param('payload_mass_kg', 4500.0, 'Virtual payload mass m (Eq. 8) [kg]', min=1e-3),
+    Param('payload_inertia_kgm2', [4875.0, 0.0, 0.0, 0.0, 4875.0, 0.0, 0.0, 0.0, 3000.0],
+          'Virtual payload inertia tensor I about its CoM, body axes, row-major [kg m^2] (Eq. 8)', length=9),
+    Param('contact_k_t', [2e4, 2e4, 2e4, 2e3, 2e3, 2e3], 'Virtual contact stiffness K_t (Eq. 7)', length=6, min=0.0),
+    Param('contact_d_t', [2e2, 2e2, 2e2, 2e1, 2e1, 2e1], 'Virtual contact damping D_t (Eq. 7)', length=6, min=0.0),
+    Param('x0', [1.0, 0.0, 0.5, 0.0, 0.0, 0.0], 'Initial arm/payload grip position [m, rad]', length=6),
+    Param('rate_hz', 500.0, 'Virtual environment rate (1/dt) [Hz]', min=1.0, max=10000.0),
+    Param('base_frame', 'slave_base', 'Frame id of the (virtual) slave base'),
+]
+
+
+def build_environment(p: dict) -> VirtualEnvironment:
+    gains = gains_from(p)
+    try:
+        payload = VirtualPayload(p['payload_mass_kg'], np.array(p['payload_inertia_kgm2']).reshape(3, 3), x0=p['x0'])
+    except ValueError as exc:
+        raise ParameterError(f"parameter 'payload_inertia_kgm2': {exc}") from exc
+    return VirtualEnvironment(gains, payload, VirtualContact(p['contact_k_t'], p['contact_d_t']), 1.0 / p['rate_hz'])
+
+
+def build_operator(p: dict) -> ScriptedOperator:
+    flat = p['scripted_pushes']
+    try:
+        return ScriptedOperator([Push(flat[i], flat[i + 1], tuple(flat[i + 2:i + 8]), p['scripted_ramp_s'])
+                                 for i in range(0, len(flat), 8)])
+    except ValueError as exc:
+        raise ParameterError(f"parameter 'scripted_pushes': {exc}") from exc
+
+
+class TeleopMasterNode(Node):
+    def __init__(self):
+        super().__init__('teleop_master')
+        p = declare_parameters(self, PARAMS)
+        self.p = p
+        self.env = build_environment(p)
+        self.operator = build_operator(p) if p['source'] == 'scripted' else None
+        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
+        self.input = np.zeros(6)
+        self.input_ns = None
+        self.rejected = 0
+        if p['source'] == 'ft':
+            self.create_subscription(WrenchStamped, 'master/ft/wrench', self.on_wrench, 10)
+        elif p['source'] == 'joy':
+            self.create_subscription(Joy, 'joy', self.on_joy, 10)
+        self.pub_f_m = self.create_publisher(WrenchStamped, 'teleop/f_m', 10)
+        self.pub_x_vir = self.create_publisher(PoseStamped, 'teleop/x_vir', 10)
+        self.pub_payload = self.create_publisher(PoseStamped, 'teleop/virtual_payload/pose', 10)
+        self.pub_f_vir = self.create_publisher(WrenchStamped, 'teleop/f_vir', 10)
+        self.msgs = (WrenchStamped(), PoseStamped(), PoseStamped(), WrenchStamped())
+        for m in self.msgs:
+            m.header.frame_id = p['base_frame']
+        self.t0_ns = self.get_clock().now().nanoseconds
+        self.create_timer(self.env.dt, self.tick)
+
+    def _accept(self, f):
+        self.input = f
+        self.input_ns = self.get_clock().now().nanoseconds
+
+    def _reject(self, exc):
+        self.rejected += 1
+        self.get_logger().warn(f'rejected master input: {exc} ({self.rejected} so far)', throttle_duration_sec=1.0)
+
+    def on_wrench(self, msg):
+        try:
+            self._accept(force_from_wrench(wrench_from_msg(msg.wrench), deadband=self.p['ft_deadband']))
+        except ValueError as exc:
+            self._reject(exc)
+
+    def on_joy(self, msg):
+        try:
+            self._accept(force_from_joy(msg.axes, self.p['joy_axis_map'], self.p['joy_scale'], self.p['joy_deadband']))
+        except ValueError as exc:
+            self._reject(exc)
+
+    def f_m(self, now_ns: int) -> np.ndarray:
+        if self.operator is not None:
+            return self.operator((now_ns - self.t0_ns) * 1e-9)
+        if self.input_ns is None or now_ns - self.input_ns > self.timeout_ns:
+            return np.zeros(6)
+        return self.input
+
+    def tick(self):
+        now = self.get_clock().now()
+        f_m = self.f_m(now.nanoseconds)
+        s = self.env.step(f_m)
+        stamp = now.to_msg()
+        m_f_m, m_x_vir, m_payload, m_f_vir = self.msgs
+        for m in self.msgs:
+            m.header.stamp = stamp
+        wrench_to_msg(f_m, m_f_m.wrench)
+        pose_to_msg(pose_from_x(s.x_vir), m_x_vir.pose)
+        pose_to_msg(pose_from_x(s.x_t), m_payload.pose)
+        wrench_to_msg(s.f_vir, m_f_vir.wrench)
+        self.pub_f_m.publish(m_f_m)
+        self.pub_x_vir.publish(m_x_vir)
+        self.pub_payload.publish(m_payload)
+        self.pub_f_vir.publish(m_f_vir)
+
+
+def main(args=None) -> int:
+    return run_node(TeleopMasterNode, 'teleop_master', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
