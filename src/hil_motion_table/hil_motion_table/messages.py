@@ -27,6 +27,24 @@ def home_pose(kin) -> pin.SE3:
     return kin.home_pose if isinstance(kin, HexapodKinematics) else kin.forward(kin.q_home)
 
 
+def flange_target_from_body_motion(pose_flange_home_in_base: pin.SE3, pose_body_in_flange: pin.SE3,
+                                   pose_body_in_body0: pin.SE3) -> pin.SE3:
+    """Flange pose that moves a body rigidly attached to the flange by ``pose_body_in_body0``.
+
+    ``pose_body_in_body0`` is the body's pose relative to where it was with the table at
+    home (e.g. ``g_c`` of seed 004 Eq. 11, the client CoM in the nominal frame, when the
+    nominal frame starts at the client CoM). With ``Y = pose_body_in_flange``:
+    ``pose_body_in_base = home Y g`` and so ``pose_flange_in_base = home Y g Y^-1``.
+    """
+    return pose_flange_home_in_base * pose_body_in_flange * pose_body_in_body0 * pose_body_in_flange.inverse()
+
+
+def flange_twist_from_body_twist(pose_body_in_flange: pin.SE3, twist_body) -> np.ndarray:
+    """Flange body twist of :func:`flange_target_from_body_motion` for a body twist ``V`` of g:
+    ``Ad_Y V`` (linear first)."""
+    return pose_body_in_flange.act(pin.Motion(np.asarray(twist_body, dtype=float))).vector
+
+
 def reorder(names, values, expected_names) -> np.ndarray | None:
     """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing."""
     index = {n: i for i, n in enumerate(names)}

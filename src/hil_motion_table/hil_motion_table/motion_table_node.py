@@ -3,9 +3,11 @@
 Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
 
 * in  ``table/pose_cmd`` (geometry_msgs/PoseStamped): commanded flange (platform) pose in
-  the table's base frame; with ``command_frame:=home`` the pose is taken relative to the
-  table's home flange pose (``g_base = g_home g_cmd``), which is what an admittance node
-  integrating from the identity produces;
+  the table's base frame; with ``command_frame:=home`` the pose ``g`` is the motion of a
+  body rigidly attached to the flange (``pose_body_in_flange_xyz_rpy``, e.g. the client CoM
+  behind the mock-up) relative to where it is with the table at home, which is what an
+  admittance node integrating from the identity produces (seed 004 Eq. 11's ``g_c``):
+  ``g_flange = g_home Y g Y^-1`` (:func:`flange_target_from_body_motion`);
 * in  ``table/twist_cmd`` (geometry_msgs/TwistStamped, optional): body-twist feed-forward
   for the delay-compensation predictor (used while fresher than ``twist_timeout_s``);
 * in  ``joint_states`` (sensor_msgs/JointState): measured joints (seed the IK, tracking error);
@@ -37,10 +39,12 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from hil_common.conversions import pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg
+from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg,
+                                    xyz_rpy_to_pose)
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
-from hil_motion_table.messages import ROBOTS, home_pose, make_kinematics, reorder
+from hil_motion_table.messages import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist, home_pose,
+                                       make_kinematics, reorder)
 from hil_motion_table.table import MotionTable, TableLimits, tracking_error
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
@@ -54,6 +58,8 @@ PARAMS = [
     Param('output', 'forward_position', 'Controller to command', choices=('forward_position', 'joint_trajectory')),
     Param('command_frame', 'base', "Frame of table/pose_cmd: 'base' or 'home' (relative to the home flange pose)",
           choices=('base', 'home')),
+    Param('pose_body_in_flange_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+          "With command_frame 'home': pose of the commanded body in the flange frame [m, rad]", length=6),
     Param('period_s', 0.004, 'Nominal command period [s]', min=1e-4, max=0.1),
     Param('trajectory_lead_s', 0.004, 'time_from_start of streamed single-point trajectories [s]', min=1e-4, max=1.0),
     Param('prediction_horizon_s', 0.0, 'Delay compensation: predict the command this far ahead [s] (0 = off)',
@@ -97,6 +103,7 @@ class MotionTableNode(Node):
         self.decimation = p['tracking_error_decimation']
         self.twist_timeout = p['twist_timeout_s']
         self.home = home_pose(self.kin) if p['command_frame'] == 'home' else None
+        self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
         self.tracking = TrackingStats()
@@ -163,11 +170,13 @@ class MotionTableNode(Node):
             self.counters['bad_pose'] += 1
             pose = pin.SE3(np.eye(3), np.full(3, np.nan))  # the rule reports and holds
         if self.home is not None:
-            pose = self.home * pose
+            pose = flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose)
         t = stamp_to_seconds(msg.header.stamp)
         twist = None
         if self.twist_stamp is not None and abs(t - self.twist_stamp) <= self.twist_timeout:
             twist = self.twist_ff
+            if self.home is not None:
+                twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
         out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, t=t)
         if np.all(np.isfinite(pose.translation)):
             self.history.add(t, pose)

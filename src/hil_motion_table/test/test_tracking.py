@@ -49,3 +49,24 @@ def test_joint_states_are_reordered_by_name():
     np.testing.assert_array_equal(reorder(['b', 'a'], [2.0, 1.0], ('a', 'b')), [1.0, 2.0])
     assert reorder(['a'], [1.0], ('a', 'b')) is None
     assert reorder(['a', 'b'], [1.0, math.nan], ('a', 'b')) is None
+
+
+def test_body_motion_maps_to_the_flange_target_and_twist():
+    from hil_motion_table.messages import flange_target_from_body_motion, flange_twist_from_body_twist
+
+    home = pin.SE3(pin.exp3(np.array([0.2, -0.1, 0.4])), np.array([0.7, -0.2, 0.9]))
+    body_in_flange = pin.SE3(pin.exp3(np.array([0.0, 0.3, 0.0])), np.array([-2.9, 0.1, 0.2]))  # e.g. a far CoM
+    twist_body = np.array([0.01, -0.02, 0.005, 0.01, 0.03, -0.02])
+
+    def g(t):
+        return pin.exp6(pin.Motion(twist_body * t))
+
+    t, h = 0.7, 1e-6
+    flange = flange_target_from_body_motion(home, body_in_flange, g(t))
+    # the body, carried by the flange, sits where its initial pose moved by g
+    body_in_base = flange * body_in_flange
+    assert np.linalg.norm(pose_error(body_in_base, home * body_in_flange * g(t))) < 1e-12
+    # and the flange's body twist is Ad_Y V (finite difference of the flange pose)
+    later = flange_target_from_body_motion(home, body_in_flange, g(t + h))
+    numeric = pin.log6(flange.actInv(later)).vector / h
+    np.testing.assert_allclose(flange_twist_from_body_twist(body_in_flange, twist_body), numeric, atol=1e-6)
