@@ -37,6 +37,7 @@ setup(
         'console_scripts': [
             'hil_demo = hil_bringup.demo:main',
             'scripted_wrench_node = hil_bringup.scripted_wrench_node:main',
+            'teleop_demo = hil_bringup.teleop_demo:main',
         ],
     },
 )

@@ -1,0 +1,203 @@
+"""Seed 001 demo: delayed teleoperation of a massive payload in simulation (lockstep runner).
+
+    teleop_demo [--scenario massive_payload_teleop] [--out runs/teleop] [--quick]
+
+Runs, with the rule objects of :mod:`hil_teleop` and the scenario YAML:
+
+* HIL validity (3000 kg, step ``v_s,r = 0.01 m/s``)            -> ``fig08_velocity.png``, ``fig09_force.png``
+* 500 kg pulled 60 s without / with force feedback              -> ``fig10_no_feedback.png``, ``fig11_feedback.png``
+* HILS 1 (scenario payload, 0.01 m/s for 20 s, no delay)        -> ``fig12_force_virtual.png``, ``fig13_position_virtual.png``
+* HILS 2 (the scenario: scripted operator, delay)               -> ``fig14_force_position.png`` ... ``fig17_position_aligned.png``
+
+and records HILS 2 to ``hils2.mcap`` (rosbag2, MCAP storage) on the topics the ROS graph
+uses (``teleop/f_m``, ``teleop/x_vir``, ``teleop/f_vir``, ``slave/ft/wrench``, ``slave/x_s``,
+``payload/pose``), so the same tools read the simulation and a lab run. ``--quick`` skips
+the 60 s comparison. Plain Python (no rclpy); plots through matplotlib's Agg backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hil_teleop.coordinates import pose_from_x
+from hil_teleop.experiments import step_pull, with_gains
+from hil_teleop.lockstep import TeleopConfig, TeleopRun, mse
+from hil_teleop.scenario import TeleopScenario, load_teleop_scenario
+from hil_teleop.lockstep import run_teleop
+
+RECORD_HZ = 50.0
+
+
+# -- plots in the style of seed 001 Figs. 8-17 ---------------------------------------------
+def _figure(path: Path, title: str, panels):
+    """``panels`` = [(ylabel, [(t, y, label), ...]), ...] stacked vertically, time in s."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.0, 2.6 * len(panels)), sharex=True, squeeze=False)
+    for ax, (ylabel, series) in zip(axes[:, 0], panels):
+        for t, y, label in series:
+            ax.plot(t, y, label=label, linewidth=1.0)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc='best', fontsize=8)
+    axes[-1, 0].set_xlabel('time [s]')
+    axes[0, 0].set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_step(run: TeleopRun, out: Path, mass_kg: float) -> list[Path]:
+    t = run.t
+    return [
+        _figure(out / 'fig08_velocity.png', f'Fig. 8 style: v_s,c and v_s,r (x), {mass_kg:.0f} kg',
+                [('velocity [m/s]', [(t, run.v_s_r[:, 0], 'v_s,r'), (t, run.v_s_c[:, 0], 'v_s,c'),
+                                     (t, run.v_s[:, 0], 'v_s')])]),
+        _figure(out / 'fig09_force.png', f'Fig. 9 style: force of slave arm (x), {mass_kg:.0f} kg',
+                [('f_s,x [N]', [(t, run.f_s[:, 0], 'f_s')])]),
+    ]
+
+
+def plot_feedback(runs: dict, out: Path) -> list[Path]:
+    paths = []
+    for fb, name, fig in ((False, 'fig10_no_feedback.png', 10), (True, 'fig11_feedback.png', 11)):
+        r = runs[fb]
+        paths.append(_figure(out / name, f'Fig. {fig} style: 500 kg {"with" if fb else "without"} force feedback '
+                                         f'(MSE {mse(r.f_s[:, :3]):.2f} N^2)',
+                             [('force [N]', [(r.t, r.f_s[:, i], f'f_s,{a}') for i, a in enumerate('xyz')]),
+                              ('x_s [m]', [(r.t, r.x_s[:, 0], 'x_s')])]))
+    return paths
+
+
+def plot_virtual(run: TeleopRun, out: Path, first: int, label: str) -> list[Path]:
+    """Slave vs virtual arm, the earth time axis shifted by the delay (seed Figs. 12-13 / 16-17)."""
+    f_vir, f_s = run.aligned(run.f_vir, run.f_s)
+    x_vir, x_s = run.aligned(run.x_vir, run.x_s)
+    t = run.t[run.delay_steps():]
+    return [
+        _figure(out / f'fig{first:02d}_force_{"aligned" if run.delay_s else "virtual"}.png',
+                f'Fig. {first} style: force of slave and virtual arm (x), {label}',
+                [('force [N]', [(t, f_s[:, 0], 'slave f_s'), (t, f_vir[:, 0], f'virtual f_vir (t - {run.delay_s:g} s)')])]),
+        _figure(out / f'fig{first + 1:02d}_position_{"aligned" if run.delay_s else "virtual"}.png',
+                f'Fig. {first + 1} style: position of slave and virtual arm (x), {label}',
+                [('x [m]', [(t, x_s[:, 0], 'slave x_s'), (t, x_vir[:, 0], f'virtual x_vir (t - {run.delay_s:g} s)')]),
+                 ('error [mm]', [(t, 1e3 * (x_vir[:, 0] - x_s[:, 0]), 'x_vir - x_s')])]),
+    ]
+
+
+def plot_hils2(run: TeleopRun, out: Path, label: str) -> list[Path]:
+    t = run.t
+    return [
+        _figure(out / 'fig14_force_position.png', f'Fig. 14 style: force and position of slave arm, {label}',
+                [('force [N]', [(t, run.f_s[:, i], f'f_s,{a}') for i, a in enumerate('xyz')]),
+                 ('x_s [m]', [(t, run.x_s[:, 0], 'x_s')])]),
+        _figure(out / 'fig15_reference_velocity.png', f'Fig. 15 style: reference velocity of slave arm (x), {label}',
+                [('v_s,r [m/s]', [(t, run.v_s_r[:, 0], 'v_s,r (orbit)'),
+                                  (t, run.v_vir[:, 0], 'v_vir (earth)')])]),
+        *plot_virtual(run, out, 16, label),
+    ]
+
+
+# -- MCAP recording --------------------------------------------------------------------------
+def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_hz: float = RECORD_HZ) -> Path:
+    """Write ``run`` to a rosbag2 MCAP bag at ``rate_hz`` (stamps = simulated time from 0)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    T = ts.types
+    Header, Time = T['std_msgs/msg/Header'], T['builtin_interfaces/msg/Time']
+    Vec, Pt, Quat = T['geometry_msgs/msg/Vector3'], T['geometry_msgs/msg/Point'], T['geometry_msgs/msg/Quaternion']
+    WrenchStamped, Wrench = T['geometry_msgs/msg/WrenchStamped'], T['geometry_msgs/msg/Wrench']
+    PoseStamped, Pose = T['geometry_msgs/msg/PoseStamped'], T['geometry_msgs/msg/Pose']
+
+    def header(t):
+        ns = int(round(t * 1e9))
+        return Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000), frame_id=frame_id)
+
+    def wrench(t, w):
+        return WrenchStamped(header=header(t), wrench=Wrench(force=Vec(x=w[0], y=w[1], z=w[2]),
+                                                              torque=Vec(x=w[3], y=w[4], z=w[5])))
+
+    def pose(t, x):
+        g = pose_from_x(x)
+        qx, qy, qz, qw = __import__('pinocchio').Quaternion(g.rotation).coeffs()
+        p = g.translation
+        return PoseStamped(header=header(t), pose=Pose(position=Pt(x=p[0], y=p[1], z=p[2]),
+                                                      orientation=Quat(x=qx, y=qy, z=qz, w=qw)))
+
+    topics = [('/teleop/f_m', 'geometry_msgs/msg/WrenchStamped', run.f_m, wrench),
+              ('/teleop/f_vir', 'geometry_msgs/msg/WrenchStamped', run.f_vir, wrench),
+              ('/slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped', run.f_s, wrench),
+              ('/teleop/x_vir', 'geometry_msgs/msg/PoseStamped', run.x_vir, pose),
+              ('/slave/x_s', 'geometry_msgs/msg/PoseStamped', run.x_s, pose),
+              ('/payload/pose', 'geometry_msgs/msg/PoseStamped', run.x_payload, pose)]
+    every = max(1, int(round(1.0 / (rate_hz * run.dt))))
+    if path.exists():
+        import shutil
+        shutil.rmtree(path)
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns = [(writer.add_connection(name, msgtype, typestore=ts), msgtype, data, make)
+                 for name, msgtype, data, make in topics]
+        for k in range(0, len(run.t), every):
+            t = float(run.t[k])
+            for conn, msgtype, data, make in conns:
+                writer.write(conn, int(round(t * 1e9)), ts.serialize_cdr(make(t, [float(v) for v in data[k]]), msgtype))
+    return path
+
+
+# -- the demo --------------------------------------------------------------------------------
+def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    c = scenario.config
+    results, files = {}, []
+    step_cfg = dataclasses.replace(c, payload_mass_kg=3000.0, delay_s=0.0)
+    step = step_pull(step_cfg, 0.01, duration_s=25.0)
+    files += plot_step(step, out, 3000.0)
+    results['step_3000kg_impulse_Ns'] = float(np.sum(step.f_s[int(1.0 / c.dt):, 0]) * c.dt)
+    if not quick:
+        base = dataclasses.replace(c, payload_mass_kg=500.0, delay_s=0.0, virtual_mass_factor=1.0)
+        runs = {fb: step_pull(with_gains(base, force_feedback=fb), 0.01, duration_s=70.0, pull_s=60.0)
+                for fb in (False, True)}
+        files += plot_feedback(runs, out)
+        results['mse_500kg_with_without_N2'] = (mse(runs[True].f_s[:, :3]), mse(runs[False].f_s[:, :3]))
+    hils1 = step_pull(dataclasses.replace(c, delay_s=0.0), 0.01, duration_s=30.0, pull_s=20.0)
+    files += plot_virtual(hils1, out, 12, f'HILS 1, {c.payload_mass_kg:.0f} kg, no delay')
+    hils2 = run_teleop(c, scenario.operator(), scenario.duration_s())
+    label = f'HILS 2, {c.payload_mass_kg:.0f} kg, {c.delay_s:g} s delay'
+    files += plot_hils2(hils2, out, label)
+    x_vir, x_s = hils2.aligned(hils2.x_vir, hils2.x_s)
+    results['hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
+    results['hils2_peak_force_N'] = float(np.abs(hils2.f_s[:, 0]).max())
+    files.append(record_mcap(hils2, out / 'hils2.mcap'))
+    results['files'] = [str(f) for f in files]
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--scenario', default='massive_payload_teleop', help='scenario name or YAML path')
+    parser.add_argument('--out', default='runs/teleop', help='output directory (PNG figures, MCAP bag)')
+    parser.add_argument('--quick', action='store_true', help='skip the 60 s with/without feedback comparison')
+    args = parser.parse_args(argv)
+    from hil_bringup.scenario import scenario_path
+
+    path = Path(args.scenario) if args.scenario.endswith('.yaml') else scenario_path(args.scenario)
+    results = run_demo(load_teleop_scenario(path), Path(args.out), args.quick)
+    for key, value in results.items():
+        if key != 'files':
+            print(f'{key}: {value}')
+    print('wrote:\n  ' + '\n  '.join(results['files']))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

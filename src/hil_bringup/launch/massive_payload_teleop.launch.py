@@ -1,0 +1,96 @@
+"""Delayed teleoperation of a massive payload (seed 001): earth, link, orbit and the payload in the loop.
+
+    ros2 launch hil_bringup massive_payload_teleop.launch.py [scenario:=massive_payload_teleop]
+        [network:=loopback|lab] [sim:=true|false] [master_source:=scripted|ft|joy]
+
+Graph (topic names relative, remapped here):
+
+* earth: ``teleop_master`` (hil_teleop) — f_m from a scripted operator, a master F/T
+  (``master/ft/wrench``) or a Joy, and the virtual arm/payload (Eqs. 4-10);
+* link: ``delay_line`` (hil_teleop) — ``teleop/{f_m,x_vir}`` -> ``orbit/teleop/...`` and
+  ``slave/{joint_states,ft/wrench,x_s}`` -> ``earth/slave/...``, ``link.delay_s`` each way;
+* orbit: ``slave_law`` (hil_teleop) — Eq. (3) on the delayed command and the wrist F/T
+  (``slave/ft/wrench``), pose command ``slave/table/pose_cmd`` for the slave motion table;
+* payload in the loop: ``payload_admittance`` (hil_admittance's client admittance with a
+  zero nominal velocity and the payload's inertia) turns the grip F/T
+  (``payload/ft/wrench``) into ``payload/table/pose_cmd`` for the payload motion table;
+* ``motion_table`` nodes (hil_motion_table) in the ``slave`` and ``payload`` namespaces;
+* F/T drivers (hil_sensors) for the slave wrist and the payload grip, reading RDT on 127.0.0.1;
+* with ``sim:=true`` the MuJoCo lab twin (hil_lab_twin) stands for both robots and serves
+  the two F/T sensors over RDT.
+
+Parameters come from the scenario YAML through :mod:`hil_teleop.scenario`, the code the
+lockstep runner and the demo (``teleop_demo``) use.
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+SLAVE_FT_PORT = 49160
+PAYLOAD_FT_PORT = 49161
+
+
+def _nodes(context):
+    from hil_teleop.scenario import load_teleop_scenario
+
+    name = LaunchConfiguration('scenario').perform(context)
+    path = name if name.endswith('.yaml') else os.path.join(
+        get_package_share_directory('hil_bringup'), 'scenarios', f'{name}.yaml')
+    params = load_teleop_scenario(path).node_parameters()
+    params['teleop_master']['source'] = LaunchConfiguration('master_source').perform(context)
+    actions = []
+    if LaunchConfiguration('network').perform(context) == 'loopback':
+        profile = os.path.join(get_package_share_directory('hil_common'), 'config', 'fastdds_loopback.xml')
+        actions += [SetEnvironmentVariable('FASTRTPS_DEFAULT_PROFILES_FILE', profile),
+                    SetEnvironmentVariable('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
+                    SetEnvironmentVariable('HIL_NETWORK', 'loopback')]
+    else:
+        actions.append(SetEnvironmentVariable('HIL_NETWORK', 'lab'))
+    sim = IfCondition(LaunchConfiguration('sim'))
+    actions += [
+        Node(package='hil_teleop', executable='teleop_master_node', name='teleop_master',
+             parameters=[params['teleop_master']], output='screen'),
+        Node(package='hil_teleop', executable='delay_line_node', name='delay_line',
+             parameters=[params['delay_line']], output='screen'),
+        Node(package='hil_teleop', executable='slave_law_node', name='slave_law',
+             parameters=[params['slave_law']],
+             remappings=[('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
+                         ('ft/wrench', 'slave/ft/wrench')], output='screen'),
+        Node(package='hil_admittance', executable='client_admittance_node', name='payload_admittance',
+             parameters=[params['payload_admittance']],
+             remappings=[('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
+                         ('client/table/twist_cmd', 'payload/table/twist_cmd'), ('client/state', 'payload/state')],
+             output='screen'),
+        Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='slave',
+             parameters=[{'robot': 'ur10e', 'command_frame': 'base'}], output='screen'),
+        Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='payload',
+             parameters=[{'robot': 'hexapod', 'command_frame': 'home'}], output='screen'),
+        Node(package='hil_sensors', executable='ft_sensor_node', name='ft_sensor', namespace='slave',
+             parameters=[{'sensor_ip': '127.0.0.1', 'sensor_port': SLAVE_FT_PORT}], output='screen'),
+        Node(package='hil_sensors', executable='ft_sensor_node', name='ft_sensor', namespace='payload',
+             parameters=[{'sensor_ip': '127.0.0.1', 'sensor_port': PAYLOAD_FT_PORT}], output='screen'),
+        Node(package='hil_lab_twin', executable='lab_twin_node', name='lab_twin', condition=sim,
+             parameters=[{'tables': ['slave:ur10e', 'payload:hexapod'],
+                          'rdt_ports': [f'slave_ft:{SLAVE_FT_PORT}', f'payload_ft:{PAYLOAD_FT_PORT}']}],
+             output='screen'),
+    ]
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument('scenario', default_value='massive_payload_teleop', description='scenario name or YAML path'),
+        DeclareLaunchArgument('network', default_value='loopback', choices=['loopback', 'lab'],
+                              description='loopback-only DDS (default) or the lab network'),
+        DeclareLaunchArgument('sim', default_value='true', choices=['true', 'false'],
+                              description='MuJoCo lab twin instead of the real robots and sensors'),
+        DeclareLaunchArgument('master_source', default_value='scripted', choices=['scripted', 'ft', 'joy'],
+                              description='operator input: scripted profile, master F/T or Joy'),
+        OpaqueFunction(function=_nodes),
+    ])

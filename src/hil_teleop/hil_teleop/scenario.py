@@ -1,0 +1,118 @@
+"""The teleoperation scenario YAML (``hil_bringup/scenarios/massive_payload_teleop.yaml``).
+
+:func:`load_teleop_scenario` reads it with :class:`hil_common.fields.Fields` (errors name the
+field) into a :class:`TeleopScenario`: the lockstep :class:`TeleopConfig`, the scripted
+operator pulls, and :meth:`TeleopScenario.node_parameters` for the launch file, so the YAML
+is the single source of truth for the lockstep runner, the demo and the ROS graph.
+Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hil_common.fields import Fields, ScenarioError
+from hil_teleop.gains import TeleopGains
+from hil_teleop.lockstep import TeleopConfig
+from hil_teleop.master import ScriptedOperator
+
+X = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+
+@dataclass
+class TeleopScenario:
+    name: str
+    config: TeleopConfig
+    pulls: list            # [(start_s, end_s, v_ref_mps)] along x
+    ramp_s: float
+    settle_s: float
+
+    def operator(self, gains: TeleopGains | None = None) -> ScriptedOperator:
+        gains = gains or self.config.gains
+        return ScriptedOperator.velocity_steps([(a, b, v * X) for a, b, v in self.pulls], gains.k_s, gains.g,
+                                               ramp_s=self.ramp_s)
+
+    def duration_s(self) -> float:
+        return max(b for _, b, _ in self.pulls) + self.config.delay_s + self.settle_s
+
+    def node_parameters(self) -> dict:
+        """Parameters of the nodes of ``massive_payload_teleop.launch.py``, by node name."""
+        c, g = self.config, self.config.gains
+        gains = {'k_s': g.k_s.tolist(), 'g': g.g.tolist(), 'k_c': g.k_c.tolist(), 'd': g.d.tolist(),
+                 'enable_force_feedback': g.force_feedback, 'enable_coupling': g.coupling,
+                 'enable_damping': g.damping, 'enable_scaling': g.scaling}
+        rate = 1.0 / c.dt
+        flat = []
+        for push in self.operator().pushes:
+            flat += [push.start_s, push.end_s, *[float(v) for v in push.force]]
+        inertia = np.diag(c.payload_inertia()).reshape(-1)
+        virtual_inertia = np.diag(c.payload_inertia(c.virtual_mass_factor)).reshape(-1)
+        return {
+            'teleop_master': {**gains, 'source': 'scripted', 'scripted_pushes': flat, 'scripted_ramp_s': self.ramp_s,
+                              'payload_mass_kg': c.payload_mass_kg * c.virtual_mass_factor,
+                              'payload_inertia_kgm2': virtual_inertia.tolist(),
+                              'contact_k_t': list(c.virtual_contact_k), 'contact_d_t': list(c.virtual_contact_d),
+                              'x0': list(c.x_grip_0), 'rate_hz': rate},
+            'delay_line': {'uplink_delay_s': c.delay_s, 'downlink_delay_s': c.delay_s, 'jitter_s': c.jitter_s,
+                           'drop_probability': c.drop_probability, 'seed': c.seed},
+            'slave_law': {**gains, 'delay_s': c.delay_s, 'command_timeout_s': c.command_timeout_s, 'rate_hz': rate,
+                          'x_s0': list(c.x_grip_0)},
+            # the payload in the loop: the client admittance with a zero nominal velocity
+            'payload_admittance': {'mass_kg': c.payload_mass_kg, 'inertia_com_kgm2': inertia.tolist(),
+                                   'twist_client_body_0': [0.0] * 6,
+                                   'pose_sensor_in_client_xyz_rpy': [0.0] * 6, 'rate_hz': rate},
+        }
+
+
+def _pulls(f: Fields) -> list:
+    raw = f.data.get('pulls')
+    if not isinstance(raw, list) or not raw:
+        raise f.error('pulls', 'expected a non-empty list of [start_s, end_s, v_ref_mps]')
+    out = []
+    for i, row in enumerate(raw):
+        if not isinstance(row, list) or len(row) != 3 or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row):
+            raise f.error('pulls', f'entry {i} must be [start_s, end_s, v_ref_mps], got {row!r}')
+        if not row[1] > row[0]:
+            raise f.error('pulls', f'entry {i}: end_s must be after start_s')
+        out.append(tuple(float(v) for v in row))
+    return out
+
+
+def load_teleop_scenario(path: str | Path) -> TeleopScenario:
+    f = Fields.load(path)
+    payload, link, gains, contact, slave, op = (f.section(k) for k in
+                                                ('payload', 'link', 'gains', 'virtual_contact', 'slave', 'operator'))
+
+    def bool_field(sec: Fields, key: str) -> bool:
+        v = sec.data.get(key, True)
+        if not isinstance(v, bool):
+            raise sec.error(key, f'expected true/false, got {v!r}')
+        return v
+    try:
+        teleop_gains = TeleopGains(k_s=gains.vector('k_s', 6), g=gains.vector('g', 6), k_c=gains.vector('k_c', 6),
+                                   d=gains.vector('d', 6), force_feedback=bool_field(gains, 'force_feedback'),
+                                   coupling=bool_field(gains, 'coupling'), damping=bool_field(gains, 'damping'),
+                                   scaling=bool_field(gains, 'scaling'))
+    except ValueError as exc:
+        raise ScenarioError(f"{f.source}: field 'gains.{str(exc).split(' ')[0]}': {exc}") from exc
+    size = payload.vector('size_m', 3)
+    if min(size) <= 0.0:
+        raise payload.error('size_m', 'every side must be > 0')
+    config = TeleopConfig(
+        payload_mass_kg=payload.number('mass_kg', positive=True), payload_size_m=tuple(size),
+        virtual_mass_factor=payload.number('virtual_mass_factor', 1.0, positive=True),
+        gains=teleop_gains,
+        virtual_contact_k=tuple(contact.vector('k_t', 6)), virtual_contact_d=tuple(contact.vector('d_t', 6)),
+        grip_contact_k=tuple(slave.vector('grip_contact_k', 6)), grip_contact_d=tuple(slave.vector('grip_contact_d', 6)),
+        arm_droop=tuple(slave.vector('arm_droop', 6)), arm_tau_s=slave.number('arm_tau_s', min=0.0),
+        delay_s=link.number('delay_s', min=0.0), jitter_s=link.number('jitter_s', 0.0, min=0.0),
+        drop_probability=link.number('drop_probability', 0.0, min=0.0, max=0.99),
+        command_timeout_s=link.number('command_timeout_s', positive=True),
+        dt=1.0 / slave.number('rate_hz', min=1.0, max=10000.0),
+        x_grip_0=tuple(slave.vector('x_grip_0', 6)))
+    return TeleopScenario(f.string('name', Path(path).stem), config, _pulls(op), op.number('ramp_s', 0.0, min=0.0),
+                          op.number('settle_s', 10.0, min=0.0))
