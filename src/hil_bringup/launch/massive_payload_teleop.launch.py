@@ -23,11 +23,8 @@ Parameters come from the scenario YAML through :mod:`hil_teleop.scenario`, the c
 lockstep runner and the demo (``teleop_demo``) use.
 """
 
-import os
-
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -37,21 +34,15 @@ PAYLOAD_FT_PORT = 49161
 
 
 def _nodes(context):
+    from hil_bringup.launch_common import network_environment
+    from hil_bringup.scenario import scenario_path
     from hil_teleop.scenario import load_teleop_scenario
 
     name = LaunchConfiguration('scenario').perform(context)
-    path = name if name.endswith('.yaml') else os.path.join(
-        get_package_share_directory('hil_bringup'), 'scenarios', f'{name}.yaml')
+    path = name if name.endswith('.yaml') else scenario_path(name)
     params = load_teleop_scenario(path).node_parameters()
     params['teleop_master']['source'] = LaunchConfiguration('master_source').perform(context)
-    actions = []
-    if LaunchConfiguration('network').perform(context) == 'loopback':
-        profile = os.path.join(get_package_share_directory('hil_common'), 'config', 'fastdds_loopback.xml')
-        actions += [SetEnvironmentVariable('FASTRTPS_DEFAULT_PROFILES_FILE', profile),
-                    SetEnvironmentVariable('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
-                    SetEnvironmentVariable('HIL_NETWORK', 'loopback')]
-    else:
-        actions.append(SetEnvironmentVariable('HIL_NETWORK', 'lab'))
+    actions = network_environment(context)
     sim = IfCondition(LaunchConfiguration('sim'))
     actions += [
         Node(package='hil_teleop', executable='teleop_master_node', name='teleop_master',
@@ -84,10 +75,11 @@ def _nodes(context):
 
 
 def generate_launch_description():
+    from hil_bringup.launch_common import network_argument
+
     return LaunchDescription([
         DeclareLaunchArgument('scenario', default_value='massive_payload_teleop', description='scenario name or YAML path'),
-        DeclareLaunchArgument('network', default_value='loopback', choices=['loopback', 'lab'],
-                              description='loopback-only DDS (default) or the lab network'),
+        network_argument(),
         DeclareLaunchArgument('sim', default_value='true', choices=['true', 'false'],
                               description='MuJoCo lab twin instead of the real robots and sensors'),
         DeclareLaunchArgument('master_source', default_value='scripted', choices=['scripted', 'ft', 'joy'],
