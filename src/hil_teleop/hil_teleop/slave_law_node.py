@@ -11,7 +11,8 @@ Topics (relative names):
   pose) or already in the base (``ft_frame:=base``); ``ft_sign`` makes it the wrench the slave
   applies to the payload (Eq. 3's sign). A stale wrist wrench also means zero velocity.
 * out ``table/pose_cmd`` (PoseStamped, base frame): ``x_s``, the slave end effector, integrated
-  from ``v_s,c`` (Appendix A: ``v_s ~= v_s,c``), for the motion-table node;
+  from ``v_s,c`` (Appendix A: ``v_s ~= v_s,c``) in fixed steps ``dt = 1/rate_hz``, as many as
+  are due on the node clock (:class:`hil_teleop.pacing.StepPacer`), for the motion-table node;
   ``table/twist_cmd`` (TwistStamped): the same velocity as a body twist (feed-forward);
 * out ``slave/x_s`` (PoseStamped): ``x_s`` for the downlink (display on earth);
 * out ``teleop/slave_terms`` (Float64MultiArray, 30 values): ``v_s,c, v_s,r``, force feedback,
@@ -30,12 +31,14 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
-from hil_common.conversions import pose_from_msg, pose_to_msg, stamp_to_seconds, twist_to_msg, wrench_from_msg
+from hil_common.conversions import (pose_from_msg, pose_to_msg, seconds_to_stamp, stamp_to_seconds, twist_to_msg,
+                                    wrench_from_msg)
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_teleop.coordinates import body_twist, pose_from_x, x_from_pose
 from hil_teleop.delay_line import HeldCommand
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
+from hil_teleop.pacing import StepPacer
 from hil_teleop.slave_law import SlaveLaw
 
 PARAMS = GAIN_PARAMS + [
@@ -78,6 +81,7 @@ class SlaveLawNode(Node):
         self.msg_pose, self.msg_twist = PoseStamped(), TwistStamped()
         self.msg_pose.header.frame_id = p['base_frame']
         self.msg_twist.header.frame_id = 'slave_end_effector'
+        self.pacer = StepPacer(self.dt, self._now(), max_catch_up=int(1.0 / self.dt))
         self.create_timer(self.dt, self.tick)
 
     def _now(self) -> float:
@@ -109,26 +113,30 @@ class SlaveLawNode(Node):
     def tick(self):
         now = self._now()
         f_m, x_vir, wrench = self.held_f_m.get(now), self.held_x_vir.get(now), self.held_wrench.get(now)
-        x_s = x_from_pose(self.pose)
         if wrench is None:
             f_m = None                           # cannot feel the payload: hold still
             f_s = np.zeros(6)
         else:
             r = self.pose.rotation
             f_s = np.concatenate((r @ wrench[:3], r @ wrench[3:])) if self.ft_in_ee else wrench
-        try:
-            cmd = self.law.command(f_m, x_vir, x_s, f_s)
-        except ValueError as exc:
-            self._reject('input', exc)
+        n = self.pacer.due(now)
+        for _ in range(n):                          # fixed dt, catching up on late timer callbacks
+            try:
+                cmd = self.law.command(f_m, x_vir, x_from_pose(self.pose), f_s)
+            except ValueError as exc:
+                self._reject('input', exc)
+                return
+            v = cmd.v_s_c
+            self.law.observe_velocity(v)                              # Appendix A: v_s ~= v_s,c
+            self.pose = pin.SE3(pin.exp3(v[3:] * self.dt) @ self.pose.rotation,
+                                self.pose.translation + v[:3] * self.dt)
+        if n == 0:
             return
         if cmd.stale:
             self.stale_ticks += 1
             self.get_logger().warn('master command or wrist wrench stale: zero velocity', throttle_duration_sec=2.0)
-        v = cmd.v_s_c
-        self.law.observe_velocity(v)                                  # Appendix A: v_s ~= v_s,c
-        self.pose = pin.SE3(pin.exp3(v[3:] * self.dt) @ self.pose.rotation, self.pose.translation + v[:3] * self.dt)
-        stamp = self.get_clock().now().to_msg()
-        self.msg_pose.header.stamp = self.msg_twist.header.stamp = stamp
+        for m in (self.msg_pose, self.msg_twist):     # stamped with the time of the last step
+            seconds_to_stamp(self.pacer.step_time(self.pacer.steps_done), m.header.stamp)
         pose_to_msg(self.pose, self.msg_pose.pose)
         twist_to_msg(body_twist(self.pose, v), self.msg_twist.twist)
         self.pub_pose.publish(self.msg_pose)

@@ -8,8 +8,9 @@ Source of ``f_m`` (parameter ``source``):
 * ``scripted``: :class:`hil_teleop.master.ScriptedOperator` from ``scripted_pushes``
   (flat ``[start_s, end_s, fx, fy, fz, tx, ty, tz] * n``, times from node start).
 
-An input older than ``input_timeout_s`` counts as zero force. Every ``1/rate_hz`` the node
-advances :class:`hil_teleop.virtual.VirtualEnvironment` and publishes (relative names):
+An input older than ``input_timeout_s`` counts as zero force. The node advances
+:class:`hil_teleop.virtual.VirtualEnvironment` by fixed steps of ``1/rate_hz``, as many as are
+due on the node clock (:class:`hil_teleop.pacing.StepPacer`), and publishes (relative names):
 
 * ``teleop/f_m`` (WrenchStamped) and ``teleop/x_vir`` (PoseStamped, base frame): the uplink;
 * ``teleop/virtual_payload/pose`` (PoseStamped) and ``teleop/f_vir`` (WrenchStamped): for display.
@@ -24,12 +25,13 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import Joy
 
-from hil_common.conversions import pose_to_msg, wrench_from_msg, wrench_to_msg
+from hil_common.conversions import pose_to_msg, seconds_to_stamp, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_teleop.coordinates import pose_from_x
 from hil_teleop.master import Push, ScriptedOperator, force_from_joy, force_from_wrench
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
+from hil_teleop.pacing import StepPacer
 from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
 
 PARAMS = GAIN_PARAMS + [
@@ -95,6 +97,7 @@ class TeleopMasterNode(Node):
         for m in self.msgs:
             m.header.frame_id = p['base_frame']
         self.t0_ns = self.get_clock().now().nanoseconds
+        self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
         self.create_timer(self.env.dt, self.tick)
 
     def _accept(self, f):
@@ -117,21 +120,25 @@ class TeleopMasterNode(Node):
         except ValueError as exc:
             self._reject(exc)
 
-    def f_m(self, now_ns: int) -> np.ndarray:
+    def f_m(self, now_ns: int, t_step_s: float) -> np.ndarray:
         if self.operator is not None:
-            return self.operator((now_ns - self.t0_ns) * 1e-9)
+            return self.operator(t_step_s - self.t0_ns * 1e-9)
         if self.input_ns is None or now_ns - self.input_ns > self.timeout_ns:
             return np.zeros(6)
         return self.input
 
     def tick(self):
         now = self.get_clock().now()
-        f_m = self.f_m(now.nanoseconds)
-        s = self.env.step(f_m)
-        stamp = now.to_msg()
+        n = self.pacer.due(now.nanoseconds * 1e-9)
+        if n == 0:
+            return
+        first = self.pacer.steps_done - n + 1
+        for k in range(first, first + n):          # catch up on late timer callbacks (fixed dt)
+            f_m = self.f_m(now.nanoseconds, self.pacer.step_time(k))
+            s = self.env.step(f_m)
         m_f_m, m_x_vir, m_payload, m_f_vir = self.msgs
-        for m in self.msgs:
-            m.header.stamp = stamp
+        for m in self.msgs:                          # stamped with the time of the last step
+            seconds_to_stamp(self.pacer.step_time(self.pacer.steps_done), m.header.stamp)
         wrench_to_msg(f_m, m_f_m.wrench)
         pose_to_msg(pose_from_x(s.x_vir), m_x_vir.pose)
         pose_to_msg(pose_from_x(s.x_t), m_payload.pose)

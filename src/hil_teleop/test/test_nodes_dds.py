@@ -106,7 +106,7 @@ def test_slave_law_node_follows_eq3_and_stops_when_the_master_command_goes_stale
 
         stream(2.0)
         moving = list(terms)
-        moving_poses = [p.pose.position.x for p in poses]
+        moving_poses = [(p.header.stamp.sec + p.header.stamp.nanosec * 1e-9, p.pose.position.x) for p in poses]
         terms.clear(), twists.clear(), poses.clear()
         stream(1.5, with_master=False)                          # uplink silent: stale after 0.3 s
     finally:
@@ -117,9 +117,9 @@ def test_slave_law_node_follows_eq3_and_stops_when_the_master_command_goes_stale
         np.testing.assert_allclose(t[6:12], [0.01, 0, 0, 0, 0, 0], atol=1e-12)      # v_s,r
         np.testing.assert_allclose(t[12:18], [-0.002, 0, 0, 0, 0, 0], atol=1e-12)   # - K_s f_s
         np.testing.assert_allclose(t[0], 0.008, atol=1e-12)                          # Eq. (3), damping settled
-    # the pose command advances by v dt per tick (dt = 5 ms)
-    steps = np.diff(moving_poses[-20:])
-    np.testing.assert_allclose(steps, 0.008 * 0.005, rtol=1e-6)
+    # the pose command advances by v_s,c x (time between its stamps): fixed steps on the node clock
+    stamps, xs_moving = np.array(moving_poses[-20:]).T
+    np.testing.assert_allclose(np.diff(xs_moving) / 0.008, np.diff(stamps), atol=1e-6)   # stamp resolution
     # stale: zero velocity, the pose command holds still
     late = terms[len(terms) // 2:]
     assert late and all(not t[:6].any() for t in late)
@@ -142,3 +142,60 @@ def test_bad_parameters_fail_at_start_with_the_parameter_name(executable, param,
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2, out
     assert f"parameter '{name}'" in out
+
+
+def test_master_link_slave_chain_slave_follows_the_virtual_arm_one_delay_later(ros):
+    """teleop_master -> delay_line -> slave_law over DDS: x_s(t) = x_vir(t - delay) (force feedback off).
+
+    Without force feedback the virtual arm moves at exactly ``v_s,r = K_s G f_m`` (Eq. 5) and
+    the slave, fed ``v_s,r(t - delay)`` plus the coupling, retraces it one delay later; the
+    downlink brings ``x_s`` back to earth another delay later.
+    """
+    node, executor = ros
+    delay = 1.0
+    common = ('enable_force_feedback:=false', 'rate_hz:=200.0')
+    procs = [start_node('hil_teleop', 'delay_line_node', f'uplink_delay_s:={delay}', f'downlink_delay_s:={delay}'),
+             start_node('hil_teleop', 'slave_law_node', *common, f'delay_s:={delay}', 'wrench_timeout_s:=0.5',
+                        'x_s0:=[1.0, 0.0, 0.5, 0.0, 0.0, 0.0]')]
+    try:
+        x_vir, x_s_earth = [], []
+        node.create_subscription(PoseStamped, 'teleop/x_vir', lambda m: x_vir.append(
+            (m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, m.pose.position.x)), 1000)
+        node.create_subscription(PoseStamped, 'earth/slave/x_s', lambda m: x_s_earth.append(
+            (now_s(node), m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, m.pose.position.x)), 1000)
+        pub_w = node.create_publisher(WrenchStamped, 'slave/ft/wrench', 10)
+        pub_w_slave = node.create_publisher(WrenchStamped, 'ft/wrench', 10)
+        wait_matched(executor, pub_w)          # delay line is up
+        wait_matched(executor, pub_w_slave)    # slave law is up
+        # push 1 N (v_s,r = 0.01 m/s) from 2 s after the master starts, for 100 s
+        procs.append(start_node('hil_teleop', 'teleop_master_node', *common, 'scripted_ramp_s:=0.0',
+                                'scripted_pushes:=[2.0, 100.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]',
+                                'x0:=[1.0, 0.0, 0.5, 0.0, 0.0, 0.0]'))
+        w = WrenchStamped()
+        end = None
+        while end is None or time.monotonic() < end:
+            pub_w_slave.publish(w)
+            executor.spin_once(timeout_sec=0.02)
+            moving = [x for x in x_s_earth if x[2] > 1.0 + 1e-6]
+            if end is None and moving:
+                end = time.monotonic() + 4.0   # 4 s of motion seen on earth
+            assert len(x_vir) < 20000
+            if end is None and len(x_vir) > 200 * 30:
+                break
+    finally:
+        outs = [stop_process(p) for p in procs]
+    assert end is not None, 'the slave never moved (as seen from earth)\n' + '\n'.join(outs)
+    t_vir, xv = np.array(x_vir).T
+    recv, stamp, xs = np.array(x_s_earth).T
+    # the downlink delays the display by one delay
+    assert np.all(recv - stamp >= delay - 0.01)
+    # the virtual arm moves at v_s,r = 0.01 m/s once pushed
+    slope = np.polyfit(t_vir[xv > 1.01], xv[xv > 1.01], 1)[0]
+    assert slope == pytest.approx(0.01, rel=0.02)
+    # slave at its time t == virtual arm at earth time t - delay (after the coupling transient)
+    late = stamp > stamp[xs > 1.0 + 1e-6][0] + 2.0
+    assert late.sum() > 50
+    expected = np.interp(stamp[late] - delay, t_vir, xv)
+    # the issue's (and seed Fig. 17's) 2 mm; here the residual is the link's release lateness
+    # under load (v_s,r x lateness: 0.01 m/s x 50 ms = 0.5 mm), typically < 0.1 mm when idle
+    assert np.abs(xs[late] - expected).max() < 2e-3

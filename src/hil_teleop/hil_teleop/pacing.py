@@ -1,0 +1,38 @@
+"""Fixed-step pacing of a wall-clock node: how many controller steps are due now.
+
+The rules (Eqs. 3-10) advance by a fixed ``dt``. A ROS timer may fire late or skip under
+load; integrating one ``dt`` per callback would then run the virtual arm and the slave
+slower than real time (and the two sides would drift apart). :class:`StepPacer` counts the
+steps due since the start and lets the node catch up, at most ``max_catch_up`` per call;
+beyond that the missed steps are dropped and counted (``overruns``) rather than replayed
+in a burst. Plain Python.
+"""
+
+from __future__ import annotations
+
+
+class StepPacer:
+    def __init__(self, dt_s: float, t0_s: float, max_catch_up: int = 20):
+        if not dt_s > 0.0:
+            raise ValueError(f'dt_s must be > 0, got {dt_s!r}')
+        self.dt_s = float(dt_s)
+        self.t0_s = float(t0_s)
+        self.max_catch_up = int(max_catch_up)
+        self.steps_done = 0
+        self.overruns = 0
+
+    def due(self, now_s: float) -> int:
+        """Steps to run now (0 if the callback came early); marks them done."""
+        n = int((now_s - self.t0_s) / self.dt_s + 1e-9) - self.steps_done
+        if n <= 0:
+            return 0
+        if n > self.max_catch_up:
+            self.overruns += n - self.max_catch_up
+            self.steps_done += n - self.max_catch_up
+            n = self.max_catch_up
+        self.steps_done += n
+        return n
+
+    def step_time(self, k: int) -> float:
+        """Simulated time of step number ``k`` (1-based), on the node's clock."""
+        return self.t0_s + k * self.dt_s
