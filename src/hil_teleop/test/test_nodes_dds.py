@@ -9,9 +9,10 @@ import time
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from sensor_msgs.msg import Joy
 from std_msgs.msg import Float64MultiArray, Int32MultiArray
 
-from hil_common.conversions import seconds_to_stamp, twist_from_msg, wrench_to_msg
+from hil_common.conversions import seconds_to_stamp, twist_from_msg, wrench_from_msg, wrench_to_msg
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 
 
@@ -199,3 +200,26 @@ def test_master_link_slave_chain_slave_follows_the_virtual_arm_one_delay_later(r
     # the issue's (and seed Fig. 17's) 2 mm; here the residual is the link's release lateness
     # under load (v_s,r x lateness: 0.01 m/s x 50 ms = 0.5 mm), typically < 0.1 mm when idle
     assert np.abs(xs[late] - expected).max() < 2e-3
+
+
+def test_master_node_maps_joy_to_f_m_and_a_silent_joystick_to_zero(ros):
+    node, executor = ros
+    proc = start_node('hil_teleop', 'teleop_master_node', 'source:=joy', 'rate_hz:=100.0', 'input_timeout_s:=0.3',
+                      'joy_axis_map:=[1, 0, -1, -1, -1, 3]', 'joy_scale:=[2.0, -2.0, 1.0, 1.0, 1.0, 0.5]',
+                      'joy_deadband:=0.05')
+    try:
+        f_m = []
+        node.create_subscription(WrenchStamped, 'teleop/f_m', lambda m: f_m.append(wrench_from_msg(m.wrench)), 100)
+        pub = node.create_publisher(Joy, 'joy', 10)
+        wait_matched(executor, pub)
+        joy = Joy(axes=[0.25, -0.5, 0.9, 0.02])
+
+        def pushed():
+            pub.publish(joy)
+            return bool(f_m) and f_m[-1][0] != 0.0
+        assert spin_until(executor, pushed, 20.0), 'no f_m from the joystick'
+        np.testing.assert_allclose(f_m[-1], [-1.0, -0.5, 0.0, 0.0, 0.0, 0.0])   # axis 3 inside the deadband
+        f_m.clear()
+        assert spin_until(executor, lambda: len(f_m) > 5 and not f_m[-1].any(), 10.0), 'joy timeout did not zero f_m'
+    finally:
+        stop_process(proc)
