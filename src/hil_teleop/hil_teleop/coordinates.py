@@ -38,9 +38,12 @@ def euler_rate_jacobian(phi) -> np.ndarray:
     return pin.rpy.computeRpyJacobian(np.asarray(phi, dtype=float), _WORLD)
 
 
+_EYE6 = np.eye(6)
+
+
 def b_matrix(phi) -> np.ndarray:
     """``B(phi)`` (6x6) of seed 001: ``v = B(phi) x_dot`` (linear block identity)."""
-    out = np.eye(6)
+    out = _EYE6.copy()
     out[3:, 3:] = euler_rate_jacobian(phi)
     return out
 
@@ -50,7 +53,7 @@ def b_inverse(phi) -> np.ndarray:
     phi = np.asarray(phi, dtype=float)
     if abs(math.cos(phi[1])) < GIMBAL_LOCK_COS:
         raise ValueError(f'B(phi) is singular at pitch = {math.degrees(phi[1]):.3f} deg (gimbal lock)')
-    out = np.eye(6)
+    out = _EYE6.copy()
     out[3:, 3:] = pin.rpy.computeRpyJacobianInverse(phi, _WORLD)
     return out
 

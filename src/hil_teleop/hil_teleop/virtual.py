@@ -60,6 +60,7 @@ class VirtualPayload:
         body = RigidBody(mass_kg, inertia_body_kgm2)   # validates mass and inertia (SPD, triangle inequality)
         self.mass_kg = body.mass_kg
         self.inertia_body = body.inertia_com_kgm2
+        self._inertia_inv = np.linalg.inv(self.inertia_body)
         self.x = np.zeros(6) if x0 is None else np.asarray(x0, dtype=float).copy()
         self.v = np.zeros(6)
 
@@ -72,14 +73,15 @@ class VirtualPayload:
         return out
 
     def acceleration(self, wrench_world) -> np.ndarray:
-        """Eq. (8) plus the gyroscopic torque: ``M^-1 (f - [0; w x I_w w])``."""
-        m = self.mass_matrix()
+        """Eq. (8) plus the gyroscopic torque: ``M^-1 (f - [0; w x I_w w])``, ``I_w^-1 = R I^-1 R^T``."""
+        r = pin.rpy.rpyToMatrix(self.x[3:])
         w = self.v[3:]
-        rhs = np.asarray(wrench_world, dtype=float).copy()
-        rhs[3:] -= cross3(w, m[3:, 3:] @ w)
+        wrench_world = np.asarray(wrench_world, dtype=float)
+        w_body = r.T @ w
+        torque_body = r.T @ wrench_world[3:] - cross3(w_body, self.inertia_body @ w_body)
         acc = np.empty(6)
-        acc[:3] = rhs[:3] / self.mass_kg
-        acc[3:] = np.linalg.solve(m[3:, 3:], rhs[3:])
+        acc[:3] = wrench_world[:3] / self.mass_kg
+        acc[3:] = r @ (self._inertia_inv @ torque_body)
         return acc
 
     def step(self, wrench_world, dt: float) -> None:
