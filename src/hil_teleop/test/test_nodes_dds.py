@@ -105,7 +105,11 @@ def test_slave_law_node_follows_eq3_and_stops_when_the_master_command_goes_stale
                 pub_w.publish(w_s)
                 executor.spin_once(timeout_sec=0.01)
 
-        stream(2.0)
+        bad = WrenchStamped()
+        wrench_to_msg([float('nan'), 0, 0, 0, 0, 0], bad.wrench)
+        stream(1.0)
+        pub_f.publish(bad)                                      # counted and logged, never used
+        stream(1.0)
         moving = list(terms)
         moving_poses = [(p.header.stamp.sec + p.header.stamp.nanosec * 1e-9, p.pose.position.x) for p in poses]
         terms.clear(), twists.clear(), poses.clear()
@@ -127,7 +131,7 @@ def test_slave_law_node_follows_eq3_and_stops_when_the_master_command_goes_stale
     assert all(not twist_from_msg(m.twist).any() for m in twists[len(twists) // 2:])
     xs = [p.pose.position.x for p in poses[len(poses) // 2:]]
     assert max(xs) - min(xs) == 0.0
-    assert 'stale' in out
+    assert 'stale' in out and 'rejected f_m' in out
 
 
 @pytest.mark.parametrize('executable, param, name', [
