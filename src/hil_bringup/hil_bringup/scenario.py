@@ -17,8 +17,10 @@ import pinocchio as pin
 from hil_common.fields import Fields, ScenarioError
 from hil_dynamics.rigid_body import RigidBody
 
-__all__ = ['ClientScenario', 'MissionScenario', 'ScenarioError', 'client_admittance_parameters',
+__all__ = ['ClientScenario', 'MissionScenario', 'ScenarioError', 'ServicerScenario', 'client_admittance_parameters',
            'load_scenario', 'scenario_path']
+
+ARMS = {'lbr_iiwa14': ('servicer_lbr_urdf', 'lbr_flange'), 'ssrms': ('servicer_ssrms_urdf', 'ssrms_lee_tip')}
 
 
 def scenario_path(name: str) -> Path:
@@ -56,6 +58,20 @@ class ClientScenario:
 
 
 @dataclass
+class ServicerScenario:
+    """The servicer (base + arm), its gripper and its initial state relative to the client."""
+
+    arm: str
+    urdf: str
+    ee_frame: str
+    pose_tool_in_flange: pin.SE3
+    pose_tool_at_grasp_in_grasp: pin.SE3
+    pose_base_in_client_desired: pin.SE3
+    pose_base_in_client_0: pin.SE3
+    q_arm_0: np.ndarray
+
+
+@dataclass
 class MissionScenario:
     name: str
     source: str
@@ -63,6 +79,14 @@ class MissionScenario:
     workspace_box_m: np.ndarray
     admittance_hz: float
     demo: dict = field(default_factory=dict)
+    # Full-mission sections (None for a client-only file).
+    servicer: ServicerScenario | None = None
+    contact: object = None                 # hil_dynamics.contact.ContactParams
+    obsw: object = None                    # hil_admittance.obsw.ObswGains
+    obsw_hz: float = 1000.0
+    servicer_workspace_box_m: np.ndarray | None = None
+    pose_servicer_base_in_lab_0: pin.SE3 | None = None
+    mission: dict = field(default_factory=dict)
 
 
 def _client(sec: Fields) -> ClientScenario:
@@ -87,6 +111,63 @@ def _client(sec: Fields) -> ClientScenario:
     )
 
 
+def with_gripper(urdf: str, ee_frame: str, mass_kg: float, com_m, inertia_diag_kgm2) -> str:
+    """The URDF with the gripper's mass on the (massless) EE link ``ee_frame``."""
+    import re
+
+    pattern = re.compile(rf'<link name="{re.escape(ee_frame)}">\s*</link>')
+    if not pattern.search(urdf):
+        raise ValueError(f'link {ee_frame!r} not found empty in the URDF')
+    ixx, iyy, izz = (float(v) for v in inertia_diag_kgm2)
+    inertial = (f'<link name="{ee_frame}"><inertial><origin xyz="{com_m[0]} {com_m[1]} {com_m[2]}" rpy="0 0 0"/>'
+                f'<mass value="{mass_kg}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"/>'
+                '</inertial></link>')
+    return pattern.sub(inertial, urdf, count=1)
+
+
+def _servicer(sec: Fields) -> ServicerScenario:
+    from hil_dynamics import models
+
+    arm = sec.string('arm', choices=sorted(ARMS))
+    mass = sec.number('base_mass_kg', positive=True)
+    urdf_fn, ee_frame = ARMS[arm]
+    urdf = getattr(models, urdf_fn)(models.BaseSpec(mass_kg=mass))
+    grip = sec.section('gripper')
+    try:
+        urdf = with_gripper(urdf, ee_frame, grip.number('mass_kg', positive=True), grip.vector('com_in_flange_m', 3),
+                            grip.vector('inertia_diag_kgm2', 3))
+    except ValueError as exc:
+        raise grip.error('mass_kg', str(exc)) from exc
+    from hil_dynamics.servicer import ServicerModel
+
+    n = ServicerModel(urdf, ee_frame).n
+    desired = _pose(sec, 'pose_base_in_client_desired')
+    q0 = np.array(sec.vector('q_arm_0_rad', n))
+    return ServicerScenario(arm, urdf, ee_frame, _pose(sec, 'pose_tool_in_flange'),
+                            _pose(sec, 'pose_tool_at_grasp_in_grasp'), desired,
+                            desired * _pose(sec, 'initial_offset_in_base'), q0)
+
+
+def _dataclass_from(sec: Fields, cls):
+    """Build a parameter dataclass from a section: every field of ``cls`` is required and named on error."""
+    import dataclasses
+
+    values = {}
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if np.ndim(default) == 1:
+            values[f.name] = np.array(sec.vector(f.name, len(default)))
+        else:
+            values[f.name] = sec.number(f.name, min=0.0)
+    unknown = sorted(set(sec.data) - set(values))
+    if unknown:
+        raise sec.error(unknown[0], f'is not a known field (known: {sorted(values)})')
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ScenarioError(f"{sec.source}: field '{sec.prefix}': {exc}") from exc
+
+
 def load_scenario(path_or_name: str | Path) -> MissionScenario:
     """Load and validate a scenario file (a path, or the name of a shipped scenario)."""
     path = Path(path_or_name)
@@ -101,7 +182,7 @@ def load_scenario(path_or_name: str | Path) -> MissionScenario:
         raise lab.error('workspace_box_m', f'every side must be > 0, got {box.tolist()}')
     rates = top.section('rates')
     demo = top.section('demo').data if top.has('demo') else {}
-    return MissionScenario(
+    scenario = MissionScenario(
         name=top.string('scenario'),
         source=str(path),
         client=_client(top.section('client')),
@@ -109,6 +190,26 @@ def load_scenario(path_or_name: str | Path) -> MissionScenario:
         admittance_hz=rates.number('admittance_hz', min=1.0, max=10_000.0),
         demo=dict(demo),
     )
+    if top.has('servicer'):
+        from hil_admittance.obsw import ObswGains
+        from hil_dynamics.contact import ContactParams
+
+        scenario.servicer = _servicer(top.section('servicer'))
+        scenario.contact = _dataclass_from(top.section('contact'), ContactParams)
+        scenario.obsw = _dataclass_from(top.section('obsw'), ObswGains)
+        scenario.obsw_hz = rates.number('obsw_hz', min=1.0, max=scenario.admittance_hz)
+        ratio = scenario.admittance_hz / scenario.obsw_hz
+        if abs(ratio - round(ratio)) > 1e-9:
+            raise rates.error('obsw_hz', f'must divide admittance_hz ({scenario.admittance_hz}) a whole number of times')
+        sbox = np.array(lab.vector('servicer_workspace_box_m', 3))
+        if np.any(sbox <= 0):
+            raise lab.error('servicer_workspace_box_m', f'every side must be > 0, got {sbox.tolist()}')
+        scenario.servicer_workspace_box_m = sbox
+        scenario.pose_servicer_base_in_lab_0 = _pose(lab, 'pose_servicer_base_in_lab_0')
+        mission = top.section('mission')
+        scenario.mission = {'duration_s': mission.number('duration_s', positive=True),
+                            'unforced_duration_s': mission.number('unforced_duration_s', positive=True)}
+    return scenario
 
 
 def _pose_params(g: pin.SE3) -> list[float]:
@@ -125,3 +226,54 @@ def client_admittance_parameters(scenario: MissionScenario) -> dict:
         'pose_sensor_in_client_xyz_rpy': _pose_params(c.pose_sensor_in_client),
         'rate_hz': scenario.admittance_hz,
     }
+
+
+def _servicer_initial(scenario: MissionScenario):
+    """Seed 004 §III-C initial conditions with the client at the orbit origin (``g_n(0) = g_t(0) = I``)."""
+    from hil_dynamics.servicer import servicer_initial_state
+
+    return servicer_initial_state(pin.SE3.Identity(), scenario.client.twist_client_body_0,
+                                  scenario.servicer.pose_base_in_client_0)
+
+
+def pose_nominal_in_lab(scenario: MissionScenario) -> pin.SE3:
+    """Where the lab realises the nominal frame: the servicer base starts at ``pose_servicer_base_in_lab_0``."""
+    return scenario.pose_servicer_base_in_lab_0 * _servicer_initial(scenario).pose_base_in_nominal.inverse()
+
+
+def servicer_admittance_parameters(scenario: MissionScenario) -> dict:
+    """ROS parameters of the servicer admittance node derived from a scenario."""
+    c, s = scenario.client, scenario.servicer
+    init = _servicer_initial(scenario)
+    return {
+        'urdf_xml': s.urdf,
+        'ee_frame': s.ee_frame,
+        'nominal_mass_kg': c.body.mass_kg,
+        'nominal_inertia_com_kgm2': [float(v) for v in c.body.inertia_com_kgm2.reshape(9)],
+        'twist_nominal_body_0': [float(v) for v in c.twist_client_body_0],
+        'pose_base_in_nominal_0_xyz_rpy': _pose_params(init.pose_base_in_nominal),
+        'twist_base_rel_body_0': [float(v) for v in init.twist_base_rel_body],
+        'pose_nominal_in_lab_xyz_rpy': _pose_params(pose_nominal_in_lab(scenario)),
+        'rate_hz': scenario.admittance_hz,
+    }
+
+
+def obsw_parameters(scenario: MissionScenario) -> dict:
+    """ROS parameters of the example OBSW controller node derived from a scenario."""
+    import dataclasses
+
+    s = scenario.servicer
+    params = {
+        'urdf_xml': s.urdf,
+        'ee_frame': s.ee_frame,
+        'pose_tool_in_flange_xyz_rpy': _pose_params(s.pose_tool_in_flange),
+        'pose_grasp_in_client_xyz_rpy': _pose_params(scenario.client.pose_grasp_in_client),
+        'pose_tool_at_grasp_in_grasp_xyz_rpy': _pose_params(s.pose_tool_at_grasp_in_grasp),
+        'pose_base_in_client_desired_xyz_rpy': _pose_params(s.pose_base_in_client_desired),
+        'q_hold': [float(v) for v in s.q_arm_0],
+        'rate_hz': scenario.obsw_hz,
+    }
+    for f in dataclasses.fields(scenario.obsw):
+        value = getattr(scenario.obsw, f.name)
+        params[f'gains.{f.name}'] = [float(v) for v in value] if np.ndim(value) else float(value)
+    return params

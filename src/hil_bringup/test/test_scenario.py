@@ -32,6 +32,20 @@ def mutate(tmp_path, edit):
     (lambda d: d['nominal'].__setitem__('kind', 'circular'), "'nominal.kind'"),
     (lambda d: d['lab'].__setitem__('workspace_box_m', [1.0, 0.0, 1.0]), "'lab.workspace_box_m'"),
     (lambda d: d['rates'].__setitem__('admittance_hz', 0.0), "'rates.admittance_hz'"),
+    # Mission sections (servicer, contact, OBSW gains, rates, lab, mission).
+    (lambda d: d['servicer'].__setitem__('arm', 'canadarm3'), "'servicer.arm'"),
+    (lambda d: d['servicer'].__setitem__('q_arm_0_rad', [0.0] * 6), "'servicer.q_arm_0_rad': expected 7"),
+    (lambda d: d['servicer']['pose_base_in_client_desired'].pop('translation_m'),
+     "'servicer.pose_base_in_client_desired.translation_m'"),
+    (lambda d: d['servicer']['gripper'].__setitem__('mass_kg', -1.0), "'servicer.gripper.mass_kg'"),
+    (lambda d: d['contact'].__setitem__('stiffness_linear_n_m', -5.0), "'contact.stiffness_linear_n_m'"),
+    (lambda d: d['contact'].pop('closing_time_s'), "'contact.closing_time_s': is missing"),
+    (lambda d: d['contact'].__setitem__('stifness_linear_n_m', 1.0), "'contact.stifness_linear_n_m': is not a known field"),
+    (lambda d: d['obsw'].__setitem__('base_stiffness', [1.0, 2.0]), "'obsw.base_stiffness': expected 6"),
+    (lambda d: d['obsw'].__setitem__('approach_duration_s', 'long'), "'obsw.approach_duration_s': expected a number"),
+    (lambda d: d['rates'].__setitem__('obsw_hz', 300.0), "'rates.obsw_hz'"),
+    (lambda d: d['lab'].__setitem__('servicer_workspace_box_m', [1.0, 1.0]), "'lab.servicer_workspace_box_m'"),
+    (lambda d: d['mission'].__setitem__('duration_s', 0.0), "'mission.duration_s'"),
 ])
 def test_bad_scenario_names_the_field(tmp_path, edit, field):
     with pytest.raises(ScenarioError) as err:

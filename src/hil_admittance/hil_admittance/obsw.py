@@ -1,0 +1,239 @@
+"""Example on-board (OBSW) controller for the Envisat capture (seed 004 §III-C Fig. 7, §V).
+
+This is the *controller under test* slot: a user replaces it with their own. It reads only
+what an on-board computer has -- the absolute states of Eq. (23) (client ``g_t, V_t``,
+servicer base ``g_b, V_b``, orbit frame, body twists) and the arm's joints ``q, dq`` -- and
+outputs the base wrench ``F_b`` (base body frame, about the base CoM) and the joint torques
+``tau``, plus the gripper command. It never sees lab quantities.
+
+Phases (seed 004 §V):
+
+1. ``sync`` -- the base regulates its pose relative to the tumbling client:
+   ``F_b = C_b V_b + C_bq dq - K_b e_b - D_b (V_b - V_b*)``, with ``g_b* = g_t g_bt*``
+   the desired base pose, ``V_b* = Ad_{g_b^-1 g_t} V_t`` the base twist of rigid co-motion
+   with the client, ``e_b = log6(g_b*^-1 g_b)``; the arm holds its joints (joint PD).
+2. ``approach`` (from ``sync_duration_s``) -- the base keeps synchronising; the tool follows a
+   minimum-jerk path, fixed in the client frame, from where it is to the grasp fixture,
+   with a Cartesian compliance ``tau = h_q + J_m^T Lambda (-w^2 e_x - 2 zeta w (V_tool - V_fixture)) - D_n dq``
+   (``h_q = C_qb V_b + C_q dq`` the Eq. 12 Coriolis feed-forward, ``Lambda`` the tool inertia
+   of the arm on its free base); the synchronisation phase holds ``q`` with a joint PD.
+3. ``grasp`` -- once the path is done and the tool is within tolerance of the fixture and
+   slow relative to it, the gripper closes; the compliance keeps tracking while it closes.
+4. ``post_grasp`` -- thrusters off (``F_b = 0``); the arm rigidises the stack and dissipates the
+   relative motion (seed 004 §IV-B, and the rigidisation of [3] §6.2.2 it mentions): it
+   applies to the base, through the grasped tool, the wrench ``W_b = -K_r e_r - D_r V_r`` of an
+   impedance about the base-client relative pose at closure (``e_r``, and ``V_r`` the base
+   twist relative to the client, base axes), ``tau = J_m^T W_tool`` with ``W_tool`` the
+   opposite of ``W_b`` seen at the tool, plus a soft joint PD about the angles at closure
+   ``-M_red (w^2 (q - q_grasp) + d dq)``. Damping the heavy base through a joint damper on
+   the light wrist would need gains a sampled law cannot apply; the relative twist varies
+   slowly, so this loop can.
+
+Plain Python, no rclpy: the controller node, the lockstep runner and the absolute
+reference all call :meth:`ObswController.update` at the OBSW rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from hil_dynamics.servicer import ServicerModel
+
+SYNC, APPROACH, GRASP, POST_GRASP = 'sync', 'approach', 'grasp', 'post_grasp'
+PHASES = (SYNC, APPROACH, GRASP, POST_GRASP)
+
+
+@dataclass
+class ObswGains:
+    """Gains and limits of the example controller (SI units; linear first where 6-vectors).
+
+    The arm gains are bandwidths [rad/s] shaped by the on-board inertia (the arm inertia
+    reduced by the free-floating base, ``M_q - M_bq^T M_b^-1 M_bq``, and its Cartesian
+    image at the tool), so that no joint, however light, is over-damped by a sampled law.
+    """
+
+    base_stiffness: np.ndarray = field(default_factory=lambda: np.array([1800.0] * 3 + [1000.0] * 3))
+    base_damping: np.ndarray = field(default_factory=lambda: np.array([3600.0] * 3 + [2000.0] * 3))
+    tool_bandwidth_rad_s: np.ndarray = field(default_factory=lambda: np.array([1.2] * 3 + [1.2] * 3))
+    tool_damping_ratio: float = 1.0
+    joint_hold_bandwidth_rad_s: float = 2.0     # sync phase joint PD
+    null_damping_per_s: float = 1.0             # joint damping in the approach [1/s, times the arm inertia]
+    # Rigidisation after the grasp: an impedance of the base relative to the client about their
+    # relative pose at closure, applied by the arm (thrusters off) ...
+    post_grasp_base_stiffness: np.ndarray = field(default_factory=lambda: np.array([450.0] * 3 + [250.0] * 3))
+    post_grasp_base_damping: np.ndarray = field(default_factory=lambda: np.array([1800.0] * 3 + [1000.0] * 3))
+    # ... plus a joint PD about the angles at closure shaped by the arm inertia (the arm's
+    # null space); the damping rate must stay below 1/dt of the OBSW rate.
+    post_grasp_bandwidth_rad_s: float = 5.0
+    post_grasp_damping_per_s: float = 50.0
+    sync_duration_s: float = 9.0                # seed 004 §V: synchronisation 0-9 s
+    approach_duration_s: float = 20.0
+    grasp_position_tol_m: float = 0.005
+    grasp_angle_tol_rad: float = 0.0175
+    grasp_speed_tol_m_s: float = 0.005
+    grasp_settle_s: float = 0.6                 # closing time of the gripper: keep tracking meanwhile
+    max_force_n: float = 200.0                  # thruster saturation (per axis)
+    max_torque_nm: float = 100.0                # attitude actuator saturation (per axis)
+    max_joint_torque_nm: float = 60.0           # arm torque limit (per joint)
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            arr = np.asarray(value, dtype=float)
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0.0):
+                raise ValueError(f'{name} must be finite and >= 0, got {arr.tolist()}')
+            if arr.ndim == 1 and arr.shape != (6,):
+                raise ValueError(f'{name} must have 6 elements, got {arr.shape[0]}')
+
+
+@dataclass
+class ObswCommand:
+    phase: str
+    wrench_base_com: np.ndarray    # F_b [N, N m], base body frame
+    tau_arm: np.ndarray            # tau [N m]
+    close_gripper: bool
+    base_error: np.ndarray         # e_b = log6(g_b*^-1 g_b) (linear first) [m, rad]
+    tool_error: np.ndarray         # tool to fixture (target) error in tool axes [m, rad]
+
+
+def min_jerk(s: float) -> float:
+    s = min(max(s, 0.0), 1.0)
+    return s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
+
+
+class ObswController:
+    """The example OBSW rule (see the module docstring).
+
+    Parameters
+    ----------
+    model:
+        The on-board servicer model (``ServicerModel``; its EE frame is the arm flange).
+    pose_tool_in_flange:
+        Gripper tool frame on the flange.
+    pose_grasp_in_client:
+        Grasp fixture (LAR) in the client CoM frame.
+    pose_tool_at_grasp_in_grasp:
+        Where the tool must be, in the fixture frame, to close the gripper.
+    pose_base_in_client_desired:
+        ``g_bt*`` of the synchronisation phase (the base relative to the client).
+    q_hold:
+        Joint angles held during synchronisation.
+    """
+
+    def __init__(self, model: ServicerModel, pose_tool_in_flange: pin.SE3, pose_grasp_in_client: pin.SE3,
+                 pose_tool_at_grasp_in_grasp: pin.SE3, pose_base_in_client_desired: pin.SE3, q_hold,
+                 gains: ObswGains | None = None):
+        self.model = model
+        self.gains = gains or ObswGains()
+        self.pose_tool_in_flange = pin.SE3(pose_tool_in_flange)
+        self.pose_target_in_client = pose_grasp_in_client * pose_tool_at_grasp_in_grasp
+        self.pose_base_in_client_desired = pin.SE3(pose_base_in_client_desired)
+        self.q_hold = np.asarray(q_hold, dtype=float).reshape(model.n).copy()
+        self.phase = SYNC
+        self.phase_times = {SYNC: 0.0}
+        self._path_start: pin.SE3 | None = None      # tool pose in the client frame at approach start
+        self._path_log = np.zeros(6)
+        self._q_grasp = self.q_hold.copy()
+
+    # -- kinematics from on-board states ----------------------------------------------
+    def tool_kinematics(self, pose_base_in_orbit: pin.SE3, q_arm):
+        """``(g_tool in orbit, J_tool)`` with ``V_tool = J_tool [V_b; dq]`` (tool body twist)."""
+        m = self.model
+        cfg = m._identity_config(q_arm)
+        pin.framesForwardKinematics(m.model, m.data, cfg)
+        jac_flange = pin.computeFrameJacobian(m.model, m.data, cfg, m.ee_frame_id, pin.LOCAL)
+        pose_flange_in_base = m.data.oMf[m.ee_frame_id]
+        pose_tool_in_base = pose_flange_in_base * self.pose_tool_in_flange
+        jac_tool = self.pose_tool_in_flange.toActionMatrixInverse() @ jac_flange
+        return pose_base_in_orbit * pose_tool_in_base, jac_tool
+
+    def joint_angles_for_tool(self, pose_tool_in_base: pin.SE3, q_seed, iterations: int = 100) -> np.ndarray:
+        """Joint angles placing the tool at ``pose_tool_in_base`` (Gauss-Newton from ``q_seed``)."""
+        q = np.asarray(q_seed, dtype=float).copy()
+        for _ in range(iterations):
+            pose, jac = self.tool_kinematics(pin.SE3.Identity(), q)
+            err = pin.log6(pose.actInv(pose_tool_in_base)).vector
+            if np.linalg.norm(err) < 1e-12:
+                break
+            q += np.linalg.lstsq(jac[:, 6:], err, rcond=None)[0]
+        return q
+
+    def _switch(self, phase: str, t: float) -> None:
+        self.phase = phase
+        self.phase_times[phase] = float(t)
+
+    # -- the rule ------------------------------------------------------------------------
+    def update(self, t: float, pose_client_in_orbit: pin.SE3, twist_client_body, pose_base_in_orbit: pin.SE3,
+               twist_base_body, q_arm, dq_arm) -> ObswCommand:
+        g = self.gains
+        m = self.model
+        v_t = np.asarray(twist_client_body, dtype=float)
+        v_b = np.asarray(twist_base_body, dtype=float)
+        q = np.asarray(q_arm, dtype=float)
+        dq = np.asarray(dq_arm, dtype=float)
+        g_t, g_b = pose_client_in_orbit, pose_base_in_orbit
+        # Base: synchronisation with the client (phases 1-3).
+        pose_client_in_base = g_b.actInv(g_t)
+        twist_sync = pose_client_in_base.act(pin.Motion(v_t)).vector            # V_b* = Ad_{g_bt} V_t
+        base_err = pin.log6(self.pose_base_in_client_desired.actInv(pose_client_in_base.inverse())).vector
+        # Tool: where it is and where the fixture target is (both in orbit).
+        pose_tool, jac_tool = self.tool_kinematics(g_b, q)
+        pose_target = g_t * self.pose_target_in_client
+        pose_target_in_tool = pose_tool.actInv(pose_target)
+        twist_tool = jac_tool @ np.concatenate((v_b, dq))
+        # Body twist, in tool axes, of the client-fixed point at the tool origin (rigid co-motion).
+        twist_comove_in_tool = pose_tool.actInv(g_t).act(pin.Motion(v_t)).vector
+        tool_err = -pin.log6(pose_target_in_tool).vector                       # tool relative to the target
+        rel_speed = float(np.linalg.norm(twist_tool[:3] - twist_comove_in_tool[:3]))
+
+        # Phase logic.
+        if self.phase == SYNC and t >= g.sync_duration_s:
+            self._switch(APPROACH, t)
+            self._path_start = g_t.actInv(pose_tool)
+            self._path_log = pin.log6(self._path_start.actInv(self.pose_target_in_client)).vector
+        if self.phase == APPROACH and t >= self.phase_times[APPROACH] + g.approach_duration_s:
+            if (np.linalg.norm(tool_err[:3]) <= g.grasp_position_tol_m and np.linalg.norm(tool_err[3:]) <= g.grasp_angle_tol_rad
+                    and rel_speed <= g.grasp_speed_tol_m_s):
+                self._switch(GRASP, t)
+        if self.phase == GRASP and t >= self.phase_times[GRASP] + g.grasp_settle_s:
+            self._switch(POST_GRASP, t)
+            self._q_grasp = q.copy()
+            self._pose_base_in_client_grasp = pose_client_in_base.inverse()
+
+        mass = m.mass_matrix(q)
+        m_red = mass[6:, 6:] - mass[6:, :6] @ np.linalg.solve(mass[:6, :6], mass[:6, 6:])   # arm on a free base
+        if self.phase == POST_GRASP:
+            pose_base_in_client = pose_client_in_base.inverse()
+            err_rel = pin.log6(self._pose_base_in_client_grasp.actInv(pose_base_in_client)).vector
+            twist_rel = v_b - twist_sync                                         # base relative to client, base axes
+            wrench_base = -g.post_grasp_base_stiffness * err_rel - g.post_grasp_base_damping * twist_rel
+            pose_base_in_tool = pose_tool.actInv(g_b)
+            wrench_tool = -pose_base_in_tool.act(pin.Force(wrench_base)).vector
+            w = g.post_grasp_bandwidth_rad_s
+            tau = jac_tool[:, 6:].T @ wrench_tool - m_red @ (w * w * (q - self._q_grasp) + g.post_grasp_damping_per_s * dq)
+            return ObswCommand(self.phase, np.zeros(6), self._clip(tau, g.max_joint_torque_nm), True, base_err, tool_err)
+
+        h = m.coriolis_force(q, v_b, dq)       # [C_b V_b + C_bq dq; C_qb V_b + C_q dq] of Eq. (12)
+        f_b = h[:6] - g.base_stiffness * base_err - g.base_damping * (v_b - twist_sync)
+        f_b = np.concatenate((self._clip(f_b[:3], g.max_force_n), self._clip(f_b[3:], g.max_torque_nm)))
+        if self.phase == SYNC:
+            w = g.joint_hold_bandwidth_rad_s
+            tau = h[6:] - m_red @ (w * w * (q - self.q_hold) + 2.0 * w * dq)
+        else:
+            s = min_jerk((t - self.phase_times[APPROACH]) / g.approach_duration_s)
+            pose_ref = g_t * self._path_start * pin.exp6(pin.Motion(s * self._path_log))
+            pose_ref_in_tool = pose_tool.actInv(pose_ref)
+            err = -pin.log6(pose_ref_in_tool).vector
+            jac_m = jac_tool[:, 6:]
+            lam = np.linalg.inv(jac_m @ np.linalg.solve(m_red, jac_m.T))                # tool inertia
+            w = g.tool_bandwidth_rad_s
+            accel = -w * w * err - 2.0 * g.tool_damping_ratio * w * (twist_tool - twist_comove_in_tool)
+            tau = h[6:] + jac_m.T @ (lam @ accel) - g.null_damping_per_s * (m_red @ dq)
+        return ObswCommand(self.phase, f_b, self._clip(tau, g.max_joint_torque_nm), self.phase in (GRASP, POST_GRASP),
+                           base_err, tool_err)
+
+    @staticmethod
+    def _clip(values, limit: float) -> np.ndarray:
+        return np.clip(values, -limit, limit)

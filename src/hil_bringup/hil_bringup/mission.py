@@ -1,0 +1,328 @@
+"""The Envisat capture mission without DDS: HIL lockstep runner and absolute reference ("GNCDE").
+
+Two simulations of the same mission (seed 004 §III-C, §V), driven by the same OBSW rule
+(:class:`hil_admittance.obsw.ObswController`) and the same contact rule
+(:class:`hil_dynamics.contact.GraspContact`), both sampled at the OBSW and sensor rates
+with zero-order hold:
+
+* :class:`HilMission` -- the facility as seed 004 Fig. 7 builds it, with the rule objects the
+  ROS nodes use: the client admittance (Eq. 11, :class:`ClientAdmittance`), the servicer
+  admittance (Eq. 18) with the arm torques of Eq. (22) applied to a simulated torque-
+  controlled arm on ground in gravity (Eq. 20, :class:`ServicerHilLockstep`, ideal tracking
+  of the industrial robots: Assumption 1). The contact acts between the two lab robots
+  (relative poses in the nominal frame); the OBSW reads the Eq. (23) absolute states.
+* :class:`AbsoluteMission` -- the reference: the servicer as a free-floating multibody
+  (Pinocchio ABA with a free-flyer root) and the client as a rigid body (Eq. 2), both
+  integrated in the orbit frame, no nominal, no robots, no Eq. (11)/(18)/(22)/(23).
+
+Both record the same :class:`MissionRecord`. Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+
+from hil_admittance.obsw import ObswController
+from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
+from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
+from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
+from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
+from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
+
+RECORD_FIELDS = (
+    't', 'phase', 'pos_base_in_client', 'rpy_base_in_client', 'twist_base_rel_client', 'wrench_base_com', 'tau_arm',
+    'base_error', 'tool_error', 'momentum_orbit', 'wrench_tool', 'grasp_cmd_client_table', 'base_cmd_servicer_table',
+    'grasp_point_orbit', 'base_com_orbit', 'q_arm', 'gripper', 'pose_client_orbit', 'twist_client_body',
+    'pose_base_orbit', 'twist_base_body', 'dq_arm', 'pose_client_table', 'pose_servicer_table')
+
+
+@dataclass
+class MissionRecord:
+    """Samples of a mission run (lists while running, arrays after :meth:`finish`)."""
+
+    t: list = field(default_factory=list)                        # [s]
+    phase: list = field(default_factory=list)                    # OBSW phase name
+    pos_base_in_client: list = field(default_factory=list)       # servicer CoM in the client CoM frame [m] (Fig. 8)
+    rpy_base_in_client: list = field(default_factory=list)       # relative orientation, roll-pitch-yaw [rad] (Fig. 9)
+    twist_base_rel_client: list = field(default_factory=list)    # base body twist relative to the client, base axes (Fig. 13)
+    wrench_base_com: list = field(default_factory=list)          # F_b [N, N m]
+    tau_arm: list = field(default_factory=list)                  # tau [N m]
+    base_error: list = field(default_factory=list)               # OBSW base error [m, rad]
+    tool_error: list = field(default_factory=list)               # OBSW tool-to-fixture error [m, rad]
+    momentum_orbit: list = field(default_factory=list)           # [P; L] of servicer + client, orbit frame/origin
+    wrench_tool: list = field(default_factory=list)              # contact wrench on the tool [N, N m]
+    grasp_cmd_client_table: list = field(default_factory=list)   # client table command: grasp point (lab/nominal) [m]
+    base_cmd_servicer_table: list = field(default_factory=list)  # servicer table command: base CoM (lab/nominal) [m]
+    grasp_point_orbit: list = field(default_factory=list)        # what an absolute scheme would command [m]
+    base_com_orbit: list = field(default_factory=list)           # idem for the servicer [m]
+    q_arm: list = field(default_factory=list)                    # [rad]
+    gripper: list = field(default_factory=list)                  # contact state name
+    # For the recording: poses as [x y z qx qy qz qw], twists linear first.
+    pose_client_orbit: list = field(default_factory=list)        # g_t (Eq. 23)
+    twist_client_body: list = field(default_factory=list)        # V_t
+    pose_base_orbit: list = field(default_factory=list)          # g_b (Eq. 23)
+    twist_base_body: list = field(default_factory=list)          # V_b
+    dq_arm: list = field(default_factory=list)                   # [rad/s]
+    pose_client_table: list = field(default_factory=list)        # g_c: client table command (NaN without robots)
+    pose_servicer_table: list = field(default_factory=list)      # g_s: servicer table command (NaN without robots)
+
+    def finish(self) -> 'MissionRecord':
+        for name in RECORD_FIELDS:
+            values = getattr(self, name)
+            setattr(self, name, np.array(values) if name not in ('phase', 'gripper') else list(values))
+        return self
+
+    def exit_time(self, which: str, box_m) -> float | None:
+        """First time a recorded command leaves a box centred on its start (None if never)."""
+        p = np.asarray(getattr(self, which))
+        outside = np.any(np.abs(p - p[0]) > 0.5 * np.asarray(box_m), axis=1)
+        return float(self.t[np.argmax(outside)]) if outside.any() else None
+
+
+def build_controller(scenario: MissionScenario, model: ServicerModel | None = None) -> ObswController:
+    """The example OBSW rule configured from the scenario."""
+    s = scenario.servicer
+    model = model or ServicerModel(s.urdf, s.ee_frame)
+    return ObswController(model, s.pose_tool_in_flange, scenario.client.pose_grasp_in_client,
+                          s.pose_tool_at_grasp_in_grasp, s.pose_base_in_client_desired, s.q_arm_0, scenario.obsw)
+
+
+class _Mission:
+    """Shared sampling logic: OBSW at its rate, contact evaluated per sample, recording."""
+
+    def __init__(self, scenario: MissionScenario, controller: ObswController | None, dt: float | None,
+                 forced: bool):
+        if scenario.servicer is None:
+            raise ValueError(f'scenario {scenario.name!r} has no servicer section')
+        self.scenario = scenario
+        self.dt = 1.0 / scenario.admittance_hz if dt is None else float(dt)
+        self.obsw_every = max(1, int(round((1.0 / scenario.obsw_hz) / self.dt)))
+        s = scenario.servicer
+        self.model = ServicerModel(s.urdf, s.ee_frame)
+        self.controller = controller if controller is not None else (build_controller(scenario, self.model) if forced else None)
+        self.contact = GraspContact(scenario.contact, s.pose_tool_at_grasp_in_grasp)
+        self.pose_tool_in_flange = s.pose_tool_in_flange
+        self.pose_grasp_in_client = scenario.client.pose_grasp_in_client
+        self.k = 0
+        self.t = 0.0
+        self.wrench_base_com = np.zeros(6)
+        self.tau_arm = np.zeros(self.model.n)
+        self.command = None
+        self.wrench_tool = np.zeros(6)
+        self.record = MissionRecord()
+
+    # -- to be provided by the two simulations ---------------------------------------------
+    def lab_states(self):
+        """``(g_client, V_client, g_base, V_base, q, dq)`` in the frame the bodies are realised in."""
+        raise NotImplementedError
+
+    def onboard_states(self):
+        """``(g_t, V_t, g_b, V_b, q, dq)`` in orbit (what the OBSW reads)."""
+        raise NotImplementedError
+
+    def table_commands(self):
+        """``(grasp point on the client table, base CoM on the servicer table)`` [m]; NaN without robots."""
+        return np.full(3, np.nan), np.full(3, np.nan)
+
+    def table_poses(self):
+        """``(g_c, g_s)`` commanded to the two tables as [x y z qx qy qz qw]; NaN without robots."""
+        return np.full(7, np.nan), np.full(7, np.nan)
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        raise NotImplementedError
+
+    # -- shared ----------------------------------------------------------------------------
+    def tool_pose_twist(self, g_base, v_base, q, dq):
+        m = self.model
+        cfg = m._identity_config(q)
+        pin.framesForwardKinematics(m.model, m.data, cfg)
+        jac = pin.computeFrameJacobian(m.model, m.data, cfg, m.ee_frame_id, pin.LOCAL)
+        pose_tool = g_base * m.data.oMf[m.ee_frame_id] * self.pose_tool_in_flange
+        twist_tool = self.pose_tool_in_flange.actInv(pin.Motion(jac @ np.concatenate((v_base, dq)))).vector
+        return pose_tool, twist_tool
+
+    def contact_wrench(self):
+        """Contact wrench on the tool (tool frame) from the lab-frame states; updates the gripper."""
+        g_c, v_c, g_s, v_s, q, dq = self.lab_states()
+        pose_tool, twist_tool = self.tool_pose_twist(g_s, v_s, q, dq)
+        pose_grasp = g_c * self.pose_grasp_in_client
+        twist_grasp = self.pose_grasp_in_client.actInv(pin.Motion(v_c)).vector
+        pose_tool_in_grasp = pose_grasp.actInv(pose_tool)
+        self.contact.update(self.t, pose_tool_in_grasp)
+        w = self.contact.wrench(pose_tool_in_grasp, relative_twist(pose_tool_in_grasp, twist_grasp, twist_tool))
+        return w, g_c.actInv(pose_tool)
+
+    def momentum(self, g_t, v_t, g_b, v_b, q, dq) -> np.ndarray:
+        h_base = self.model.mass_matrix(q)[:6] @ np.concatenate((v_b, dq))   # whole servicer, base frame
+        client = self.scenario.client.body
+        return g_b.act(pin.Force(h_base)).vector + client.momentum_in_parent(g_t, v_t)
+
+    def _record(self) -> None:
+        g_t, v_t, g_b, v_b, q, dq = self.onboard_states()
+        rel = g_t.actInv(g_b)
+        r = self.record
+        r.t.append(self.t)
+        r.phase.append(self.command.phase if self.command is not None else 'unforced')
+        r.pos_base_in_client.append(rel.translation.copy())
+        r.rpy_base_in_client.append(pin.rpy.matrixToRpy(rel.rotation))
+        r.twist_base_rel_client.append(relative_twist(rel, v_t, v_b))
+        r.wrench_base_com.append(self.wrench_base_com.copy())
+        r.tau_arm.append(self.tau_arm.copy())
+        r.base_error.append(self.command.base_error if self.command is not None else np.full(6, np.nan))
+        r.tool_error.append(self.command.tool_error if self.command is not None else np.full(6, np.nan))
+        r.momentum_orbit.append(self.momentum(g_t, v_t, g_b, v_b, q, dq))
+        r.wrench_tool.append(self.wrench_tool.copy())
+        grasp_cmd, base_cmd = self.table_commands()
+        r.grasp_cmd_client_table.append(grasp_cmd)
+        r.base_cmd_servicer_table.append(base_cmd)
+        r.grasp_point_orbit.append((g_t * self.pose_grasp_in_client).translation.copy())
+        r.base_com_orbit.append(g_b.translation.copy())
+        r.q_arm.append(np.array(q, dtype=float))
+        r.gripper.append(self.contact.state)
+        r.pose_client_orbit.append(pin.SE3ToXYZQUAT(g_t))
+        r.twist_client_body.append(np.array(v_t, dtype=float))
+        r.pose_base_orbit.append(pin.SE3ToXYZQUAT(g_b))
+        r.twist_base_body.append(np.array(v_b, dtype=float))
+        r.dq_arm.append(np.array(dq, dtype=float))
+        pose_c, pose_s = self.table_poses()
+        r.pose_client_table.append(pose_c)
+        r.pose_servicer_table.append(pose_s)
+
+    def step(self) -> None:
+        if self.k % self.obsw_every == 0 and self.controller is not None:
+            self.command = self.controller.update(self.t, *self.onboard_states())
+            self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
+            if self.command.close_gripper:
+                self.contact.command_close(self.t)
+        self.wrench_tool, pose_tool_in_client = self.contact_wrench()
+        wrench_flange = self.pose_tool_in_flange.act(pin.Force(self.wrench_tool)).vector
+        self.advance(self.wrench_base_com, self.tau_arm, wrench_flange,
+                     reaction_on_client(pose_tool_in_client, self.wrench_tool))
+        self.k += 1
+        self.t = self.k * self.dt
+
+    def run(self, duration_s: float, record_every_s: float = 0.05,
+            progress: Callable[[float, '_Mission'], None] | None = None) -> MissionRecord:
+        n = int(round(duration_s / self.dt))
+        every = max(1, int(round(record_every_s / self.dt)))
+        for i in range(n + 1):
+            if i % every == 0 or i == n:
+                if self.command is None and self.controller is not None:
+                    self.command = self.controller.update(self.t, *self.onboard_states())
+                self._record()
+                if progress is not None:
+                    progress(self.t, self)
+            if i < n:
+                self.step()
+        return self.record.finish()
+
+
+def _initial(scenario: MissionScenario):
+    """Seed 004 §III-C: ``g_n(0) = g_t(0) = I``, ``V_n(0) = V_t(0)``, base co-moving with the client."""
+    c, s = scenario.client, scenario.servicer
+    g_b0 = s.pose_base_in_client_0                    # client at the orbit origin at t = 0
+    return servicer_initial_state(pin.SE3.Identity(), c.twist_client_body_0, g_b0), g_b0
+
+
+class HilMission(_Mission):
+    """The facility loop of seed 004 Fig. 7 with ideal robots (see the module docstring).
+
+    ``forced=False`` sets ``F_b = tau = 0`` (the unforced validation of seed 004 §V).
+    """
+
+    def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
+                 forced: bool = True, gravity_m_s2: float = 9.80665):
+        super().__init__(scenario, controller, dt, forced)
+        c, s = scenario.client, scenario.servicer
+        init, _ = _initial(scenario)
+        self.client = ClientAdmittance(c.body, c.twist_client_body_0)
+        nominal_in_lab = pose_nominal_in_lab(scenario)
+        adm = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
+                                 init.twist_base_rel_body)
+        ff = ArmFeedForward(ServicerModel(s.urdf, s.ee_frame), nominal_in_lab, gravity_m_s2)
+        ground = GroundArmOnMovingBase(s.urdf, s.ee_frame, gravity_m_s2)
+        self.servicer = ServicerHilLockstep(adm, ff, ground, s.q_arm_0, np.zeros(self.model.n))
+
+    def lab_states(self):
+        cs, ss = self.client.state, self.servicer.admittance.state
+        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
+                self.servicer.q_arm, self.servicer.dq_arm)
+
+    def onboard_states(self):
+        g_t, v_t = self.client.state.absolute()                  # Eq. (23)
+        g_b, v_b = self.servicer.admittance.state.absolute()     # Eq. (23)
+        return g_t, v_t, g_b, v_b, self.servicer.q_arm, self.servicer.dq_arm
+
+    def table_commands(self):
+        cs, ss = self.client.state, self.servicer.admittance.state
+        return (cs.pose_client_in_nominal * self.pose_grasp_in_client).translation.copy(), ss.pose_base_in_nominal.translation.copy()
+
+    def table_poses(self):
+        cs, ss = self.client.state, self.servicer.admittance.state
+        return pin.SE3ToXYZQUAT(cs.pose_client_in_nominal), pin.SE3ToXYZQUAT(ss.pose_base_in_nominal)
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        self.client.step(wrench_client_com, self.dt)
+        self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
+
+
+class AbsoluteMission(_Mission):
+    """The absolute reference ("GNCDE"): free-floating servicer (ABA) and client (Eq. 2) in orbit."""
+
+    def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
+                 forced: bool = True):
+        super().__init__(scenario, controller, dt, forced)
+        c, s = scenario.client, scenario.servicer
+        init, g_b0 = _initial(scenario)
+        self.client = AbsoluteRigidBody(c.body, c.twist_client_body_0)
+        model = pin.buildModelFromXML(s.urdf, pin.JointModelFreeFlyer())
+        model.gravity = pin.Motion.Zero()
+        self.pin_model, self.pin_data = model, model.createData()
+        frame = model.frames[model.getFrameId(s.ee_frame)]
+        self._ee_joint, self._ee_placement = frame.parentJoint, frame.placement
+        self._fext = [pin.Force.Zero() for _ in range(model.njoints)]
+        self.pose_base_in_orbit = g_b0
+        n = self.model.n
+        self.x = np.concatenate((init.twist_base_body, s.q_arm_0, np.zeros(n)))
+
+    def _split(self, x):
+        n = self.model.n
+        return x[:6], x[6:6 + n], x[6 + n:]
+
+    def lab_states(self):
+        return self.onboard_states()
+
+    def onboard_states(self):
+        v_b, q, dq = self._split(self.x)
+        return self.client.pose_in_orbit, self.client.twist_body, self.pose_base_in_orbit, v_b, q, dq
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        model, data, n = self.pin_model, self.pin_data, self.model.n
+        self._fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_flange, dtype=float)))
+        tau_full = np.concatenate((wrench_base_com, tau_arm))
+
+        def derivative(t, poses, x):
+            v_b, q, dq = self._split(x)
+            cfg = np.concatenate((pin.SE3ToXYZQUAT(poses[0]), q))
+            a = pin.aba(model, data, cfg, np.concatenate((v_b, dq)), tau_full, self._fext)
+            return v_b.reshape(1, 6), np.concatenate((a[:6], dq, a[6:]))
+
+        (self.pose_base_in_orbit,), self.x = rkmk4_step(self.t, self.dt, (self.pose_base_in_orbit,), self.x, derivative)
+        self.client.step(np.asarray(wrench_client_com, dtype=float), self.dt)
+
+
+def compare_relative_pose(hil: MissionRecord, ref: MissionRecord) -> dict:
+    """Max differences of the servicer-client relative pose between two runs (seed 004 Figs. 8-9)."""
+    n = min(len(hil.t), len(ref.t))
+    dp = np.linalg.norm(hil.pos_base_in_client[:n] - ref.pos_base_in_client[:n], axis=1)
+    dr = []
+    for a, b in zip(hil.rpy_base_in_client[:n], ref.rpy_base_in_client[:n]):
+        ra, rb = pin.rpy.rpyToMatrix(*a), pin.rpy.rpyToMatrix(*b)
+        dr.append(np.linalg.norm(pin.log3(ra.T @ rb)))
+    return {'max_position_error_m': float(dp.max()), 'max_angle_error_rad': float(np.max(dr)),
+            'duration_s': float(hil.t[n - 1])}
