@@ -34,6 +34,8 @@ setup(
     entry_points={
         'console_scripts': [
             'client_admittance_node = hil_admittance.client_admittance_node:main',
+            'servicer_admittance_node = hil_admittance.servicer_admittance_node:main',
+            'obsw_controller_node = hil_admittance.obsw_controller_node:main',
         ],
     },
 )

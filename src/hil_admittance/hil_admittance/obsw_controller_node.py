@@ -1,0 +1,183 @@
+"""Example OBSW controller node: a thin ROS shell over :class:`hil_admittance.obsw.ObswController`.
+
+This is the *controller-under-test slot* of seed 004 Fig. 7: replace it with any node that
+reads the same topics and publishes the same commands (the launch file's ``controller_package``
+/ ``controller_executable`` arguments).
+
+Topics (relative names):
+
+* in  ``client/state``, ``servicer/state`` (nav_msgs/Odometry): the absolute states of
+  Eq. (23) in the orbit frame (pose; body twist);
+* in  ``servicer_arm/joint_states`` (sensor_msgs/JointState): the arm's ``q, dq``;
+* out ``servicer/base_wrench_cmd`` (geometry_msgs/WrenchStamped): ``F_b``, base body frame;
+* out ``servicer_arm/torque_cmd`` (std_msgs/Float64MultiArray): ``tau``;
+* out ``servicer/gripper_cmd`` (std_msgs/Bool): close the gripper;
+* out ``obsw/phase`` (std_msgs/String, transient-local): the phase, on every change.
+
+If an input is missing or older than ``input_timeout_s`` the controller does not run and
+commands zero (a silent OBSW: thrusters off, arm limp); the condition is logged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+
+from hil_admittance.obsw import ObswController, ObswGains
+from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_to_msg, xyz_rpy_to_pose
+from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.ros_main import run_node
+from hil_dynamics.servicer import ServicerModel
+
+PHASE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def _gain_params() -> list[Param]:
+    """One parameter per :class:`ObswGains` field, named ``gains.<field>``."""
+    out = []
+    for f in dataclasses.fields(ObswGains):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if np.ndim(default):
+            out.append(Param(f'gains.{f.name}', [float(v) for v in default], f'ObswGains.{f.name}', min=0.0,
+                             length=len(default)))
+        else:
+            out.append(Param(f'gains.{f.name}', float(default), f'ObswGains.{f.name}', min=0.0))
+    return out
+
+
+PARAMS = [
+    Param('urdf_xml', ' ', 'On-board servicer URDF (root link at the base CoM)'),
+    Param('ee_frame', 'lbr_flange', 'EE (flange) frame of the URDF'),
+    Param('pose_tool_in_flange_xyz_rpy', [0.0, 0.0, 0.15, 0.0, 0.0, 0.0], 'Gripper tool frame on the flange', length=6),
+    Param('pose_grasp_in_client_xyz_rpy', [-2.9, 0.0, 0.0, 0.0, 0.0, 0.0], 'Grasp fixture in the client CoM frame', length=6),
+    Param('pose_tool_at_grasp_in_grasp_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 1.5707963267948966, 0.0],
+          'Tool pose in the fixture frame at closure', length=6),
+    Param('pose_base_in_client_desired_xyz_rpy', [-4.8, -0.2, 1.1, 0.0, 1.5707963267948966, 0.0],
+          'Synchronisation set point g_bt* (base in client)', length=6),
+    Param('q_hold', [0.0, 0.4, 0.0, -1.6, 0.0, -1.5, 0.0], 'Joint angles held during synchronisation [rad]'),
+    Param('joint_names', ['lbr_joint_1'], 'Arm joint names in URDF order (default: the URDF order)'),
+    Param('rate_hz', 1000.0, 'OBSW rate [Hz]', min=1.0, max=10000.0),
+    Param('input_timeout_s', 0.1, 'Inputs older than this stop the controller [s]', min=0.0),
+    Param('base_frame', 'servicer_base_com', 'Frame id of F_b'),
+    *_gain_params(),
+]
+
+
+def build_controller(values: dict) -> ObswController:
+    try:
+        model = ServicerModel(values['urdf_xml'], values['ee_frame'])
+    except Exception as exc:  # noqa: BLE001 - URDF parser errors come in several types
+        raise ParameterError(f"parameter 'urdf_xml': {exc}") from exc
+    kwargs = {}
+    for f in dataclasses.fields(ObswGains):
+        value = values[f'gains.{f.name}']
+        kwargs[f.name] = np.array(value) if isinstance(value, list) else value
+    try:
+        gains = ObswGains(**kwargs)
+    except ValueError as exc:
+        raise ParameterError(f"parameter 'gains.{str(exc).split()[0]}': {exc}") from exc
+    if len(values['q_hold']) != model.n:
+        raise ParameterError(f"parameter 'q_hold': expected {model.n} angles, got {len(values['q_hold'])}")
+    return ObswController(model, xyz_rpy_to_pose(values['pose_tool_in_flange_xyz_rpy']),
+                          xyz_rpy_to_pose(values['pose_grasp_in_client_xyz_rpy']),
+                          xyz_rpy_to_pose(values['pose_tool_at_grasp_in_grasp_xyz_rpy']),
+                          xyz_rpy_to_pose(values['pose_base_in_client_desired_xyz_rpy']), values['q_hold'], gains)
+
+
+class ObswControllerNode(Node):
+    def __init__(self):
+        super().__init__('obsw_controller')
+        p = declare_parameters(self, PARAMS)
+        self.rule = build_controller(p)
+        names = list(p['joint_names'])
+        self.joint_names = list(self.rule.model.joint_names) if names == ['lbr_joint_1'] else names
+        if len(self.joint_names) != self.rule.model.n:
+            raise ParameterError(f"parameter 'joint_names': expected {self.rule.model.n} names")
+        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
+        self.base_frame = p['base_frame']
+        self.client = self.servicer = self.joints = None
+        self.rejected = 0
+        self.waiting_reported = False
+        self.t0_ns = None
+        self.create_subscription(Odometry, 'client/state', lambda m: self._on_state('client', m), 10)
+        self.create_subscription(Odometry, 'servicer/state', lambda m: self._on_state('servicer', m), 10)
+        self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
+        self.pub_wrench = self.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
+        self.pub_tau = self.create_publisher(Float64MultiArray, 'servicer_arm/torque_cmd', 10)
+        self.pub_grip = self.create_publisher(Bool, 'servicer/gripper_cmd', 10)
+        self.pub_phase = self.create_publisher(String, 'obsw/phase', PHASE_QOS)
+        self.phase = None
+        self.create_timer(1.0 / p['rate_hz'], self.tick)
+
+    def _now(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _on_state(self, which: str, msg):
+        try:
+            pose, twist = pose_from_msg(msg.pose.pose), twist_from_msg(msg.twist.twist)
+        except ValueError:
+            self.rejected += 1
+            return
+        if not np.all(np.isfinite(twist)):
+            self.rejected += 1
+            return
+        setattr(self, which, (pose, twist, self._now()))
+
+    def on_joints(self, msg):
+        try:
+            index = {name: i for i, name in enumerate(msg.name)}
+            q = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
+            dq = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
+        except (KeyError, IndexError):
+            self.rejected += 1
+            return
+        if np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
+            self.joints = (q, dq, self._now())
+        else:
+            self.rejected += 1
+
+    def tick(self):
+        if not self.context.ok():
+            return                                   # shutting down (SIGTERM): publish nothing more
+        now = self._now()
+        inputs = (self.client, self.servicer, self.joints)
+        if any(x is None or now - x[-1] > self.timeout_ns for x in inputs):
+            if not self.waiting_reported:
+                self.get_logger().warn('OBSW inputs missing or stale: commanding zero')
+                self.waiting_reported = True
+            cmd_wrench, cmd_tau, close = np.zeros(6), np.zeros(self.rule.model.n), None
+        else:
+            self.waiting_reported = False
+            if self.t0_ns is None:
+                self.t0_ns = now
+            (g_t, v_t, _), (g_b, v_b, _), (q, dq, _) = inputs
+            cmd = self.rule.update((now - self.t0_ns) * 1e-9, g_t, v_t, g_b, v_b, q, dq)
+            cmd_wrench, cmd_tau, close = cmd.wrench_base_com, cmd.tau_arm, cmd.close_gripper
+            if cmd.phase != self.phase:
+                self.phase = cmd.phase
+                self.get_logger().info(f'phase {cmd.phase} at t = {(now - self.t0_ns) * 1e-9:.3f} s')
+                self.pub_phase.publish(String(data=cmd.phase))
+        msg = WrenchStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.base_frame
+        wrench_to_msg(cmd_wrench, msg.wrench)
+        self.pub_wrench.publish(msg)
+        self.pub_tau.publish(Float64MultiArray(data=[float(v) for v in cmd_tau]))
+        if close is not None:
+            self.pub_grip.publish(Bool(data=bool(close)))
+
+
+def main(args=None) -> int:
+    return run_node(ObswControllerNode, 'obsw_controller', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

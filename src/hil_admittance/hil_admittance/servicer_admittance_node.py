@@ -1,0 +1,227 @@
+"""Servicer admittance node: a thin ROS shell over the seed 004 servicer rules.
+
+Rules: :class:`hil_dynamics.servicer.ServicerAdmittance` (Eq. 18) and
+:class:`hil_dynamics.servicer.ArmFeedForward` (Eq. 22); the absolute state is Eq. (23).
+
+Topics (relative names, so a launch file can namespace or remap them):
+
+* in  ``servicer/ft/wrench`` (geometry_msgs/WrenchStamped): the wrist F/T wrench ``F_e``,
+  sensor frame, moved to the arm's EE frame through the constant ``pose_sensor_in_ee``;
+* in  ``servicer/ft/fault`` (diagnostic_msgs/DiagnosticStatus, transient-local): while the
+  wrist sensor reports a latched fault (level ERROR) the node *holds*: the commanded table
+  pose stops moving (zero twist) and the arm gets only its gravity compensation;
+* in  ``servicer_arm/joint_states`` (sensor_msgs/JointState): measured ``q, dq`` (``ddq`` by
+  differencing ``dq`` between samples);
+* in  ``servicer/base_wrench_cmd`` (geometry_msgs/WrenchStamped): ``F_b`` from the OBSW,
+  base body frame about the base CoM;
+* in  ``servicer_arm/torque_cmd`` (std_msgs/Float64MultiArray): ``tau`` from the OBSW;
+* out ``servicer/table/pose_cmd`` (PoseStamped) and ``servicer/table/twist_cmd``
+  (TwistStamped): ``g_s`` (base CoM in the nominal frame) and ``V_s`` for the motion table;
+* out ``servicer_arm/forward_effort_controller/commands`` (Float64MultiArray): ``tau_q`` of
+  Eq. (22) for the arm's effort controller;
+* out ``servicer/state`` (nav_msgs/Odometry): ``g_b = g_n g_s``, ``V_b`` (Eq. 23, orbit frame,
+  body twist).
+
+Missing or stale OBSW commands count as zero (the OBSW is silent: the spacecraft coasts);
+malformed inputs are counted and dropped. The node holds no physics.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.ros_main import run_node
+from hil_dynamics.rigid_body import RigidBody
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
+
+FAULT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+PARAMS = [
+    Param('urdf_xml', ' ', 'Servicer URDF (root link at the base CoM, seed 004 Eq. 12)'),
+    Param('ee_frame', 'lbr_flange', 'EE frame of the URDF where F_e acts'),
+    Param('nominal_mass_kg', 7828.0, 'Mass of the client whose unforced motion is the nominal (Eq. 4) [kg]', min=1e-6),
+    Param('nominal_inertia_com_kgm2', [17023.0, 0.0, 0.0, 0.0, 129112.0, 0.0, 0.0, 0.0, 124826.0],
+          'Client inertia about its CoM, row-major 3x3 [kg m^2]', length=9),
+    Param('twist_nominal_body_0', [0.0, 0.0, 0.0, 0.0, -0.04363323129985824, 0.0],
+          'V_n(0) = V_t(0) [m/s, rad/s], linear first', length=6),
+    Param('pose_base_in_nominal_0_xyz_rpy', [-4.8, -0.2, 1.1, 0.0, 1.5707963267948966, 0.0],
+          'g_s(0): base CoM in the nominal frame at t = 0 [m, rad]', length=6),
+    Param('twist_base_rel_body_0', [0.0] * 6, 'V_s(0) [m/s, rad/s] (seed 004 §III-C)', length=6),
+    Param('pose_nominal_in_lab_xyz_rpy', [0.0, 0.0, 1.5, 0.0, 0.0, 0.0],
+          'Lab pose of the nominal frame (where the lab gravity of Eq. 20 acts) [m, rad]', length=6),
+    Param('pose_sensor_in_ee_xyz_rpy', [0.0] * 6, 'Constant pose of the wrist F/T frame in the EE frame [m, rad]', length=6),
+    Param('gravity_m_s2', 9.80665, 'Lab gravity along lab -z [m/s^2]', min=0.0),
+    Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
+    Param('input_timeout_s', 0.05, 'F/T or OBSW commands older than this count as zero [s]', min=0.0),
+    Param('joint_names', ['lbr_joint_1'], 'Arm joint names in URDF order (empty name list: the URDF order)'),
+    Param('orbit_frame', 'orbit', 'Frame id of the orbit frame'),
+    Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
+    Param('base_frame', 'servicer_base_com', 'Frame id of the servicer base CoM body frame'),
+]
+
+
+def build_rules(values: dict):
+    """``(ServicerAdmittance, ArmFeedForward, pose_sensor_in_ee)`` from validated parameter values."""
+    try:
+        model = ServicerModel(values['urdf_xml'], values['ee_frame'])
+    except Exception as exc:  # noqa: BLE001 - URDF parser errors come in several types
+        raise ParameterError(f"parameter 'urdf_xml': {exc}") from exc
+    try:
+        body = RigidBody(values['nominal_mass_kg'], np.array(values['nominal_inertia_com_kgm2']).reshape(3, 3))
+    except ValueError as exc:
+        raise ParameterError(f"parameter 'nominal_inertia_com_kgm2': {exc}") from exc
+    adm = ServicerAdmittance(model, body, values['twist_nominal_body_0'], None,
+                             xyz_rpy_to_pose(values['pose_base_in_nominal_0_xyz_rpy']), values['twist_base_rel_body_0'])
+    ff = ArmFeedForward(ServicerModel(values['urdf_xml'], values['ee_frame']),
+                        xyz_rpy_to_pose(values['pose_nominal_in_lab_xyz_rpy']), values['gravity_m_s2'])
+    return adm, ff, xyz_rpy_to_pose(values['pose_sensor_in_ee_xyz_rpy'])
+
+
+class ServicerAdmittanceNode(Node):
+    def __init__(self):
+        super().__init__('servicer_admittance')
+        p = declare_parameters(self, PARAMS)
+        self.adm, self.ff, self.pose_sensor_in_ee = build_rules(p)
+        n = self.adm.model.n
+        names = list(p['joint_names'])
+        if names == ['lbr_joint_1'] or not any(names):
+            names = list(self.adm.model.joint_names)
+        if len(names) != n:
+            raise ParameterError(f"parameter 'joint_names': expected {n} names, got {len(names)}")
+        self.joint_names = names
+        self.dt = 1.0 / p['rate_hz']
+        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
+        self.frames = (p['orbit_frame'], p['nominal_frame'], p['base_frame'])
+        self.n = n
+        self.q = self.dq = None
+        self.ddq = np.zeros(n)
+        self.last_js_ns = None
+        self.inputs = {'wrench_ee': [np.zeros(6), None], 'wrench_base_com': [np.zeros(6), None],
+                       'tau_obsw': [np.zeros(n), None]}
+        self.rejected = 0
+        self.fault = False
+        self.holding_reported = False
+        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)
+        self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
+        self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
+        self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', self.on_base_wrench, 10)
+        self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', self.on_tau, 10)
+        self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
+        self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
+        self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
+        self.pub_state = self.create_publisher(Odometry, 'servicer/state', 10)
+        self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
+        self.msg_pose.header.frame_id = self.frames[1]
+        self.msg_twist.header.frame_id = self.frames[2]
+        self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
+        self.create_timer(self.dt, self.tick)
+
+    # -- inputs --------------------------------------------------------------------------
+    def _now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _reject(self, what: str) -> None:
+        self.rejected += 1
+        self.get_logger().warn(f'rejected {what} ({self.rejected} so far)', throttle_duration_sec=1.0)
+
+    def _store(self, key: str, value: np.ndarray, size: int) -> None:
+        if value.shape != (size,) or not np.all(np.isfinite(value)):
+            self._reject(f'{key} {value.tolist()}')
+            return
+        self.inputs[key] = [value, self._now_ns()]
+
+    def on_ft(self, msg):
+        wrench = wrench_from_msg(msg.wrench)
+        if np.all(np.isfinite(wrench)):
+            wrench = transform_wrench(self.pose_sensor_in_ee, wrench)
+        self._store('wrench_ee', wrench, 6)
+
+    def on_base_wrench(self, msg):
+        self._store('wrench_base_com', wrench_from_msg(msg.wrench), 6)
+
+    def on_tau(self, msg):
+        self._store('tau_obsw', np.asarray(msg.data, dtype=float), self.n)
+
+    def on_fault(self, msg):
+        latched = msg.level >= DiagnosticStatus.ERROR
+        if latched != self.fault:
+            self.get_logger().warn(f'wrist F/T fault {"latched: holding" if latched else "cleared: resuming"}: {msg.message}')
+        self.fault = latched
+
+    def on_joints(self, msg):
+        try:
+            index = {name: i for i, name in enumerate(msg.name)}
+            q = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
+            dq = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
+        except (KeyError, IndexError):
+            self._reject('joint state without the arm joints')
+            return
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
+            self._reject('non-finite joint state')
+            return
+        now = self._now_ns()
+        if self.dq is not None and self.last_js_ns is not None and now > self.last_js_ns:
+            self.ddq = (dq - self.dq) / ((now - self.last_js_ns) * 1e-9)
+        self.q, self.dq, self.last_js_ns = q, dq, now
+
+    def _fresh(self, key: str, now: int) -> np.ndarray:
+        value, stamp = self.inputs[key]
+        return value if stamp is not None and now - stamp <= self.timeout_ns else np.zeros_like(value)
+
+    # -- the rule --------------------------------------------------------------------------
+    def tick(self):
+        if not self.context.ok():
+            return                                   # shutting down (SIGTERM): publish nothing more
+        if self.q is None:
+            return                                   # no arm state yet: nothing to command
+        now = self._now_ns()
+        s = self.adm.state
+        vn_dot = self.adm.nominal_acceleration(s.twist_nominal_body)
+        if self.fault:
+            # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
+            if not self.holding_reported:
+                self.holding_reported = True
+            twist_cmd = np.zeros(6)
+            tau_q = -self.ff.gravity_torque(s.pose_base_in_nominal, self.q)
+        else:
+            self.holding_reported = False
+            try:
+                s = self.adm.step(self.dt, self.q, self.dq, self.ddq, self._fresh('wrench_base_com', now),
+                                  self._fresh('wrench_ee', now))
+                tau_q = self.ff.torques(self._fresh('tau_obsw', now), self.q, self.dq, s.pose_base_in_nominal,
+                                        s.twist_base_rel_body, s.twist_nominal_body, vn_dot).tau_q
+            except ValueError as exc:
+                self._reject(str(exc))
+                return
+            twist_cmd = s.twist_base_rel_body
+        stamp = self.get_clock().now().to_msg()
+        self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
+        pose_to_msg(s.pose_base_in_nominal, self.msg_pose.pose)
+        twist_to_msg(twist_cmd, self.msg_twist.twist)
+        g_b, v_b = s.absolute()
+        pose_to_msg(g_b, self.msg_state.pose.pose)
+        twist_to_msg(v_b, self.msg_state.twist.twist)
+        self.pub_pose.publish(self.msg_pose)
+        self.pub_twist.publish(self.msg_twist)
+        self.pub_state.publish(self.msg_state)
+        self.pub_effort.publish(Float64MultiArray(data=[float(v) for v in tau_q]))
+
+
+def main(args=None) -> int:
+    return run_node(ServicerAdmittanceNode, 'servicer_admittance', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

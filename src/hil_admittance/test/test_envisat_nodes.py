@@ -1,0 +1,168 @@
+"""Servicer admittance and OBSW controller nodes over DDS (loopback), started as executables.
+
+The test node plays the rest of the graph: it publishes the Eq. (23) states and the arm's
+joints, or acts as a replacement controller in the OBSW slot.
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+
+from hil_admittance.obsw import ObswController, ObswGains
+from hil_common.conversions import pose_from_msg, pose_to_msg, twist_from_msg, twist_to_msg, wrench_to_msg
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_dynamics.models import servicer_lbr_urdf
+from hil_dynamics.servicer import ServicerModel
+
+LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+URDF = servicer_lbr_urdf()
+Q0 = [0.0, 0.4, 0.0, -1.6, 0.0, -1.5, 0.0]
+BASE_IN_CLIENT = pin.SE3(pin.rpy.rpyToMatrix(0.0, np.pi / 2, 0.0), np.array([-4.8, -0.2, 1.1]))
+TWIST_CLIENT = np.array([0.0, 0.0, 0.0, 0.0, np.deg2rad(-2.5), 0.0])
+JOINTS = [f'lbr_joint_{i}' for i in range(1, 8)]
+
+
+def params_file(tmp_path, name, values):
+    path = tmp_path / f'{name}.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': values}}))
+    return ('--params-file', str(path))
+
+
+def joint_state(node, q, dq=None):
+    msg = JointState()
+    msg.header.stamp = node.get_clock().now().to_msg()
+    msg.name = JOINTS
+    msg.position = [float(v) for v in q]
+    msg.velocity = [0.0] * 7 if dq is None else [float(v) for v in dq]
+    return msg
+
+
+def odometry(node, pose, twist):
+    msg = Odometry()
+    msg.header.stamp = node.get_clock().now().to_msg()
+    pose_to_msg(pose, msg.pose.pose)
+    twist_to_msg(twist, msg.twist.twist)
+    return msg
+
+
+def test_obsw_node_goes_through_the_phases(tmp_path):
+    """Synthetic on-board states with the tool on the fixture: sync -> approach -> grasp -> post_grasp."""
+    model = ServicerModel(URDF, 'lbr_flange')
+    rule = ObswController(model, pin.SE3(np.eye(3), np.array([0, 0, 0.15])), pin.SE3(np.eye(3), np.array([-2.9, 0, 0])),
+                          pin.SE3(pin.rpy.rpyToMatrix(0, np.pi / 2, 0), np.zeros(3)), BASE_IN_CLIENT, Q0)
+    q_grasp = rule.joint_angles_for_tool(BASE_IN_CLIENT.actInv(rule.pose_target_in_client), Q0)
+    proc = start_node('hil_admittance', 'obsw_controller_node', ros_args=params_file(tmp_path, 'obsw', {
+        'urdf_xml': URDF, 'rate_hz': 200.0, 'gains.sync_duration_s': 1.0, 'gains.approach_duration_s': 1.0,
+        'gains.grasp_settle_s': 0.5}))
+    try:
+        with test_node('obsw_probe') as (node, executor):
+            phases, wrenches, grips = [], [], []
+            node.create_subscription(String, 'obsw/phase', lambda m: phases.append(m.data), LATCHED)
+            node.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', lambda m: wrenches.append(
+                (list(phases), m.wrench.force.x, m.wrench.force.y, m.wrench.force.z)), 10)
+            node.create_subscription(Bool, 'servicer/gripper_cmd', lambda m: grips.append(m.data), 10)
+            pubs = [node.create_publisher(Odometry, 'client/state', 10), node.create_publisher(Odometry, 'servicer/state', 10),
+                    node.create_publisher(JointState, 'servicer_arm/joint_states', 10)]
+            g_t = pin.SE3.Identity()
+            g_b = g_t * BASE_IN_CLIENT
+            v_b = g_b.actInv(g_t).act(pin.Motion(TWIST_CLIENT)).vector
+
+            def feed():
+                pubs[0].publish(odometry(node, g_t, TWIST_CLIENT))
+                pubs[1].publish(odometry(node, g_b, v_b))
+                pubs[2].publish(joint_state(node, q_grasp))
+            node.create_timer(0.01, feed)
+            assert spin_until(executor, lambda: 'post_grasp' in phases, 30.0), f'phases seen: {phases}'
+            assert phases == ['sync', 'approach', 'grasp', 'post_grasp']
+            n = len(wrenches)
+            assert spin_until(executor, lambda: len(wrenches) > n + 20, 5.0)
+            assert wrenches[-1][1:] == (0.0, 0.0, 0.0)          # thrusters off after the grasp
+            sync = [w for w in wrenches if w[0] == ['sync']]
+            assert sync and any(abs(w[3]) > 1.0 for w in sync)     # co-rotation needs a centripetal force
+            assert grips and grips[-1] is True
+    finally:
+        out = stop_process(proc)
+    assert 'Traceback' not in out, out
+
+
+def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fault(tmp_path):
+    """The OBSW slot is any publisher of F_b/tau; a latched wrist F/T fault freezes the table command."""
+    proc = start_node('hil_admittance', 'servicer_admittance_node', ros_args=params_file(tmp_path, 'servicer', {
+        'urdf_xml': URDF, 'pose_base_in_nominal_0_xyz_rpy': [-4.8, -0.2, 1.1, 0.0, float(np.pi / 2), 0.0],
+        'rate_hz': 500.0, 'input_timeout_s': 0.2}))
+    try:
+        with test_node('servicer_probe') as (node, executor):
+            states, poses, twists, efforts = [], [], [], []
+            node.create_subscription(Odometry, 'servicer/state', lambda m: states.append(m), 50)
+            node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: poses.append(pose_from_msg(m.pose)), 50)
+            node.create_subscription(TwistStamped, 'servicer/table/twist_cmd', lambda m: twists.append(twist_from_msg(m.twist)), 50)
+            node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
+                                     lambda m: efforts.append(np.array(m.data)), 50)
+            pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+            pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
+            pub_fault = node.create_publisher(DiagnosticStatus, 'servicer/ft/fault', LATCHED)
+            force_base = np.array([40.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+            def replacement_controller():          # the user's controller in the OBSW slot
+                pub_js.publish(joint_state(node, Q0))
+                msg = WrenchStamped()
+                wrench_to_msg(force_base, msg.wrench)
+                pub_fb.publish(msg)
+            node.create_timer(0.005, replacement_controller)
+            assert spin_until(executor, lambda: len(states) > 200, 20.0), 'no servicer/state'
+            # F_b along base +x pushes the servicer's momentum along the base x axis in orbit.
+            model = ServicerModel(URDF, 'lbr_flange')
+            mass = model.mass_matrix(np.array(Q0))[:6, :6]
+
+            def momentum(msg):
+                g_b = pose_from_msg(msg.pose.pose)
+                return g_b, g_b.act(pin.Force(mass @ twist_from_msg(msg.twist.twist))).vector
+            g_0, p_0 = momentum(states[10])
+            g_1, p_1 = momentum(states[-1])
+            dp = p_1[:3] - p_0[:3]
+            direction = (g_0.rotation[:, 0] + g_1.rotation[:, 0]) / 2
+            assert dp @ direction / np.linalg.norm(dp) > 0.99
+            # Coasting part: without F_b the centripetal-free servicer would keep its momentum.
+            assert np.linalg.norm(dp) > 1.0
+            assert np.all(np.isfinite(efforts[-1])) and efforts[-1].shape == (7,)
+
+            # Wrist F/T fault latched: the table command stops and the arm only gets gravity compensation.
+            fault = DiagnosticStatus(level=DiagnosticStatus.ERROR, name='servicer_ft', message='overload')
+            pub_fault.publish(fault)
+            assert spin_until(executor, lambda: len(twists) > 5 and np.all(twists[-1] == 0.0), 5.0)
+            n = len(poses)
+            assert spin_until(executor, lambda: len(poses) > n + 100, 5.0)
+            held = poses[n:]
+            assert all(np.allclose(p.homogeneous, held[0].homogeneous, atol=0.0) for p in held)
+            gravity = efforts[-1]
+            assert np.linalg.norm(gravity) > 1.0
+            # Fault reset: the command moves again.
+            pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.OK, name='servicer_ft', message='reset'))
+            n = len(poses)
+            assert spin_until(executor, lambda: len(poses) > n + 50, 5.0)
+            assert not np.allclose(poses[-1].homogeneous, poses[n].homogeneous)
+    finally:
+        out = stop_process(proc)
+    assert 'Traceback' not in out, out
+
+
+@pytest.mark.parametrize('executable, bad, name', [
+    ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>'}, 'urdf_xml'),
+    ('obsw_controller_node', {'urdf_xml': URDF, 'gains.base_stiffness': [1.0, 2.0]}, 'gains.base_stiffness'),
+    ('obsw_controller_node', {'urdf_xml': URDF, 'q_hold': [0.0, 0.1]}, 'q_hold'),
+])
+def test_bad_parameters_name_themselves(tmp_path, executable, bad, name):
+    proc = start_node('hil_admittance', executable, ros_args=params_file(tmp_path, executable, bad))
+    try:
+        code = proc.wait(timeout=30)
+    finally:
+        out = stop_process(proc)
+    assert code == 2, out
+    assert f"'{name}'" in out, out
