@@ -15,7 +15,6 @@ order of magnitude is asserted.
 """
 
 import math
-import socket
 import time
 
 import numpy as np
@@ -25,31 +24,19 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_common.ros_testing import spin_until, start_node, stop_process
 from hil_motion_table.messages import make_kinematics
 
 MASS_KG, PUSH_N, PUSH_S = 500.0, 50.0, 1.0
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def ros():
-    with test_node('test_hil_loop') as pair:
-        yield pair
 
 
 def force(msg) -> np.ndarray:
     return np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
 
 
-def run_push(ros) -> dict:
+def run_push(ros, free_udp_port) -> dict:
     node, executor = ros
-    port = free_udp_port()
+    port = free_udp_port
     kin = make_kinematics('ur10e')
     base_rotation = np.array([[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 1.0]])  # the client faces -x (yaw pi)
     states, wrenches, poses, statuses, procs, subs = [], [], [], [], [], []
@@ -126,11 +113,11 @@ def run_push(ros) -> dict:
     }
 
 
-def test_pushed_mockup_yields_like_the_simulated_client(ros):
+def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
     # A run counts only if every node kept its 250 Hz (the admittance integrates one step per
     # tick; a starved machine slows its simulated time). Up to three attempts.
     for attempt in range(3):
-        run = run_push(ros)
+        run = run_push(ros, free_udp_port)
         kept_up = (run['pose_rate'] > 0.9 * 250 and run['state_rate'] > 0.9 * 250 and run['in_step']
                    and run['tracking'] is not None)
         if kept_up:

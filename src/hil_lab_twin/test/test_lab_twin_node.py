@@ -5,7 +5,6 @@ UR10e table and the servicer robot carrying the torque-controlled arm.
 """
 
 import math
-import socket
 
 import numpy as np
 import pytest
@@ -15,24 +14,12 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from hil_common.conversions import seconds_to_stamp
-from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_common.ros_testing import spin_until, start_node, stop_process
 from hil_sensors.ft_driver import FtDriver, check_parameters
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def ros():
-    with test_node('test_lab_twin') as pair:
-        yield pair
-
-
-def test_twin_node_interfaces(ros, read_ft_driver):
+def test_twin_node_interfaces(ros, read_ft_driver, free_udp_port):
     node, executor = ros
-    port = free_udp_port()
+    port = free_udp_port
     proc = start_node('hil_lab_twin', 'lab_twin_node', 'with_servicer:=true', 'publish_wrench:=false',
                       f'rdt_ports:=["client_ft:{port}"]', 'ft_noise_force_n:=0.0', 'ft_noise_torque_nm:=0.0')
     states = {}
@@ -70,7 +57,7 @@ def test_twin_node_interfaces(ros, read_ft_driver):
         pub_pos.publish(Float64MultiArray(data=list(q0[:5])))
         pub_pos.publish(Float64MultiArray(data=list(q0[:5]) + [math.nan]))
         spin_until(executor, lambda: False, 0.5)
-        np.testing.assert_allclose(states['client'].position, q0, atol=1e-9)
+        np.testing.assert_allclose(states["client"].position, q0, atol=1e-6)
         # a valid command is followed
         goal = q0 + 0.05
         pub_pos.publish(Float64MultiArray(data=list(goal)))

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pinocchio as pin
-import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
@@ -20,15 +19,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_motion_table.messages import home_pose, make_kinematics
-from hil_common.ros_testing import node_executable, spin_until, start_node, stop_process, test_node
+from hil_common.ros_testing import node_executable, spin_until, start_node, stop_process
 
 EXE = node_executable('hil_motion_table', 'motion_table_node')
-
-
-@pytest.fixture
-def ros():
-    with test_node('test_motion_table') as pair:
-        yield pair
 
 
 def test_workspace_exit_holds_the_command_until_reset(ros):

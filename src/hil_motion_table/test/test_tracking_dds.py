@@ -23,7 +23,7 @@ from std_srvs.srv import Trigger
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import FAULTS
-from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_common.ros_testing import spin_until, start_node, stop_process
 
 
 # 125 Hz streams: half the message load of RSI's 250 Hz keeps five Python processes real-time on a
@@ -41,12 +41,6 @@ def horizon():
     (The joint PID tracks the filtered reference with its velocity fed forward, so it adds
     no lag of its own to first order.)"""
     return DELAY_S + 1.0 / (2 * math.pi * BANDWIDTH_HZ)
-
-
-@pytest.fixture
-def ros():
-    with test_node('test_tracking') as pair:
-        yield pair
 
 
 def run_stream(ros, tables):
