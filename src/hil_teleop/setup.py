@@ -22,6 +22,7 @@ setup(
             'teleop_master_node = hil_teleop.teleop_master_node:main',
             'delay_line_node = hil_teleop.delay_line_node:main',
             'slave_law_node = hil_teleop.slave_law_node:main',
+            'grip_contact_node = hil_teleop.grip_contact_node:main',
         ],
     },
 )

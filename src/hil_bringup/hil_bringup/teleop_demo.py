@@ -1,6 +1,6 @@
 """Seed 001 demo: delayed teleoperation of a massive payload in simulation (lockstep runner).
 
-    teleop_demo [--scenario massive_payload_teleop] [--out runs/teleop] [--quick]
+    teleop_demo [--scenario massive_payload_teleop] [--out runs/teleop] [--quick] [--ros]
 
 Runs, with the rule objects of :mod:`hil_teleop` and the scenario YAML:
 
@@ -12,7 +12,12 @@ Runs, with the rule objects of :mod:`hil_teleop` and the scenario YAML:
 and records HILS 2 to ``hils2.mcap`` (rosbag2, MCAP storage) on the topics the ROS graph
 uses (``teleop/f_m``, ``teleop/x_vir``, ``teleop/f_vir``, ``slave/ft/wrench``, ``slave/x_s``,
 ``payload/pose``), so the same tools read the simulation and a lab run. ``--quick`` skips
-the 60 s comparison. Plain Python (no rclpy); plots through matplotlib's Agg backend.
+the 60 s comparison. Plots through matplotlib's Agg backend.
+
+``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
+(``sim:=true``: teleop master, delay line, slave law, the client admittance as the payload in
+the loop, and the grip-contact simulator) over DDS on loopback, in real time, and records it
+to ``ros_graph.mcap``. Only that mode imports rclpy.
 """
 
 from __future__ import annotations
@@ -154,6 +159,108 @@ def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_h
     return path
 
 
+# -- the same experiment as a ROS graph (real DDS on loopback) --------------------------------
+# (package, executable, node name, parameter key, remappings): the graph of
+# massive_payload_teleop.launch.py with sim:=true, started without launch_ros.
+GRAPH = [
+    ('hil_teleop', 'teleop_master_node', 'teleop_master', 'teleop_master', ()),
+    ('hil_teleop', 'delay_line_node', 'delay_line', 'delay_line', ()),
+    ('hil_teleop', 'slave_law_node', 'slave_law', 'slave_law',
+     (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
+      ('ft/wrench', 'slave/ft/wrench'))),
+    ('hil_admittance', 'client_admittance_node', 'payload_admittance', 'payload_admittance',
+     (('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
+      ('client/table/twist_cmd', 'payload/table/twist_cmd'), ('client/state', 'payload/state'))),
+    ('hil_teleop', 'grip_contact_node', 'grip_contact', 'grip_contact', ()),
+]
+RECORDED = [('teleop/f_m', 'geometry_msgs/msg/WrenchStamped'), ('teleop/x_vir', 'geometry_msgs/msg/PoseStamped'),
+            ('teleop/f_vir', 'geometry_msgs/msg/WrenchStamped'),
+            ('teleop/virtual_payload/pose', 'geometry_msgs/msg/PoseStamped'),
+            ('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'), ('slave/x_s', 'geometry_msgs/msg/PoseStamped'),
+            ('earth/slave/x_s', 'geometry_msgs/msg/PoseStamped'),
+            ('payload/table/pose_cmd', 'geometry_msgs/msg/PoseStamped')]
+
+
+def _param_arg(name, value) -> str:
+    if isinstance(value, bool):
+        text = 'true' if value else 'false'
+    elif isinstance(value, (list, tuple)):
+        text = '[' + ', '.join(repr(float(v)) for v in value) + ']'
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        text = str(value)
+    return f'{name}:={text}'
+
+
+def start_graph(node_parameters: dict) -> list:
+    """Start the nodes of :data:`GRAPH` as subprocesses (``--ros-args`` with parameters and remaps)."""
+    import os
+    import subprocess
+
+    from hil_common.ros_testing import node_executable
+
+    procs = []
+    for package, executable, name, key, remaps in GRAPH:
+        args = [str(node_executable(package, executable)), '--ros-args', '-r', f'__node:={name}']
+        for pname, value in node_parameters[key].items():
+            args += ['-p', _param_arg(pname, value)]
+        for src, dst in remaps:
+            args += ['-r', f'{src}:={dst}']
+        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      env=dict(os.environ)))
+    return procs
+
+
+def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = None,
+              overrides: dict | None = None) -> dict:
+    """Run the ROS graph for ``duration_s`` of wall time; record :data:`RECORDED` (to ``bag`` as MCAP if given).
+
+    Returns ``{topic: [(receive_time_ns, message), ...]}`` and the nodes' output under
+    ``'_outputs'``. ``overrides`` = ``{node: {parameter: value}}`` on top of the scenario's.
+    """
+    import time
+
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from rclpy.serialization import serialize_message
+
+    from hil_common.network import apply_network_profile
+    from hil_common.ros_testing import spin_until, stop_process, test_node
+
+    apply_network_profile()
+    data = {topic: [] for topic, _ in RECORDED}
+    with test_node('teleop_recorder') as (node, executor):
+        types = {'geometry_msgs/msg/PoseStamped': PoseStamped, 'geometry_msgs/msg/WrenchStamped': WrenchStamped}
+        for topic, msgtype in RECORDED:
+            node.create_subscription(types[msgtype], topic, lambda m, t=topic: data[t].append(
+                (node.get_clock().now().nanoseconds, m)), 1000)
+        params = scenario.node_parameters()
+        for key, values in (overrides or {}).items():
+            params[key].update(values)
+        procs = start_graph(params)
+        outputs = []
+        try:
+            end = time.monotonic() + duration_s
+            spin_until(executor, lambda: time.monotonic() > end, duration_s + 5.0)
+        finally:
+            outputs = [stop_process(p) for p in procs]
+    data['_outputs'] = outputs
+    if bag is not None:
+        from rosbags.rosbag2 import StoragePlugin, Writer
+        from rosbags.typesys import Stores, get_typestore
+
+        ts = get_typestore(Stores.ROS2_JAZZY)
+        if bag.exists():
+            import shutil
+            shutil.rmtree(bag)
+        with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+            for topic, msgtype in RECORDED:
+                conn = writer.add_connection('/' + topic, msgtype, typestore=ts)
+                for t_ns, msg in data[topic]:
+                    writer.write(conn, t_ns, serialize_message(msg))
+    return data
+
+
 # -- the demo --------------------------------------------------------------------------------
 def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
@@ -187,11 +294,25 @@ def main(argv=None) -> int:
     parser.add_argument('--scenario', default='massive_payload_teleop', help='scenario name or YAML path')
     parser.add_argument('--out', default='runs/teleop', help='output directory (PNG figures, MCAP bag)')
     parser.add_argument('--quick', action='store_true', help='skip the 60 s with/without feedback comparison')
+    parser.add_argument('--ros', action='store_true',
+                        help='run the scenario as the ROS graph (DDS on loopback, real time) and record it to MCAP')
     args = parser.parse_args(argv)
     from hil_bringup.scenario import scenario_path
 
     path = Path(args.scenario) if args.scenario.endswith('.yaml') else scenario_path(args.scenario)
-    results = run_demo(load_teleop_scenario(path), Path(args.out), args.quick)
+    scenario = load_teleop_scenario(path)
+    if args.ros:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        data = run_graph(scenario, scenario.duration_s(), out / 'ros_graph.mcap')
+        for topic, _ in RECORDED:
+            print(f'{topic}: {len(data[topic])} messages')
+        payload = [m.pose.position.x for _, m in data['payload/table/pose_cmd']]
+        if payload:
+            print(f'payload displacement along x: {payload[-1] - payload[0]:.4f} m')
+        print(f'wrote: {out / "ros_graph.mcap"}')
+        return 0
+    results = run_demo(scenario, Path(args.out), args.quick)
     for key, value in results.items():
         if key != 'files':
             print(f'{key}: {value}')

@@ -59,7 +59,10 @@ class TeleopScenario:
             'delay_line': {'uplink_delay_s': c.delay_s, 'downlink_delay_s': c.delay_s, 'jitter_s': c.jitter_s,
                            'drop_probability': c.drop_probability, 'seed': c.seed},
             'slave_law': {**gains, 'delay_s': c.delay_s, 'command_timeout_s': c.command_timeout_s, 'rate_hz': rate,
-                          'x_s0': list(c.x_grip_0)},
+                          'x_s0': list(c.x_grip_0), 'ft_frame': 'base'},
+            # orbit physics in simulation: the grip between slave and payload (slave F/T in base axes)
+            'grip_contact': {'x_grip_0': list(c.x_grip_0), 'contact_k': list(c.grip_contact_k),
+                             'contact_d': list(c.grip_contact_d), 'rate_hz': rate},
             # the payload in the loop: the client admittance with a zero nominal velocity
             'payload_admittance': {'mass_kg': c.payload_mass_kg, 'inertia_com_kgm2': inertia.tolist(),
                                    'twist_client_body_0': [0.0] * 6,
