@@ -145,8 +145,13 @@ class ObswControllerNode(Node):
             self.rejected += 1
 
     def tick(self):
-        if not self.context.ok():
-            return                                   # shutting down (SIGTERM): publish nothing more
+        try:
+            self._tick()
+        except Exception:  # noqa: BLE001 - a publish racing the SIGTERM shutdown is not an error
+            if self.context.ok():
+                raise
+
+    def _tick(self):
         now = self._now()
         inputs = (self.client, self.servicer, self.joints)
         if any(x is None or now - x[-1] > self.timeout_ns for x in inputs):

@@ -17,6 +17,8 @@ Topics (relative names, so a launch file can namespace or remap them):
 * in  ``servicer_arm/torque_cmd`` (std_msgs/Float64MultiArray): ``tau`` from the OBSW;
 * out ``servicer/table/pose_cmd`` (PoseStamped) and ``servicer/table/twist_cmd``
   (TwistStamped): ``g_s`` (base CoM in the nominal frame) and ``V_s`` for the motion table;
+  with ``table_pose_from_start`` the pose is ``g_s(0)^-1 g_s``, the base motion since the
+  start, which a motion table in ``command_frame:=home`` expects;
 * out ``servicer_arm/forward_effort_controller/commands`` (Float64MultiArray): ``tau_q`` of
   Eq. (22) for the arm's effort controller;
 * out ``servicer/state`` (nav_msgs/Odometry): ``g_b = g_n g_s``, ``V_b`` (Eq. 23, orbit frame,
@@ -66,6 +68,8 @@ PARAMS = [
     Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
     Param('input_timeout_s', 0.05, 'F/T or OBSW commands older than this count as zero [s]', min=0.0),
     Param('joint_names', ['lbr_joint_1'], 'Arm joint names in URDF order (empty name list: the URDF order)'),
+    Param('table_pose_from_start', False, 'Publish g_s(0)^-1 g_s (the base motion since the start, for a motion '
+          "table in command_frame 'home') instead of g_s"),
     Param('orbit_frame', 'orbit', 'Frame id of the orbit frame'),
     Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
     Param('base_frame', 'servicer_base_com', 'Frame id of the servicer base CoM body frame'),
@@ -104,6 +108,7 @@ class ServicerAdmittanceNode(Node):
         self.dt = 1.0 / p['rate_hz']
         self.timeout_ns = int(p['input_timeout_s'] * 1e9)
         self.frames = (p['orbit_frame'], p['nominal_frame'], p['base_frame'])
+        self.pose_start_inv = self.adm.state.pose_base_in_nominal.inverse() if p['table_pose_from_start'] else None
         self.n = n
         self.q = self.dq = None
         self.ddq = np.zeros(n)
@@ -182,8 +187,13 @@ class ServicerAdmittanceNode(Node):
 
     # -- the rule --------------------------------------------------------------------------
     def tick(self):
-        if not self.context.ok():
-            return                                   # shutting down (SIGTERM): publish nothing more
+        try:
+            self._tick()
+        except Exception:  # noqa: BLE001 - a publish racing the SIGTERM shutdown is not an error
+            if self.context.ok():
+                raise
+
+    def _tick(self):
         if self.q is None:
             return                                   # no arm state yet: nothing to command
         now = self._now_ns()
@@ -208,7 +218,8 @@ class ServicerAdmittanceNode(Node):
             twist_cmd = s.twist_base_rel_body
         stamp = self.get_clock().now().to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
-        pose_to_msg(s.pose_base_in_nominal, self.msg_pose.pose)
+        pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
+        pose_to_msg(pose_cmd, self.msg_pose.pose)
         twist_to_msg(twist_cmd, self.msg_twist.twist)
         g_b, v_b = s.absolute()
         pose_to_msg(g_b, self.msg_state.pose.pose)

@@ -1,6 +1,12 @@
 """``hil_demo``: the README's demo command (``./dev demo``).
 
-Until the full Envisat capture graph exists this is the client-only demo:
+With a full mission scenario (a ``servicer`` section, as the shipped ``envisat_capture``)
+it runs the Envisat capture (:mod:`hil_bringup.envisat_demo`): the unforced validation and
+the capture with the example OBSW in the deterministic lockstep runner beside the absolute
+reference, plots in the style of seed 004 Figs. 8, 9, 12, 13, a rendered picture, metrics
+and an MCAP recording; then the ROS part below.
+
+With a client-only scenario (``--client-only``, or a file without ``servicer``):
 
 1. a deterministic lockstep run of the Envisat client (seed 004 §III-A): the relative
    formulation beside the absolute one, with a bounded push at the grasp point; it
@@ -152,6 +158,9 @@ def main(argv=None) -> int:
     parser.add_argument('--duration', type=float, default=None, help='lockstep duration [s] (default: scenario demo.duration_s)')
     parser.add_argument('--ros-seconds', type=float, default=5.0, help='how long the ROS graph runs [s]')
     parser.add_argument('--out', default=os.environ.get('HIL_RUNS_DIR', 'runs'), help='parent folder of the run folder')
+    parser.add_argument('--client-only', action='store_true', help='the client-only demo even for a full mission')
+    parser.add_argument('--unforced', type=float, default=None,
+                        help='unforced validation duration [s] (default: scenario mission.unforced_duration_s; 0 skips)')
     args = parser.parse_args(argv)
     apply_network_profile()
 
@@ -161,6 +170,8 @@ def main(argv=None) -> int:
     except ScenarioError as exc:
         print(f'hil_demo: {exc}', file=sys.stderr)
         return 2
+    if scenario.servicer is not None and not args.client_only:
+        return envisat_main(scenario, args)
     duration = args.duration if args.duration is not None else float(scenario.demo.get('duration_s', 120.0))
     out_dir = Path(args.out) / f'{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{scenario.name}-client'
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -181,6 +192,32 @@ def main(argv=None) -> int:
               f"({metrics['ros_command_rate_hz']:.0f} Hz)")
     print(f'  wrote {out_dir}/metrics.json, client_trajectory.csv, client_workspace.png')
     ok = metrics['relative_exit_time_s'] is None and metrics.get('ros_pose_commands', 1) > 0
+    return 0 if ok else 1
+
+
+def envisat_main(scenario, args) -> int:
+    from hil_bringup import envisat_demo
+
+    out_dir = Path(args.out) / f'{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{scenario.name}'
+    print(f'HIL Envisat capture demo: scenario {scenario.source}\n  run folder {out_dir.resolve()}', flush=True)
+    metrics = envisat_demo.run(scenario, out_dir, args.duration, args.unforced)
+    if args.ros_seconds > 0:
+        metrics['ros_graph'] = envisat_demo.ros_graph_part(scenario, out_dir, args.ros_seconds)
+        metrics['files'].append('graph.mcap')
+    (out_dir / 'metrics.json').write_text(json.dumps(metrics, indent=2))
+    print('\nSummary')
+    for line in envisat_demo.summary(metrics):
+        print(f'  {line}')
+    if 'ros_graph' in metrics:
+        g = metrics['ros_graph']
+        print(f"  ROS graph ({g['ros_seconds']:.0f} s, same node set as envisat_capture.launch.py): "
+              f"{sum(g['graph.mcap'].values())} messages recorded on {len(g['graph.mcap'])} topics, phases {g['ros_phases']}"
+              + (f", node failures (see graph_nodes.log): {[f.split(':')[0] for f in g['ros_node_failures']]}"
+                 if g['ros_node_failures'] else ''))
+    print(f"  wrote {out_dir}/metrics.json, {', '.join(metrics['files'])}")
+    capture = metrics['capture']
+    ok = ('post_grasp' in capture['phase_times_s'] and capture['workspace']['relative_client_table_exit_s'] is None
+          and capture['workspace']['relative_servicer_table_exit_s'] is None)
     return 0 if ok else 1
 
 

@@ -1,0 +1,440 @@
+"""The Envisat capture demo (seed 004 §III-C, §V): lockstep runs, run folder, plots, MCAP.
+
+1. Unforced validation (``F_b = tau = 0``, seed 004 Figs. 8-9): the HIL loop
+   (:class:`hil_bringup.mission.HilMission`) against the absolute reference
+   (:class:`hil_bringup.mission.AbsoluteMission`, the "GNCDE").
+2. Capture with the example OBSW (seed 004 Figs. 12-13): sync, approach, grasp, post-grasp,
+   HIL and reference side by side.
+3. Optionally the ROS graph: the same node set as ``envisat_capture.launch.py`` started as
+   executables (loopback DDS), recorded to MCAP for a few seconds.
+
+Writes ``metrics.json``, ``fig08_relative_position.png``, ``fig09_relative_orientation.png``,
+``fig12_errors_and_actuation.png``, ``fig13_relative_velocity.png``, ``capture_render.png``
+and ``capture.mcap/`` (rosbag2, MCAP storage) into the run folder.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from hil_bringup.mission import AbsoluteMission, HilMission, MissionRecord, compare_relative_pose
+
+SEED_GRASP_TIME_S = 32.6
+SEED_APPROACH_START_S = 9.1
+SEED_ABSOLUTE_LIMIT_S = 14.0
+
+
+def progress_printer(label: str, total_s: float, every_s: float = 10.0):
+    state = {'next': 0.0, 't0': time.monotonic(), 'phase': None}
+
+    def report(t: float, mission) -> None:
+        phase = mission.command.phase if mission.command is not None else 'unforced'
+        if t + 1e-9 >= state['next'] or phase != state['phase'] or t >= total_s - 1e-9:
+            wall = time.monotonic() - state['t0']
+            print(f'  {label}: {t:6.1f} / {total_s:.0f} s  phase {phase:10s} gripper {mission.contact.state:8s} '
+                  f'({t / wall if wall > 0 else 0.0:4.1f}x real time)', flush=True)
+            state['phase'] = phase
+            if t + 1e-9 >= state['next']:
+                state['next'] += every_s
+    return report
+
+
+def settle_time(rec: MissionRecord, after_s: float, speed_m_s: float = 1e-3, rate_deg_s: float = 0.05) -> float | None:
+    """First time after ``after_s`` from which the relative velocity stays below both thresholds."""
+    speed = np.linalg.norm(rec.twist_base_rel_client[:, :3], axis=1)
+    rate = np.degrees(np.linalg.norm(rec.twist_base_rel_client[:, 3:], axis=1))
+    ok = (speed < speed_m_s) & (rate < rate_deg_s) & (rec.t > after_s)
+    stays = np.flip(np.cumprod(np.flip(ok)).astype(bool))
+    return float(rec.t[np.argmax(stays)]) if stays.any() else None
+
+
+def momentum_drift(rec: MissionRecord, from_s: float) -> dict:
+    p = rec.momentum_orbit[rec.t >= from_s]
+    return {'linear_relative': float(np.linalg.norm(p[:, :3] - p[0, :3], axis=1).max() / np.linalg.norm(p[0, :3])),
+            'angular_relative': float(np.linalg.norm(p[:, 3:] - p[0, 3:], axis=1).max() / np.linalg.norm(p[0, 3:]))}
+
+
+def capture_metrics(scenario, hil: HilMission, rec: MissionRecord, ref_rec: MissionRecord) -> dict:
+    times = dict(hil.controller.phase_times)
+    post = times.get('post_grasp')
+    out = {
+        'phase_times_s': times,
+        'seed004_approach_start_s': SEED_APPROACH_START_S,
+        'seed004_grasp_time_s': SEED_GRASP_TIME_S,
+        'gripper_latched_at_s': hil.contact.latch_time_s,
+        'hil_vs_reference': compare_relative_pose(rec, ref_rec),
+        'max_thrust_n': float(np.abs(rec.wrench_base_com[:, :3]).max()),
+        'max_joint_torque_nm': float(np.abs(rec.tau_arm).max()),
+        'max_relative_angular_rate_before_grasp_deg_s': float(np.degrees(np.abs(
+            rec.twist_base_rel_client[(rec.t > 15.0) & (rec.t < times.get('grasp', np.inf)), 3:])).max()
+            if np.any((rec.t > 15.0) & (rec.t < times.get('grasp', np.inf))) else float('nan')),
+    }
+    if post is not None:
+        out['relative_velocity_settled_at_s'] = settle_time(rec, post)
+        out['final_relative_speed_mm_s'] = float(np.linalg.norm(rec.twist_base_rel_client[-1, :3]) * 1e3)
+        out['final_relative_rate_deg_s'] = float(np.degrees(np.linalg.norm(rec.twist_base_rel_client[-1, 3:])))
+        out['momentum_drift_after_grasp'] = momentum_drift(rec, post)
+    box_c, box_s = scenario.workspace_box_m, scenario.servicer_workspace_box_m
+    out['workspace'] = {
+        'client_box_m': box_c.tolist(), 'servicer_box_m': box_s.tolist(),
+        'relative_client_table_exit_s': rec.exit_time('grasp_cmd_client_table', box_c),
+        'relative_servicer_table_exit_s': rec.exit_time('base_cmd_servicer_table', box_s),
+        'absolute_client_exit_s': rec.exit_time('grasp_point_orbit', box_c),
+        'absolute_servicer_exit_s': rec.exit_time('base_com_orbit', box_s),
+        'seed004_absolute_limit_s': SEED_ABSOLUTE_LIMIT_S,
+    }
+    return out
+
+
+# -- plots in the style of seed 004 ---------------------------------------------------------------
+def _plt():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str) -> list[Path]:
+    plt = _plt()
+    paths = []
+    for name, data, labels, unit, scale in (
+            ('fig08_relative_position.png', 'pos_base_in_client', ('x', 'y', 'z'), 'm', 1.0),
+            ('fig09_relative_orientation.png', 'rpy_base_in_client', ('roll', 'pitch', 'yaw'), 'rad', 1.0)):
+        fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
+        a, b = getattr(hil, data) * scale, getattr(ref, data) * scale
+        for i, ax in enumerate(axes):
+            ax.plot(hil.t, a[:, i], color='tab:blue', label='HIL (relative formulation)')
+            ax.plot(ref.t, b[:, i], 'k--', label='absolute reference (GNCDE)')
+            ax.set_ylabel(f'{labels[i]} [{unit}]')
+            ax2 = ax.twinx()
+            n = min(len(a), len(b))
+            ax2.plot(hil.t[:n], (a[:n, i] - b[:n, i]), color='tab:red', lw=0.7, alpha=0.7)
+            ax2.set_ylabel('HIL - ref', color='tab:red', fontsize=8)
+        axes[0].legend(fontsize=8)
+        axes[0].set_title(f'{title}: servicer CoM relative to the client CoM')
+        axes[-1].set_xlabel('t [s]')
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        paths.append(out / name)
+    return paths
+
+
+def plot_fig12(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharex=True)
+    t = rec.t
+    for i, axis in enumerate('xyz'):
+        axes[0, 0].plot(t, rec.tool_error[:, i] * 1e3, label=f'{axis}')
+        axes[0, 1].plot(t, rec.base_error[:, i] * 1e3, label=f'{axis}')
+        axes[1, 1].plot(t, rec.wrench_base_com[:, i], label=f'F_b,{axis}')
+    for j in range(rec.tau_arm.shape[1]):
+        axes[1, 0].plot(t, rec.tau_arm[:, j], lw=0.8, label=f'tau_{j + 1}')
+    axes[0, 0].set(ylabel='manipulator error dp_m [mm]', title='tool to grasp fixture (OBSW)')
+    axes[0, 1].set(ylabel='base error dp_b [mm]', title='base to synchronisation set point (OBSW)')
+    axes[1, 0].set(ylabel='arm torque tau [N m]', xlabel='t [s]')
+    axes[1, 1].set(ylabel='thruster force F_b [N]', xlabel='t [s]')
+    for ax in axes.flat:
+        for name in ('approach', 'grasp'):
+            if name in phase_times:
+                ax.axvline(phase_times[name], color='k', ls='--', lw=0.8)
+        ax.legend(fontsize=7, ncol=2)
+    fig.suptitle('Envisat capture (cf. seed 004 Fig. 12); dashed: approach start and grasp')
+    fig.tight_layout()
+    path = out / 'fig12_errors_and_actuation.png'
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
+    plt = _plt()
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    for i, axis in enumerate('xyz'):
+        axes[0].plot(rec.t, np.degrees(rec.twist_base_rel_client[:, 3 + i]), label=f'w_{axis}')
+        axes[1].plot(rec.t, rec.twist_base_rel_client[:, i] * 1e3, label=f'v_{axis}')
+    axes[0].axhspan(-0.05, 0.05, color='green', alpha=0.15, label='+-0.05 deg/s')
+    axes[1].axhspan(-1.0, 1.0, color='green', alpha=0.15, label='+-1 mm/s')
+    axes[0].set(ylabel='[deg/s]', title='Servicer velocity relative to the client (cf. seed 004 Fig. 13)')
+    axes[1].set(ylabel='[mm/s]', xlabel='t [s]')
+    for ax in axes:
+        if 'grasp' in phase_times:
+            ax.axvline(phase_times['grasp'], color='k', ls='--', lw=0.8)
+        ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    path = out / 'fig13_relative_velocity.png'
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -> Path:
+    """A 3-D picture of the capture in the client frame at a few instants (arm from Pinocchio FK)."""
+    from hil_dynamics.servicer import ServicerModel
+
+    plt = _plt()
+    s = scenario.servicer
+    model = ServicerModel(s.urdf, s.ee_frame)
+    grasp = scenario.client.pose_grasp_in_client.translation
+    instants = [0.0, phase_times.get('approach', 0.0) + 0.5 * scenario.obsw.approach_duration_s,
+                phase_times.get('grasp', rec.t[-1]), rec.t[-1]]
+    fig = plt.figure(figsize=(14, 4.2))
+    for k, t in enumerate(instants):
+        ax = fig.add_subplot(1, len(instants), k + 1, projection='3d')
+        i = int(np.argmin(np.abs(rec.t - t)))
+        g_t = pin.XYZQUATToSE3(rec.pose_client_orbit[i])
+        g_b = pin.XYZQUATToSE3(rec.pose_base_orbit[i])
+        base_in_client = g_t.actInv(g_b)
+        cfg = model._identity_config(rec.q_arm[i])
+        pin.forwardKinematics(model.model, model.data, cfg)
+        pin.updateFramePlacements(model.model, model.data)
+        pts = np.array([(base_in_client * model.data.oMi[j]).translation for j in range(1, model.model.njoints)]
+                       + [(base_in_client * model.data.oMf[model.ee_frame_id]).translation])
+        ax.plot(pts[:, 0], pts[:, 1], pts[:, 2], 'o-', color='tab:orange', lw=3, ms=3, label='arm')
+        _box(ax, base_in_client, np.array([2.0, 1.8, 1.6]), 'tab:blue')
+        _box(ax, pin.SE3(np.eye(3), np.array([2.2, 0.0, 0.0])), np.array([10.2, 2.6, 2.6]), 'tab:gray')
+        ax.scatter(*grasp, color='red', s=30, label='launch adapter ring')
+        ax.set(xlim=(-6.5, 0.5), ylim=(-3.5, 3.5), zlim=(-3.0, 4.0), title=f't = {rec.t[i]:.1f} s  ({rec.phase[i]})')
+        ax.view_init(elev=20, azim=-70)
+        ax.set_xlabel('x_client [m]', fontsize=7)
+        if k == 0:
+            ax.legend(fontsize=7, loc='upper left')
+    fig.suptitle('Envisat capture in the client frame (Envisat body partly drawn; servicer base, LBR iiwa 14 + gripper)')
+    fig.tight_layout()
+    path = out / 'capture_render.png'
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _box(ax, pose: pin.SE3, size, color) -> None:
+    h = 0.5 * size
+    corners = np.array([[sx * h[0], sy * h[1], sz * h[2]] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    world = corners @ pose.rotation.T + pose.translation
+    for a in range(8):
+        for b in range(a + 1, 8):
+            if bin(a ^ b).count('1') == 1:
+                ax.plot(*world[[a, b]].T, color=color, lw=1)
+
+
+# -- recording -----------------------------------------------------------------------------------
+def record_capture_mcap(rec: MissionRecord, joint_names, path: Path, rate_hz: float = 50.0) -> dict:
+    """The HIL capture as the ROS graph would have published it (stamps = simulated time)."""
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray, String
+
+    from hil_bringup.recorder import McapWriter
+    from hil_common.conversions import seconds_to_stamp, twist_to_msg, wrench_to_msg
+
+    def stamp(msg, t, frame):
+        seconds_to_stamp(t, msg.header.stamp)
+        msg.header.frame_id = frame
+
+    def pose_msg(msg_pose, xyzquat):
+        msg_pose.position.x, msg_pose.position.y, msg_pose.position.z = (float(v) for v in xyzquat[:3])
+        o = msg_pose.orientation
+        o.x, o.y, o.z, o.w = (float(v) for v in xyzquat[3:])
+
+    writer = McapWriter(path)
+    dt = float(rec.t[1] - rec.t[0]) if len(rec.t) > 1 else 1.0
+    every = max(1, int(round(1.0 / (rate_hz * dt))))
+    last_phase = None
+    try:
+        for i in range(0, len(rec.t), every):
+            t = float(rec.t[i])
+            ns = int(round(t * 1e9))
+            for topic, pose, twist, child in (('/client/state', rec.pose_client_orbit[i], rec.twist_client_body[i], 'client_com'),
+                                              ('/servicer/state', rec.pose_base_orbit[i], rec.twist_base_body[i], 'servicer_base_com')):
+                m = Odometry()
+                stamp(m, t, 'orbit')
+                m.child_frame_id = child
+                pose_msg(m.pose.pose, pose)
+                twist_to_msg(twist, m.twist.twist)
+                writer.write(topic, m, ns)
+            for topic, pose, frame in (('/client/table/pose_cmd', rec.pose_client_table[i], 'client_nominal'),
+                                       ('/servicer/table/pose_cmd', rec.pose_servicer_table[i], 'client_nominal')):
+                if np.all(np.isfinite(pose)):
+                    m = PoseStamped()
+                    stamp(m, t, frame)
+                    pose_msg(m.pose, pose)
+                    writer.write(topic, m, ns)
+            for topic, wrench, frame in (('/servicer/base_wrench_cmd', rec.wrench_base_com[i], 'servicer_base_com'),
+                                         ('/servicer/ft/wrench', rec.wrench_tool[i], 'tool')):
+                m = WrenchStamped()
+                stamp(m, t, frame)
+                wrench_to_msg(wrench, m.wrench)
+                writer.write(topic, m, ns)
+            writer.write('/servicer_arm/torque_cmd', Float64MultiArray(data=[float(v) for v in rec.tau_arm[i]]), ns)
+            js = JointState(name=list(joint_names), position=[float(v) for v in rec.q_arm[i]],
+                            velocity=[float(v) for v in rec.dq_arm[i]])
+            stamp(js, t, '')
+            writer.write('/servicer_arm/joint_states', js, ns)
+            if rec.phase[i] != last_phase:
+                writer.write('/obsw/phase', String(data=rec.phase[i]), ns)
+                last_phase = rec.phase[i]
+    finally:
+        counts = writer.close()
+    return counts
+
+
+# -- the demo --------------------------------------------------------------------------------------
+def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float | None = None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    duration_s = duration_s or scenario.mission['duration_s']
+    unforced_s = scenario.mission['unforced_duration_s'] if unforced_s is None else unforced_s
+    metrics: dict = {'scenario': scenario.name, 'source': scenario.source}
+    files = []
+    if unforced_s > 0:
+        print(f'[1/3] unforced validation, F_b = tau = 0, {unforced_s:.0f} s (seed 004 Figs. 8-9)', flush=True)
+        hil_u = HilMission(scenario, forced=False).run(unforced_s, record_every_s=0.1,
+                                                       progress=progress_printer('HIL      ', unforced_s, 20.0))
+        ref_u = AbsoluteMission(scenario, forced=False).run(unforced_s, record_every_s=0.1,
+                                                            progress=progress_printer('reference', unforced_s, 20.0))
+        metrics['unforced'] = {**compare_relative_pose(hil_u, ref_u), 'target_position_m': 1e-4, 'target_angle_rad': 2e-4,
+                               'seed004_hardware_position_m': 1e-3, 'seed004_hardware_angle_rad': 2e-3}
+        files += plot_fig8_fig9(hil_u, ref_u, out, f'Unforced, {unforced_s:.0f} s')
+    print(f'[2/3] capture with the example OBSW, {duration_s:.0f} s (seed 004 Figs. 12-13)', flush=True)
+    hil = HilMission(scenario)
+    rec = hil.run(duration_s, progress=progress_printer('HIL      ', duration_s))
+    ref = AbsoluteMission(scenario)
+    ref_rec = ref.run(duration_s, progress=progress_printer('reference', duration_s, 25.0))
+    metrics['capture'] = capture_metrics(scenario, hil, rec, ref_rec)
+    phase_times = hil.controller.phase_times
+    files += [plot_fig12(rec, phase_times, out), plot_fig13(rec, phase_times, out),
+              render_capture(scenario, rec, phase_times, out)]
+    print('[3/3] writing capture.mcap (rosbag2, MCAP storage)', flush=True)
+    metrics['recording'] = {'capture.mcap': record_capture_mcap(rec, hil.model.joint_names, out / 'capture.mcap')}
+    metrics['files'] = [p.name for p in files] + ['capture.mcap']
+    return metrics
+
+
+def summary(metrics: dict) -> list[str]:
+    lines = []
+    if 'unforced' in metrics:
+        u = metrics['unforced']
+        lines.append(f"unforced {u['duration_s']:.0f} s: HIL vs absolute reference {u['max_position_error_m'] * 1e3:.2e} mm, "
+                     f"{u['max_angle_error_rad']:.2e} rad (target 0.1 mm / 0.0002 rad; seed 004 hardware 1 mm / 0.002 rad)")
+    c = metrics['capture']
+    pt = c['phase_times_s']
+    lines.append('phases: ' + ', '.join(f'{k} {v:.2f} s' for k, v in pt.items())
+                 + f" (seed 004: approach {SEED_APPROACH_START_S} s, grasp {SEED_GRASP_TIME_S} s)")
+    if 'relative_velocity_settled_at_s' in c:
+        lines.append(f"relative velocity < 1 mm/s and 0.05 deg/s from {c['relative_velocity_settled_at_s']} s; "
+                     f"momentum drift after the grasp: linear {c['momentum_drift_after_grasp']['linear_relative']:.1e}, "
+                     f"angular {c['momentum_drift_after_grasp']['angular_relative']:.1e}")
+    w = c['workspace']
+    lines.append(f"workspace: relative client table exit {w['relative_client_table_exit_s']}, servicer table exit "
+                 f"{w['relative_servicer_table_exit_s']}; absolute formulation would exit at {w['absolute_client_exit_s']} s "
+                 f"(client) / {w['absolute_servicer_exit_s']} s (servicer) (seed 004: {SEED_ABSOLUTE_LIMIT_S} s)")
+    h = c['hil_vs_reference']
+    lines.append(f"capture HIL vs reference: {h['max_position_error_m']:.1e} m, {h['max_angle_error_rad']:.1e} rad")
+    return lines
+
+
+# -- the ROS graph -----------------------------------------------------------------------------------
+GRAPH_TOPICS = (
+    ('client/ft/wrench', 'geometry_msgs.msg', 'WrenchStamped'), ('servicer/ft/wrench', 'geometry_msgs.msg', 'WrenchStamped'),
+    ('client/table/pose_cmd', 'geometry_msgs.msg', 'PoseStamped'), ('servicer/table/pose_cmd', 'geometry_msgs.msg', 'PoseStamped'),
+    ('client/state', 'nav_msgs.msg', 'Odometry'), ('servicer/state', 'nav_msgs.msg', 'Odometry'),
+    ('servicer/base_wrench_cmd', 'geometry_msgs.msg', 'WrenchStamped'), ('servicer_arm/torque_cmd', 'std_msgs.msg', 'Float64MultiArray'),
+    ('servicer_arm/forward_effort_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
+    ('servicer_arm/joint_states', 'sensor_msgs.msg', 'JointState'), ('client/joint_states', 'sensor_msgs.msg', 'JointState'),
+    ('servicer/joint_states', 'sensor_msgs.msg', 'JointState'), ('obsw/phase', 'std_msgs.msg', 'String'),
+    ('client/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'), ('servicer/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
+)
+LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
+
+
+def servicer_body_in_flange(scenario) -> list[float]:
+    """The servicer base CoM seen from the servicer robot's flange, which carries the arm's base.
+
+    The twin bolts the arm's base (``lbr_link_0``) to the flange; in the servicer URDF the arm
+    base sits at the mount point on the base box, so the base CoM is at minus the mount.
+    """
+    import re
+
+    mount = re.search(r'<joint name="[^"]*_mount" type="fixed">.*?<origin xyz="([^"]+)"', scenario.servicer.urdf, re.S)
+    xyz = [-float(v) for v in mount.group(1).split()] if mount else [0.0, 0.0, 0.0]
+    return [*xyz, 0.0, 0.0, 0.0]
+
+
+def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = True) -> list[tuple[str, str, str, Path]]:
+    """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set."""
+    import yaml
+
+    from hil_bringup.scenario import client_admittance_parameters, obsw_parameters, servicer_admittance_parameters
+
+    ports = {'client': 49152, 'servicer': 49153}
+    nodes = [('hil_admittance', 'client_admittance_node', '', client_admittance_parameters(scenario)),
+             ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario),
+                                                                 'table_pose_from_start': with_twin}),
+             ('hil_admittance', 'obsw_controller_node', '', obsw_parameters(scenario))]
+    if with_twin:
+        nodes += [('hil_lab_twin', 'lab_twin_node', '', {'tables': [f'client:{robot}'], 'with_servicer': True,
+                                                        'rdt_ports': [f'client_ft:{ports["client"]}',
+                                                                      f'servicer_wrist_ft:{ports["servicer"]}']}),
+                  ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client']}),
+                  ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer']}),
+                  ('hil_motion_table', 'motion_table_node', 'client', {'robot': robot, 'command_frame': 'home'}),
+                  ('hil_motion_table', 'motion_table_node', 'servicer', {
+                      'robot': 'kr120r2500pro', 'command_frame': 'home',
+                      'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)})]
+    out.mkdir(parents=True, exist_ok=True)
+    result = []
+    for k, (package, executable, ns, params) in enumerate(nodes):
+        path = out / f'params_{k}_{executable}.yaml'
+        path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+        result.append((package, executable, ns, path))
+    return result
+
+
+def ros_graph_part(scenario, out: Path, seconds: float, with_twin: bool = True) -> dict:
+    """Start the node set as executables (loopback DDS), record every topic to ``graph.mcap``."""
+    import importlib
+
+    import rclpy
+
+    from hil_bringup.recorder import LATCHED_QOS, TopicRecorder
+    from hil_common.ros_testing import start_node, stop_process
+
+    specs = graph_nodes(scenario, out / 'params', with_twin=with_twin)
+    print(f'[ROS] starting {len(specs)} nodes: ' + ', '.join(f'{ns + "/" if ns else ""}{exe}' for _, exe, ns, _ in specs),
+          flush=True)
+    procs = []
+    for package, executable, ns, path in specs:
+        ros_args = ('--params-file', str(path)) + (('-r', f'__ns:=/{ns}') if ns else ())
+        procs.append(start_node(package, executable, ros_args=ros_args))
+        if executable == 'lab_twin_node':
+            time.sleep(3.0)     # let the twin serve RDT before the F/T drivers start (else they latch 'stale')
+    rclpy.init()
+    node = rclpy.create_node('hil_envisat_recorder')
+    topics = [(name, getattr(importlib.import_module(module), cls)) for name, module, cls in GRAPH_TOPICS]
+    recorder = TopicRecorder(node, out / 'graph.mcap', topics, latched=LATCHED_TOPICS)
+    phases = []
+    node.create_subscription(dict(topics)['obsw/phase'], 'obsw/phase', lambda m: phases.append(m.data), LATCHED_QOS)
+    t0 = time.monotonic()
+    next_report = t0
+    try:
+        while time.monotonic() - t0 < seconds:
+            rclpy.spin_once(node, timeout_sec=0.02)
+            if time.monotonic() >= next_report:
+                total = sum(recorder.received.values())
+                print(f'  ros: {time.monotonic() - t0:5.1f} s  {total} messages recorded, phase '
+                      f'{phases[-1] if phases else "-"}', flush=True)
+                next_report += 2.0
+    finally:
+        counts = recorder.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+        outputs = [stop_process(proc) for proc in procs]
+    failed = [f'{exe}: exit {p.returncode}' for (_, exe, _, _), p in zip(specs, procs) if p.returncode not in (0, -15, None)]
+    crashed = [f"{exe}: {text[text.index('Traceback'):][-300:]}" for (_, exe, _, _), text in zip(specs, outputs)
+               if 'Traceback' in text]
+    (out / 'graph_nodes.log').write_text('\n\n'.join(f'==== {exe}\n{text}' for (_, exe, _, _), text in zip(specs, outputs)))
+    return {'ros_seconds': seconds, 'graph.mcap': counts, 'ros_phases': phases, 'ros_node_failures': failed + crashed}
