@@ -74,7 +74,8 @@ def run_push(ros, free_udp_port) -> dict:
         # mock-up's inertial reaction -m a is fed back through the sensor with the loop's delays.)
         procs.append(start_node('hil_motion_table', 'motion_table_node', 'robot:=ur10e', 'command_frame:=home',
                                 'pose_body_in_flange_xyz_rpy:=[0.0, 0.0, 0.04, 0.0, 0.0, 0.0]',
-                                'prediction_horizon_s:=0.0', ros_args=('-r', '__ns:=/client')))
+                                'prediction_horizon_s:=0.0', 'joint_states_timeout_s:=1.0',
+                                ros_args=('-r', '__ns:=/client')))
         assert spin_until(executor, lambda: len(tracking_errors) > 10 and pub_push.get_subscription_count() > 0, 30.0)
         start_position = flange_in_world(states[-1][1])
         spin_until(executor, lambda: False, 1.0)

@@ -27,6 +27,7 @@ Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
 from __future__ import annotations
 
 import sys
+import time
 from collections import deque
 
 import numpy as np
@@ -72,6 +73,8 @@ PARAMS = [
     Param('sigma_min', 0.02, 'Refuse configurations whose smallest Jacobian singular value is below this',
           min=0.0),
     Param('joint_margin', 0.0, 'Keep this fraction of each joint range as margin', min=0.0, max=0.4),
+    Param('joint_states_timeout_s', 0.1, 'Hold with a fault when the newest joint_states is older than this [s]',
+          min=1e-3),
     Param('latch_faults', True, 'Hold after a fault until table/reset is called'),
     Param('tracking_error_decimation', 1, 'Publish every n-th tracking error (statistics use all)', min=1, max=10000),
 ]
@@ -82,7 +85,7 @@ def limits_from(values: dict) -> TableLimits:
     if any(a >= b for a, b in zip(lo, hi)):
         raise ParameterError(f"parameter 'workspace_max': {hi} must exceed workspace_min {lo} in every axis")
     return TableLimits(tuple(lo), tuple(hi), values['max_linear_speed'], values['max_angular_speed'],
-                       values['sigma_min'], values['joint_margin'])
+                       values['sigma_min'], values['joint_margin'], values['joint_states_timeout_s'])
 
 
 def build_table(values: dict) -> MotionTable:
@@ -107,7 +110,7 @@ class MotionTableNode(Node):
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
         self.tracking = TrackingStats()
-        self.q_measured = None
+        self.q_measured, self.q_measured_at = None, 0.0
         self.twist_ff, self.twist_stamp = None, None
         self.counters = {'bad_pose': 0, 'bad_joint_states': 0, 'no_measurement': 0}
         self.last_status = None
@@ -131,6 +134,7 @@ class MotionTableNode(Node):
             self.counters['bad_joint_states'] += 1
             return
         self.q_measured = q
+        self.q_measured_at = time.monotonic()
         if not self.table.initialized:
             self.table.initialize(q)
         try:
@@ -177,7 +181,8 @@ class MotionTableNode(Node):
             twist = self.twist_ff
             if self.home is not None:
                 twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
-        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, t=t)
+        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, t=t,
+                              measurement_age=time.monotonic() - self.q_measured_at)
         if np.all(np.isfinite(pose.translation)):
             self.history.add(t, pose)
             self.publish_tracking_errors()

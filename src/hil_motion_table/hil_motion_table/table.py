@@ -2,7 +2,8 @@
 
 One :meth:`MotionTable.step` per commanded pose does, in order:
 
-1. input check (finite, rotation orthonormal) -> fault ``invalid_command``;
+1. input check (finite, rotation orthonormal) -> fault ``invalid_command``; measured
+   joints older than ``max_measurement_age`` (lost robot feedback) -> ``stale_measurement``;
 2. optional delay compensation: the command is predicted ``horizon`` seconds ahead on
    the commanded trajectory, ``g_pred = g_cmd exp6(horizon V + horizon^2/2 V_dot)``,
    with the body twist ``V`` from the twist feed-forward or, without one, from finite
@@ -34,7 +35,7 @@ import pinocchio as pin
 
 from hil_motion_table.kinematics import pose_error
 
-FAULTS = ('invalid_command', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
+FAULTS = ('invalid_command', 'stale_measurement', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
 CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
 
 
@@ -44,7 +45,8 @@ class TableLimits:
 
     ``workspace_min``/``workspace_max``: box on the flange (platform) position;
     ``max_linear_speed`` [m/s] and ``max_angular_speed`` [rad/s] of the commanded pose;
-    ``sigma_min``: singular-value threshold of the task Jacobian; joint limits come from
+    ``sigma_min``: singular-value threshold of the task Jacobian; ``max_measurement_age``
+    [s]: oldest acceptable measured joint state; joint limits come from
     the kinematics (``q_min``, ``q_max``, ``qd_max``, ``qdd_max``) scaled by
     ``joint_margin`` (position, shrinks the range) and used as given for rates.
     """
@@ -55,6 +57,7 @@ class TableLimits:
     max_angular_speed: float = 1.0
     sigma_min: float = 0.02
     joint_margin: float = 0.0
+    max_measurement_age: float = math.inf
 
 
 @dataclass
@@ -198,8 +201,10 @@ class MotionTable:
         h = self.prediction_horizon
         return pose_cmd * pin.exp6(pin.Motion(h * twist + 0.5 * h * h * twist_dot))
 
-    def step(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None) -> TableCommand:
-        """One command cycle (see the module docstring). ``q_measured`` seeds the IK."""
+    def step(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None,
+             measurement_age: float = 0.0) -> TableCommand:
+        """One command cycle (see the module docstring). ``q_measured`` seeds the IK;
+        ``measurement_age`` [s] is how old it is."""
         if self._q_cmd is None:
             if q_measured is None:
                 raise RuntimeError('MotionTable.step before initialize() and without measured joints')
@@ -213,6 +218,8 @@ class MotionTable:
         twist_ok = twist_ff_body is None or (np.shape(twist_ff_body) == (6,) and np.all(np.isfinite(twist_ff_body)))
         if not (np.all(np.isfinite(translation)) and is_rotation(rotation) and twist_ok):
             return self._hold(('invalid_command',))
+        if not measurement_age <= self.limits.max_measurement_age:
+            return self._hold(('stale_measurement',))
         target = self._predict(pose_cmd_in_base, twist_ff_body, dt)
         clamps = []
         # 3. maximum Cartesian speed, along the geodesic from the last safe pose

@@ -219,3 +219,15 @@ def test_hexapod_twisting_into_its_singularity_holds_before_it():
             break
     assert fault is not None and fault.faults == ('singular',)
     assert kin.sigma_min_at_pose(kin.forward(fault.q_command)) >= 0.05
+
+
+def test_stale_measured_joints_hold(ur10e):
+    limits = TableLimits(workspace_min=(-3,) * 3, workspace_max=(3,) * 3, max_measurement_age=0.1)
+    table = make_table(ur10e, limits, latch_faults=False)
+    home = ur10e.forward(ur10e.q_home)
+    goal = pin.SE3(home.rotation, home.translation + np.array([0.001, 0.0, 0.0]))
+    previous = table.q_command
+    out = table.step(goal, q_measured=previous, measurement_age=0.5)  # robot feedback lost for 0.5 s
+    assert out.faults == ('stale_measurement',) and out.holding
+    np.testing.assert_array_equal(out.q_command, previous)
+    assert not table.step(goal, q_measured=previous, measurement_age=0.01).faults

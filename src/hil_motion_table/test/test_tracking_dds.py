@@ -51,7 +51,8 @@ def run_stream(ros, tables):
     for ns, (robot, output, h) in tables.items():
         procs.append(start_node('hil_motion_table', 'motion_table_node', f'robot:={robot}', f'output:={output}',
                                 f'prediction_horizon_s:={h}', f'period_s:={PERIOD_S}', f'trajectory_lead_s:={PERIOD_S}',
-                                'tracking_error_decimation:=25', ros_args=('-r', f'__ns:=/{ns}')))
+                                'tracking_error_decimation:=25', 'joint_states_timeout_s:=1.0',
+                                ros_args=('-r', f'__ns:=/{ns}')))
     seen = {ns: False for ns in tables}
     status = {ns: None for ns in tables}
     subs = []
