@@ -95,6 +95,7 @@ class LabTwin:
         mujoco.mj_forward(self.model, self.data)
         self._set_gains()
         self.press_actuator = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, 'press_force')
+        self._pushes: dict[int, tuple] = {}
         self._renderer = None
 
     # -- set-up -------------------------------------------------------------------------
@@ -253,8 +254,9 @@ class LabTwin:
         """Apply an external force (at ``point_world``, default the mock-up's grapple) plus a couple
         to the client mock-up of table ``ns``, in world axes, until changed (zero to release).
 
-        A virtual operator pushing the mock-up: MuJoCo applies ``xfrc_applied`` at the body's
-        CoM, so the force's moment about the CoM is added to the couple.
+        A virtual operator pushing the mock-up. The point of application is fixed to the
+        mock-up and follows it; MuJoCo applies ``xfrc_applied`` at the body's CoM, so the
+        force's moment about the CoM is added to the couple at every step.
         """
         force = np.asarray(force_world, dtype=float).reshape(3)
         couple = np.asarray(torque_world, dtype=float).reshape(3)
@@ -264,8 +266,16 @@ class LabTwin:
         if body < 0:
             raise KeyError(f'{ns} carries no client mock-up')
         point = self.site_pose_in_world(f'{ns}_grapple').translation if point_world is None else np.asarray(point_world)
-        self.data.xfrc_applied[body, :3] = force
-        self.data.xfrc_applied[body, 3:] = couple + np.cross(point - self.data.xipos[body], force)
+        rotation = self.data.xmat[body].reshape(3, 3)
+        point_in_body = rotation.T @ (point - self.data.xpos[body])
+        self._pushes[body] = (force, couple, point_in_body)
+        self._apply_pushes()
+
+    def _apply_pushes(self) -> None:
+        for body, (force, couple, point_in_body) in self._pushes.items():
+            point = self.data.xpos[body] + self.data.xmat[body].reshape(3, 3) @ point_in_body
+            self.data.xfrc_applied[body, :3] = force
+            self.data.xfrc_applied[body, 3:] = couple + np.cross(point - self.data.xipos[body], force)
 
     def config_for_sensor(self, sensor: str):
         """The :class:`hil_lab_twin.scene.FtConfig` of an F/T sensor."""
@@ -311,6 +321,8 @@ class LabTwin:
             d.ctrl[arm.act_ids] = arm.effort
             if arm.gravity_compensation:
                 d.qfrc_applied[arm.dof_adr] = d.qfrc_bias[arm.dof_adr]
+        if self._pushes:
+            self._apply_pushes()
         mujoco.mj_step(self.model, d)
         self.steps += 1
         for sensor, (channel, *_rest) in self._ft.items():
