@@ -262,3 +262,12 @@ def test_pushing_the_mockup_at_its_grapple_reads_at_the_sensor():
     np.testing.assert_allclose(after - before, np.concatenate([f_sensor, np.cross(r, f_sensor)]), atol=2e-3)
     with pytest.raises(ValueError):
         twin.push_payload('client', [np.nan, 0.0, 0.0])
+
+
+def test_snapshot_renders_a_tracked_run(tmp_path):
+    from hil_lab_twin.snapshot import run
+
+    summary = run(tmp_path, hexapod=True, seconds=0.2, fps=20.0, width=64, height=48)
+    assert summary['frames'] == 5 and not summary['faults']  # 50 commands of 4 ms, a frame every 12
+    assert (tmp_path / 'lab_twin.png').read_bytes().startswith(b'\x89PNG')
+    assert b'acTL' in (tmp_path / 'lab_twin.apng').read_bytes()
