@@ -1,0 +1,265 @@
+"""Envisat hot path in real time at 1 kHz: F/T sample -> admittance -> motion-table IK -> robot command.
+
+The hot path is the client chain of envisat_capture.launch.py: ``client_admittance_node``
+(Eq. 11 at 1 kHz) and the client ``motion_table_node`` (UR10e IK, event-driven). A probe
+node plays the F/T driver (WrenchStamped at 1 kHz on ``client/ft/wrench``) and the robot
+(``client/joint_states`` at 100 Hz, and it receives ``client/forward_position_controller/commands``).
+
+Latency: every 50 ms the probe puts a 3-sample force pulse along the client's x axis (through
+the CoM: a pure translation). The first robot command whose joint *acceleration* (second
+difference of successive commands) jumps marks the pulse's arrival; latency = receive time
+minus the publish time of the pulse's first sample (both on the probe's clock). This is the
+full F/T sample -> robot command path, including the admittance's zero-order hold.
+
+Two arrangements, each for ``--seconds`` (default 60):
+
+* ``processes`` -- the two nodes as separate processes (what launch_ros does by default);
+* ``composed``  -- the two nodes in one process, one single-threaded executor.
+
+Reports latency p50/p99/max (target p99 <= 2 ms), deadline misses (commands more than 2 ms
+apart, i.e. at least one 1 kHz slot lost; and pulses slower than 2 ms or lost), and CPU
+per process (% of one core, from /proc). ``./dev bench envisat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+PERIOD_S = 0.001
+PULSE_EVERY = 50            # samples between pulses
+PULSE_SAMPLES = 3
+PULSE_FORCE_N = 1.0e5
+TARGET_P99_MS = 2.0
+UR10E_HOME = [0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, -np.pi / 2, 0.0]
+UR10E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+
+
+def hot_path_parameters() -> tuple[dict, dict]:
+    from hil_bringup.scenario import client_admittance_parameters, load_scenario
+
+    scenario = load_scenario('envisat_capture')
+    client = client_admittance_parameters(scenario)
+    grasp = scenario.client.pose_grasp_in_client.translation
+    table = {'robot': 'ur10e', 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': [*map(float, -grasp), 0.0, 0.0, 0.0],
+             'period_s': PERIOD_S, 'workspace_min': [-3.0, -3.0, -3.0], 'workspace_max': [3.0, 3.0, 3.0]}
+    return client, table
+
+
+def params_file(values: dict) -> str:
+    import yaml
+
+    fd, path = tempfile.mkstemp(suffix='.yaml', prefix='bench_envisat_')
+    with os.fdopen(fd, 'w') as f:
+        yaml.safe_dump({'/**': {'ros__parameters': values}}, f)
+    return path
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def joint_names() -> list[str]:
+    from hil_motion_table.robot_models import ur10e_spec
+
+    return list(ur10e_spec().joint_names)
+
+
+# -- the composed arrangement (child process) -------------------------------------------------------------
+def composed_child(params_path: str) -> int:
+    from hil_common.network import apply_network_profile
+
+    apply_network_profile()
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    remaps = ['-r', 'table/pose_cmd:=/client/table/pose_cmd', '-r', 'table/twist_cmd:=/client/table/twist_cmd',
+              '-r', 'joint_states:=/client/joint_states',
+              '-r', 'forward_position_controller/commands:=/client/forward_position_controller/commands']
+    rclpy.init(args=['--ros-args', '--params-file', params_path, *remaps])
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
+    from hil_admittance.client_admittance_node import ClientAdmittanceNode
+    from hil_motion_table.motion_table_node import MotionTableNode
+
+    nodes = [ClientAdmittanceNode(), MotionTableNode()]
+    executor = SingleThreadedExecutor()
+    for node in nodes:
+        executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+# -- the probe ----------------------------------------------------------------------------------------------
+class Probe:
+    def __init__(self, node):
+        from geometry_msgs.msg import WrenchStamped
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        self.node = node
+        self.pub_ft = node.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
+        self.pub_js = node.create_publisher(JointState, 'client/joint_states', 10)
+        node.create_subscription(Float64MultiArray, 'client/forward_position_controller/commands', self.on_cmd, 100)
+        self.msg_ft = WrenchStamped()
+        self.js = JointState(name=joint_names(), position=list(UR10E_HOME), velocity=[0.0] * 6)
+        self.k = 0
+        self.pending: list[float] = []          # publish times of pulses not yet seen
+        self.latencies: list[float] = []
+        self.lost = 0
+        self.cmd_times: list[float] = []
+        self.history: list[np.ndarray] = []
+        self.recording = False
+        self.threshold = None
+        self.stop = threading.Event()
+
+    def ft_loop(self):
+        """Publish the F/T stream at 1 kHz from a dedicated thread on an absolute schedule."""
+        next_t = time.perf_counter()
+        while not self.stop.is_set():
+            next_t += PERIOD_S
+            k = self.k
+            phase = k % PULSE_EVERY
+            sign = 1.0 if (k // PULSE_EVERY) % 4 in (0, 3) else -1.0     # +, -, -, +: the velocity returns to 0
+            force = sign * PULSE_FORCE_N if (self.recording and phase < PULSE_SAMPLES) else 0.0
+            if self.recording and phase == 0:
+                if self.pending:
+                    self.lost += len(self.pending)
+                    self.pending = []
+                self.pending.append(time.perf_counter())
+            self.msg_ft.wrench.force.x = force
+            self.pub_ft.publish(self.msg_ft)
+            if k % 10 == 0:
+                self.js.header.stamp = self.node.get_clock().now().to_msg()
+                self.pub_js.publish(self.js)
+            self.k += 1
+            delay = next_t - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                next_t = time.perf_counter()
+
+    def on_cmd(self, msg):
+        now = time.perf_counter()
+        q = np.asarray(msg.data, dtype=float)
+        if not self.recording:
+            self.history = [q]
+            return
+        self.cmd_times.append(now)
+        self.history.append(q)
+        if len(self.history) >= 3:
+            acc = np.abs(self.history[-1] - 2 * self.history[-2] + self.history[-3]).max()
+            if self.pending and acc > self.threshold:
+                self.latencies.append(now - self.pending.pop(0))
+            self.history = self.history[-3:]
+
+
+def expected_threshold() -> float:
+    """A twentieth of the joint-acceleration jump one pulse causes (joint rates ~ v / 1 m at the UR10e home)."""
+    dv = PULSE_FORCE_N * PERIOD_S / 7828.0 * PULSE_SAMPLES        # m/s after the pulse
+    return 0.05 * dv * PERIOD_S
+
+
+def run_arrangement(name: str, seconds: float) -> dict:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from hil_common.ros_testing import start_node, stop_process
+
+    client, table = hot_path_parameters()
+    if name == 'processes':
+        procs = {'client_admittance': start_node('hil_admittance', 'client_admittance_node',
+                                                 ros_args=('--params-file', params_file(client))),
+                 'motion_table': start_node('hil_motion_table', 'motion_table_node',
+                                            ros_args=('--params-file', params_file(table), '-r', '__ns:=/client'))}
+    else:
+        procs = {'client_admittance+motion_table': subprocess.Popen(
+            [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('bench_envisat_probe', context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    probe = Probe(node)
+    probe.threshold = expected_threshold()
+    feeder = threading.Thread(target=probe.ft_loop, daemon=True)
+    feeder.start()
+    spin = threading.Thread(target=lambda: executor.spin(), daemon=True)
+    spin.start()
+    time.sleep(5.0)                                   # discovery, IK initialisation
+    cpu0 = {k: cpu_seconds(p.pid) for k, p in procs.items()}
+    t0 = time.perf_counter()
+    probe.recording = True
+    time.sleep(seconds)
+    probe.recording = False
+    wall = time.perf_counter() - t0
+    cpu = {k: 100.0 * (cpu_seconds(p.pid) - cpu0[k]) / wall for k, p in procs.items()}
+    probe.stop.set()
+    executor.shutdown()
+    node.destroy_node()
+    ctx.try_shutdown()
+    for p in procs.values():
+        stop_process(p)
+    lat = np.array(probe.latencies) * 1e3
+    gaps = np.diff(np.array(probe.cmd_times)) * 1e3 if len(probe.cmd_times) > 1 else np.zeros(0)
+    pulses = len(probe.latencies) + probe.lost
+    return {
+        'arrangement': name, 'seconds': wall, 'pulses': pulses, 'lost': probe.lost,
+        'p50_ms': float(np.percentile(lat, 50)) if lat.size else float('nan'),
+        'p99_ms': float(np.percentile(lat, 99)) if lat.size else float('nan'),
+        'max_ms': float(lat.max()) if lat.size else float('nan'),
+        'late': int(np.sum(lat > TARGET_P99_MS)),
+        'commands': len(probe.cmd_times), 'command_rate_hz': len(probe.cmd_times) / wall,
+        'gaps_over_2ms': int(np.sum(gaps > 2.0)), 'cpu_percent': cpu,
+    }
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--seconds', type=float, default=float(os.environ.get('HIL_BENCH_ENVISAT_SECONDS', 60.0)))
+    parser.add_argument('--only', choices=['processes', 'composed'])
+    parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
+    args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
+    if args.child_composed:
+        sys.exit(composed_child(args.child_composed))
+    from hil_common.network import apply_network_profile
+
+    apply_network_profile()
+    print(f'Envisat hot path F/T sample -> client admittance (1 kHz) -> UR10e motion table -> command, '
+          f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs', flush=True)
+    results = []
+    for name in ([args.only] if args.only else ['processes', 'composed']):
+        r = run_arrangement(name, args.seconds)
+        results.append(r)
+        cpu = ', '.join(f'{k} {v:.0f}%' for k, v in r['cpu_percent'].items())
+        print(f"  {name:9s}: latency p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms  max {r['max_ms']:.2f} ms "
+              f"(target p99 <= {TARGET_P99_MS} ms: {'met' if r['p99_ms'] <= TARGET_P99_MS else 'MISSED'}); "
+              f"{r['pulses']} pulses, {r['late']} late, {r['lost']} lost", flush=True)
+        print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
+              f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
+    if len(results) == 2:
+        best = min(results, key=lambda r: r['p99_ms'])
+        print(f"  lower p99: {best['arrangement']}", flush=True)
+
+
+if __name__ == '__main__':
+    main()
