@@ -142,13 +142,17 @@ class HexapodKinematics:
         return g.translation + self.platform_points @ g.rotation.T - self.base_points
 
     def leg_lengths(self, pose_platform_in_base: pin.SE3) -> np.ndarray:
-        return np.linalg.norm(self.leg_vectors(pose_platform_in_base), axis=1)
+        legs = self.leg_vectors(pose_platform_in_base)
+        return np.sqrt((legs * legs).sum(axis=1))
 
     def jacobian_body(self, pose_platform_in_base: pin.SE3) -> np.ndarray:
         """6x6 ``d l / d V`` for the platform body twist ``V`` (linear first)."""
         legs = self.leg_vectors(pose_platform_in_base)
-        units_in_platform = (legs / np.linalg.norm(legs, axis=1)[:, None]) @ pose_platform_in_base.rotation
-        return np.hstack([units_in_platform, np.cross(self.platform_points, units_in_platform)])
+        u = (legs / np.sqrt((legs * legs).sum(axis=1))[:, None]) @ pose_platform_in_base.rotation
+        p = self.platform_points
+        p_cross_u = np.column_stack([p[:, 1] * u[:, 2] - p[:, 2] * u[:, 1], p[:, 2] * u[:, 0] - p[:, 0] * u[:, 2],
+                                     p[:, 0] * u[:, 1] - p[:, 1] * u[:, 0]])
+        return np.hstack([u, p_cross_u])
 
     def sigma_min_at_pose(self, pose_platform_in_base: pin.SE3) -> float:
         return float(np.linalg.svd(self.jacobian_body(pose_platform_in_base), compute_uv=False)[-1])

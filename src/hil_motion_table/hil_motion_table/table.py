@@ -81,8 +81,12 @@ class TableStats:
 
 
 def is_rotation(matrix: np.ndarray, tol: float = 1e-6) -> bool:
-    return bool(np.all(np.isfinite(matrix)) and np.allclose(matrix.T @ matrix, np.eye(3), atol=tol)
-                and abs(np.linalg.det(matrix) - 1.0) < tol)
+    """Finite, orthonormal and right-handed (within ``tol``)."""
+    if matrix.shape != (3, 3) or not np.isfinite(matrix).all():
+        return False
+    if float(np.abs(matrix.T @ matrix - np.eye(3)).max()) > tol:
+        return False
+    return abs(float(np.dot(np.cross(matrix[:, 0], matrix[:, 1]), matrix[:, 2])) - 1.0) < tol
 
 
 class MotionTable:
