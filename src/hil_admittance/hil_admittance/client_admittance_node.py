@@ -14,7 +14,11 @@ Topics (relative names, so a launch file can namespace or remap them):
 * out ``client/state`` (nav_msgs/Odometry): ``g_t = g_n g_c`` and ``V_t = V_c + Delta V_c``
   (Eq. 23) in the orbit frame; the twist is the body twist (Odometry's child frame).
 
-The node integrates Eq. (11) at ``rate_hz`` on a wall-clock timer. It holds no physics.
+The node integrates Eq. (11) in fixed steps of ``1/rate_hz`` on the node clock
+(:class:`hil_common.pacing.StepPacer`): a late timer callback runs the steps that are due,
+so simulated time keeps up with the wall clock under load; more than ``max_catch_up``
+missed steps are dropped and counted rather than replayed in a burst. One set of messages
+is published per callback, stamped with the time of its last step. It holds no physics.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
+from rclpy.time import Time
 
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.pacing import StepPacer
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.client import ClientAdmittance
@@ -43,6 +49,7 @@ PARAMS = [
           'Constant pose of the F/T sensor frame in the client CoM frame [m, rad]', length=6),
     Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
     Param('wrench_timeout_s', 0.05, 'A wrench older than this is treated as zero [s]', min=0.0),
+    Param('max_catch_up', 20, 'Most steps run in one late timer callback; more are dropped and counted', min=1, max=1000),
     Param('orbit_frame', 'orbit', 'Frame id of the orbit (inertial) frame'),
     Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
     Param('client_frame', 'client_com', 'Frame id of the client CoM body frame'),
@@ -78,6 +85,10 @@ class ClientAdmittanceNode(Node):
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
+        # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision).
+        self.t0_ns = self.get_clock().now().nanoseconds
+        self.pacer = StepPacer(self.dt, 0.0, p['max_catch_up'])
+        self.overruns_reported = 0
         self.create_timer(self.dt, self.tick)
 
     def on_wrench(self, msg):
@@ -91,6 +102,9 @@ class ClientAdmittanceNode(Node):
 
     def tick(self):
         now = self.get_clock().now()
+        steps = self.pacer.due((now.nanoseconds - self.t0_ns) * 1e-9)
+        if steps == 0:
+            return
         wrench = self.wrench_com
         if self.last_wrench_ns is None or now.nanoseconds - self.last_wrench_ns > self.timeout_ns:
             if self.last_wrench_ns is not None and not self.stale_reported:
@@ -99,8 +113,13 @@ class ClientAdmittanceNode(Node):
             wrench = np.zeros(6)
         else:
             self.stale_reported = False
-        state = self.rule.step(wrench, self.dt)
-        stamp = now.to_msg()
+        for _ in range(steps):
+            state = self.rule.step(wrench, self.dt)
+        if self.pacer.overruns > self.overruns_reported:
+            self.overruns_reported = self.pacer.overruns
+            self.get_logger().warn(f'{self.pacer.overruns} admittance steps dropped so far (host overloaded)',
+                                   throttle_duration_sec=1.0)
+        stamp = Time(nanoseconds=self.t0_ns + int(round(self.pacer.step_time(self.pacer.steps_done) * 1e9))).to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
         pose_to_msg(state.pose_client_in_nominal, self.msg_pose.pose)
         twist_to_msg(state.twist_client_rel_body, self.msg_twist.twist)

@@ -69,10 +69,14 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
     # Force along x only: the velocity stays along x, constant once the push is over.
     np.testing.assert_allclose(v[:, 1:], 0.0, atol=1e-12)
     np.testing.assert_allclose(v[:, 0], v[0, 0], rtol=1e-12)
-    # Each tick advances the command by exactly v * dt (dt = 1 / rate_hz = 5 ms).
+    # The command advances by exactly v * dt per integration step; a late tick runs several
+    # steps (fixed-step pacing), and the stamp is the time of the last one: dx = v * d(stamp).
     x = np.array([m.pose.position.x for m in poses])
-    steps = np.diff(x)
-    np.testing.assert_allclose(steps[steps > 0], v[0, 0] * 0.005, rtol=1e-9)
+    t_ns = np.array([m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec for m in poses], dtype=np.int64)
+    steps = np.diff(x) / (v[0, 0] * 0.005)
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-6)
+    assert np.all(np.round(steps) >= 1)
+    np.testing.assert_allclose(np.diff(x), v[0, 0] * np.diff(t_ns) * 1e-9, rtol=1e-6)
     # The impulse is at most what the stream could deliver: 20 N x (0.5 s + timeout) / m.
     assert v[0, 0] <= 20.0 * (0.5 + 0.2 + 0.1) / MASS
     assert 'rejected non-finite wrench' in out

@@ -12,7 +12,7 @@ Topics (relative names):
   applies to the payload (Eq. 3's sign). A stale wrist wrench also means zero velocity.
 * out ``table/pose_cmd`` (PoseStamped, base frame): ``x_s``, the slave end effector, integrated
   from ``v_s,c`` (Appendix A: ``v_s ~= v_s,c``) in fixed steps ``dt = 1/rate_hz``, as many as
-  are due on the node clock (:class:`hil_teleop.pacing.StepPacer`), for the motion-table node;
+  are due on the node clock (:class:`hil_common.pacing.StepPacer`), for the motion-table node;
   ``table/twist_cmd`` (TwistStamped): the same velocity as a body twist (feed-forward);
 * out ``slave/x_s`` (PoseStamped): ``x_s`` for the downlink (display on earth);
 * out ``teleop/slave_terms`` (Float64MultiArray, 30 values): ``v_s,c, v_s,r``, force feedback,
@@ -38,7 +38,7 @@ from hil_common.ros_main import run_node
 from hil_teleop.coordinates import body_twist, pose_from_x, x_from_pose
 from hil_teleop.delay_line import HeldCommand
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
-from hil_teleop.pacing import StepPacer
+from hil_common.pacing import StepPacer
 from hil_teleop.slave_law import SlaveLaw
 
 PARAMS = GAIN_PARAMS + [

@@ -31,7 +31,7 @@ from hil_common.ros_main import run_node
 from hil_teleop.coordinates import pose_from_x
 from hil_teleop.master import Push, ScriptedOperator, force_from_joy, force_from_wrench
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
-from hil_teleop.pacing import StepPacer
+from hil_common.pacing import StepPacer
 from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
 
 PARAMS = GAIN_PARAMS + [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hil_teleop.pacing import StepPacer
+from hil_common.pacing import StepPacer
 
 
 def test_late_callbacks_catch_up_so_simulated_time_tracks_the_clock():

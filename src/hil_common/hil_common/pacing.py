@@ -1,6 +1,6 @@
-"""Fixed-step pacing of a wall-clock node: how many controller steps are due now.
+"""Fixed-step pacing of a wall-clock node: how many rule steps are due now (every fixed-step node uses it).
 
-The rules (Eqs. 3-10) advance by a fixed ``dt``. A ROS timer may fire late or skip under
+The rules (admittance Eq. 11, teleop Eqs. 3-10, ...) advance by a fixed ``dt``. A ROS timer may fire late or skip under
 load; integrating one ``dt`` per callback would then run the virtual arm and the slave
 slower than real time (and the two sides would drift apart). :class:`StepPacer` counts the
 steps due since the start and lets the node catch up, at most ``max_catch_up`` per call;
