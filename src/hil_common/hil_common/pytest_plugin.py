@@ -6,7 +6,9 @@ any test module is imported. It makes every test run DDS-safe:
 * the loopback-only Fast DDS profile (``FASTRTPS_DEFAULT_PROFILES_FILE``), always; a test
   run never uses the lab network, whatever ``HIL_NETWORK`` says;
 * its own ``ROS_DOMAIN_ID`` (from ``HIL_TEST_DOMAIN_ID`` if set, else drawn from the
-  process id), so concurrent runs on one machine do not see each other's topics.
+  process id), so concurrent runs on one machine do not see each other's topics;
+* ``MUJOCO_GL=egl`` (unless set), so offscreen rendering works headless whichever test
+  imports MuJoCo first.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def pytest_configure(config):  # noqa: D103 - pytest hook
     os.environ[MODE_ENV] = 'loopback'
     apply_network_profile()
     os.environ['ROS_DOMAIN_ID'] = str(test_domain_id())
+    # MuJoCo picks its GL backend at first import, whichever test module imports it first:
+    # headless offscreen rendering needs EGL.
+    os.environ.setdefault('MUJOCO_GL', 'egl')
     os.environ.setdefault('ROS_LOG_DIR', os.path.join(str(config.rootpath), '.pytest_cache', 'ros_log'))
 
 
