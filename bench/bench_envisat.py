@@ -6,7 +6,7 @@ node plays the F/T driver (WrenchStamped at 1 kHz on ``client/ft/wrench``) and t
 (``client/joint_states`` at 100 Hz, and it receives ``client/forward_position_controller/commands``).
 
 Latency: every 50 ms the probe puts a 3-sample force pulse along the client's x axis (through
-the CoM: a pure translation). The first robot command whose joint *acceleration* (second
+the CoM: a pure translation), its sign chosen to bring the client's velocity back to zero. The first robot command whose joint *acceleration* (second
 difference of successive commands) jumps marks the pulse's arrival; latency = receive time
 minus the publish time of the pulse's first sample (both on the probe's clock). This is the
 full F/T sample -> robot command path, including the admittance's zero-order hold.
@@ -78,25 +78,14 @@ def joint_names() -> list[str]:
     return list(ur10e_spec().joint_names)
 
 
-# -- the composed arrangement (child process) -------------------------------------------------------------
-def composed_child(params_path: str) -> int:
-    from hil_common.network import apply_network_profile
+def _spin_until_sigterm(nodes) -> int:
+    """Spin ``nodes`` in one single-threaded executor until SIGTERM/Ctrl-C, then clean up."""
+    import signal
 
-    apply_network_profile()
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
-    remaps = ['-r', 'table/pose_cmd:=/client/table/pose_cmd', '-r', 'table/twist_cmd:=/client/table/twist_cmd',
-              '-r', 'joint_states:=/client/joint_states',
-              '-r', 'forward_position_controller/commands:=/client/forward_position_controller/commands']
-    rclpy.init(args=['--ros-args', '--params-file', params_path, *remaps])
-    import signal
-
     signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
-    from hil_admittance.client_admittance_node import ClientAdmittanceNode
-    from hil_motion_table.motion_table_node import MotionTableNode
-
-    nodes = [ClientAdmittanceNode(), MotionTableNode()]
     executor = SingleThreadedExecutor()
     for node in nodes:
         executor.add_node(node)
@@ -112,6 +101,23 @@ def composed_child(params_path: str) -> int:
     return 0
 
 
+# -- the composed arrangement (child process) -------------------------------------------------------------
+def composed_child(params_path: str) -> int:
+    from hil_common.network import apply_network_profile
+
+    apply_network_profile()
+    import rclpy
+
+    remaps = ['-r', 'table/pose_cmd:=/client/table/pose_cmd', '-r', 'table/twist_cmd:=/client/table/twist_cmd',
+              '-r', 'joint_states:=/client/joint_states',
+              '-r', 'forward_position_controller/commands:=/client/forward_position_controller/commands']
+    rclpy.init(args=['--ros-args', '--params-file', params_path, *remaps])
+    from hil_admittance.client_admittance_node import ClientAdmittanceNode
+    from hil_motion_table.motion_table_node import MotionTableNode
+
+    return _spin_until_sigterm([ClientAdmittanceNode(), MotionTableNode()])
+
+
 def fused_child(params_path: str) -> int:
     """One node, one callback per F/T sample: Eq. (11) step, motion-table IK, robot command (no timer, no hop)."""
     import yaml
@@ -121,7 +127,6 @@ def fused_child(params_path: str) -> int:
     apply_network_profile()
     import rclpy
     from geometry_msgs.msg import WrenchStamped
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
@@ -143,9 +148,6 @@ def fused_child(params_path: str) -> int:
     names = tuple(table.kin.joint_names)
     dt = 1.0 / client['rate_hz']
     rclpy.init()
-    import signal
-
-    signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
     node = rclpy.create_node('client_hot_path')
     pub = node.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
     state = {'q': None}
@@ -167,17 +169,7 @@ def fused_child(params_path: str) -> int:
 
     node.create_subscription(JointState, 'client/joint_states', on_joints, 10)
     node.create_subscription(WrenchStamped, 'client/ft/wrench', on_wrench, 1)   # keep only the newest sample
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return _spin_until_sigterm([node])
 
 
 # -- the probe ----------------------------------------------------------------------------------------------
@@ -194,6 +186,9 @@ class Probe:
         self.msg_ft = WrenchStamped()
         self.js = JointState(name=joint_names(), position=list(UR10E_HOME), velocity=[0.0] * 6)
         self.k = 0
+        self.sign = 1.0
+        self.u = None                           # joint-space direction of a + pulse's velocity change
+        self.v_proj = 0.0                       # current joint velocity along u (from the commands)
         self.pending: list[float] = []          # publish times of pulses not yet seen
         self.latencies: list[float] = []
         self.lost = 0
@@ -210,8 +205,11 @@ class Probe:
             next_t += PERIOD_S
             k = self.k
             phase = k % PULSE_EVERY
-            sign = 1.0 if (k // PULSE_EVERY) % 4 in (0, 3) else -1.0     # +, -, -, +: the velocity returns to 0
-            force = sign * PULSE_FORCE_N if (self.recording and phase < PULSE_SAMPLES) else 0.0
+            if phase == 0:
+                # Steer the pulses so that the client's velocity stays near zero (the admittance's sample
+                # hold applies a pulse for 2-4 ticks, so fixed alternating signs would random-walk).
+                self.sign = -np.sign(self.v_proj) if abs(self.v_proj) > 0.0 else -self.sign
+            force = self.sign * PULSE_FORCE_N if (self.recording and phase < PULSE_SAMPLES) else 0.0
             if self.recording and phase == 0:
                 if self.pending:
                     self.lost += len(self.pending)
@@ -238,9 +236,13 @@ class Probe:
         self.cmd_times.append(now)
         self.history.append(q)
         if len(self.history) >= 3:
-            acc = np.abs(self.history[-1] - 2 * self.history[-2] + self.history[-3]).max()
-            if self.pending and acc > self.threshold:
+            jump = self.history[-1] - 2 * self.history[-2] + self.history[-3]
+            if self.pending and np.abs(jump).max() > self.threshold:
                 self.latencies.append(now - self.pending.pop(0))
+                if self.u is None:
+                    self.u = jump / np.linalg.norm(jump) * (1.0 if self.sign > 0 else -1.0)
+            if self.u is not None:
+                self.v_proj = float((self.history[-1] - self.history[-2]) @ self.u)
             self.history = self.history[-3:]
 
 

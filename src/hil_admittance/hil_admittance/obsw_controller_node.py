@@ -31,6 +31,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 
+from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.obsw import ObswController, ObswGains
 from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_to_msg, xyz_rpy_to_pose
 from hil_common.params import Param, ParameterError, declare_parameters
@@ -132,24 +133,14 @@ class ObswControllerNode(Node):
         setattr(self, which, (pose, twist, self._now()))
 
     def on_joints(self, msg):
-        try:
-            index = {name: i for i, name in enumerate(msg.name)}
-            q = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
-            dq = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
-        except (KeyError, IndexError):
+        joints = arm_joints(msg, self.joint_names)
+        if joints is None:
             self.rejected += 1
             return
-        if np.all(np.isfinite(q)) and np.all(np.isfinite(dq)):
-            self.joints = (q, dq, self._now())
-        else:
-            self.rejected += 1
+        self.joints = (*joints, self._now())
 
     def tick(self):
-        try:
-            self._tick()
-        except Exception:  # noqa: BLE001 - a publish racing the SIGTERM shutdown is not an error
-            if self.context.ok():
-                raise
+        guarded(self._tick, self.context)
 
     def _tick(self):
         now = self._now()

@@ -41,6 +41,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from hil_admittance.node_common import arm_joints, guarded
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -166,16 +167,11 @@ class ServicerAdmittanceNode(Node):
         self.fault = latched
 
     def on_joints(self, msg):
-        try:
-            index = {name: i for i, name in enumerate(msg.name)}
-            q = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
-            dq = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
-        except (KeyError, IndexError):
-            self._reject('joint state without the arm joints')
+        joints = arm_joints(msg, self.joint_names)
+        if joints is None:
+            self._reject('joint state without the arm joints, or non-finite')
             return
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(dq))):
-            self._reject('non-finite joint state')
-            return
+        q, dq = joints
         now = self._now_ns()
         if self.dq is not None and self.last_js_ns is not None and now > self.last_js_ns:
             self.ddq = (dq - self.dq) / ((now - self.last_js_ns) * 1e-9)
@@ -187,11 +183,7 @@ class ServicerAdmittanceNode(Node):
 
     # -- the rule --------------------------------------------------------------------------
     def tick(self):
-        try:
-            self._tick()
-        except Exception:  # noqa: BLE001 - a publish racing the SIGTERM shutdown is not an error
-            if self.context.ok():
-                raise
+        guarded(self._tick, self.context)
 
     def _tick(self):
         if self.q is None:

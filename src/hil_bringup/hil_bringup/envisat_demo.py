@@ -98,6 +98,13 @@ def _plt():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    _plt().close(fig)
+    return path
+
+
 def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str) -> list[Path]:
     plt = _plt()
     paths = []
@@ -117,10 +124,7 @@ def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str
         axes[0].legend(fontsize=8)
         axes[0].set_title(f'{title}: servicer CoM relative to the client CoM')
         axes[-1].set_xlabel('t [s]')
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=100)
-        plt.close(fig)
-        paths.append(out / name)
+        paths.append(_save(fig, out / name))
     return paths
 
 
@@ -144,11 +148,7 @@ def plot_fig12(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
                 ax.axvline(phase_times[name], color='k', ls='--', lw=0.8)
         ax.legend(fontsize=7, ncol=2)
     fig.suptitle('Envisat capture (cf. seed 004 Fig. 12); dashed: approach start and grasp')
-    fig.tight_layout()
-    path = out / 'fig12_errors_and_actuation.png'
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, out / 'fig12_errors_and_actuation.png')
 
 
 def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
@@ -165,11 +165,7 @@ def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
         if 'grasp' in phase_times:
             ax.axvline(phase_times['grasp'], color='k', ls='--', lw=0.8)
         ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    path = out / 'fig13_relative_velocity.png'
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, out / 'fig13_relative_velocity.png')
 
 
 def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -> Path:
@@ -204,11 +200,7 @@ def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -
         if k == 0:
             ax.legend(fontsize=7, loc='upper left')
     fig.suptitle('Envisat capture in the client frame (Envisat body partly drawn; servicer base, LBR iiwa 14 + gripper)')
-    fig.tight_layout()
-    path = out / 'capture_render.png'
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, out / 'capture_render.png')
 
 
 def _box(ax, pose: pin.SE3, size, color) -> None:
@@ -364,6 +356,12 @@ def servicer_body_in_flange(scenario) -> list[float]:
     return [*xyz, 0.0, 0.0, 0.0]
 
 
+def client_body_in_flange(scenario) -> list[float]:
+    """The client CoM seen from the client robot's flange, which carries the F/T sensor and the mock-up."""
+    g = scenario.client.pose_sensor_in_client.inverse()
+    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
+
+
 def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = True) -> list[tuple[str, str, str, Path]]:
     """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set."""
     import yaml
@@ -381,7 +379,8 @@ def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = Tru
                                                                       f'servicer_wrist_ft:{ports["servicer"]}']}),
                   ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client']}),
                   ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer']}),
-                  ('hil_motion_table', 'motion_table_node', 'client', {'robot': robot, 'command_frame': 'home'}),
+                  ('hil_motion_table', 'motion_table_node', 'client', {
+                      'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}),
                   ('hil_motion_table', 'motion_table_node', 'servicer', {
                       'robot': 'kr120r2500pro', 'command_frame': 'home',
                       'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)})]

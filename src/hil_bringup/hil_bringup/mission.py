@@ -302,7 +302,7 @@ class AbsoluteMission(_Mission):
         return self.client.pose_in_orbit, self.client.twist_body, self.pose_base_in_orbit, v_b, q, dq
 
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
-        model, data, n = self.pin_model, self.pin_data, self.model.n
+        model, data = self.pin_model, self.pin_data
         self._fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_flange, dtype=float)))
         tau_full = np.concatenate((wrench_base_com, tau_arm))
 

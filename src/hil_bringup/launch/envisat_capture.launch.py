@@ -31,7 +31,7 @@ CLIENT_FT_PORT, SERVICER_FT_PORT = 49152, 49153
 
 
 def _nodes(context):
-    from hil_bringup.envisat_demo import servicer_body_in_flange
+    from hil_bringup.envisat_demo import client_body_in_flange, servicer_body_in_flange
     from hil_bringup.launch_common import network_environment
     from hil_bringup.scenario import (client_admittance_parameters, load_scenario, obsw_parameters,
                                       servicer_admittance_parameters)
@@ -54,7 +54,8 @@ def _nodes(context):
         Node(package='hil_admittance', executable='servicer_admittance_node', name='servicer_admittance',
              parameters=[{**servicer_admittance_parameters(scenario), 'table_pose_from_start': True}], output='screen'),
         Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='client',
-             parameters=[{'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate}], output='screen'),
+             parameters=[{'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate,
+                          'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}], output='screen'),
         Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='servicer',
              parameters=[{'robot': 'kr120r2500pro', 'command_frame': 'home', 'period_s': 1.0 / rate,
                           'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)}], output='screen'),
