@@ -15,9 +15,10 @@ Two arrangements, each for ``--seconds`` (default 60):
 
 * ``processes`` -- the two nodes as separate processes (what launch_ros does by default);
 * ``composed``  -- the two nodes in one process, one single-threaded executor;
-* ``fused``     -- one node whose F/T callback runs the same two rules (Eq. 11 step, then the
-  table IK) and publishes the command: the loop is clocked by the sensor samples, with no
-  timer and no DDS hop between admittance and IK.
+* ``fused``     -- ``hil_bringup/client_hot_path_node``: one node whose F/T callback runs the
+  same two rules (Eq. 11 step, then the table IK) and publishes the command; the loop is
+  clocked by the sensor samples, with no timer and no DDS hop between admittance and IK.
+  It is the default of envisat_capture.launch.py (``hot_path:=fused``).
 
 Reports latency p50/p99/max (target p99 <= 2 ms), deadline misses (commands more than 2 ms
 apart, i.e. at least one 1 kHz slot lost; and pulses slower than 2 ms or lost), and CPU
@@ -118,60 +119,6 @@ def composed_child(params_path: str) -> int:
     return _spin_until_sigterm([ClientAdmittanceNode(), MotionTableNode()])
 
 
-def fused_child(params_path: str) -> int:
-    """One node, one callback per F/T sample: Eq. (11) step, motion-table IK, robot command (no timer, no hop)."""
-    import yaml
-
-    from hil_common.network import apply_network_profile
-
-    apply_network_profile()
-    import rclpy
-    from geometry_msgs.msg import WrenchStamped
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-
-    from hil_admittance import client_admittance_node as can
-    from hil_common.conversions import wrench_from_msg, xyz_rpy_to_pose
-    from hil_common.params import validate
-    from hil_dynamics.se3 import transform_wrench
-    from hil_motion_table import motion_table_node as mtn
-    from hil_motion_table.messages import flange_target_from_body_motion, home_pose
-
-    values = yaml.safe_load(Path(params_path).read_text())['/**']['ros__parameters']
-    client = validate(can.PARAMS, {k: v for k, v in values.items() if k in {p.name for p in can.PARAMS}})
-    table_values = validate(mtn.PARAMS, {k: v for k, v in values.items() if k in {p.name for p in mtn.PARAMS}})
-    client = {**{p.name: p.default for p in can.PARAMS}, **client}
-    table_values = {**{p.name: p.default for p in mtn.PARAMS}, **table_values}
-    rule, pose_sensor = can.build_rule(client)
-    table = mtn.build_table(table_values)
-    home, body = home_pose(table.kin), xyz_rpy_to_pose(table_values['pose_body_in_flange_xyz_rpy'])
-    names = tuple(table.kin.joint_names)
-    dt = 1.0 / client['rate_hz']
-    rclpy.init()
-    node = rclpy.create_node('client_hot_path')
-    pub = node.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
-    state = {'q': None}
-
-    def on_joints(msg):
-        q = mtn.reorder(msg.name, msg.position, names)
-        if q is not None:
-            state['q'] = q
-            if not table.initialized:
-                table.initialize(q)
-
-    def on_wrench(msg):
-        if state['q'] is None:
-            return
-        s = rule.step(transform_wrench(pose_sensor, wrench_from_msg(msg.wrench)), dt)
-        out = table.step(flange_target_from_body_motion(home, body, s.pose_client_in_nominal), q_measured=state['q'],
-                         t=s.t)
-        pub.publish(Float64MultiArray(data=[float(v) for v in out.q_command]))
-
-    node.create_subscription(JointState, 'client/joint_states', on_joints, 10)
-    node.create_subscription(WrenchStamped, 'client/ft/wrench', on_wrench, 1)   # keep only the newest sample
-    return _spin_until_sigterm([node])
-
-
 # -- the probe ----------------------------------------------------------------------------------------------
 class Probe:
     def __init__(self, node):
@@ -264,11 +211,13 @@ def run_arrangement(name: str, seconds: float) -> dict:
                                                  ros_args=('--params-file', params_file(client))),
                  'motion_table': start_node('hil_motion_table', 'motion_table_node',
                                             ros_args=('--params-file', params_file(table), '-r', '__ns:=/client'))}
+    elif name == 'composed':
+        procs = {'client_admittance+motion_table': subprocess.Popen(
+            [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     else:
-        flag, label = (('--child-composed', 'client_admittance+motion_table') if name == 'composed'
-                       else ('--child-fused', 'client_hot_path'))
-        procs = {label: subprocess.Popen([sys.executable, __file__, flag, params_file({**client, **table})],
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+        procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
+                                               ros_args=('--params-file', params_file({**client, **table})))}
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('bench_envisat_probe', context=ctx)
@@ -313,12 +262,9 @@ def main(argv=None) -> None:
     parser.add_argument('--seconds', type=float, default=float(os.environ.get('HIL_BENCH_ENVISAT_SECONDS', 60.0)))
     parser.add_argument('--only', choices=ARRANGEMENTS)
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
-    parser.add_argument('--child-fused', metavar='PARAMS', help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
     if args.child_composed:
         sys.exit(composed_child(args.child_composed))
-    if args.child_fused:
-        sys.exit(fused_child(args.child_fused))
     from hil_common.network import apply_network_profile
 
     apply_network_profile()

@@ -36,6 +36,7 @@ setup(
     entry_points={
         'console_scripts': [
             'hil_demo = hil_bringup.demo:main',
+            'client_hot_path_node = hil_bringup.client_hot_path_node:main',
             'scripted_wrench_node = hil_bringup.scripted_wrench_node:main',
             'teleop_demo = hil_bringup.teleop_demo:main',
         ],

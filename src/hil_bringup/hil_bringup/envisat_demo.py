@@ -363,13 +363,14 @@ def client_body_in_flange(scenario) -> list[float]:
 
 
 def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = True) -> list[tuple[str, str, str, Path]]:
-    """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set."""
+    """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set (defaults)."""
     import yaml
 
     from hil_bringup.scenario import client_admittance_parameters, obsw_parameters, servicer_admittance_parameters
 
     ports = {'client': 49152, 'servicer': 49153}
-    nodes = [('hil_admittance', 'client_admittance_node', '', client_admittance_parameters(scenario)),
+    client_table = {'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
+    nodes = [('hil_bringup', 'client_hot_path_node', '', {**client_admittance_parameters(scenario), **client_table}),
              ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario),
                                                                  'table_pose_from_start': with_twin}),
              ('hil_admittance', 'obsw_controller_node', '', obsw_parameters(scenario))]
@@ -379,8 +380,6 @@ def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = Tru
                                                                       f'servicer_wrist_ft:{ports["servicer"]}']}),
                   ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client']}),
                   ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer']}),
-                  ('hil_motion_table', 'motion_table_node', 'client', {
-                      'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}),
                   ('hil_motion_table', 'motion_table_node', 'servicer', {
                       'robot': 'kr120r2500pro', 'command_frame': 'home',
                       'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)})]

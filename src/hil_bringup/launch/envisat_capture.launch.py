@@ -9,13 +9,16 @@ code the demo and the lockstep runner use):
 
 * ``client/ft_sensor`` and ``servicer/ft_sensor`` -- the ATI Net F/T RDT drivers (client
   mock-up sensor, wrist sensor) on ``<ns>/ft/wrench``, ``<ns>/ft/fault``;
-* ``client_admittance`` (Eq. 11, 23) and ``servicer_admittance`` (Eq. 18, 22, 23);
+* the client hot path: ``client_hot_path`` (``hot_path:=fused``, default: Eq. 11 and the table
+  IK in one callback per F/T sample, the lowest latency in ``bench/bench_envisat.py``) or
+  ``client_admittance`` + ``client/motion_table`` (``hot_path:=nodes``);
+* ``servicer_admittance`` (Eq. 18, 22, 23);
 * the OBSW controller-under-test slot: ``controller_package``/``controller_executable``
   (default: the example controller ``hil_admittance/obsw_controller_node``); a replacement
   reads ``client/state``, ``servicer/state``, ``servicer_arm/joint_states`` and publishes
   ``servicer/base_wrench_cmd`` and ``servicer_arm/torque_cmd``;
-* ``client/motion_table`` and ``servicer/motion_table`` -- the table IK for the client robot
-  (``robot``) and the servicer robot (KR 120), commanding ``<ns>/forward_position_controller``;
+* ``servicer/motion_table`` -- the table IK of the servicer robot (KR 120); the client robot
+  (``robot``) is commanded by the hot path, both on ``<ns>/forward_position_controller``;
 * with ``use_sim:=true`` the MuJoCo lab twin stands in for the robots and serves the two F/T
   sensors over RDT/UDP on 127.0.0.1; with ``use_sim:=false`` the real robots' ros2_control
   and sensors are expected on the same topics (``ft_host`` names the sensors' address).
@@ -49,17 +52,24 @@ def _nodes(context):
              parameters=[{'sensor_ip': ft_host, 'sensor_port': CLIENT_FT_PORT}], output='screen'),
         Node(package='hil_sensors', executable='ft_sensor_node', name='ft_sensor', namespace='servicer',
              parameters=[{'sensor_ip': ft_host, 'sensor_port': SERVICER_FT_PORT}], output='screen'),
-        Node(package='hil_admittance', executable='client_admittance_node', name='client_admittance',
-             parameters=[client_admittance_parameters(scenario)], output='screen'),
         Node(package='hil_admittance', executable='servicer_admittance_node', name='servicer_admittance',
              parameters=[{**servicer_admittance_parameters(scenario), 'table_pose_from_start': True}], output='screen'),
-        Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='client',
-             parameters=[{'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate,
-                          'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}], output='screen'),
         Node(package='hil_motion_table', executable='motion_table_node', name='motion_table', namespace='servicer',
              parameters=[{'robot': 'kr120r2500pro', 'command_frame': 'home', 'period_s': 1.0 / rate,
                           'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)}], output='screen'),
     ]
+    # The client hot path (F/T -> Eq. 11 -> table IK -> robot command): one node, one callback per
+    # sample (default, the lowest latency in bench_envisat), or the two separate nodes.
+    client_table = {'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate,
+                    'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
+    if LaunchConfiguration('hot_path').perform(context) == 'fused':
+        actions.append(Node(package='hil_bringup', executable='client_hot_path_node', name='client_hot_path',
+                            parameters=[{**client_admittance_parameters(scenario), **client_table}], output='screen'))
+    else:
+        actions += [Node(package='hil_admittance', executable='client_admittance_node', name='client_admittance',
+                         parameters=[client_admittance_parameters(scenario)], output='screen'),
+                    Node(package='hil_motion_table', executable='motion_table_node', name='motion_table',
+                         namespace='client', parameters=[client_table], output='screen')]
     # The controller-under-test slot (replaceable): resolved from the launch arguments.
     package, executable = controller
     params = [obsw_parameters(scenario)] if controller == ('hil_admittance', 'obsw_controller_node') else []
@@ -87,6 +97,8 @@ def generate_launch_description():
                               description='package of the OBSW controller under test'),
         DeclareLaunchArgument('controller_executable', default_value='obsw_controller_node',
                               description='executable of the OBSW controller under test'),
+        DeclareLaunchArgument('hot_path', default_value='fused', choices=['fused', 'nodes'],
+                              description='client hot path in one node (fused) or as admittance + motion-table nodes'),
         DeclareLaunchArgument('record', default_value='false', choices=['true', 'false'],
                               description='record every topic with ros2 bag (MCAP)'),
         network_argument(),

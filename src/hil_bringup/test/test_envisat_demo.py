@@ -38,7 +38,7 @@ def test_graph_node_parameters_pass_each_node_s_checks(tmp_path):
 
     from hil_common.params import validate
 
-    modules = {'client_admittance_node': 'hil_admittance.client_admittance_node',
+    modules = {'client_hot_path_node': 'hil_bringup.client_hot_path_node',
                'servicer_admittance_node': 'hil_admittance.servicer_admittance_node',
                'obsw_controller_node': 'hil_admittance.obsw_controller_node',
                'lab_twin_node': 'hil_lab_twin.lab_twin_node', 'ft_sensor_node': 'hil_sensors.ft_driver',

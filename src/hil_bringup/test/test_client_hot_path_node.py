@@ -1,0 +1,58 @@
+"""The fused client hot path over DDS: one robot command per F/T sample, pushed the right way, silent without samples."""
+
+import numpy as np
+import yaml
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_bringup.envisat_demo import client_body_in_flange
+from hil_bringup.scenario import client_admittance_parameters, load_scenario
+from hil_common.conversions import pose_from_msg
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_motion_table.robot_models import ur10e_spec
+
+
+def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
+    scenario = load_scenario('envisat_capture')
+    params = {**client_admittance_parameters(scenario), 'robot': 'ur10e', 'command_frame': 'home',
+              'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario), 'state_decimation': 1}
+    path = tmp_path / 'hot_path.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+    proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path)))
+    spec = ur10e_spec()
+    try:
+        with test_node('hot_path_probe') as (node, executor):
+            commands, poses = [], []
+            node.create_subscription(Float64MultiArray, 'client/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 100)
+            node.create_subscription(PoseStamped, 'client/table/pose_cmd', lambda m: poses.append(pose_from_msg(m.pose)), 100)
+            pub_js = node.create_publisher(JointState, 'client/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
+            js = JointState(name=list(spec.joint_names), position=list(spec.q_home), velocity=[0.0] * 6)
+            push = WrenchStamped()
+            push.wrench.force.x = 2000.0                  # along the client x axis, through the CoM
+            sent = {'n': 0, 'on': True}
+
+            def tick():
+                pub_js.publish(js)
+                if sent['on']:
+                    pub_ft.publish(push)
+                    sent['n'] += 1
+            node.create_timer(0.005, tick)
+            assert spin_until(executor, lambda: len(commands) >= 100, 20.0), 'no robot commands'
+            assert len(commands) <= sent['n']              # at most one command per sample
+            sent['on'] = False
+            spin_until(executor, lambda: False, 0.5)
+            n = len(commands)
+            spin_until(executor, lambda: False, 0.5)
+            assert len(commands) == n                      # no samples, no commands: the robot holds
+            # Pushed along +x: the client CoM moved along +x of the nominal frame, not sideways.
+            p = poses[-1].translation
+            assert p[0] > 0.0 and abs(p[1]) < 1e-3 * p[0] + 1e-12
+            assert np.all(np.isfinite(commands[-1])) and commands[-1].shape == (6,)
+            assert np.linalg.norm(commands[-1] - np.array(spec.q_home)) > 0.0
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
