@@ -5,12 +5,13 @@
 :class:`hil_common.params.ParameterError` into a one-line message naming the parameter
 and exit code 2, runs ``start(node)`` if given (e.g. lifecycle autostart; a false result
 ends with exit code 1), spins on ``executor_factory()`` (default single-threaded), and on
-Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it.
+Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it. An error
+raised by a callback after the signal already shut the context down is part of the
+shutdown, not a crash, and is not reported.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import Callable
 
@@ -25,9 +26,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    # rclpy's own handlers turn SIGINT and SIGTERM (what a launcher sends) into a context
+    # shutdown that wakes the executor, even while it waits with nothing to do.
     rclpy.init(args=args)
-    # SIGTERM (what a launcher sends) ends the node like Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
     try:
         node = factory()
     except ParameterError as exc:
@@ -45,6 +46,11 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # noqa: BLE001
+        # A callback that was running when the signal shut the context down fails on its
+        # next publish: that is the shutdown, not a crash. Anything else is re-raised.
+        if rclpy.ok():
+            raise
     finally:
         close = getattr(node, 'close', None)
         if callable(close):
