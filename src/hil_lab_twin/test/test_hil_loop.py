@@ -117,11 +117,14 @@ def run_push(ros, free_udp_port) -> dict:
 
 
 def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
-    # A run counts only if every node kept its 250 Hz (a starved machine delays messages and
+    # A run counts only if the nodes kept up (a starved machine delays messages and
     # desynchronises the loop) and pose commands arrived at all. Up to three attempts.
     for attempt in range(3):
         run = run_push(ros, free_udp_port)
-        kept_up = (run['pose_rate'] > 0.9 * 250 and run['state_rate'] > 0.9 * 250 and run['in_step']
+        # The admittance node keeps simulated time on the wall clock (fixed-step pacing), so
+        # a late callback publishes fewer, larger steps: half the nominal rates still make a
+        # valid run; the physics checks below judge it.
+        kept_up = (run['pose_rate'] > 0.5 * 250 and run['state_rate'] > 0.5 * 250 and run['in_step']
                    and run['tracking'] is not None)
         if kept_up:
             break
