@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import pinocchio as pin
 
 UR10E_SOURCE = ('Universal Robots, "DH parameters for calculations of kinematics and dynamics", UR10e row; '
                 'UR10e technical specifications (joint ranges and speeds)')
@@ -182,13 +183,8 @@ def dh_forward(spec: SerialRobotSpec, q: Sequence[float]) -> np.ndarray:
 
 
 def rpy_matrix(rpy) -> np.ndarray:
-    """URDF ``rpy``: ``Rz(yaw) Ry(pitch) Rx(roll)``."""
-    r, p, y = (float(v) for v in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
-    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
-    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-    return rz @ ry @ rx
+    """URDF ``rpy``: ``Rz(yaw) Ry(pitch) Rx(roll)`` (Pinocchio's ``rpyToMatrix``)."""
+    return pin.rpy.rpyToMatrix(*(float(v) for v in rpy))
 
 
 def link_names(spec: SerialRobotSpec) -> list[str]:

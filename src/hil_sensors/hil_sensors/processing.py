@@ -25,27 +25,18 @@ from typing import Sequence
 
 import numpy as np
 
+from hil_dynamics.se3 import pose_from_quaternion
+
 AXES = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
 ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 def quaternion_to_matrix(xyzw: Sequence[float]) -> np.ndarray:
-    """Rotation matrix of a quaternion ``[x, y, z, w]`` (ROS order); normalises it."""
-    x, y, z, w = (float(c) for c in xyzw)
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    if not math.isfinite(n) or n < 1e-9:
-        raise ValueError(f'quaternion {list(xyzw)} is not a valid rotation')
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+    """Rotation matrix of a quaternion ``[x, y, z, w]`` (ROS order); normalises it.
 
-
-def skew(v: Sequence[float]) -> np.ndarray:
-    x, y, z = v
-    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    The stack's one implementation is :func:`hil_dynamics.se3.pose_from_quaternion`.
+    """
+    return pose_from_quaternion(xyzw).rotation
 
 
 # --------------------------------------------------------------------------- filter
@@ -221,12 +212,10 @@ class WrenchTransform:
     """
 
     def __init__(self, translation: Sequence[float], rotation_xyzw: Sequence[float]):
-        r = quaternion_to_matrix(rotation_xyzw)
-        p = np.asarray(translation, dtype=float)
-        m = np.zeros((6, 6))
-        m[:3, :3] = r
-        m[3:, 3:] = r
-        m[3:, :3] = skew(p) @ r
+        pose_sensor_in_target = pose_from_quaternion(rotation_xyzw, translation)
+        r, p = pose_sensor_in_target.rotation, pose_sensor_in_target.translation
+        # Ad_{g^-1}^T as a 6x6 matrix (Pinocchio's dual action), applied with plain floats per sample.
+        m = pose_sensor_in_target.dualAction
         self.matrix = m
         self._rows = [tuple(float(v) for v in row) for row in m]
         self.translation = p

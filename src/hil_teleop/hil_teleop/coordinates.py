@@ -90,6 +90,13 @@ def pose_from_x(x) -> pin.SE3:
     return pin.SE3(pin.rpy.rpyToMatrix(x[3:6]), x[:3].copy())
 
 
+def advance_pose_world(g: pin.SE3, v_world, dt: float) -> pin.SE3:
+    """Pose after ``dt`` at constant velocity ``v_world = [v; w]`` given in the base frame
+    (world-aligned, as a manipulator Jacobian gives it): ``R <- exp3(w dt) R``, ``p <- p + v dt``."""
+    v_world = np.asarray(v_world, dtype=float)
+    return pin.SE3(pin.exp3(v_world[3:] * dt) @ g.rotation, g.translation + v_world[:3] * dt)
+
+
 def x_from_pose(g: pin.SE3) -> np.ndarray:
     """SE3 -> ``[r; phi]`` (pitch in ``[-pi/2, pi/2]``)."""
     return np.concatenate((g.translation, pin.rpy.matrixToRpy(g.rotation)))

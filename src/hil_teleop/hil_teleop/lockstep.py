@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import pinocchio as pin
 
 from hil_dynamics.rigid_body import RigidBody
 from hil_teleop.coordinates import pose_from_x, x_from_pose

@@ -26,7 +26,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import pinocchio as pin
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
@@ -35,7 +34,7 @@ from hil_common.conversions import (pose_from_msg, pose_to_msg, seconds_to_stamp
                                     wrench_from_msg)
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
-from hil_teleop.coordinates import body_twist, pose_from_x, x_from_pose
+from hil_teleop.coordinates import advance_pose_world, body_twist, pose_from_x, x_from_pose
 from hil_teleop.delay_line import HeldCommand
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
 from hil_common.pacing import StepPacer
@@ -128,8 +127,7 @@ class SlaveLawNode(Node):
                 return
             v = cmd.v_s_c
             self.law.observe_velocity(v)                              # Appendix A: v_s ~= v_s,c
-            self.pose = pin.SE3(pin.exp3(v[3:] * self.dt) @ self.pose.rotation,
-                                self.pose.translation + v[:3] * self.dt)
+            self.pose = advance_pose_world(self.pose, v, self.dt)
         if n == 0:
             return
         if cmd.stale:

@@ -34,7 +34,7 @@ import pinocchio as pin
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
-from hil_teleop.coordinates import cross3, x_from_pose
+from hil_teleop.coordinates import advance_pose_world, cross3, x_from_pose
 from hil_teleop.gains import _diag6
 
 
@@ -59,7 +59,7 @@ class SlaveArm:
         v_old = self.v
         self.v = v_old + alpha * (target - v_old)
         v_mid = 0.5 * (v_old + self.v)
-        self.pose = pin.SE3(pin.exp3(v_mid[3:] * dt) @ self.pose.rotation, self.pose.translation + v_mid[:3] * dt)
+        self.pose = advance_pose_world(self.pose, v_mid, dt)
 
 
 class GripContact:
