@@ -115,11 +115,41 @@ class PressConfig:
 
 
 @dataclass(frozen=True)
+class GripConfig:
+    """A compliant gripper: the end of robot ``slave`` holds the client mock-up's grapple on robot ``payload``.
+
+    Modelled as a 6-DOF spring-damper (:meth:`hil_lab_twin.twin.LabTwin.engage_grip`) between
+    the slave's F/T measuring frame (site ``<slave>_ft_site``, the grip point of a robot whose
+    payload is ``none``) and the grapple (site ``<payload>_grapple``). ``stiffness`` [N/m, N m/rad]
+    and ``damping`` [N s/m, N m s/rad] are diagonals in the slave's grip frame (linear first),
+    the lumped compliance of fingers, grapple and structure. ``engaged``: closed at start.
+    """
+
+    slave: str
+    payload: str
+    stiffness: tuple = (2e4, 2e4, 2e4, 2e3, 2e3, 2e3)
+    damping: tuple = (2e2, 2e2, 2e2, 2e1, 2e1, 2e1)
+    engaged: bool = True
+
+    def check(self, robots) -> None:
+        by_ns = {r.ns: r for r in robots}
+        if self.slave not in by_ns or by_ns[self.slave].payload != 'none':
+            raise ValueError(f'grip.slave {self.slave!r} must be a robot namespace whose payload is none')
+        if self.payload not in by_ns or by_ns[self.payload].payload != 'client_mockup':
+            raise ValueError(f'grip.payload {self.payload!r} must be a robot namespace carrying a client mock-up')
+        for name in ('stiffness', 'damping'):
+            values = getattr(self, name)
+            if len(values) != 6 or not all(math.isfinite(v) and v >= 0 for v in values):
+                raise ValueError(f'grip.{name} must be 6 finite values >= 0')
+
+
+@dataclass(frozen=True)
 class TwinConfig:
     robots: tuple = (RobotConfig('client'),)
     timestep: float = 0.001
     arm: ArmConfig = ArmConfig()
     press: PressConfig | None = None
+    grip: GripConfig | None = None
 
     def check(self) -> None:
         if not self.robots:
@@ -133,6 +163,8 @@ class TwinConfig:
             robot.check()
         if self.press is not None and self.press.target not in names:
             raise ValueError(f'press.target {self.press.target!r} is not a robot namespace')
+        if self.grip is not None:
+            self.grip.check(self.robots)
 
 
 def facility_config(client_kind: str = 'serial', with_servicer: bool = False, **client_kw) -> TwinConfig:
@@ -329,3 +361,53 @@ def _press(press: PressConfig, build: RobotBuild) -> list[str]:
             'rgba="0.8 0.2 0.2 1"/>',
             f'<site name="press_tip_site" pos="0 0 {press.radius:.6g}" size="0.005"/>',
             '</body>']
+
+
+# -- seed 001's HIL: a slave robot gripping the payload mock-up carried by the payload table --------
+SENSOR_HEIGHT_M = 0.04      # mjcf.ft_sensor_body default: measuring frame above the flange
+GRAPPLE_IN_MOCKUP_M = 0.27  # mjcf.client_mockup default: grapple (ring centre) above the sensor frame
+
+
+def teleop_facility_config(slave_model: str = 'kr120r2500pro', payload_model: str = 'ur10e',
+                           payload_flange_xyz=(0.95, 0.0, 0.3), servo: ServoConfig = ServoConfig(),
+                           slave_ft: FtConfig = FtConfig(seed=11), payload_ft: FtConfig = FtConfig(seed=12),
+                           grip: GripConfig | None = None, timestep: float = 0.001) -> TwinConfig:
+    """Seed 001's HIL facility: robot ``slave`` (at the lab origin, F/T sensor at its flange, no
+    tool) grips the grapple of the client mock-up on robot ``payload`` (base at x = 2.6 m, 0.5 m
+    pedestal, facing the slave).
+
+    The payload table holds the mock-up with the flange axis horizontal, pointing at the slave
+    (flange at ``payload_flange_xyz`` in its base: z along the base x axis), so the grapple faces
+    the slave; the slave's initial joints are solved (Pinocchio IK, the motion tables' kinematics)
+    so that its F/T measuring frame sits on the grapple centre, facing it (sensor z along world
+    +x). The two robots' initial configurations are therefore consistent with a closed grip.
+    ``grip`` defaults to :class:`GripConfig` ``('slave', 'payload')``.
+    """
+    from hil_motion_table.kinematics import SerialKinematics
+
+    if slave_model not in SERIAL_ROBOTS or payload_model not in SERIAL_ROBOTS:
+        raise ValueError(f'slave and payload robots must be serial models {sorted(SERIAL_ROBOTS)}')
+    # flange axes in the payload base: z along +x_base, y along +y_base
+    facing = np.column_stack([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    payload_base = pin.SE3(rpy_matrix((0.0, 0.0, math.pi)), np.array([2.6, 0.0, 0.5]))
+    pose_flange_payload = pin.SE3(facing, np.array(payload_flange_xyz, dtype=float))
+    q_payload = _ik(SerialKinematics(SERIAL_ROBOTS[payload_model]()), pose_flange_payload,
+                    (math.pi / 2, -math.pi / 2, 1.0, -math.pi / 2, math.pi / 2, 0.0), 'payload')
+    pose_grapple = payload_base * pose_flange_payload * pin.SE3(
+        np.eye(3), np.array([0.0, 0.0, SENSOR_HEIGHT_M + GRAPPLE_IN_MOCKUP_M]))
+    # slave sensor frame on the grapple centre, z towards the payload table (world +x); slave base = world
+    pose_sensor_slave = pin.SE3(facing, pose_grapple.translation)
+    pose_flange_slave = pose_sensor_slave * pin.SE3(np.eye(3), np.array([0.0, 0.0, -SENSOR_HEIGHT_M]))
+    slave_kin = SerialKinematics(SERIAL_ROBOTS[slave_model]())
+    q_slave = _ik(slave_kin, pose_flange_slave, slave_kin.q_home, 'slave')
+    robots = (RobotConfig('slave', 'serial', slave_model, 'none', q_initial=tuple(q_slave), servo=servo, ft=slave_ft),
+              RobotConfig('payload', 'serial', payload_model, 'client_mockup', base_xyz=(2.6, 0.0, 0.5),
+                          base_rpy=(0.0, 0.0, math.pi), q_initial=tuple(q_payload), servo=servo, ft=payload_ft))
+    return TwinConfig(robots=robots, timestep=timestep, grip=grip or GripConfig('slave', 'payload'))
+
+
+def _ik(kin, pose_flange_in_base, seed, who: str) -> np.ndarray:
+    result = kin.inverse(pose_flange_in_base, np.asarray(seed, dtype=float))
+    if not result.converged or np.any(result.q < kin.q_min) or np.any(result.q > kin.q_max):
+        raise ValueError(f'{who} robot cannot reach its initial grip pose {pose_flange_in_base.translation}')
+    return result.q

@@ -97,6 +97,7 @@ class LabTwin:
         self.press_actuator = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR, 'press_force')
         self._pushes: dict[int, tuple] = {}
         self._renderer = None
+        self._init_grip()
 
     # -- set-up -------------------------------------------------------------------------
     def _jid(self, name: str) -> int:
@@ -277,6 +278,83 @@ class LabTwin:
             self.data.xfrc_applied[body, :3] = force
             self.data.xfrc_applied[body, 3:] = couple + np.cross(point - self.data.xipos[body], force)
 
+    # -- the grip between two robots (seed 001's HIL) ----------------------------------------
+    def _init_grip(self) -> None:
+        grip = self.config.grip
+        self._grip_rest: pin.SE3 | None = None
+        self.grip_wrench_world = np.zeros(6)
+        if grip is None:
+            self._grip_sites = None
+            return
+        sites = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+                 for name in (f'{grip.slave}_ft_site', f'{grip.payload}_grapple')]
+        self._grip_sites = tuple(sites)
+        self._grip_bodies = tuple(int(self.model.site_bodyid[s]) for s in sites)
+        self._grip_k = np.asarray(grip.stiffness, dtype=float)
+        self._grip_d = np.asarray(grip.damping, dtype=float)
+        self._grip_vel = np.zeros(6)
+        if grip.engaged:
+            self.engage_grip()
+
+    @property
+    def grip_engaged(self) -> bool:
+        return self._grip_rest is not None
+
+    def engage_grip(self) -> None:
+        """Close the gripper where it is: the grapple's present pose in the slave's grip frame
+        (``pose_grapple_in_grip``) becomes the spring's rest pose."""
+        if self._grip_sites is None:
+            raise RuntimeError('the twin was built without a grip (TwinConfig.grip)')
+        self._grip_rest = self._site_pose(self._grip_sites[0]).actInv(self._site_pose(self._grip_sites[1]))
+
+    def release_grip(self) -> None:
+        """Open the gripper: no grip wrench from the next step on."""
+        self._grip_rest = None
+        self.grip_wrench_world = np.zeros(6)
+
+    def _site_pose(self, sid: int) -> pin.SE3:
+        return pin.SE3(self.data.site_xmat[sid].reshape(3, 3).copy(), self.data.site_xpos[sid].copy())
+
+    def _apply_grip(self) -> None:
+        """The gripper's 6-DOF spring-damper, equal and opposite on the two bodies.
+
+        With ``G`` the slave grip frame (rotation ``R_G``), ``T = G * rest`` where the grapple
+        should be and ``P`` where it is (world), the wrench on the payload about the grapple
+        point, world axes, is ``R_G (K e + D e_dot)`` per block with
+        ``e = [R_G^T (p_T - p_P); R_G^T log3(R_T R_P^T)]`` and ``e_dot`` the same blocks of the
+        relative velocity (target point on the slave body minus grapple; angular velocities).
+        Its opposite acts on the slave's end body at the same point, so the grip conserves
+        linear and angular momentum. MuJoCo applies ``xfrc_applied`` at a body's CoM: the
+        force's moment about each CoM is added. Poses and velocities are those of the last
+        completed step (the spring is sampled at the twin's time step).
+        """
+        d = self.data
+        site_g, site_p = self._grip_sites
+        grip, payload = self._site_pose(site_g), self._site_pose(site_p)
+        target = grip * self._grip_rest
+        r_g = grip.rotation
+        vel = self._grip_vel
+        mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_SITE, site_g, vel, 0)   # [omega; v] world
+        w_g, v_g = vel[:3].copy(), vel[3:].copy()
+        mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_SITE, site_p, vel, 0)
+        w_p, v_p = vel[:3].copy(), vel[3:].copy()
+        v_target = v_g + np.cross(w_g, target.translation - grip.translation)
+        e = np.concatenate((r_g.T @ (target.translation - payload.translation),
+                            r_g.T @ pin.log3(target.rotation @ payload.rotation.T)))
+        e_dot = np.concatenate((r_g.T @ (v_target - v_p), r_g.T @ (w_g - w_p)))
+        local = self._grip_k * e + self._grip_d * e_dot
+        force, torque = r_g @ local[:3], r_g @ local[3:]
+        self.grip_wrench_world = np.concatenate((force, torque))
+        point = payload.translation
+        for body, sign in ((self._grip_bodies[1], 1.0), (self._grip_bodies[0], -1.0)):
+            d.xfrc_applied[body, :3] += sign * force
+            d.xfrc_applied[body, 3:] += sign * (torque + np.cross(point - d.xipos[body], force))
+
+    def grip_wrench(self) -> np.ndarray:
+        """The grip's wrench on the payload mock-up in the last step: world axes, about the grapple point
+        ``[f; tau]`` (the slave's end receives its opposite)."""
+        return self.grip_wrench_world.copy()
+
     def config_for_sensor(self, sensor: str):
         """The :class:`hil_lab_twin.scene.FtConfig` of an F/T sensor."""
         return self._ft[sensor][0].config
@@ -321,8 +399,12 @@ class LabTwin:
             d.ctrl[arm.act_ids] = arm.effort
             if arm.gravity_compensation:
                 d.qfrc_applied[arm.dof_adr] = d.qfrc_bias[arm.dof_adr]
+        if self._grip_sites is not None:
+            d.xfrc_applied[list(self._grip_bodies)] = 0.0
         if self._pushes:
             self._apply_pushes()
+        if self._grip_rest is not None:
+            self._apply_grip()
         mujoco.mj_step(self.model, d)
         self.steps += 1
         for sensor, (channel, *_rest) in self._ft.items():
