@@ -7,7 +7,9 @@ Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
   body rigidly attached to the flange (``pose_body_in_flange_xyz_rpy``, e.g. the client CoM
   behind the mock-up) relative to where it is with the table at home, which is what an
   admittance node integrating from the identity produces (seed 004 Eq. 11's ``g_c``):
-  ``g_flange = g_home Y g Y^-1`` (:func:`flange_target_from_body_motion`);
+  ``g_flange = g_home Y g Y^-1`` (:func:`flange_target_from_body_motion`); ``g_home`` is the
+  model's home configuration, or with ``home_from_start`` the flange pose at the first
+  measured joint states (a table that starts elsewhere, e.g. seed 001's payload table);
 * in  ``table/twist_cmd`` (geometry_msgs/TwistStamped, optional): body-twist feed-forward
   for the delay-compensation predictor (used while fresher than ``twist_timeout_s``);
 * in  ``joint_states`` (sensor_msgs/JointState): measured joints (seed the IK, tracking error);
@@ -59,6 +61,8 @@ PARAMS = [
     Param('output', 'forward_position', 'Controller to command', choices=('forward_position', 'joint_trajectory')),
     Param('command_frame', 'base', "Frame of table/pose_cmd: 'base' or 'home' (relative to the home flange pose)",
           choices=('base', 'home')),
+    Param('home_from_start', False, "With command_frame 'home': the home pose is the flange pose at the first measured "
+          "joint states (the robot's start) instead of the model's home configuration"),
     Param('pose_body_in_flange_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
           "With command_frame 'home': pose of the commanded body in the flange frame [m, rad]", length=6),
     Param('period_s', 0.004, 'Nominal command period [s]', min=1e-4, max=0.1),
@@ -106,6 +110,7 @@ class MotionTableNode(Node):
         self.decimation = p['tracking_error_decimation']
         self.twist_timeout = p['twist_timeout_s']
         self.home = home_pose(self.kin) if p['command_frame'] == 'home' else None
+        self.home_from_start = p['command_frame'] == 'home' and p['home_from_start']
         self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
@@ -137,6 +142,8 @@ class MotionTableNode(Node):
         self.q_measured_at = time.monotonic()
         if not self.table.initialized:
             self.table.initialize(q)
+            if self.home_from_start:
+                self.home = self.kin.forward(q)
         try:
             measured = self.table.measured_pose(q)
         except ValueError:

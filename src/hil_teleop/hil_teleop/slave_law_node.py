@@ -8,13 +8,24 @@ Topics (relative names):
   slave is commanded **zero velocity** (and the condition is logged and counted).
 * in  ``ft/wrench`` (WrenchStamped, our F/T driver on the slave wrist): ``f_s``. Expressed in
   the end-effector frame (``ft_frame:=end_effector``, rotated to the base with the current
-  pose) or already in the base (``ft_frame:=base``); ``ft_sign`` makes it the wrench the slave
+  pose), in the flange axes (``ft_frame:=flange``: a sensor mounted on the flange, rotated with
+  the measured flange pose; needs ``slave_robot``) or already in the base (``ft_frame:=base``); ``ft_sign`` makes it the wrench the slave
   applies to the payload (Eq. 3's sign). A stale wrist wrench also means zero velocity.
-* out ``table/pose_cmd`` (PoseStamped, base frame): ``x_s``, the slave end effector, integrated
-  from ``v_s,c`` (Appendix A: ``v_s ~= v_s,c``) in fixed steps ``dt = 1/rate_hz``, as many as
-  are due on the node clock (:class:`hil_common.pacing.StepPacer`), for the motion-table node;
-  ``table/twist_cmd`` (TwistStamped): the same velocity as a body twist (feed-forward);
-* out ``slave/x_s`` (PoseStamped): ``x_s`` for the downlink (display on earth);
+* in  ``joint_states`` (sensor_msgs/JointState, with ``slave_robot`` set): the slave robot's
+  measured joints. ``x_s`` and ``v_s`` of Eq. (3) are their forward kinematics
+  (:class:`hil_teleop.slave_measurement.MeasuredSlave`, the motion table's URDF): the end
+  effector sits ``ee_in_flange_xyz`` from the flange (the wrist F/T frame, where the grip is),
+  with axes parallel to the base at the first measurement. Joint states older than
+  ``joint_states_timeout_s`` (or none yet) mean zero velocity. With ``slave_robot:=none``
+  (no robot: the grip-contact simulator of ``grip_contact_node``) ``x_s`` is the integral of the
+  command and ``v_s = v_s,c`` (Appendix A), starting at ``x_s0``.
+* out ``table/pose_cmd`` (PoseStamped, base frame): the commanded pose, integrated from
+  ``v_s,c`` in fixed steps ``dt = 1/rate_hz``, as many as are due on the node clock
+  (:class:`hil_common.pacing.StepPacer`) -- the velocity interface of a position-controlled
+  robot; with a robot, the flange pose that puts the end effector there (for the motion table in
+  ``command_frame:=base``), starting at the measured pose; ``table/twist_cmd`` (TwistStamped):
+  the velocity as a body twist (feed-forward);
+* out ``slave/x_s`` (PoseStamped): ``x_s`` (measured, with a robot) for the downlink (display on earth);
 * out ``teleop/slave_terms`` (Float64MultiArray, 30 values): ``v_s,c, v_s,r``, force feedback,
   coupling, damping terms (world-aligned), for recording and plots.
 
@@ -26,12 +37,15 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import pinocchio as pin
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_common.conversions import (pose_from_msg, pose_to_msg, seconds_to_stamp, stamp_to_seconds, twist_to_msg,
                                     wrench_from_msg)
+from hil_common.params import ParameterError
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_teleop.coordinates import advance_pose_world, body_twist, pose_from_x, x_from_pose
@@ -39,6 +53,7 @@ from hil_teleop.delay_line import HeldCommand
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
 from hil_common.pacing import StepPacer
 from hil_teleop.slave_law import SlaveLaw
+from hil_teleop.slave_measurement import MeasuredSlave
 
 PARAMS = GAIN_PARAMS + [
     Param('delay_s', 5.0, 'Nominal one-way delay earth -> orbit [s]', min=0.0, max=600.0),
@@ -48,7 +63,12 @@ PARAMS = GAIN_PARAMS + [
     Param('rate_hz', 500.0, 'Control rate (1/dt of Eq. 2) [Hz]', min=1.0, max=10000.0),
     Param('x_s0', [1.0, 0.0, 0.5, 0.0, 0.0, 0.0], 'Initial end-effector position [x y z roll pitch yaw] [m, rad]',
           length=6),
-    Param('ft_frame', 'end_effector', 'Frame of the wrist wrench', choices=('end_effector', 'base')),
+    Param('ft_frame', 'end_effector', 'Frame of the wrist wrench', choices=('end_effector', 'flange', 'base')),
+    Param('slave_robot', 'none', "Slave robot model whose joint_states give x_s, v_s ('none': integrate the command)",
+          choices=('none', 'ur10e', 'kr120r2500pro')),
+    Param('ee_in_flange_xyz', [0.0, 0.0, 0.0], 'End effector (grip point, wrist F/T frame) in the flange frame [m]',
+          length=3),
+    Param('joint_states_timeout_s', 0.1, 'Joint states older than this are stale -> zero velocity [s]', min=1e-3),
     Param('ft_sign', 1.0, 'Multiplies the wrist wrench so it is the wrench applied to the payload',
           check=lambda v: None if v in (1.0, -1.0) else 'must be 1.0 or -1.0'),
     Param('base_frame', 'slave_base', 'Frame id of the slave base'),
@@ -64,9 +84,19 @@ class SlaveLawNode(Node):
         self.held_f_m = HeldCommand(p['delay_s'], p['command_timeout_s'])
         self.held_x_vir = HeldCommand(p['delay_s'], p['command_timeout_s'])
         self.held_wrench = HeldCommand(0.0, p['wrench_timeout_s'])
-        self.ft_in_ee = p['ft_frame'] == 'end_effector'
+        self.ft_frame = p['ft_frame']
         self.ft_sign = p['ft_sign']
-        self.pose = pose_from_x(p['x_s0'])
+        self.pose = pose_from_x(p['x_s0'])          # commanded end-effector pose
+        self.kin, self.slave = None, None
+        if p['slave_robot'] != 'none':
+            from hil_motion_table.messages import make_kinematics
+            self.kin = make_kinematics(p['slave_robot'])
+            self.ee_in_flange_xyz = p['ee_in_flange_xyz']
+            self.held_joints = HeldCommand(0.0, p['joint_states_timeout_s'])
+            self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10)
+        elif self.ft_frame == 'flange':
+            raise ParameterError("parameter 'ft_frame': 'flange' needs slave_robot (the measured flange pose)")
+        self.measured = None
         self.v_s_c = np.zeros(6)
         self.rejected = 0
         self.stale_ticks = 0
@@ -79,6 +109,8 @@ class SlaveLawNode(Node):
         self.pub_terms = self.create_publisher(Float64MultiArray, 'teleop/slave_terms', 10)
         self.msg_pose, self.msg_twist = PoseStamped(), TwistStamped()
         self.msg_pose.header.frame_id = p['base_frame']
+        self.msg_x_s = PoseStamped()
+        self.msg_x_s.header.frame_id = p['base_frame']
         self.msg_twist.header.frame_id = 'slave_end_effector'
         self.pacer = StepPacer(self.dt, self._now(), max_catch_up=int(1.0 / self.dt))
         self.create_timer(self.dt, self.tick)
@@ -109,24 +141,55 @@ class SlaveLawNode(Node):
             return self._reject('wrist wrench', ValueError('non-finite'))
         self.held_wrench.update(self._now(), self.ft_sign * w)
 
+    def on_joint_states(self, msg):
+        from hil_motion_table.messages import reorder
+        q = reorder(msg.name, msg.position, self.kin.joint_names)
+        qd = reorder(msg.name, msg.velocity, self.kin.joint_names) if len(msg.velocity) == len(msg.name) else None
+        if q is None or qd is None:
+            return self._reject('joint_states', ValueError('missing joints, velocities or non-finite values'))
+        if self.slave is None:                      # end-effector axes parallel to the base at the start
+            self.slave = MeasuredSlave.aligned_at(self.kin, q, self.ee_in_flange_xyz)
+            self.pose = self.slave.pose(q)
+        self.held_joints.update(self._now(), (q, qd))
+
+    def _measure(self, now):
+        """``(x_s, v_s, rotation of the F/T frame)`` measured, or ``None`` when stale / not yet."""
+        joints = self.held_joints.get(now)
+        if joints is None:
+            return None
+        m = self.slave.measure(*joints)
+        return m.x_s, m.v_s, self.kin.forward(joints[0]).rotation if self.ft_frame == 'flange' else m.pose_ee_in_base.rotation
+
     def tick(self):
         now = self._now()
         f_m, x_vir, wrench = self.held_f_m.get(now), self.held_x_vir.get(now), self.held_wrench.get(now)
+        measured = self._measure(now) if self.kin is not None else None
+        if self.kin is not None and measured is None:
+            self.pacer.due(now)                     # no robot measurement: hold, publish nothing
+            self.stale_ticks += 1
+            self.get_logger().warn('slave joint states missing or stale: holding', throttle_duration_sec=2.0)
+            return
         if wrench is None:
             f_m = None                           # cannot feel the payload: hold still
             f_s = np.zeros(6)
+        elif self.ft_frame == 'base':
+            f_s = wrench
         else:
-            r = self.pose.rotation
-            f_s = np.concatenate((r @ wrench[:3], r @ wrench[3:])) if self.ft_in_ee else wrench
+            r = self.pose.rotation if measured is None else measured[2]
+            f_s = np.concatenate((r @ wrench[:3], r @ wrench[3:]))
         n = self.pacer.due(now)
         for _ in range(n):                          # fixed dt, catching up on late timer callbacks
+            x_s = x_from_pose(self.pose) if measured is None else measured[0]
+            if measured is not None:
+                self.law.observe_velocity(measured[1])                # v_s measured (FK of the joint states)
             try:
-                cmd = self.law.command(f_m, x_vir, x_from_pose(self.pose), f_s)
+                cmd = self.law.command(f_m, x_vir, x_s, f_s)
             except ValueError as exc:
                 self._reject('input', exc)
                 return
             v = cmd.v_s_c
-            self.law.observe_velocity(v)                              # Appendix A: v_s ~= v_s,c
+            if measured is None:
+                self.law.observe_velocity(v)                          # Appendix A: v_s ~= v_s,c
             self.pose = advance_pose_world(self.pose, v, self.dt)
         if n == 0:
             return
@@ -135,10 +198,20 @@ class SlaveLawNode(Node):
             self.get_logger().warn('master command or wrist wrench stale: zero velocity', throttle_duration_sec=2.0)
         for m in (self.msg_pose, self.msg_twist):     # stamped with the time of the last step
             seconds_to_stamp(self.pacer.step_time(self.pacer.steps_done), m.header.stamp)
-        pose_to_msg(self.pose, self.msg_pose.pose)
-        twist_to_msg(body_twist(self.pose, v), self.msg_twist.twist)
-        self.pub_pose.publish(self.msg_pose)
-        self.pub_x_s.publish(self.msg_pose)
+        if measured is None:
+            pose_to_msg(self.pose, self.msg_pose.pose)
+            twist_to_msg(body_twist(self.pose, v), self.msg_twist.twist)
+            self.pub_pose.publish(self.msg_pose)
+            self.pub_x_s.publish(self.msg_pose)
+        else:
+            flange = self.slave.flange_pose(self.pose)
+            pose_to_msg(flange, self.msg_pose.pose)
+            twist_to_msg(self.slave.pose_ee_in_flange.act(pin.Motion(body_twist(self.pose, v))).vector,
+                         self.msg_twist.twist)
+            self.pub_pose.publish(self.msg_pose)
+            pose_to_msg(pose_from_x(measured[0]), self.msg_x_s.pose)
+            self.msg_x_s.header.stamp = self.msg_pose.header.stamp
+            self.pub_x_s.publish(self.msg_x_s)
         self.pub_twist.publish(self.msg_twist)
         self.pub_terms.publish(Float64MultiArray(data=np.concatenate(
             (v, cmd.v_s_r, cmd.force_feedback, cmd.coupling, cmd.damping)).tolist()))
