@@ -14,10 +14,17 @@ uses (``teleop/f_m``, ``teleop/x_vir``, ``teleop/f_vir``, ``slave/ft/wrench``, `
 ``payload/pose``), so the same tools read the simulation and a lab run. ``--quick`` skips
 the 60 s comparison. Plots through matplotlib's Agg backend.
 
+With the lab twin in the loop (:mod:`hil_teleop.twin_lockstep`: KR 120 slave gripping the
+mock-up on the UR10e payload table, F/T sensors, motion tables), it also runs the 3000 kg step
+and HILS 2 -> ``twin/fig08..fig17*.png`` and ``twin/hils2_twin.mcap`` (``--no-twin`` skips them).
+
 ``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
-(``sim:=true``: teleop master, delay line, slave law, the client admittance as the payload in
-the loop, and the grip-contact simulator) over DDS on loopback, in real time, and records it
-to ``ros_graph.mcap``. Only that mode imports rclpy.
+over DDS on loopback, in real time, printing progress, and records it to ``ros_graph.mcap``
+with ``ros_fig14``/``ros_fig17`` plots: ``--graph twin`` (default, ``sim:=true``: the MuJoCo lab
+twin serving both F/T sensors over RDT/UDP to ``ft_sensor_node``, two ``motion_table_node``,
+teleop master, delay line, slave law on the slave's joint states, client admittance as the
+payload in the loop) or ``--graph contact`` (``sim:=contact``: the grip-contact simulator
+instead of robots). Only that mode imports rclpy.
 """
 
 from __future__ import annotations
@@ -160,30 +167,43 @@ def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_h
 
 
 # -- the same experiment as a ROS graph (real DDS on loopback) --------------------------------
-# (package, executable, node name, parameter key, remappings): the graph of
-# massive_payload_teleop.launch.py with sim:=true, started without launch_ros.
-GRAPH = [
+# (package, executable, node name, parameter key, remappings[, namespace]): the graphs of
+# massive_payload_teleop.launch.py, started without launch_ros.
+_TELEOP_NODES = [
     ('hil_teleop', 'teleop_master_node', 'teleop_master', 'teleop_master', ()),
     ('hil_teleop', 'delay_line_node', 'delay_line', 'delay_line', ()),
     ('hil_teleop', 'slave_law_node', 'slave_law', 'slave_law',
      (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
-      ('ft/wrench', 'slave/ft/wrench'))),
+      ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states'))),
     ('hil_admittance', 'client_admittance_node', 'payload_admittance', 'payload_admittance',
      (('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
       ('client/table/twist_cmd', 'payload/table/twist_cmd'), ('client/state', 'payload/state'))),
-    ('hil_teleop', 'grip_contact_node', 'grip_contact', 'grip_contact', ()),
 ]
+GRAPHS = {
+    # sim:=true: the MuJoCo lab twin (started first: the F/T drivers need their sensors up), F/T drivers, tables
+    'twin': [('hil_lab_twin', 'lab_twin_node', 'lab_twin', 'lab_twin', ()),
+             *[(pkg, exe, name, f'{who}_{key}', (), who) for who in ('slave', 'payload')
+               for pkg, exe, name, key in (('hil_sensors', 'ft_sensor_node', 'ft_sensor', 'ft'),
+                                           ('hil_motion_table', 'motion_table_node', 'motion_table', 'table'))],
+             *_TELEOP_NODES],
+    # sim:=contact: no robots, the grip-contact simulator
+    'contact': [*_TELEOP_NODES, ('hil_teleop', 'grip_contact_node', 'grip_contact', 'grip_contact', ())],
+}
+GRAPH = GRAPHS['contact']
 RECORDED = [('teleop/f_m', 'geometry_msgs/msg/WrenchStamped'), ('teleop/x_vir', 'geometry_msgs/msg/PoseStamped'),
             ('teleop/f_vir', 'geometry_msgs/msg/WrenchStamped'),
             ('teleop/virtual_payload/pose', 'geometry_msgs/msg/PoseStamped'),
             ('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'), ('slave/x_s', 'geometry_msgs/msg/PoseStamped'),
             ('earth/slave/x_s', 'geometry_msgs/msg/PoseStamped'),
-            ('payload/table/pose_cmd', 'geometry_msgs/msg/PoseStamped')]
+            ('payload/table/pose_cmd', 'geometry_msgs/msg/PoseStamped'),
+            ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped')]
 
 
 def _param_arg(name, value) -> str:
     if isinstance(value, bool):
         text = 'true' if value else 'false'
+    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        text = '[' + ', '.join(f'"{v}"' for v in value) + ']'
     elif isinstance(value, (list, tuple)):
         text = '[' + ', '.join(repr(float(v)) for v in value) + ']'
     elif isinstance(value, float):
@@ -193,36 +213,47 @@ def _param_arg(name, value) -> str:
     return f'{name}:={text}'
 
 
-def start_graph(node_parameters: dict) -> list:
-    """Start the nodes of :data:`GRAPH` as subprocesses (``--ros-args`` with parameters and remaps)."""
+def start_graph(node_parameters: dict, graph=None, ready=None) -> list:
+    """Start the nodes of ``graph`` (default :data:`GRAPH`) as subprocesses (``--ros-args`` with parameters,
+    remaps and namespace). ``ready(proc)`` is called after the first node (e.g. wait until the lab is up)."""
     import os
     import subprocess
 
     from hil_common.ros_testing import node_executable
 
     procs = []
-    for package, executable, name, key, remaps in GRAPH:
+    for entry in graph or GRAPH:
+        package, executable, name, key, remaps = entry[:5]
         args = [str(node_executable(package, executable)), '--ros-args', '-r', f'__node:={name}']
+        if len(entry) > 5:
+            args += ['-r', f'__ns:=/{entry[5]}']
         for pname, value in node_parameters[key].items():
             args += ['-p', _param_arg(pname, value)]
         for src, dst in remaps:
             args += ['-r', f'{src}:={dst}']
         procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       env=dict(os.environ)))
+        if ready is not None and len(procs) == 1:
+            ready(procs[0])
     return procs
 
 
 def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = None,
-              overrides: dict | None = None) -> dict:
-    """Run the ROS graph for ``duration_s`` of wall time; record :data:`RECORDED` (to ``bag`` as MCAP if given).
+              overrides: dict | None = None, sim: str = 'contact', rate_hz: float | None = None,
+              progress=None) -> dict:
+    """Run the ROS graph ``sim`` (``'twin'``: the MuJoCo lab twin, ``'contact'``: the grip-contact simulator)
+    for ``duration_s`` of wall time; record :data:`RECORDED` (to ``bag`` as MCAP if given).
 
     Returns ``{topic: [(receive_time_ns, message), ...]}`` and the nodes' output under
-    ``'_outputs'``. ``overrides`` = ``{node: {parameter: value}}`` on top of the scenario's.
+    ``'_outputs'``. ``overrides`` = ``{node: {parameter: value}}`` on top of the scenario's;
+    ``progress(elapsed_s, data)`` is called about once a second.
     """
+    import socket
     import time
 
     from geometry_msgs.msg import PoseStamped, WrenchStamped
     from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
 
     from hil_common.network import apply_network_profile
     from hil_common.ros_testing import spin_until, stop_process, test_node
@@ -234,14 +265,33 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
         for topic, msgtype in RECORDED:
             node.create_subscription(types[msgtype], topic, lambda m, t=topic: data[t].append(
                 (node.get_clock().now().nanoseconds, m)), 1000)
-        params = scenario.node_parameters()
+        if sim == 'twin':
+            ports = []
+            for _ in range(2):              # UDP ports on 127.0.0.1 free right now for the RDT servers
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                    sock.bind(('127.0.0.1', 0))
+                    ports.append(sock.getsockname()[1])
+            params = scenario.twin_node_parameters(*ports, rate_hz=rate_hz)
+        else:
+            params = scenario.node_parameters()
         for key, values in (overrides or {}).items():
             params[key].update(values)
-        procs = start_graph(params)
+        states = []
+        node.create_subscription(JointState, 'slave/joint_states', states.append, 10)
+
+        def lab_up(_proc):                  # the lab is up before the stack connects to it
+            if not spin_until(executor, lambda: len(states) > 10, 60.0):
+                raise RuntimeError('the lab twin did not come up')
+        procs = start_graph(params, GRAPHS[sim], lab_up if sim == 'twin' else None)
         outputs = []
         try:
-            end = time.monotonic() + duration_s
-            spin_until(executor, lambda: time.monotonic() > end, duration_s + 5.0)
+            start = time.monotonic()
+            end = start + duration_s
+            while time.monotonic() < end:
+                step_end = min(end, time.monotonic() + 1.0)
+                spin_until(executor, lambda: time.monotonic() > step_end, 2.0)
+                if progress is not None:
+                    progress(time.monotonic() - start, data)
         finally:
             outputs = [stop_process(p) for p in procs]
     data['_outputs'] = outputs
@@ -261,21 +311,48 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
     return data
 
 
+def plot_graph(data: dict, out: Path, delay_s: float, label: str) -> list[Path]:
+    """Seed Figs. 14 and 17 style from a recorded ROS graph run (receive times)."""
+    def series(topic, attr):
+        rows = data[topic]
+        if not rows:
+            return np.zeros(0), np.zeros(0)
+        t = np.array([t for t, _ in rows]) * 1e-9
+        return t, np.array([attr(m) for _, m in rows])
+    t_fs, f_s = series('slave/ft/wrench', lambda m: m.wrench.force.x)
+    t_fp, f_p = series('payload/ft/wrench', lambda m: m.wrench.force.z)
+    t_xs, x_s = series('slave/x_s', lambda m: m.pose.position.x)
+    t_xv, x_v = series('teleop/x_vir', lambda m: m.pose.position.x)
+    t0 = min([t[0] for t in (t_fs, t_xs, t_xv) if t.size] or [0.0])
+    return [
+        _figure(out / 'ros_fig14_force_position.png', f'Fig. 14 style (ROS graph): wrist and payload F/T, {label}',
+                [('force [N]', [(t_fs - t0, f_s, 'slave wrist F/T, x (sensor frame)'),
+                                (t_fp - t0, f_p, 'payload F/T, z (sensor frame)')]),
+                 ('x [m]', [(t_xs - t0, x_s, 'slave x_s (joint states)')])]),
+        _figure(out / 'ros_fig17_position_aligned.png', f'Fig. 17 style (ROS graph): slave vs virtual arm, {label}',
+                [('x [m]', [(t_xs - t0, x_s, 'slave x_s(t)'),
+                            (t_xv - t0 + delay_s, x_v, f'virtual x_vir(t - {delay_s:g} s)')])]),
+    ]
+
+
 # -- the demo --------------------------------------------------------------------------------
-def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False) -> dict:
+def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: bool = True, say=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     c = scenario.config
     results, files = {}, []
+    say('[1/5] HIL validity: 3000 kg, step v_s,r = 0.01 m/s (ideal lockstep)')
     step_cfg = dataclasses.replace(c, payload_mass_kg=3000.0, delay_s=0.0)
     step = step_pull(step_cfg, 0.01, duration_s=25.0)
     files += plot_step(step, out, 3000.0)
     results['step_3000kg_impulse_Ns'] = float(np.sum(step.f_s[int(1.0 / c.dt):, 0]) * c.dt)
     if not quick:
+        say('[2/5] 500 kg pulled 60 s without / with force feedback (ideal lockstep)')
         base = dataclasses.replace(c, payload_mass_kg=500.0, delay_s=0.0, virtual_mass_factor=1.0)
         runs = {fb: step_pull(with_gains(base, force_feedback=fb), 0.01, duration_s=70.0, pull_s=60.0)
                 for fb in (False, True)}
         files += plot_feedback(runs, out)
         results['mse_500kg_with_without_N2'] = (mse(runs[True].f_s[:, :3]), mse(runs[False].f_s[:, :3]))
+    say('[3/5] HILS 1 and HILS 2 (the scenario, ideal lockstep)')
     hils1 = step_pull(dataclasses.replace(c, delay_s=0.0), 0.01, duration_s=30.0, pull_s=20.0)
     files += plot_virtual(hils1, out, 12, f'HILS 1, {c.payload_mass_kg:.0f} kg, no delay')
     hils2 = run_teleop(c, scenario.operator(), scenario.duration_s())
@@ -285,6 +362,25 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False) -> dict:
     results['hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
     results['hils2_peak_force_N'] = float(np.abs(hils2.f_s[:, 0]).max())
     files.append(record_mcap(hils2, out / 'hils2.mcap'))
+    if twin:
+        from hil_teleop.twin_lockstep import run_teleop_twin
+
+        twin_out = out / 'twin'
+        twin_out.mkdir(exist_ok=True)
+        say('[4/5] lab twin in the loop: 3000 kg step (KR 120 gripping the mock-up on the UR10e, lockstep)')
+        from hil_teleop.experiments import STEP_START_S, X
+        from hil_teleop.master import ScriptedOperator
+        op = ScriptedOperator.velocity_steps([(STEP_START_S, 30.0, 0.01 * X)], step_cfg.gains.k_s, step_cfg.gains.g)
+        tstep = run_teleop_twin(step_cfg, op, 25.0)
+        files += plot_step(tstep, twin_out, 3000.0)
+        results['twin_step_3000kg_payload_momentum_Ns'] = float(-tstep.payload_momentum_end[2])
+        say(f'[5/5] lab twin in the loop: {label} ({scenario.duration_s():.0f} s simulated)')
+        thils2 = run_teleop_twin(c, scenario.operator(), scenario.duration_s())
+        files += plot_hils2(thils2, twin_out, label + ', lab twin')
+        x_vir, x_s = thils2.aligned(thils2.x_vir, thils2.x_s)
+        results['twin_hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
+        results['twin_hils2_peak_force_N'] = float(np.abs(thils2.f_s[:, 0]).max())
+        files.append(record_mcap(thils2, twin_out / 'hils2_twin.mcap'))
     results['files'] = [str(f) for f in files]
     return results
 
@@ -294,8 +390,13 @@ def main(argv=None) -> int:
     parser.add_argument('--scenario', default='massive_payload_teleop', help='scenario name or YAML path')
     parser.add_argument('--out', default='runs/teleop', help='output directory (PNG figures, MCAP bag)')
     parser.add_argument('--quick', action='store_true', help='skip the 60 s with/without feedback comparison')
+    parser.add_argument('--no-twin', action='store_true', help='skip the lockstep runs with the lab twin in the loop')
     parser.add_argument('--ros', action='store_true',
                         help='run the scenario as the ROS graph (DDS on loopback, real time) and record it to MCAP')
+    parser.add_argument('--graph', default='twin', choices=sorted(GRAPHS),
+                        help="with --ros: 'twin' (MuJoCo lab twin, F/T drivers, motion tables) or 'contact'")
+    parser.add_argument('--rate', type=float, default=250.0, help='with --ros: control rate of the nodes [Hz]')
+    parser.add_argument('--duration', type=float, default=None, help='with --ros: wall time [s] (default: scenario)')
     args = parser.parse_args(argv)
     from hil_bringup.scenario import scenario_path
 
@@ -304,15 +405,29 @@ def main(argv=None) -> int:
     if args.ros:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        data = run_graph(scenario, scenario.duration_s(), out / 'ros_graph.mcap')
+        duration = args.duration or scenario.duration_s()
+
+        def progress(elapsed, data):
+            xs = data['slave/x_s']
+            fs = data['slave/ft/wrench']
+            x = f'{xs[-1][1].pose.position.x:.4f} m' if xs else '-'
+            f = f'{fs[-1][1].wrench.force.x:+.2f} N' if fs else '-'
+            print(f'  {elapsed:5.1f}/{duration:.0f} s  slave x_s {x}  wrist F/T x {f}  '
+                  f'({len(xs)} x_s, {len(fs)} wrenches)', flush=True)
+        print(f'ROS graph ({args.graph}) for {duration:.0f} s on loopback DDS ...', flush=True)
+        data = run_graph(scenario, duration, out / 'ros_graph.mcap', sim=args.graph,
+                         rate_hz=args.rate if args.graph == 'twin' else None, progress=progress)
         for topic, _ in RECORDED:
             print(f'{topic}: {len(data[topic])} messages')
-        payload = [m.pose.position.x for _, m in data['payload/table/pose_cmd']]
+        payload = [m.pose.position.z for _, m in data['payload/table/pose_cmd']]
         if payload:
-            print(f'payload displacement along x: {payload[-1] - payload[0]:.4f} m')
-        print(f'wrote: {out / "ros_graph.mcap"}')
+            print(f'payload displacement (admittance g_c, body z = towards the slave): {payload[-1] - payload[0]:.4f} m')
+        files = plot_graph(data, out, scenario.config.delay_s, f'{scenario.config.payload_mass_kg:.0f} kg, '
+                           f'{scenario.config.delay_s:g} s delay, {args.graph}')
+        print('wrote:\n  ' + '\n  '.join(str(p) for p in [out / 'ros_graph.mcap', *files]))
         return 0
-    results = run_demo(scenario, Path(args.out), args.quick)
+    results = run_demo(scenario, Path(args.out), args.quick, twin=not args.no_twin,
+                       say=lambda m: print(m, flush=True))
     for key, value in results.items():
         if key != 'files':
             print(f'{key}: {value}')

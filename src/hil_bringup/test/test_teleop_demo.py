@@ -43,6 +43,34 @@ def test_launch_parameters_are_valid_for_the_nodes_they_configure():
     assert params['payload_admittance']['twist_client_body_0'] == [0.0] * 6   # zero nominal velocity
 
 
+def test_twin_graph_parameters_are_valid_and_start_the_virtual_arm_at_the_measured_slave():
+    from hil_admittance.client_admittance_node import PARAMS as ADMITTANCE
+    from hil_bringup.teleop_demo import GRAPHS
+    from hil_lab_twin.lab_twin_node import PARAMS as TWIN
+    from hil_lab_twin.scene import teleop_facility_config
+    from hil_lab_twin.twin import LabTwin
+    from hil_motion_table.motion_table_node import PARAMS as TABLE
+    from hil_sensors.ft_driver import PARAMETERS as FT
+    from hil_teleop.delay_line_node import PARAMS as DELAY
+    from hil_teleop.slave_law_node import PARAMS as SLAVE
+    from hil_teleop.teleop_master_node import PARAMS as MASTER
+
+    params = load_teleop_scenario(SCENARIO).twin_node_parameters(50001, 50002)
+    specs = {'teleop_master': MASTER, 'delay_line': DELAY, 'slave_law': SLAVE, 'payload_admittance': ADMITTANCE,
+             'lab_twin': TWIN, 'slave_ft': FT, 'payload_ft': FT, 'slave_table': TABLE, 'payload_table': TABLE}
+    assert set(params) == set(specs) == {entry[3] for entry in GRAPHS['twin']}
+    for node, spec in specs.items():
+        names = {p.name for p in spec}
+        assert set(params[node]) <= names, f'{node}: unknown {set(params[node]) - names}'
+        validate(spec, params[node])
+    # the virtual arm starts where the twin's slave grip frame is (MuJoCo, independent of the FK used)
+    twin = LabTwin(teleop_facility_config())
+    np.testing.assert_allclose(params['teleop_master']['x0'][:3], twin.site_pose_in_world('slave_ft_site').translation,
+                               atol=1e-6)
+    assert params['teleop_master']['x0'] == params['slave_law']['x_s0']
+    assert params['lab_twin']['rdt_ports'] == ['slave_ft:50001', 'payload_ft:50002']
+
+
 @pytest.mark.parametrize('edit, field', [
     (('gains:', 'gains:\n  bogus: 1'), None),
     (('  d: [0.2, 0.2, 0.2, 0.2, 0.2, 0.2]', '  d: [0.7, 0.2, 0.2, 0.2, 0.2, 0.2]'), "'gains.d'"),

@@ -1,6 +1,7 @@
 """Lab-twin node: the MuJoCo twin behind the topics a ros2_control deployment exposes.
 
-Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``):
+Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``; with ``layout:=teleop`` seed 001's
+``slave`` robot gripping the mock-up on the ``payload`` table, :func:`hil_lab_twin.scene.teleop_facility_config`):
 
 * out ``<ns>/joint_states`` (sensor_msgs/JointState) at ``publish_rate_hz``, stamped with
   the wall-clock instant that corresponds to the simulated state;
@@ -38,12 +39,20 @@ from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.pacing import RealTimePacer
 from hil_lab_twin.rdt_bridge import rdt_server
-from hil_lab_twin.scene import ArmConfig, FtConfig, RobotConfig, ServoConfig, TwinConfig, facility_config
+from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, ServoConfig, TwinConfig, facility_config,
+                                teleop_facility_config)
 from hil_lab_twin.twin import LabTwin
 
 PARAMS = [
     Param('tables', ['client:ur10e'], "Motion tables as 'namespace:model' (model: ur10e, kr120r2500pro, hexapod); "
           'each carries a client mock-up on an F/T sensor', check=lambda v: check_tables(v)),
+    Param('layout', 'tables', "'tables': the motion tables of 'tables' (and the servicer); 'teleop': seed 001's HIL, "
+          "robot 'slave' (KR 120, F/T slave_ft) gripping the mock-up on robot 'payload' (UR10e, F/T payload_ft)",
+          choices=('tables', 'teleop')),
+    Param('grip_stiffness', [2e4, 2e4, 2e4, 2e3, 2e3, 2e3], "layout 'teleop': gripper stiffness, slave grip frame "
+          '[N/m, N m/rad]', length=6, min=0.0),
+    Param('grip_damping', [2e2, 2e2, 2e2, 2e1, 2e1, 2e1], "layout 'teleop': gripper damping [N s/m, N m s/rad]",
+          length=6, min=0.0),
     Param('with_servicer', False, 'Add the servicer robot (KR 120 R2500 pro) carrying the light-weight arm'),
     Param('publish_rate_hz', 250.0, 'joint_states rate and stepping tick [Hz]', min=1.0, max=1000.0),
     Param('timestep_s', 0.001, 'Physics time step [s]', min=1e-4, max=0.01),
@@ -86,6 +95,10 @@ def check_rdt_ports(entries) -> str | None:
 def config_from(p: dict) -> TwinConfig:
     servo = ServoConfig(delay_s=p['delay_s'], bandwidth_hz=p['servo_bandwidth_hz'])
     ft = FtConfig(rate_hz=p['ft_rate_hz'], noise_force_std=p['ft_noise_force_n'], noise_torque_std=p['ft_noise_torque_nm'])
+    if p.get('layout', 'tables') == 'teleop':
+        grip = GripConfig('slave', 'payload', tuple(p['grip_stiffness']), tuple(p['grip_damping']))
+        return teleop_facility_config(servo=servo, slave_ft=dataclasses.replace(ft, seed=11),
+                                      payload_ft=dataclasses.replace(ft, seed=12), grip=grip, timestep=p['timestep_s'])
     robots = []
     for k, entry in enumerate(p['tables']):  # tables side by side along y, facing the servicer at the origin
         ns, _, model = entry.partition(':')

@@ -69,6 +69,54 @@ class TeleopScenario:
                                    'pose_sensor_in_client_xyz_rpy': [0.0] * 6, 'rate_hz': rate},
         }
 
+    def twin_node_parameters(self, slave_rdt_port: int = 49152, payload_rdt_port: int = 49153,
+                             rate_hz: float | None = None) -> dict:
+        """Parameters of the graph with the MuJoCo lab twin (``massive_payload_teleop.launch.py sim:=true``).
+
+        The nodes of :meth:`node_parameters` (without ``grip_contact``) plus ``lab_twin``
+        (``layout:=teleop``: the KR 120 slave gripping the mock-up on the UR10e payload table, the
+        grip compliance of ``slave.grip_contact_k/d``, F/T sensors served over RDT/UDP on
+        127.0.0.1), one ``ft_sensor`` per sensor (tared at start) and one ``motion_table`` per
+        robot. The slave law measures ``x_s``/``v_s`` on the slave's joint states; the virtual arm
+        starts at that measured start (the grip point, axes parallel to the slave base), so
+        ``x_grip_0`` of the YAML is replaced by it. ``rate_hz`` overrides the control rates.
+        """
+        from hil_lab_twin.scene import SENSOR_HEIGHT_M, GRAPPLE_IN_MOCKUP_M, teleop_facility_config
+        from hil_motion_table.messages import make_kinematics
+        from hil_teleop.slave_measurement import MeasuredSlave
+
+        c = self.config
+        twin = teleop_facility_config()
+        q_slave = dict((r.ns, r) for r in twin.robots)['slave'].q_initial
+        x_s0 = MeasuredSlave.aligned_at(make_kinematics('kr120r2500pro'), q_slave,
+                                        (0.0, 0.0, SENSOR_HEIGHT_M)).measure(q_slave, [0.0] * 6).x_s
+        params = self.node_parameters()
+        del params['grip_contact']
+        rate = rate_hz or 1.0 / c.dt
+        params['teleop_master'].update(x0=[float(v) for v in x_s0], rate_hz=rate)
+        params['slave_law'].update(x_s0=[float(v) for v in x_s0], rate_hz=rate, slave_robot='kr120r2500pro',
+                                   ee_in_flange_xyz=[0.0, 0.0, SENSOR_HEIGHT_M], ft_frame='flange', ft_sign=-1.0,
+                                   joint_states_timeout_s=0.5)
+        # the payload CoM is the grapple (seed 001 grips the payload at its CoM), 0.27 m in front of the sensor
+        params['payload_admittance'].update(pose_sensor_in_client_xyz_rpy=[0.0, 0.0, -GRAPPLE_IN_MOCKUP_M, 0.0, 0.0, 0.0],
+                                            rate_hz=rate, wrench_timeout_s=0.5)
+        period = 1.0 / rate
+        table = {'output': 'joint_trajectory', 'trajectory_lead_s': period, 'period_s': period,
+                 'joint_states_timeout_s': 0.5, 'prediction_horizon_s': 0.0}
+        params['slave_table'] = {**table, 'robot': 'kr120r2500pro', 'command_frame': 'base'}
+        params['payload_table'] = {**table, 'robot': 'ur10e', 'command_frame': 'home', 'home_from_start': True,
+                                   'pose_body_in_flange_xyz_rpy': [0.0, 0.0, SENSOR_HEIGHT_M + GRAPPLE_IN_MOCKUP_M,
+                                                                   0.0, 0.0, 0.0]}
+        params['lab_twin'] = {'layout': 'teleop', 'grip_stiffness': [float(v) for v in c.grip_contact_k],
+                              'grip_damping': [float(v) for v in c.grip_contact_d], 'publish_rate_hz': 250.0,
+                              'publish_wrench': False,
+                              'rdt_ports': [f'slave_ft:{slave_rdt_port}', f'payload_ft:{payload_rdt_port}']}
+        ft = {'sensor_ip': '127.0.0.1', 'sensor_rate_hz': 1000.0, 'publish_rate_hz': 250.0,
+              'software_bias.on_start': True, 'low_pass.cutoff_hz': 50.0, 'stale_timeout_ms': 1000.0}
+        params['slave_ft'] = {**ft, 'sensor_port': slave_rdt_port}
+        params['payload_ft'] = {**ft, 'sensor_port': payload_rdt_port}
+        return params
+
 
 def _pulls(f: Fields) -> list:
     raw = f.data.get('pulls')
