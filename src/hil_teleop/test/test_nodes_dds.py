@@ -227,3 +227,51 @@ def test_master_node_maps_joy_to_f_m_and_a_silent_joystick_to_zero(ros):
         assert spin_until(executor, lambda: len(f_m) > 5 and not f_m[-1].any(), 10.0), 'joy timeout did not zero f_m'
     finally:
         stop_process(proc)
+
+
+def test_slave_law_node_measures_x_s_on_the_joint_states_and_holds_without_them(ros):
+    """slave_robot:=ur10e: x_s is the FK of the joint states it receives (a robot that does not follow its
+    command shows up in x_s), the pose command is the flange pose; no joint states -> nothing commanded."""
+    from sensor_msgs.msg import JointState
+
+    from hil_motion_table.messages import make_kinematics
+    from hil_teleop.slave_measurement import MeasuredSlave
+
+    node, executor = ros
+    kin = make_kinematics('ur10e')
+    q0 = np.array(kin.q_home)
+    proc = start_node('hil_teleop', 'slave_law_node', 'delay_s:=0.2', 'command_timeout_s:=0.3', 'rate_hz:=100.0',
+                      'slave_robot:=ur10e', 'ee_in_flange_xyz:=[0.0, 0.0, 0.04]', 'ft_frame:=flange')
+    try:
+        x_s, poses = [], []
+        node.create_subscription(PoseStamped, 'slave/x_s', x_s.append, 100)
+        node.create_subscription(PoseStamped, 'table/pose_cmd', poses.append, 100)
+        pub_j = node.create_publisher(JointState, 'joint_states', 10)
+        pub_w = node.create_publisher(WrenchStamped, 'ft/wrench', 10)
+        for p in (pub_j, pub_w):
+            wait_matched(executor, p)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:                   # wrenches but no joint states: hold
+            pub_w.publish(WrenchStamped())
+            executor.spin_once(timeout_sec=0.01)
+        assert not x_s and not poses
+        q = q0 + np.array([0.1, -0.05, 0.08, 0.0, 0.05, 0.0])   # the robot is not where it started... later
+        js = JointState(name=list(kin.joint_names), position=q0.tolist(), velocity=[0.0] * 6)
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:                   # first at q0 (sets the frame), then moved to q
+            js.position = (q0 if time.monotonic() < end - 1.0 else q).tolist()
+            pub_j.publish(js)
+            pub_w.publish(WrenchStamped())
+            executor.spin_once(timeout_sec=0.01)
+    finally:
+        out = stop_process(proc)
+    assert x_s and poses, out
+    slave = MeasuredSlave.aligned_at(kin, q0, (0.0, 0.0, 0.04))
+    expected = slave.pose(q).translation
+    last = x_s[-1].pose.position
+    np.testing.assert_allclose([last.x, last.y, last.z], expected, atol=1e-9)
+    # no master command: zero velocity, the flange command stays at the start pose although the robot moved
+    start_flange = kin.forward(q0).translation
+    cmd = poses[-1].pose.position
+    np.testing.assert_allclose([cmd.x, cmd.y, cmd.z], start_flange, atol=1e-9)
+    assert np.linalg.norm(expected - slave.pose(q0).translation) > 0.05

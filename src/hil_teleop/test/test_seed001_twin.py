@@ -119,7 +119,7 @@ def test_item3_twin_4500kg_delayed_virtual_arm_predicts_the_slave():
     for _, a, b in windows:
         assert b == pytest.approx(a, rel=0.10)
     # the payload (ground truth in the twin) ends where the virtual payload predicted, 5 s earlier
-    assert run.x_payload[-1, 0] - run.x_payload[0, 0] == pytest.approx(run.x_tv[-1, 0] - run.x_tv[0, 0], abs=2e-3)
+    assert run.x_payload[-1, 0] - run.x_payload[0, 0] == pytest.approx(run.x_t_virtual[-1, 0] - run.x_t_virtual[0, 0], abs=2e-3)
 
 
 def test_a_blocked_slave_robot_shows_up_in_x_s():
