@@ -87,6 +87,7 @@ class MissionScenario:
     servicer_workspace_box_m: np.ndarray | None = None
     pose_servicer_base_in_lab_0: pin.SE3 | None = None
     mission: dict = field(default_factory=dict)
+    unforced_validation: object = None     # hil_bringup.twin_validation.UnforcedValidation
 
 
 def _client(sec: Fields) -> ClientScenario:
@@ -209,7 +210,24 @@ def load_scenario(path_or_name: str | Path) -> MissionScenario:
         mission = top.section('mission')
         scenario.mission = {'duration_s': mission.number('duration_s', positive=True),
                             'unforced_duration_s': mission.number('unforced_duration_s', positive=True)}
+        if top.has('unforced_validation'):
+            scenario.unforced_validation = _unforced_validation(top.section('unforced_validation'))
     return scenario
+
+
+def _unforced_validation(sec: Fields):
+    from hil_bringup.twin_validation import UnforcedValidation
+
+    deadband = np.array(sec.vector('ft_deadband', 6))
+    if np.any(deadband < 0):
+        raise sec.error('ft_deadband', f'every width must be >= 0, got {deadband.tolist()}')
+    return UnforcedValidation(
+        twist_client_body_0=np.array(sec.vector('twist_client_body_0', 6)),
+        pose_base_in_client_0=_pose(sec, 'pose_base_in_client_0'),
+        duration_s=sec.number('duration_s', positive=True),
+        arm_hold_bandwidth_rad_s=sec.number('arm_hold_bandwidth_rad_s', positive=True, max=100.0),
+        ft_deadband=deadband,
+        tare_s=sec.number('tare_s', positive=True, max=10.0))
 
 
 def _pose_params(g: pin.SE3) -> list[float]:
@@ -241,11 +259,18 @@ def pose_nominal_in_lab(scenario: MissionScenario) -> pin.SE3:
     return scenario.pose_servicer_base_in_lab_0 * _servicer_initial(scenario).pose_base_in_nominal.inverse()
 
 
-def servicer_admittance_parameters(scenario: MissionScenario) -> dict:
-    """ROS parameters of the servicer admittance node derived from a scenario."""
+def servicer_admittance_parameters(scenario: MissionScenario, arm_compensates_gravity: bool = False) -> dict:
+    """ROS parameters of the servicer admittance node derived from a scenario.
+
+    ``arm_compensates_gravity``: the arm's torque interface already adds its own gravity
+    compensation (the lab twin's arm, or an LBR iiwa in its torque mode with the load data
+    set), so Eq. (22) is commanded without its ``-G`` term (``gravity_m_s2 = 0``); otherwise
+    the two would add up to twice the gravity torque and throw the arm upwards.
+    """
     c, s = scenario.client, scenario.servicer
     init = _servicer_initial(scenario)
     return {
+        'gravity_m_s2': 0.0 if arm_compensates_gravity else 9.80665,
         'urdf_xml': s.urdf,
         'ee_frame': s.ee_frame,
         'nominal_mass_kg': c.body.mass_kg,

@@ -267,6 +267,20 @@ def overload_axis(raw: Sequence[float], limits: Sequence[float]) -> int:
     return -1
 
 
+def soft_deadband(values: Sequence[float], widths: Sequence[float]) -> list[float]:
+    """Per axis: zero inside ``[-width, width]``, shifted towards zero by ``width`` outside.
+
+    Continuous (no jump at the edge), so a force that grows through the band is passed on
+    smoothly, less the band. It keeps white sensor noise out of an admittance, which would
+    otherwise integrate it into a random-walk drift; choose a width of several noise standard
+    deviations. A width of 0 passes the axis unchanged.
+    """
+    out = []
+    for v, w in zip(values, widths):
+        out.append(0.0 if abs(v) <= w else (v - w if v > 0 else v + w))
+    return out
+
+
 def all_finite(values: Sequence[float]) -> bool:
     for v in values:
         if v != v or v in (math.inf, -math.inf):

@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 from hil_common.params import ParameterError
 from hil_sensors.ft_driver import PARAMETERS, check_parameters
 from hil_sensors.processing import (FaultLatch, LowPassFilter, SoftwareBias, ToolGravity, WrenchTransform,
-                                    overload_axis, quaternion_to_matrix)
+                                    overload_axis, quaternion_to_matrix, soft_deadband)
 
 
 @pytest.mark.parametrize('order', [1, 2])
@@ -129,3 +129,20 @@ def test_parameter_defaults_are_valid_and_documented():
     cfg = check_parameters({})
     assert cfg['sensor_port'] == 49152 and cfg['publish_rate_hz'] == 0.0
     assert all(p.description for p in PARAMETERS)
+
+
+def test_soft_deadband_is_zero_inside_continuous_at_the_edge_and_shifted_outside():
+    widths = [0.25, 0.25, 0.25, 0.015, 0.015, 0.0]
+    assert soft_deadband([0.2, -0.25, 0.0, 0.01, -0.015, 0.0], widths) == [0.0] * 6
+    out = soft_deadband([1.25, -1.25, 0.25 + 1e-9, 0.115, -0.015 - 1e-9, -3.0], widths)
+    assert out == pytest.approx([1.0, -1.0, 1e-9, 0.1, -1e-9, -3.0], abs=1e-12)
+
+
+def test_soft_deadband_keeps_white_noise_from_accumulating():
+    """Integrated twice (an admittance), 5-sigma banded noise stays at zero; raw noise walks away."""
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.0, 0.05, size=(60_000, 6))
+    banded = np.array([soft_deadband(row, [0.25] * 6) for row in noise[:, :]])
+    drift_raw = np.abs(np.cumsum(np.cumsum(noise, axis=0), axis=0)[-1]).max()
+    drift_banded = np.abs(np.cumsum(np.cumsum(banded, axis=0), axis=0)[-1]).max()
+    assert drift_raw > 1e3 * max(drift_banded, 1e-9)

@@ -1,0 +1,295 @@
+"""Unforced validation with the lab twin in the loop (seed 004 §V, Figs. 8-9), lockstep.
+
+Seed 004 validated its facility with ``F_b = tau = 0``: the servicer-client relative pose
+*measured on the industrial robots* against GNCDE (within 1 mm and 0.002 rad, client at
+-1 deg/s). Here the facility is the MuJoCo lab twin with its known imperfections -- the
+industrial robots' command transport delay and finite servo bandwidth, F/T noise and bias,
+the arm's torque delay -- driven by the same rule objects as the ROS graph, in lockstep
+(deterministic, faster than real time), and the reference is :class:`AbsoluteMission`:
+
+* client chain: twin ``client_ft`` -> tare, mock-up weight, dead band (:class:`FtChain`) ->
+  :class:`ClientAdmittance` (Eq. 11) -> UR10e :class:`MotionTable` -> twin;
+* servicer chain: twin ``servicer_wrist_ft`` -> :class:`FtChain` (gripper weight) ->
+  :class:`ServicerAdmittance` (Eq. 18) with the arm's *measured* joints -> KR 120
+  :class:`MotionTable` -> twin; Eq. (22) torques (:class:`ArmFeedForward`) -> the twin's
+  torque-controlled arm;
+* measured relative pose: both tables' flange poses from the twin, mapped back through the
+  tables' calibration to the client CoM and servicer base in the nominal frame, so
+  ``g_bt = g_c^-1 g_s`` (the nominal cancels, Eq. 23).
+
+The validation geometry (``unforced_validation`` in the scenario) is the seed's: client at
+-1 deg/s; the servicer co-moving near the client's spin axis, so its 60 s unforced drift
+(about 0.25 m) fits the robots' 1 m workspace. ``F_b = 0``; the OBSW torque ``tau`` is a
+joint hold (the arm's brakes: internal torques, momentum unchanged), in the reference and
+in the loop alike, because the free arm's motion under the ~1e-3 N m fictitious torques of a
+1 deg/s tumble is far below a real arm's joint friction.
+
+Twin arm: its torque mode compensates gravity (as the LBR iiwa's does), so Eq. (22) is
+commanded without its ``-G`` term. Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+
+from hil_admittance.obsw import ObswCommand
+from hil_bringup.mission import AbsoluteMission, MissionRecord, _initial, _Mission, compare_relative_pose
+from hil_bringup.scenario import MissionScenario
+from hil_dynamics.client import ClientAdmittance
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
+from hil_lab_twin.lockstep import response_delay
+from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
+from hil_lab_twin.twin import LabTwin
+from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
+from hil_motion_table.table import MotionTable, TableLimits
+from hil_sensors.processing import SoftwareBias, ToolGravity, soft_deadband
+
+TWIN_GRAVITY_M_S2 = 9.81          # the twin's MJCF gravity
+VALIDATION_FT_BIAS = (1.5, -0.8, 2.0, 0.05, -0.03, 0.02)   # sensor offsets [N, N m]
+CLIENT_ROBOT, SERVICER_ROBOT = 'ur10e', 'kr120r2500pro'     # as in facility_config
+
+
+@dataclass
+class UnforcedValidation:
+    """The ``unforced_validation`` section of a mission scenario."""
+
+    twist_client_body_0: np.ndarray
+    pose_base_in_client_0: pin.SE3
+    duration_s: float
+    arm_hold_bandwidth_rad_s: float
+    ft_deadband: np.ndarray           # [N x3, N m x3]
+    tare_s: float
+
+
+def validation_scenario(scenario: MissionScenario) -> MissionScenario:
+    """A copy of ``scenario`` with the client tumble and servicer start of its validation section."""
+    v = scenario.unforced_validation
+    if v is None:
+        raise ValueError(f'scenario {scenario.name!r} has no unforced_validation section')
+    out = copy.deepcopy(scenario)
+    out.client.twist_client_body_0 = np.array(v.twist_client_body_0, dtype=float)
+    out.servicer.pose_base_in_client_0 = v.pose_base_in_client_0
+    return out
+
+
+def validation_twin_config(scenario: MissionScenario) -> TwinConfig:
+    """The facility of the validation: UR10e client table, KR 120 with the arm; the default servo
+    delay and lag and F/T noise, plus a sensor offset on every F/T sensor (which the tare removes)."""
+    robots = tuple(dataclasses.replace(r, ft=FtConfig(bias=VALIDATION_FT_BIAS, seed=11 + i))
+                   for i, r in enumerate(facility_config('serial', with_servicer=True).robots))
+    arm = ArmConfig(q_initial=tuple(float(x) for x in scenario.servicer.q_arm_0),
+                    wrist_ft=FtConfig(bias=VALIDATION_FT_BIAS, seed=7))
+    return TwinConfig(robots=robots, arm=arm)
+
+
+class ArmHold:
+    """``F_b = 0`` and a joint hold ``tau = -M_red (w^2 (q - q_0) + 2 w dq)`` (the arm's brakes).
+
+    ``M_red = M_q - M_bq^T M_b^-1 M_bq`` is the arm inertia on its free base (Eq. 12 blocks),
+    so ``w`` [rad/s] is the hold's bandwidth on every joint. Same interface as the OBSW rule.
+    """
+
+    def __init__(self, model: ServicerModel, q_hold, bandwidth_rad_s: float):
+        self.model, self.q_hold, self.w = model, np.asarray(q_hold, dtype=float), float(bandwidth_rad_s)
+
+    def update(self, t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit, twist_base_body, q_arm, dq_arm):
+        mass = self.model.mass_matrix(q_arm)
+        m_red = mass[6:, 6:] - mass[6:, :6] @ np.linalg.solve(mass[:6, :6], mass[:6, 6:])
+        tau = -m_red @ (self.w ** 2 * (np.asarray(q_arm) - self.q_hold) + 2.0 * self.w * np.asarray(dq_arm))
+        nan = np.full(6, np.nan)
+        return ObswCommand('unforced', np.zeros(6), tau, False, nan, nan)
+
+
+class FtChain:
+    """What the F/T driver does to a twin sensor's samples (hil_sensors.processing):
+    tare of the sensor offset, compensation of the carried tool's weight, dead band.
+
+    ``tool_body`` is the twin body hanging from the sensor (mass and CoM read from the
+    model, as a lab identifies them); the sensor's orientation comes from the robot's
+    forward kinematics (here the twin's site pose, which is exact FK).
+    """
+
+    def __init__(self, twin: LabTwin, sensor: str, tool_body: str, deadband):
+        self.twin, self.sensor = twin, sensor
+        self.read = twin.wrench_source(sensor)
+        body = mujoco.mj_name2id(twin.model, mujoco.mjtObj.mjOBJ_BODY, tool_body)
+        pose = twin.site_pose_in_world(f'{sensor}_site')
+        com_in_sensor = pose.actInv(np.array(twin.data.subtree_com[body]))
+        self.gravity = ToolGravity(float(twin.model.body_subtreemass[body]), com_in_sensor,
+                                   gravity=(0.0, 0.0, -TWIN_GRAVITY_M_S2))
+        self.bias = SoftwareBias()
+        self.deadband = [float(v) for v in deadband]
+
+    def _compensated(self) -> np.ndarray:
+        self.gravity.set_sensor_rotation(self.twin.site_pose_in_world(f'{self.sensor}_site').rotation)
+        return np.asarray(self.read()[0], dtype=float) - np.asarray(self.gravity.wrench)
+
+    def tare_sample(self) -> None:
+        self.bias.add(self._compensated())
+
+    def wrench(self) -> np.ndarray:
+        """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver)."""
+        w = self._compensated() - np.asarray(self.bias.bias)
+        return np.asarray(soft_deadband(w, self.deadband))
+
+
+def _mount_in_base(urdf: str) -> pin.SE3:
+    """``pose_arm_base_in_servicer_base``: the fixed ``*_mount`` joint of the servicer URDF."""
+    m = re.search(r'<joint name="[^"]*_mount" type="fixed">.*?<origin xyz="([^"]+)" rpy="([^"]+)"', urdf, re.S)
+    xyz, rpy = (np.array([float(v) for v in g.split()]) for g in m.groups())
+    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
+
+
+class TwinHilMission(_Mission):
+    """The unforced HIL loop closed through the lab twin (see the module docstring)."""
+
+    def __init__(self, scenario: MissionScenario, controller=None, twin_config: TwinConfig | None = None,
+                 delay_compensation: bool = True):
+        super().__init__(scenario, controller, None, forced=controller is not None)
+        c, s, v = scenario.client, scenario.servicer, scenario.unforced_validation
+        init, _ = _initial(scenario)
+        self.twin = LabTwin(twin_config or validation_twin_config(scenario))
+        if not np.isclose(self.twin.dt * round(self.dt / self.twin.dt), self.dt):
+            raise ValueError('the admittance period must be a whole number of twin steps')
+        self.twin_steps = int(round(self.dt / self.twin.dt))
+        self.client_rule = ClientAdmittance(c.body, c.twist_client_body_0)
+        self.servicer_rule = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
+                                                init.twist_base_rel_body)
+        self.pose_base_in_nominal_0 = init.pose_base_in_nominal
+        # Calibration: the bodies realised on the flanges (the client CoM behind its F/T sensor; the
+        # servicer base behind the arm's base, which sits on the servicer F/T sensor).
+        self.body_in_flange = {'client': c.pose_sensor_in_client.inverse()}
+        flange_world = self.twin.site_pose_in_world(self.twin._robots['servicer'].build.flange_site)
+        pose_arm_base_in_flange = flange_world.actInv(self._body_in_world('servicer_arm_base'))
+        self.body_in_flange['servicer'] = pose_arm_base_in_flange * _mount_in_base(s.urdf).inverse()
+        # The wrist sensor relative to the arm's flange (the URDF EE frame), from the twin at start.
+        cfg = self.model._identity_config(self.twin.joint_state('servicer_arm').positions)
+        pin.framesForwardKinematics(self.model.model, self.model.data, cfg)
+        pose_flange_in_arm_base = _mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
+        self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
+            self._body_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
+        self.home = {ns: self.twin.flange_pose(ns) for ns in ('client', 'servicer')}
+        # The twin's world is the lab: where the nominal frame lies (for the gravity of Eq. 20).
+        base_world = self.twin._robots['servicer'].build.base_pose
+        pose_base_in_lab_0 = base_world * self.home['servicer'] * self.body_in_flange['servicer']
+        self.feedforward = ArmFeedForward(self.model, pose_base_in_lab_0 * self.pose_base_in_nominal_0.inverse(),
+                                          TWIN_GRAVITY_M_S2, use_gravity=False)
+        self.tables = {}
+        for ns, robot in (('client', CLIENT_ROBOT), ('servicer', SERVICER_ROBOT)):
+            horizon = response_delay(self.twin._servo_cfg[ns]) if delay_compensation else 0.0
+            table = MotionTable(make_kinematics(robot), TableLimits((-3.0,) * 3, (3.0,) * 3), period=self.dt,
+                                prediction_horizon=horizon)
+            table.initialize(self.twin.joint_state(ns).positions)
+            self.tables[ns] = table
+        self.client_ft = FtChain(self.twin, 'client_ft', 'client_mockup', v.ft_deadband)
+        self.wrist_ft = FtChain(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', v.ft_deadband)
+        self._tare(v.tare_s)
+        arm = self.twin.joint_state('servicer_arm')
+        self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
+        self.measured = {'pos_base_in_client': [], 'rpy_base_in_client': []}
+
+    def _tare(self, seconds: float) -> None:
+        """Hold the robots still and tare both sensors (the driver's tare, before the run starts)."""
+        n = max(1, int(round(seconds / self.twin.dt)))
+        for chain in (self.client_ft, self.wrist_ft):
+            chain.bias.start(n)
+        for _ in range(n):
+            self.twin.step()
+            self.client_ft.tare_sample()
+            self.wrist_ft.tare_sample()
+
+    def _body_in_world(self, name: str) -> pin.SE3:
+        i = mujoco.mj_name2id(self.twin.model, mujoco.mjtObj.mjOBJ_BODY, name)
+        return pin.SE3(self.twin.data.xmat[i].reshape(3, 3).copy(), self.twin.data.xpos[i].copy())
+
+    # -- _Mission interface ----------------------------------------------------------------
+    def lab_states(self):
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
+                self.q_arm, self.dq_arm)
+
+    def onboard_states(self):
+        g_t, v_t = self.client_rule.state.absolute()
+        g_b, v_b = self.servicer_rule.state.absolute()
+        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
+
+    def measured_bodies(self) -> tuple[pin.SE3, pin.SE3]:
+        """``(g_c, g_s)`` measured on the robots: the flange poses mapped back through the calibration."""
+        out = []
+        for ns, start in (('client', pin.SE3.Identity()), ('servicer', self.pose_base_in_nominal_0)):
+            y = self.body_in_flange[ns]
+            out.append(start * y.inverse() * self.home[ns].actInv(self.twin.flange_pose(ns)) * y)
+        return out[0], out[1]
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        # The contact is physical in the twin: the rules read the processed F/T samples instead.
+        w_client = transform_wrench(self.scenario.client.pose_sensor_in_client, self.client_ft.wrench())
+        w_wrist = transform_wrench(self.pose_wrist_sensor_in_flange, self.wrist_ft.wrench())   # EE (flange) frame
+        cs = self.client_rule.step(w_client, self.dt)
+        ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, w_wrist)
+        torques = self.feedforward.torques(tau_arm, self.q_arm, self.dq_arm, ss.pose_base_in_nominal,
+                                           ss.twist_base_rel_body, ss.twist_nominal_body,
+                                           self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
+        bodies = {'client': cs.pose_client_in_nominal, 'servicer': self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal)}
+        for ns, table in self.tables.items():
+            target = flange_target_from_body_motion(self.home[ns], self.body_in_flange[ns], bodies[ns])
+            out = table.step(target, q_measured=self.twin.joint_state(ns).positions, t=self.twin.time)
+            self.twin.command_positions(ns, out.q_command)
+        self.twin.command_efforts('servicer_arm', torques.tau_q)
+        self.twin.step(self.twin_steps)
+        arm = self.twin.joint_state('servicer_arm')
+        self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
+        self.q_arm, self.dq_arm = arm.positions, arm.velocities
+
+    def _record(self) -> None:
+        super()._record()
+        g_c, g_s = self.measured_bodies()
+        rel = g_c.actInv(g_s)
+        self.measured['pos_base_in_client'].append(rel.translation.copy())
+        self.measured['rpy_base_in_client'].append(pin.rpy.matrixToRpy(rel.rotation))
+
+    def measured_record(self) -> MissionRecord:
+        """The run's record with the relative pose replaced by the one measured on the robots."""
+        rec = copy.copy(self.record)
+        rec.pos_base_in_client = np.array(self.measured['pos_base_in_client'])
+        rec.rpy_base_in_client = np.array(self.measured['rpy_base_in_client'])
+        return rec
+
+    def faults(self) -> dict:
+        return {ns: {k: n for k, n in t.stats.fault_counts.items() if n} for ns, t in self.tables.items()}
+
+
+def run_unforced_validation(scenario: MissionScenario, duration_s: float | None = None, record_every_s: float = 0.1,
+                            progress=None, twin_config: TwinConfig | None = None, delay_compensation: bool = True,
+                            ft_deadband=None) -> dict:
+    """Twin-in-the-loop unforced run against the absolute reference; the seed 004 Figs. 8-9 figures.
+
+    Returns the records (``hil``: relative pose measured on the robots; ``hil_integrated``:
+    from the admittances' Eq. 23 states; ``reference``) and the comparisons.
+    ``delay_compensation=False`` switches the tables' predictor off and ``ft_deadband``
+    overrides the scenario's band (both for showing what each part of the chain does).
+    """
+    sc = validation_scenario(scenario)
+    if ft_deadband is not None:
+        sc.unforced_validation.ft_deadband = np.asarray(ft_deadband, dtype=float)
+    v = sc.unforced_validation
+    duration = v.duration_s if duration_s is None else duration_s
+    model = ServicerModel(sc.servicer.urdf, sc.servicer.ee_frame)
+    hil = TwinHilMission(sc, ArmHold(model, sc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s), twin_config,
+                         delay_compensation)
+    hil.run(duration, record_every_s, progress)
+    ref = AbsoluteMission(sc, ArmHold(model, sc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s)).run(duration, record_every_s)
+    measured = hil.measured_record()
+    return {'hil': measured, 'hil_integrated': hil.record, 'reference': ref,
+            'measured_vs_reference': compare_relative_pose(measured, ref),
+            'integrated_vs_reference': compare_relative_pose(hil.record, ref),
+            'relative_motion_range_m': np.ptp(ref.pos_base_in_client, axis=0).tolist(),
+            'table_faults': hil.faults()}
