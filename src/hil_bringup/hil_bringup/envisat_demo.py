@@ -22,6 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_bringup.mission import AbsoluteMission, HilMission, MissionRecord, compare_relative_pose
+from hil_bringup.twin_validation import run_unforced_validation
 
 SEED_GRASP_TIME_S = 32.6
 SEED_APPROACH_START_S = 9.1
@@ -105,16 +106,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str) -> list[Path]:
+def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str, suffix: str = '',
+                   label: str = 'HIL (relative formulation)') -> list[Path]:
     plt = _plt()
     paths = []
     for name, data, labels, unit, scale in (
-            ('fig08_relative_position.png', 'pos_base_in_client', ('x', 'y', 'z'), 'm', 1.0),
-            ('fig09_relative_orientation.png', 'rpy_base_in_client', ('roll', 'pitch', 'yaw'), 'rad', 1.0)):
+            (f'fig08_relative_position{suffix}.png', 'pos_base_in_client', ('x', 'y', 'z'), 'm', 1.0),
+            (f'fig09_relative_orientation{suffix}.png', 'rpy_base_in_client', ('roll', 'pitch', 'yaw'), 'rad', 1.0)):
         fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
         a, b = getattr(hil, data) * scale, getattr(ref, data) * scale
         for i, ax in enumerate(axes):
-            ax.plot(hil.t, a[:, i], color='tab:blue', label='HIL (relative formulation)')
+            ax.plot(hil.t, a[:, i], color='tab:blue', label=label)
             ax.plot(ref.t, b[:, i], 'k--', label='absolute reference (GNCDE)')
             ax.set_ylabel(f'{labels[i]} [{unit}]')
             ax2 = ax.twinx()
@@ -291,6 +293,18 @@ def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float 
         metrics['unforced'] = {**compare_relative_pose(hil_u, ref_u), 'target_position_m': 1e-4, 'target_angle_rad': 2e-4,
                                'seed004_hardware_position_m': 1e-3, 'seed004_hardware_angle_rad': 2e-3}
         files += plot_fig8_fig9(hil_u, ref_u, out, f'Unforced, {unforced_s:.0f} s')
+    if unforced_s > 0 and scenario.unforced_validation is not None:
+        v = scenario.unforced_validation
+        print(f'[1/3] unforced validation with the lab twin in the loop (servo delay and lag, F/T noise and offsets), '
+              f'{v.duration_s:.0f} s at the seed\'s -1 deg/s', flush=True)
+        twin = run_unforced_validation(scenario, record_every_s=0.1,
+                                       progress=progress_printer('HIL+twin ', v.duration_s, 20.0))
+        metrics['unforced_twin_in_the_loop'] = {
+            **twin['measured_vs_reference'], 'integrated_vs_reference': twin['integrated_vs_reference'],
+            'relative_motion_range_m': twin['relative_motion_range_m'], 'table_faults': twin['table_faults'],
+            'target_position_m': 1e-4, 'target_angle_rad': 2e-4}
+        files += plot_fig8_fig9(twin['hil'], twin['reference'], out, f'Unforced, twin in the loop, {v.duration_s:.0f} s',
+                                suffix='_twin', label='HIL, measured on the twin robots')
     print(f'[2/3] capture with the example OBSW, {duration_s:.0f} s (seed 004 Figs. 12-13)', flush=True)
     hil = HilMission(scenario)
     rec = hil.run(duration_s, progress=progress_printer('HIL      ', duration_s))
@@ -312,6 +326,11 @@ def summary(metrics: dict) -> list[str]:
         u = metrics['unforced']
         lines.append(f"unforced {u['duration_s']:.0f} s: HIL vs absolute reference {u['max_position_error_m'] * 1e3:.2e} mm, "
                      f"{u['max_angle_error_rad']:.2e} rad (target 0.1 mm / 0.0002 rad; seed 004 hardware 1 mm / 0.002 rad)")
+    if 'unforced_twin_in_the_loop' in metrics:
+        u = metrics['unforced_twin_in_the_loop']
+        lines.append(f"unforced {u['duration_s']:.0f} s, twin in the loop, measured on the robots: "
+                     f"{u['max_position_error_m'] * 1e3:.2e} mm, {u['max_angle_error_rad']:.2e} rad "
+                     f"(target 0.1 mm / 0.0002 rad)")
     c = metrics['capture']
     pt = c['phase_times_s']
     lines.append('phases: ' + ', '.join(f'{k} {v:.2f} s' for k, v in pt.items())
@@ -371,7 +390,7 @@ def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = Tru
     ports = {'client': 49152, 'servicer': 49153}
     client_table = {'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
     nodes = [('hil_bringup', 'client_hot_path_node', '', {**client_admittance_parameters(scenario), **client_table}),
-             ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario),
+             ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario, with_twin),
                                                                  'table_pose_from_start': with_twin}),
              ('hil_admittance', 'obsw_controller_node', '', obsw_parameters(scenario))]
     if with_twin:

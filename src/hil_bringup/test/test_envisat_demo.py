@@ -51,3 +51,14 @@ def test_graph_node_parameters_pass_each_node_s_checks(tmp_path):
         spec = getattr(module, 'PARAMS', None) or module.PARAMETERS
         assert set(params) <= {p.name for p in spec}, executable
         validate(spec, params)
+
+
+def test_with_the_twin_eq22_is_commanded_without_its_gravity_term(tmp_path):
+    """The twin's arm compensates its own gravity; adding Eq. (22)'s -G as well doubles it."""
+    import yaml
+
+    scenario = load_scenario('envisat_capture')
+    for with_twin, gravity in ((True, 0.0), (False, 9.80665)):
+        specs = envisat_demo.graph_nodes(scenario, tmp_path / str(with_twin), with_twin=with_twin)
+        path = next(p for _, exe, _, p in specs if exe == 'servicer_admittance_node')
+        assert yaml.safe_load(path.read_text())['/**']['ros__parameters']['gravity_m_s2'] == gravity
