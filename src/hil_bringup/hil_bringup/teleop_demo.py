@@ -215,7 +215,7 @@ def _param_arg(name, value) -> str:
 
 def start_graph(node_parameters: dict, graph=None, ready=None) -> list:
     """Start the nodes of ``graph`` (default :data:`GRAPH`) as subprocesses (``--ros-args`` with parameters,
-    remaps and namespace). ``ready(proc)`` is called after the first node (e.g. wait until the lab is up)."""
+    remaps and namespace). ``ready(index, proc)`` is called after each start (e.g. wait until the lab is up)."""
     import os
     import subprocess
 
@@ -233,8 +233,8 @@ def start_graph(node_parameters: dict, graph=None, ready=None) -> list:
             args += ['-r', f'{src}:={dst}']
         procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       env=dict(os.environ)))
-        if ready is not None and len(procs) == 1:
-            ready(procs[0])
+        if ready is not None:
+            ready(len(procs) - 1, procs[-1])
     return procs
 
 
@@ -279,10 +279,21 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
         states = []
         node.create_subscription(JointState, 'slave/joint_states', states.append, 10)
 
-        def lab_up(_proc):                  # the lab is up before the stack connects to it
-            if not spin_until(executor, lambda: len(states) > 10, 60.0):
+        def tared(topic):
+            rows = data[topic][-5:]
+            return len(rows) == 5 and all(abs(m.wrench.force.x) + abs(m.wrench.force.y) + abs(m.wrench.force.z) < 1.0
+                                          for _, m in rows)
+
+        def lab_ready(index, _proc):
+            # the lab is up before the stack connects to it (the F/T drivers latch a stale fault otherwise),
+            # and the sensors are tared before the payload admittance integrates them (an untared first
+            # sample is the mock-up's 56 N weight)
+            if index == 0 and not spin_until(executor, lambda: len(states) > 10, 60.0):
                 raise RuntimeError('the lab twin did not come up')
-        procs = start_graph(params, GRAPHS[sim], lab_up if sim == 'twin' else None)
+            if index == 4 and not spin_until(executor, lambda: tared('slave/ft/wrench') and tared('payload/ft/wrench'),
+                                             60.0):
+                raise RuntimeError('the F/T drivers did not stream tared wrenches')
+        procs = start_graph(params, GRAPHS[sim], lab_ready if sim == 'twin' else None)
         outputs = []
         try:
             start = time.monotonic()

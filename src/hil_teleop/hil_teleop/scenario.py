@@ -23,12 +23,33 @@ X = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
 
 
 @dataclass
+class TwinGraphSettings:
+    """YAML section ``lab_twin``: the real-time ROS graph with the MuJoCo lab twin (``sim:=true``).
+
+    Over DDS the loop's delays are tens of ms (more on a loaded machine), against ~20 ms in the
+    lockstep runner: the grip there is softer so that the force-feedback loop gain ``K_s K`` and the
+    delay's negative damping ``K tau`` of the payload mode stay small (see docs/teleop.md).
+    """
+
+    grip_k: tuple = (2e3, 2e3, 2e3, 2e2, 2e2, 2e2)
+    grip_d: tuple = (2e2, 2e2, 2e2, 2e1, 2e1, 2e1)
+    rate_hz: float = 250.0
+    payload_ft_cutoff_hz: float = 10.0
+    payload_trajectory_lead_s: float = 0.02
+
+
+@dataclass
 class TeleopScenario:
     name: str
     config: TeleopConfig
     pulls: list            # [(start_s, end_s, v_ref_mps)] along x
     ramp_s: float
     settle_s: float
+    graph: 'TwinGraphSettings' = None
+
+    def __post_init__(self):
+        if self.graph is None:
+            self.graph = TwinGraphSettings()
 
     def operator(self, gains: TeleopGains | None = None) -> ScriptedOperator:
         gains = gains or self.config.gains
@@ -75,24 +96,25 @@ class TeleopScenario:
 
         The nodes of :meth:`node_parameters` (without ``grip_contact``) plus ``lab_twin``
         (``layout:=teleop``: the KR 120 slave gripping the mock-up on the UR10e payload table, the
-        grip compliance of ``slave.grip_contact_k/d``, F/T sensors served over RDT/UDP on
+        grip compliance of the YAML's ``lab_twin`` section, F/T sensors served over RDT/UDP on
         127.0.0.1), one ``ft_sensor`` per sensor (tared at start) and one ``motion_table`` per
         robot. The slave law measures ``x_s``/``v_s`` on the slave's joint states; the virtual arm
         starts at that measured start (the grip point, axes parallel to the slave base), so
-        ``x_grip_0`` of the YAML is replaced by it. ``rate_hz`` overrides the control rates.
+        ``x_grip_0`` of the YAML is replaced by it. ``rate_hz`` overrides ``lab_twin.rate_hz``, the
+        control rate of the nodes.
         """
         from hil_lab_twin.scene import SENSOR_HEIGHT_M, GRAPPLE_IN_MOCKUP_M, teleop_facility_config
         from hil_motion_table.messages import make_kinematics
         from hil_teleop.slave_measurement import MeasuredSlave
 
-        c = self.config
+        c, g = self.config, self.graph
         twin = teleop_facility_config()
         q_slave = dict((r.ns, r) for r in twin.robots)['slave'].q_initial
         x_s0 = MeasuredSlave.aligned_at(make_kinematics('kr120r2500pro'), q_slave,
                                         (0.0, 0.0, SENSOR_HEIGHT_M)).measure(q_slave, [0.0] * 6).x_s
         params = self.node_parameters()
         del params['grip_contact']
-        rate = rate_hz or 1.0 / c.dt
+        rate = rate_hz or g.rate_hz
         params['teleop_master'].update(x0=[float(v) for v in x_s0], rate_hz=rate)
         params['slave_law'].update(x_s0=[float(v) for v in x_s0], rate_hz=rate, slave_robot='kr120r2500pro',
                                    ee_in_flange_xyz=[0.0, 0.0, SENSOR_HEIGHT_M], ft_frame='flange', ft_sign=-1.0,
@@ -105,16 +127,17 @@ class TeleopScenario:
                  'joint_states_timeout_s': 0.5, 'prediction_horizon_s': 0.0}
         params['slave_table'] = {**table, 'robot': 'kr120r2500pro', 'command_frame': 'base'}
         params['payload_table'] = {**table, 'robot': 'ur10e', 'command_frame': 'home', 'home_from_start': True,
+                                   'trajectory_lead_s': g.payload_trajectory_lead_s,
                                    'pose_body_in_flange_xyz_rpy': [0.0, 0.0, SENSOR_HEIGHT_M + GRAPPLE_IN_MOCKUP_M,
                                                                    0.0, 0.0, 0.0]}
-        params['lab_twin'] = {'layout': 'teleop', 'grip_stiffness': [float(v) for v in c.grip_contact_k],
-                              'grip_damping': [float(v) for v in c.grip_contact_d], 'publish_rate_hz': 250.0,
+        params['lab_twin'] = {'layout': 'teleop', 'grip_stiffness': [float(v) for v in g.grip_k],
+                              'grip_damping': [float(v) for v in g.grip_d], 'publish_rate_hz': 250.0,
                               'publish_wrench': False,
                               'rdt_ports': [f'slave_ft:{slave_rdt_port}', f'payload_ft:{payload_rdt_port}']}
         ft = {'sensor_ip': '127.0.0.1', 'sensor_rate_hz': 1000.0, 'publish_rate_hz': 250.0,
               'software_bias.on_start': True, 'low_pass.cutoff_hz': 50.0, 'stale_timeout_ms': 1000.0}
         params['slave_ft'] = {**ft, 'sensor_port': slave_rdt_port}
-        params['payload_ft'] = {**ft, 'sensor_port': payload_rdt_port}
+        params['payload_ft'] = {**ft, 'sensor_port': payload_rdt_port, 'low_pass.cutoff_hz': g.payload_ft_cutoff_hz}
         return params
 
 
@@ -165,5 +188,17 @@ def load_teleop_scenario(path: str | Path) -> TeleopScenario:
         command_timeout_s=link.number('command_timeout_s', positive=True),
         dt=1.0 / slave.number('rate_hz', min=1.0, max=10000.0),
         x_grip_0=tuple(slave.vector('x_grip_0', 6)))
+    graph = TwinGraphSettings()
+    if 'lab_twin' in f.data:
+        tw = f.section('lab_twin')
+        graph = TwinGraphSettings(
+            grip_k=tuple(tw.vector('grip_k', 6, graph.grip_k)), grip_d=tuple(tw.vector('grip_d', 6, graph.grip_d)),
+            rate_hz=tw.number('rate_hz', graph.rate_hz, min=1.0, max=1000.0),
+            payload_ft_cutoff_hz=tw.number('payload_ft_cutoff_hz', graph.payload_ft_cutoff_hz, positive=True, max=499.0),
+            payload_trajectory_lead_s=tw.number('payload_trajectory_lead_s', graph.payload_trajectory_lead_s,
+                                                positive=True, max=1.0))
+        for key in ('grip_k', 'grip_d'):
+            if min(getattr(graph, key)) < 0.0:
+                raise tw.error(key, 'every value must be >= 0')
     return TeleopScenario(f.string('name', Path(path).stem), config, _pulls(op), op.number('ramp_s', 0.0, min=0.0),
-                          op.number('settle_s', 10.0, min=0.0))
+                          op.number('settle_s', 10.0, min=0.0), graph)
