@@ -52,6 +52,8 @@ class SerialKinematics:
     the solution is reported so the caller can refuse near-singular configurations.
     """
 
+    HINT_RADIUS_RAD = 0.05
+
     def __init__(self, spec: SerialRobotSpec, damping: float = 1e-4, damping_max: float = 0.05,
                  singular_band: float = 0.05, tolerance: float = 1e-10, max_iterations: int = 50,
                  max_step: float = 0.5):
@@ -67,6 +69,7 @@ class SerialKinematics:
         self.q_home = np.array(spec.q_home)
         self.damping, self.damping_max, self.singular_band = damping, damping_max, singular_band
         self.tolerance, self.max_iterations, self.max_step = tolerance, max_iterations, max_step
+        self._sigma_hint: tuple[float, np.ndarray] | None = None
 
     @property
     def dof(self) -> int:
@@ -87,14 +90,25 @@ class SerialKinematics:
     def inverse(self, pose_flange_in_base: pin.SE3, q_seed) -> IkResult:
         q = np.array(q_seed, dtype=float)
         err_norm, sigma, it = np.inf, 0.0, 0
+        # The smallest singular value (an SVD, the costliest step of an iteration) is always
+        # computed at the solution, for the result. For the damping of the iterations before
+        # it, the value at the previous call's solution stands in when the seed is within
+        # HINT_RADIUS of it and far from the singular band (streaming: one small step per call).
+        hint = self._sigma_hint
+        trusted = (hint is not None and hint[0] >= 2.0 * self.singular_band
+                   and float(np.max(np.abs(q - hint[1]))) < self.HINT_RADIUS_RAD)
         for it in range(self.max_iterations + 1):
             pin.framesForwardKinematics(self.model, self.data, q)
             current_to_target = self.data.oMf[self.frame_id].actInv(pose_flange_in_base)
             err = pin.log6(current_to_target).vector
             err_norm = float(np.linalg.norm(err))
             jac = pin.computeFrameJacobian(self.model, self.data, q, self.frame_id, pin.LOCAL)
-            sigma = float(np.linalg.svd(jac, compute_uv=False)[-1])
-            if err_norm < self.tolerance or it == self.max_iterations:
+            done = err_norm < self.tolerance or it == self.max_iterations
+            if done or not trusted:
+                sigma = float(np.linalg.svd(jac, compute_uv=False)[-1])
+            else:
+                sigma = hint[0]
+            if done:
                 break
             jac_err = pin.Jlog6(current_to_target.inverse()) @ jac
             lam2 = self.damping ** 2
@@ -105,6 +119,7 @@ class SerialKinematics:
             if step > self.max_step:
                 dq *= self.max_step / step
             q = q + dq
+        self._sigma_hint = (sigma, q)
         return IkResult(q=q, converged=err_norm < self.tolerance * 1e3, error=err_norm, sigma_min=sigma,
                         iterations=it)
 

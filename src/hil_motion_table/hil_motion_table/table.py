@@ -86,7 +86,8 @@ def is_rotation(matrix: np.ndarray, tol: float = 1e-6) -> bool:
         return False
     if float(np.abs(matrix.T @ matrix - np.eye(3)).max()) > tol:
         return False
-    return abs(float(np.dot(np.cross(matrix[:, 0], matrix[:, 1]), matrix[:, 2])) - 1.0) < tol
+    (a, b, c), (d, e, f), (g, h, i) = matrix.tolist()      # determinant in floats (no numpy call overhead)
+    return abs(a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) - 1.0) < tol
 
 
 class MotionTable:
@@ -98,6 +99,8 @@ class MotionTable:
     [s] > 0 enables delay compensation; ``twist_filter_hz`` is the cut-off of the
     first-order filter on the finite-difference twist estimate.
     """
+
+    SEED_RADIUS = 0.05   # [rad or m]: the previous IK solution seeds the IK when the robot is this close to it
 
     def __init__(self, kinematics, limits: TableLimits, period: float = 0.004, prediction_horizon: float = 0.0,
                  twist_filter_hz: float = 20.0, latch_faults: bool = True):
@@ -238,10 +241,13 @@ class MotionTable:
         p = target.translation
         if np.any(p < self.workspace_min) or np.any(p > self.workspace_max):
             return self._hold(('workspace_exit',), target)
-        # 5. IK, seeded from the measured joints
+        # 5. IK, seeded from the measured joints, or from the previous solution when the robot
+        #    is within SEED_RADIUS of it (streaming: the solution is a small step away)
         seed = self._q_cmd if q_measured is None else np.asarray(q_measured, dtype=float)
         if seed.shape != self._q_cmd.shape or not np.all(np.isfinite(seed)):
             seed = self._q_cmd
+        if self._q_ik_prev is not None and float(np.max(np.abs(self._q_ik_prev - seed))) < self.SEED_RADIUS:
+            seed = self._q_ik_prev
         result = self.kin.inverse(target, seed)
         if not result.converged:
             return self._hold(('unreachable',), target, result.error, result.sigma_min)

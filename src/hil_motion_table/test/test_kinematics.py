@@ -94,3 +94,25 @@ def test_hexapod_leg_jacobian_matches_finite_differences(hexapod):
         numeric = (hexapod.leg_lengths(pose * pin.exp6(pin.Motion(dv)))
                    - hexapod.leg_lengths(pose * pin.exp6(pin.Motion(-dv)))) / (2 * h)
         np.testing.assert_allclose(jac[:, k], numeric, atol=1e-7)
+
+
+def test_streaming_ik_reuses_sigma_only_where_it_cannot_matter_and_reports_it_exactly():
+    """Streamed targets (1 ms steps): the IK skips the per-iteration SVD via the previous
+    solution's sigma, yet its solutions equal a cold solver's and the reported sigma_min is
+    the SVD at the returned joints; approaching a singularity the hint is not trusted."""
+    warm, cold = SerialKinematics(ur10e_spec()), SerialKinematics(ur10e_spec())
+    q = np.array([0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, -np.pi / 2, 0.0])
+    start = warm.forward(q)
+    for k in range(200):
+        target = start * pin.exp6(pin.Motion(np.array([0.2, -0.1, 0.15, 0.3, -0.2, 0.1]) * 1e-3 * k))
+        a = warm.inverse(target, q)
+        cold._sigma_hint = None
+        b = cold.inverse(target, q)
+        assert np.allclose(a.q, b.q, atol=1e-9) and a.converged and b.converged
+        sigma_at_solution = float(np.linalg.svd(warm.jacobian_body(a.q), compute_uv=False)[-1])
+        assert a.sigma_min == pytest.approx(sigma_at_solution, rel=1e-12)
+        q = a.q
+    # Near the wrist singularity (wrist_2 = 0) sigma is below twice the band: no hint is used.
+    q_sing = np.array([0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, 0.02, 0.0])
+    warm.inverse(warm.forward(q_sing), q_sing)
+    assert warm._sigma_hint[0] < 2.0 * warm.singular_band
