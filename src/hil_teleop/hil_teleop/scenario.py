@@ -123,8 +123,10 @@ class TeleopScenario:
         params['payload_admittance'].update(pose_sensor_in_client_xyz_rpy=[0.0, 0.0, -GRAPPLE_IN_MOCKUP_M, 0.0, 0.0, 0.0],
                                             rate_hz=rate, wrench_timeout_s=0.5)
         period = 1.0 / rate
+        # a loaded host can stall a process for a few hundred ms: the tables hold through a stall and
+        # resume (no latching), and the F/T drivers tolerate it, instead of stopping the run for good
         table = {'output': 'joint_trajectory', 'trajectory_lead_s': period, 'period_s': period,
-                 'joint_states_timeout_s': 0.5, 'prediction_horizon_s': 0.0}
+                 'joint_states_timeout_s': 1.0, 'latch_faults': False, 'prediction_horizon_s': 0.0}
         params['slave_table'] = {**table, 'robot': 'kr120r2500pro', 'command_frame': 'base'}
         params['payload_table'] = {**table, 'robot': 'ur10e', 'command_frame': 'home', 'home_from_start': True,
                                    'trajectory_lead_s': g.payload_trajectory_lead_s,
@@ -135,7 +137,7 @@ class TeleopScenario:
                               'publish_wrench': False,
                               'rdt_ports': [f'slave_ft:{slave_rdt_port}', f'payload_ft:{payload_rdt_port}']}
         ft = {'sensor_ip': '127.0.0.1', 'sensor_rate_hz': 1000.0, 'publish_rate_hz': 250.0,
-              'software_bias.on_start': True, 'low_pass.cutoff_hz': 50.0, 'stale_timeout_ms': 1000.0}
+              'software_bias.on_start': True, 'low_pass.cutoff_hz': 50.0, 'stale_timeout_ms': 3000.0}
         params['slave_ft'] = {**ft, 'sensor_port': slave_rdt_port}
         params['payload_ft'] = {**ft, 'sensor_port': payload_rdt_port, 'low_pass.cutoff_hz': g.payload_ft_cutoff_hz}
         return params
