@@ -77,7 +77,7 @@ class ClientHotPathNode(Node):
         pose = state.pose_client_in_nominal
         target = flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose) if self.home else pose
         out = self.table.step(target, q_measured=self.q_measured, t=state.t)
-        self.pub_cmd.publish(Float64MultiArray(data=[float(v) for v in out.q_command]))
+        self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
         self.samples += 1
         if self.samples % self.decimation == 0:
             stamp = self.get_clock().now().to_msg()

@@ -381,6 +381,10 @@ def client_body_in_flange(scenario) -> list[float]:
     return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
 
 
+# As in envisat_capture.launch.py: five noise standard deviations of the twin's sensors.
+FT_DEADBAND = {'deadband.enabled': True, 'deadband.widths': [0.25, 0.25, 0.25, 0.015, 0.015, 0.015]}
+
+
 def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = True) -> list[tuple[str, str, str, Path]]:
     """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set (defaults)."""
     import yaml
@@ -397,8 +401,10 @@ def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = Tru
         nodes += [('hil_lab_twin', 'lab_twin_node', '', {'tables': [f'client:{robot}'], 'with_servicer': True,
                                                         'rdt_ports': [f'client_ft:{ports["client"]}',
                                                                       f'servicer_wrist_ft:{ports["servicer"]}']}),
-                  ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client']}),
-                  ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer']}),
+                  ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client'],
+                                                               **FT_DEADBAND}),
+                  ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer'],
+                                                                 **FT_DEADBAND}),
                   ('hil_motion_table', 'motion_table_node', 'servicer', {
                       'robot': 'kr120r2500pro', 'command_frame': 'home',
                       'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)})]

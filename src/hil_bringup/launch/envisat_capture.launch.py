@@ -34,7 +34,9 @@ CLIENT_FT_PORT, SERVICER_FT_PORT = 49152, 49153
 
 
 def _nodes(context):
-    from hil_bringup.envisat_demo import client_body_in_flange, servicer_body_in_flange
+    # FT_DEADBAND: the admittances must not integrate sensor noise (hil_bringup.twin_validation shows
+    # the drift), so both drivers zero it with a band of five noise standard deviations.
+    from hil_bringup.envisat_demo import FT_DEADBAND, client_body_in_flange, servicer_body_in_flange
     from hil_bringup.launch_common import network_environment
     from hil_bringup.scenario import (client_admittance_parameters, load_scenario, obsw_parameters,
                                       servicer_admittance_parameters)
@@ -49,9 +51,9 @@ def _nodes(context):
     actions = network_environment(context)
     actions += [
         Node(package='hil_sensors', executable='ft_sensor_node', name='ft_sensor', namespace='client',
-             parameters=[{'sensor_ip': ft_host, 'sensor_port': CLIENT_FT_PORT}], output='screen'),
+             parameters=[{'sensor_ip': ft_host, 'sensor_port': CLIENT_FT_PORT, **FT_DEADBAND}], output='screen'),
         Node(package='hil_sensors', executable='ft_sensor_node', name='ft_sensor', namespace='servicer',
-             parameters=[{'sensor_ip': ft_host, 'sensor_port': SERVICER_FT_PORT}], output='screen'),
+             parameters=[{'sensor_ip': ft_host, 'sensor_port': SERVICER_FT_PORT, **FT_DEADBAND}], output='screen'),
         Node(package='hil_admittance', executable='servicer_admittance_node', name='servicer_admittance',
              parameters=[{**servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim),
                           'table_pose_from_start': True}], output='screen'),

@@ -29,7 +29,7 @@ import numpy as np
 from hil_common.params import Param, ParameterError, validate
 from hil_sensors import rdt
 from hil_sensors.processing import (AXES, ZERO6, FaultLatch, LowPassFilter, SoftwareBias, ToolGravity,
-                                    WrenchTransform, all_finite, overload_axis)
+                                    WrenchTransform, all_finite, overload_axis, soft_deadband)
 
 # Linux: SO_TIMESTAMPNS (== SCM_TIMESTAMPNS); Python 3.11 does not export the constant.
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)
@@ -114,6 +114,11 @@ PARAMETERS: tuple[Param, ...] = (
     Param('gravity_compensation.pose_topic', 'flange_pose',
           'geometry_msgs/PoseStamped: orientation of the flange (the sensor mount) in the gravity frame',
           check=_nonempty),
+    Param('deadband.enabled', False, 'zero each axis of the processed wrench inside its band (after the filter), '
+          'so an admittance does not integrate sensor noise'),
+    Param('deadband.widths', [0.25, 0.25, 0.25, 0.015, 0.015, 0.015],
+          'half-width of the band per axis [N x3, N m x3] (several noise standard deviations); 0 passes an axis',
+          length=6, min=0.0),
     Param('target_frame.enabled', False, 'express the processed wrench in a constant target frame'),
     Param('target_frame.frame_id', 'client_com', 'frame_id of the processed wrench when target_frame.enabled',
           check=_nonempty),
@@ -236,6 +241,7 @@ class FtDriver:
                                           self.cfg['target_frame.sensor_in_target_xyzw'])
                           if self.cfg['target_frame.enabled'] else None)
         self.output_frame = self.cfg['target_frame.frame_id'] if self.transform else self.cfg['sensor_frame']
+        self.deadband = tuple(self.cfg['deadband.widths']) if self.cfg['deadband.enabled'] else None
         self.limits = tuple(self.cfg['overload.limits']) if self.cfg['overload.enabled'] else None
         self.reject_status = self.cfg['reject_status_errors']
         self.fault = FaultLatch()
@@ -268,6 +274,7 @@ class FtDriver:
                                              if self.bias_enabled else 'OFF'),
                  'gravity compensation: ' + (f'ON, {self.gravity.describe()}' if self.gravity else 'OFF'),
                  'low-pass filter: ' + (f'ON, {self.filter.describe()}' if self.filter else 'OFF'),
+                 'dead band: ' + (f'ON, widths {list(self.deadband)}' if self.deadband else 'OFF'),
                  'target frame: ' + (f"ON, {self.output_frame}: {self.transform.describe()}" if self.transform
                                      else f"OFF (processed wrench in {self.output_frame})"),
                  'overload latch: ' + (f'ON, limits {list(self.limits)}' if self.limits else 'OFF'),
@@ -442,6 +449,8 @@ class FtDriver:
             if self.filter:
                 self.filter.reset()
             return
+        if self.deadband is not None:
+            processed = soft_deadband(processed, self.deadband)
         c['accepted'] += 1
         self.last_valid_ns = arrival_ns
         self.newest = Sample(seq, status, stamp_ns, arrival_ns, raw, processed)

@@ -8,7 +8,9 @@ Per record, in this order (every step except the scaling can be switched off):
 4. **tool gravity compensation**: subtract the tool's weight, ``f_g = m R_ws^T g`` and
    ``tau_g = c x f_g`` in the sensor frame, with ``R_ws`` from the latest pose input;
 5. **low-pass filter**: Butterworth, order 1 or 2, designed for the sensor's output rate;
-6. **frame transform**: a constant change of frame, ``F_target = Ad_{g^-1}^T F_sensor`` with
+6. **dead band** (off by default): :func:`soft_deadband` per axis, so an admittance does not
+   integrate sensor noise into a random-walk drift;
+7. **frame transform**: a constant change of frame, ``F_target = Ad_{g^-1}^T F_sensor`` with
    ``g = pose_sensor_in_target`` (the convention of :mod:`hil_dynamics.se3`), applied to
    the published sample only: it is linear and constant, so it commutes with the filter.
 

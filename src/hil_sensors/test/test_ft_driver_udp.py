@@ -330,3 +330,30 @@ def test_gravity_compensation_with_orientation_input(sim_factory):
     n = d.counters['accepted']
     assert pump(d, lambda: d.counters['accepted'] > n + 5)
     np.testing.assert_allclose(d.processed_output(d.take_sample()), applied, atol=1e-5)
+
+
+def test_deadband_zeroes_noise_and_passes_a_load_less_the_band(sim_factory):
+    """0.05 N / 0.003 N m noise inside a 0.25 N / 0.015 N m band reads exactly zero; a 5 N load
+    reads 5 N less the band, within the noise."""
+    make, drivers = sim_factory
+    load = ConstantSource([0.0] * 6)
+    sim = make(load, rate_hz=1000.0, noise_std=[0.05, 0.05, 0.05, 0.003, 0.003, 0.003])
+    d = make_driver(sim, **{'deadband.enabled': True})
+    drivers.append(d)
+    d.start_streaming()
+    raw, processed = [], []
+
+    def collect():
+        if d.newest is not None:
+            raw.append(list(d.newest.raw))
+            processed.append(list(d.newest.processed))
+        return d.counters['accepted'] >= 300
+    assert pump(d, collect)
+    assert np.std(np.array(raw)[:, 0]) > 0.02            # the noise is there ...
+    assert np.count_nonzero(np.array(processed)) == 0    # ... and none of it passes
+    load.set([5.0, 0.0, 0.0, 0.0, 0.0, 0.1])
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n + 50)
+    assert d.newest.processed[0] == pytest.approx(4.75, abs=0.25)
+    assert d.newest.processed[5] == pytest.approx(0.085, abs=0.015)
+    assert any('dead band: ON' in line for line in d.describe_chain())
