@@ -422,8 +422,10 @@ def main(argv=None) -> int:
             xs = data['slave/x_s']
             fs = data['slave/ft/wrench']
             x = f'{xs[-1][1].pose.position.x:.4f} m' if xs else '-'
-            f = f'{fs[-1][1].wrench.force.x:+.2f} N' if fs else '-'
-            print(f'  {elapsed:5.1f}/{duration:.0f} s  slave x_s {x}  wrist F/T x {f}  '
+            # twin graph: the wrist sensor's z axis points along the slave base x (the pull), reading -f_s
+            f = (f'{(-fs[-1][1].wrench.force.z if args.graph == "twin" else fs[-1][1].wrench.force.x):+.2f} N'
+                 if fs else '-')
+            print(f'  {elapsed:5.1f}/{duration:.0f} s  slave x_s {x}  f_s,x {f}  '
                   f'({len(xs)} x_s, {len(fs)} wrenches)', flush=True)
         print(f'ROS graph ({args.graph}) for {duration:.0f} s on loopback DDS ...', flush=True)
         data = run_graph(scenario, duration, out / 'ros_graph.mcap', sim=args.graph,
