@@ -11,14 +11,17 @@ difference of successive commands) jumps marks the pulse's arrival; latency = re
 minus the publish time of the pulse's first sample (both on the probe's clock). This is the
 full F/T sample -> robot command path, including the admittance's zero-order hold.
 
-Two arrangements, each for ``--seconds`` (default 60):
+Four arrangements, each for ``--seconds`` (default 60):
 
 * ``processes`` -- the two nodes as separate processes (what launch_ros does by default);
 * ``composed``  -- the two nodes in one process, one single-threaded executor;
 * ``fused``     -- ``hil_bringup/client_hot_path_node``: one node whose F/T callback runs the
   same two rules (Eq. 11 step, then the table IK) and publishes the command; the loop is
-  clocked by the sensor samples, with no timer and no DDS hop between admittance and IK.
-  It is the default of envisat_capture.launch.py (``hot_path:=fused``).
+  clocked by the sensor samples, with no timer and no DDS hop between admittance and IK;
+* ``fused_rt``  -- the same node at SCHED_FIFO priority 50 (``realtime_priority``, as a lab runs
+  its control loop; the probe, which stands in for sensor and robot hardware, at 49). It is
+  the default of envisat_capture.launch.py (``hot_path:=fused``, ``realtime_priority`` 50).
+  It runs last: the probe process keeps its RT priority afterwards.
 
 Reports latency p50/p99/max (target p99 <= 2 ms), deadline misses (commands more than 2 ms
 apart, i.e. at least one 1 kHz slot lost; and pulses slower than 2 ms or lost), and CPU
@@ -43,7 +46,8 @@ PULSE_EVERY = 50            # samples between pulses
 PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
 TARGET_P99_MS = 2.0
-ARRANGEMENTS = ['processes', 'composed', 'fused']
+ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt']
+RT_PRIORITY = 50               # SCHED_FIFO of the hot path (ros2_control's default); the probe runs at RT_PRIORITY - 1
 UR10E_HOME = [0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, -np.pi / 2, 0.0]
 UR10E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
 
@@ -216,8 +220,15 @@ def run_arrangement(name: str, seconds: float) -> dict:
             [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     else:
+        rt = {'realtime_priority': RT_PRIORITY} if name == 'fused_rt' else {}
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
-                                               ros_args=('--params-file', params_file({**client, **table})))}
+                                               ros_args=('--params-file', params_file({**client, **table, **rt})))}
+    if name == 'fused_rt':
+        # The probe stands in for the sensor and the robot (hardware): it must not add Python
+        # scheduling delays of its own to the measured path, so it runs at RT priority too.
+        from hil_common.realtime import make_realtime
+
+        make_realtime(RT_PRIORITY - 1)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('bench_envisat_probe', context=ctx)

@@ -11,8 +11,10 @@ does not queue).
 Topics: in ``client/ft/wrench``, ``client/joint_states``; out
 ``client/forward_position_controller/commands`` (the robot command), ``client/state``
 (Odometry, Eq. 23, every ``state_decimation``-th sample) and ``client/table/pose_cmd`` (``g_c``,
-same decimation, for recording). Parameters: those of both nodes. If the F/T stream stops
-(a sensor fault) nothing is commanded and the position-controlled robot holds.
+same decimation, for recording). Parameters: those of both nodes, plus ``realtime_priority``
+and ``cpu_affinity`` (:mod:`hil_common.realtime`: SCHED_FIFO for every thread of the node, as a
+lab runs its control loop). If the F/T stream stops (a sensor fault) nothing is commanded and
+the position-controlled robot holds.
 """
 
 from __future__ import annotations
@@ -29,13 +31,18 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import client_admittance_node as client_node
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
+from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.messages import flange_target_from_body_motion, home_pose, reorder
 
 PARAMS = [*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in {q.name for q in client_node.PARAMS}],
-          Param('state_decimation', 4, 'Publish client/state and client/table/pose_cmd every n-th sample', min=1, max=1000)]
+          Param('state_decimation', 4, 'Publish client/state and client/table/pose_cmd every n-th sample', min=1, max=1000),
+          Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
+                'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
+                min=0, max=99),
+          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023)]
 
 
 class ClientHotPathNode(Node):
@@ -58,6 +65,10 @@ class ClientHotPathNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1)   # newest sample only
+        cpus = [c for c in p['cpu_affinity'] if c >= 0]
+        if p['realtime_priority'] or cpus:
+            ok, message = make_realtime(p['realtime_priority'], cpus)
+            (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
     def on_joints(self, msg):
         q = reorder(msg.name, msg.position, self.names)

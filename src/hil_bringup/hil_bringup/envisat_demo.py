@@ -393,7 +393,8 @@ def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = Tru
 
     ports = {'client': 49152, 'servicer': 49153}
     client_table = {'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
-    nodes = [('hil_bringup', 'client_hot_path_node', '', {**client_admittance_parameters(scenario), **client_table}),
+    nodes = [('hil_bringup', 'client_hot_path_node', '', {**client_admittance_parameters(scenario), **client_table,
+                                                          'realtime_priority': 50}),
              ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario, with_twin),
                                                                  'table_pose_from_start': with_twin}),
              ('hil_admittance', 'obsw_controller_node', '', obsw_parameters(scenario))]

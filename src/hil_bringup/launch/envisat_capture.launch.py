@@ -10,7 +10,8 @@ code the demo and the lockstep runner use):
 * ``client/ft_sensor`` and ``servicer/ft_sensor`` -- the ATI Net F/T RDT drivers (client
   mock-up sensor, wrist sensor) on ``<ns>/ft/wrench``, ``<ns>/ft/fault``;
 * the client hot path: ``client_hot_path`` (``hot_path:=fused``, default: Eq. 11 and the table
-  IK in one callback per F/T sample, the lowest latency in ``bench/bench_envisat.py``) or
+  IK in one callback per F/T sample, at SCHED_FIFO ``realtime_priority:=50``, the lowest latency
+  in ``bench/bench_envisat.py`` and the one that meets p99 <= 2 ms) or
   ``client_admittance`` + ``client/motion_table`` (``hot_path:=nodes``);
 * ``servicer_admittance`` (Eq. 18, 22, 23);
 * the OBSW controller-under-test slot: ``controller_package``/``controller_executable``
@@ -66,8 +67,10 @@ def _nodes(context):
     client_table = {'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate,
                     'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
     if LaunchConfiguration('hot_path').perform(context) == 'fused':
+        rt = {'realtime_priority': int(LaunchConfiguration('realtime_priority').perform(context))}
         actions.append(Node(package='hil_bringup', executable='client_hot_path_node', name='client_hot_path',
-                            parameters=[{**client_admittance_parameters(scenario), **client_table}], output='screen'))
+                            parameters=[{**client_admittance_parameters(scenario), **client_table, **rt}],
+                            output='screen'))
     else:
         actions += [Node(package='hil_admittance', executable='client_admittance_node', name='client_admittance',
                          parameters=[client_admittance_parameters(scenario)], output='screen'),
@@ -102,6 +105,9 @@ def generate_launch_description():
                               description='executable of the OBSW controller under test'),
         DeclareLaunchArgument('hot_path', default_value='fused', choices=['fused', 'nodes'],
                               description='client hot path in one node (fused) or as admittance + motion-table nodes'),
+        DeclareLaunchArgument('realtime_priority', default_value='50',
+                              description='SCHED_FIFO priority of the fused hot path (0: normal scheduling); '
+                                          'without CAP_SYS_NICE the node warns and runs at normal priority'),
         DeclareLaunchArgument('record', default_value='false', choices=['true', 'false'],
                               description='record every topic with ros2 bag (MCAP)'),
         network_argument(),

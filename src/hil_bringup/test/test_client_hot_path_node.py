@@ -1,5 +1,7 @@
 """The fused client hot path over DDS: one robot command per F/T sample, pushed the right way, silent without samples."""
 
+import os
+
 import numpy as np
 import yaml
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -16,7 +18,8 @@ from hil_motion_table.robot_models import ur10e_spec
 def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
     scenario = load_scenario('envisat_capture')
     params = {**client_admittance_parameters(scenario), 'robot': 'ur10e', 'command_frame': 'home',
-              'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario), 'state_decimation': 1}
+              'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario), 'state_decimation': 1,
+              'realtime_priority': 50}
     path = tmp_path / 'hot_path.yaml'
     path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
     proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path)))
@@ -53,6 +56,12 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
             assert np.all(np.isfinite(commands[-1])) and commands[-1].shape == (6,)
             assert np.linalg.norm(commands[-1] - np.array(spec.q_home)) > 0.0
         alive = proc.poll() is None
+        policies = {os.sched_getscheduler(int(tid)) for tid in os.listdir(f'/proc/{proc.pid}/task')}
     finally:
         out = stop_process(proc)
     assert alive, out
+    # realtime_priority: every thread at SCHED_FIFO, or (without the permission) a warning.
+    if 'refused' in out:
+        assert 'SCHED_FIFO priority 50 refused' in out and policies == {os.SCHED_OTHER}
+    else:
+        assert 'real-time: SCHED_FIFO priority 50' in out and policies == {os.SCHED_FIFO}, (policies, out[-500:])

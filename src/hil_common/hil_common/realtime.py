@@ -1,0 +1,64 @@
+"""Real-time scheduling of a hot-path process (Linux): SCHED_FIFO priority and CPU affinity.
+
+A lab runs its control loop at a real-time priority, as ros2_control's controller manager
+does (SCHED_FIFO, priority 50, when the system allows it), so that other work on the
+machine does not preempt it. :func:`make_realtime` applies the policy to **every thread of
+the process** (the executor's and the DDS middleware's receive threads), and optionally
+pins them to CPUs. The kernel's RT throttling (``/proc/sys/kernel/sched_rt_runtime_us``,
+95 % by default) still leaves the rest of the system some CPU if the loop ran away.
+
+No rclpy here: nodes call it from their constructor and log the returned message.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(t) for t in os.listdir('/proc/self/task')]
+    except OSError:
+        return [0]
+
+
+def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
+    """SCHED_FIFO at ``priority`` (1..99; 0 leaves the policy alone) and affinity ``cpus``
+    (empty: any) for every thread of this process.
+
+    Returns ``(ok, message)``; it never raises for a missing permission, so a node started
+    without CAP_SYS_NICE runs on, at normal priority, and says so.
+    """
+    if not 0 <= int(priority) <= 99:
+        raise ValueError(f'priority must be in 0..99, got {priority}')
+    notes, ok = [], True
+    if cpus:
+        available = os.sched_getaffinity(0)
+        wanted = {int(c) for c in cpus}
+        if not wanted <= available:
+            return False, f'CPUs {sorted(wanted - available)} are not available (this process may use {sorted(available)})'
+        for tid in _threads():
+            try:
+                os.sched_setaffinity(tid, wanted)
+            except OSError:
+                pass                                  # a thread that just ended
+        notes.append(f'pinned to CPUs {sorted(wanted)}')
+    if priority > 0:
+        try:
+            for tid in _threads():
+                try:
+                    os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(int(priority)))
+                except ProcessLookupError:
+                    pass
+            notes.append(f'SCHED_FIFO priority {priority} on {len(_threads())} threads')
+        except PermissionError:
+            ok = False
+            notes.append(f'SCHED_FIFO priority {priority} refused (no CAP_SYS_NICE / rtprio limit): '
+                         'running at normal priority')
+    return ok, '; '.join(notes) if notes else 'normal scheduling'
+
+
+def current_policy(tid: int = 0) -> tuple[int, int]:
+    """``(policy, priority)`` of a thread (0: the calling one)."""
+    return os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority
