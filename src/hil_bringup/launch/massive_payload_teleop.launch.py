@@ -3,6 +3,7 @@
     ros2 launch hil_bringup massive_payload_teleop.launch.py [scenario:=massive_payload_teleop]
         [network:=loopback|lab] [sim:=true|contact|false] [master_source:=scripted|ft|joy]
         [slave_ft_ip:=...] [payload_ft_ip:=...] [slave_ft_port:=49152] [payload_ft_port:=49153]
+        [stack_delay_s:=5.0]
 
 Graph (topic names relative, remapped here):
 
@@ -33,7 +34,7 @@ lockstep runners and the demo (``teleop_demo``) use.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, TimerAction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -53,7 +54,7 @@ def _nodes(context):
     actions = network_environment(context)
     slave_remaps = [('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
                     ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states')]
-    actions += [
+    stack = [
         Node(package='hil_teleop', executable='teleop_master_node', name='teleop_master',
              parameters=[params['teleop_master']], output='screen'),
         Node(package='hil_teleop', executable='delay_line_node', name='delay_line',
@@ -67,9 +68,12 @@ def _nodes(context):
              output='screen'),
     ]
     if sim == 'contact':
-        actions.append(Node(package='hil_teleop', executable='grip_contact_node', name='grip_contact',
-                            parameters=[params['grip_contact']], output='screen'))
-        return actions
+        stack.append(Node(package='hil_teleop', executable='grip_contact_node', name='grip_contact',
+                          parameters=[params['grip_contact']], output='screen'))
+        return actions + stack
+    # the lab (or its twin), F/T drivers and tables first; the teleoperation stack once the drivers have
+    # tared (teleop_demo --ros waits for tared wrenches instead of a fixed time)
+    actions.append(TimerAction(period=float(LaunchConfiguration('stack_delay_s').perform(context)), actions=stack))
     if sim == 'true':                        # the lab twin stands in for the robots and the F/T sensors
         actions.append(Node(package='hil_lab_twin', executable='lab_twin_node', name='lab_twin',
                             parameters=[params['lab_twin']], output='screen'))
@@ -96,6 +100,8 @@ def generate_launch_description():
                               description='MuJoCo lab twin (true), the lab (false) or the robot-less grip contact'),
         DeclareLaunchArgument('slave_ft_ip', default_value='127.0.0.1', description='slave wrist Net F/T (sim:=false)'),
         DeclareLaunchArgument('payload_ft_ip', default_value='127.0.0.1', description='payload Net F/T (sim:=false)'),
+        DeclareLaunchArgument('stack_delay_s', default_value='5.0',
+                              description='start the teleoperation nodes this long after the robots and F/T drivers'),
         DeclareLaunchArgument('slave_ft_port', default_value='49152', description='RDT port of the slave wrist F/T'),
         DeclareLaunchArgument('payload_ft_port', default_value='49153', description='RDT port of the payload F/T'),
         DeclareLaunchArgument('master_source', default_value='scripted', choices=['scripted', 'ft', 'joy'],
