@@ -16,7 +16,8 @@ the 60 s comparison. Plots through matplotlib's Agg backend.
 
 With the lab twin in the loop (:mod:`hil_teleop.twin_lockstep`: KR 120 slave gripping the
 mock-up on the UR10e payload table, F/T sensors, motion tables), it also runs the 3000 kg step
-and HILS 2 -> ``twin/fig08..fig17*.png`` and ``twin/hils2_twin.mcap`` (``--no-twin`` skips them).
+and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin.mcap`` and a rendered
+``twin/facility.png`` (``--no-twin`` skips them).
 
 ``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
 over DDS on loopback, in real time, printing progress, and records it to ``ros_graph.mcap``
@@ -392,6 +393,11 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: boo
         results['twin_hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
         results['twin_hils2_peak_force_N'] = float(np.abs(thils2.f_s[:, 0]).max())
         files.append(record_mcap(thils2, twin_out / 'hils2_twin.mcap'))
+        try:                                    # the facility at the end of HILS 2 (needs EGL)
+            thils2.twin_side.twin.render_png(twin_out / 'facility.png', 960, 720)
+            files.append(twin_out / 'facility.png')
+        except Exception as exc:  # noqa: BLE001 - no offscreen GL: say so, the figures are what matters
+            say(f'  (no rendering of the facility: {exc})')
     results['files'] = [str(f) for f in files]
     return results
 
