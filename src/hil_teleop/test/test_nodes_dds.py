@@ -137,6 +137,8 @@ def test_slave_law_node_follows_eq3_and_stops_when_the_master_command_goes_stale
 @pytest.mark.parametrize('executable, param, name', [
     ('slave_law_node', 'd:=[0.6, 0.0, 0.0, 0.0, 0.0, 0.0]', 'd'),
     ('slave_law_node', 'ft_sign:=2.0', 'ft_sign'),
+    ('slave_law_node', 'ft_frame:=flange', 'ft_frame'),              # needs a slave robot
+    ('slave_law_node', 'slave_robot:=hexapod', 'slave_robot'),
     ('delay_line_node', 'drop_probability:=1.5', 'drop_probability'),
     ('teleop_master_node', 'scripted_pushes:=[1.0, 2.0]', 'scripted_pushes'),
     ('teleop_master_node', 'payload_inertia_kgm2:=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 5.0]',
