@@ -19,7 +19,8 @@ Four arrangements, each for ``--seconds`` (default 60):
   same two rules (Eq. 11 step, then the table IK) and publishes the command; the loop is
   clocked by the sensor samples, with no timer and no DDS hop between admittance and IK;
 * ``fused_rt``  -- the same node at SCHED_FIFO priority 50 (``realtime_priority``, as a lab runs
-  its control loop; the probe, which stands in for sensor and robot hardware, at 49). It is
+  its control loop) pinned to the last CPU (``cpu_affinity``); the probe, which stands in for
+  sensor and robot hardware, at priority 49 on any CPU. It is
   the default of envisat_capture.launch.py (``hot_path:=fused``, ``realtime_priority`` 50).
   It runs last: the probe process keeps its RT priority afterwards.
 
@@ -48,6 +49,7 @@ PULSE_FORCE_N = 1.0e5
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt']
 RT_PRIORITY = 50               # SCHED_FIFO of the hot path (ros2_control's default); the probe runs at RT_PRIORITY - 1
+HOT_PATH_CPU = (os.cpu_count() or 1) - 1   # fused_rt: the hot path pinned to the last CPU; the probe floats
 UR10E_HOME = [0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, -np.pi / 2, 0.0]
 UR10E_JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
 
@@ -220,7 +222,7 @@ def run_arrangement(name: str, seconds: float) -> dict:
             [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     else:
-        rt = {'realtime_priority': RT_PRIORITY} if name == 'fused_rt' else {}
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]} if name == 'fused_rt' else {}
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     if name == 'fused_rt':

@@ -25,6 +25,8 @@ code the demo and the lockstep runner use):
   and sensors are expected on the same topics (``ft_host`` names the sensors' address).
 """
 
+import os
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
@@ -67,7 +69,9 @@ def _nodes(context):
     client_table = {'robot': robot, 'command_frame': 'home', 'period_s': 1.0 / rate,
                     'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
     if LaunchConfiguration('hot_path').perform(context) == 'fused':
-        rt = {'realtime_priority': int(LaunchConfiguration('realtime_priority').perform(context))}
+        cpu = LaunchConfiguration('hot_path_cpu').perform(context)
+        rt = {'realtime_priority': int(LaunchConfiguration('realtime_priority').perform(context)),
+              'cpu_affinity': [(os.cpu_count() or 1) - 1 if cpu == 'last' else int(cpu)]}
         actions.append(Node(package='hil_bringup', executable='client_hot_path_node', name='client_hot_path',
                             parameters=[{**client_admittance_parameters(scenario), **client_table, **rt}],
                             output='screen'))
@@ -108,6 +112,8 @@ def generate_launch_description():
         DeclareLaunchArgument('realtime_priority', default_value='50',
                               description='SCHED_FIFO priority of the fused hot path (0: normal scheduling); '
                                           'without CAP_SYS_NICE the node warns and runs at normal priority'),
+        DeclareLaunchArgument('hot_path_cpu', default_value='last',
+                              description="CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
         DeclareLaunchArgument('record', default_value='false', choices=['true', 'false'],
                               description='record every topic with ros2 bag (MCAP)'),
         network_argument(),

@@ -37,13 +37,16 @@ def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
         available = os.sched_getaffinity(0)
         wanted = {int(c) for c in cpus}
         if not wanted <= available:
-            return False, f'CPUs {sorted(wanted - available)} are not available (this process may use {sorted(available)})'
-        for tid in _threads():
-            try:
-                os.sched_setaffinity(tid, wanted)
-            except OSError:
-                pass                                  # a thread that just ended
-        notes.append(f'pinned to CPUs {sorted(wanted)}')
+            ok = False
+            notes.append(f'CPUs {sorted(wanted - available)} are not available (this process may use '
+                         f'{sorted(available)}): not pinned')
+        else:
+            for tid in _threads():
+                try:
+                    os.sched_setaffinity(tid, wanted)
+                except OSError:
+                    pass                              # a thread that just ended
+            notes.append(f'pinned to CPUs {sorted(wanted)}')
     if priority > 0:
         try:
             for tid in _threads():

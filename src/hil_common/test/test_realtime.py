@@ -54,8 +54,10 @@ def test_pinning_applies_to_every_thread_and_unknown_cpus_are_refused():
     cpu = min(os.sched_getaffinity(0))
     ok, policies, cpus, _, message = run_child(0, str(cpu))
     assert ok and cpus == [cpu] and policies == [os.SCHED_OTHER] and f'pinned to CPUs [{cpu}]' in message
-    ok, _, _, _, message = run_child(0, '1023')
-    assert not ok and 'not available' in message
+    ok, policies, _, _, message = run_child(50, '1023')
+    assert not ok and 'not available' in message and 'not pinned' in message
+    if can_use_fifo():                              # the priority still applies
+        assert policies == [os.SCHED_FIFO]
 
 
 def test_priority_out_of_range_is_an_error():
