@@ -19,6 +19,7 @@ the position-controlled robot holds.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
@@ -65,6 +66,10 @@ class ClientHotPathNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1)   # newest sample only
+        # Everything built so far (models, rules, rclpy entities) lives as long as the node: move it
+        # out of the cyclic collector's reach, so a full collection does not scan it mid-loop.
+        gc.collect()
+        gc.freeze()
         cpus = [c for c in p['cpu_affinity'] if c >= 0]
         if p['realtime_priority'] or cpus:
             ok, message = make_realtime(p['realtime_priority'], cpus)

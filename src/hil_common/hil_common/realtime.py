@@ -4,7 +4,10 @@ A lab runs its control loop at a real-time priority, as ros2_control's controlle
 does (SCHED_FIFO, priority 50, when the system allows it), so that other work on the
 machine does not preempt it. :func:`make_realtime` applies the policy to **every thread of
 the process** (the executor's and the DDS middleware's receive threads), and optionally
-pins them to CPUs. The kernel's RT throttling (``/proc/sys/kernel/sched_rt_runtime_us``,
+pins the **calling** thread (the executor's, which runs the callbacks; threads it starts later
+inherit the pinning) to CPUs. The middleware's threads are left free on purpose: pinned to the
+loop's core they woke it up for every message, and ``bench_envisat`` measured p99 about 2.1 ms
+that way against 1.3 ms with only the executor pinned. The kernel's RT throttling (``/proc/sys/kernel/sched_rt_runtime_us``,
 95 % by default) still leaves the rest of the system some CPU if the loop ran away.
 
 No rclpy here: nodes call it from their constructor and log the returned message.
@@ -24,8 +27,8 @@ def _threads() -> list[int]:
 
 
 def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
-    """SCHED_FIFO at ``priority`` (1..99; 0 leaves the policy alone) and affinity ``cpus``
-    (empty: any) for every thread of this process.
+    """SCHED_FIFO at ``priority`` (1..99; 0 leaves the policy alone) for every thread of this
+    process, and affinity ``cpus`` (empty: any) for the calling thread.
 
     Returns ``(ok, message)``; it never raises for a missing permission, so a node started
     without CAP_SYS_NICE runs on, at normal priority, and says so.
@@ -41,12 +44,8 @@ def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
             notes.append(f'CPUs {sorted(wanted - available)} are not available (this process may use '
                          f'{sorted(available)}): not pinned')
         else:
-            for tid in _threads():
-                try:
-                    os.sched_setaffinity(tid, wanted)
-                except OSError:
-                    pass                              # a thread that just ended
-            notes.append(f'pinned to CPUs {sorted(wanted)}')
+            os.sched_setaffinity(0, wanted)
+            notes.append(f'calling thread pinned to CPUs {sorted(wanted)}')
     if priority > 0:
         try:
             for tid in _threads():
