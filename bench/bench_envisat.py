@@ -7,7 +7,9 @@ node plays the F/T driver (WrenchStamped at 1 kHz on ``client/ft/wrench``) and a
 ``client/joint_states`` at 100 Hz).
 
 Latency: every 50 ms the probe puts a 3-sample force pulse along the client's x axis (through
-the CoM: a pure translation), its sign chosen to bring the client's velocity back to zero. The first robot command whose joint *acceleration* (second
+the CoM: a pure translation), its sign chosen to bring the client back to where it started
+(position and velocity, so it stays clear of the robot's singular poses). The first robot
+command whose joint *acceleration* (second
 difference of successive commands) jumps marks the pulse's arrival; latency = receive time
 minus the publish time of the pulse's first sample (both on the probe's clock). This is the
 full F/T sample -> robot command path, including the admittance's zero-order hold.
@@ -48,6 +50,7 @@ PERIOD_S = 0.001
 PULSE_EVERY = 50            # samples between pulses
 PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
+STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt']
 RT_PRIORITY = 50               # SCHED_FIFO of the hot path (ros2_control's default)
@@ -144,6 +147,8 @@ class Probe:
         self.sign = 1.0
         self.u = None                           # joint-space direction of a + pulse's velocity change
         self.v_proj = 0.0                       # current joint velocity along u (from the commands)
+        self.x_proj = 0.0                       # joint displacement along u from where recording started
+        self.q_ref: np.ndarray | None = None
         self.pending: list[float] = []          # publish times of pulses not yet seen
         self.latencies: list[float] = []
         self.lost = 0
@@ -163,7 +168,10 @@ class Probe:
             if phase == 0:
                 # Steer the pulses so that the client's velocity stays near zero (the admittance's sample
                 # hold applies a pulse for 2-4 ticks, so fixed alternating signs would random-walk).
-                self.sign = -np.sign(self.v_proj) if abs(self.v_proj) > 0.0 else -self.sign
+                # Steer on position as well (a PD: where the client will be in STEER_HORIZON commands),
+                # or it random-walks until the robot reaches a singular pose and the table holds.
+                predicted = self.x_proj + STEER_HORIZON * self.v_proj
+                self.sign = -np.sign(predicted) if abs(predicted) > 0.0 else -self.sign
             force = self.sign * PULSE_FORCE_N if (self.recording and phase < PULSE_SAMPLES) else 0.0
             if self.recording and phase == 0:
                 if self.pending:
@@ -189,6 +197,7 @@ class Probe:
         self.js.position = list(msg.data)      # an ideal robot: its joints follow the command
         if not self.recording:
             self.history = [q]
+            self.q_ref = q
             return
         self.cmd_times.append(now)
         self.history.append(q)
@@ -200,6 +209,7 @@ class Probe:
                     self.u = jump / np.linalg.norm(jump) * (1.0 if self.sign > 0 else -1.0)
             if self.u is not None:
                 self.v_proj = float((self.history[-1] - self.history[-2]) @ self.u)
+                self.x_proj = float((self.history[-1] - self.q_ref) @ self.u)
             self.history = self.history[-3:]
 
 
