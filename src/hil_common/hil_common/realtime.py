@@ -31,7 +31,8 @@ def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
     process, and affinity ``cpus`` (empty: any) for the calling thread.
 
     Returns ``(ok, message)``; it never raises for a missing permission, so a node started
-    without CAP_SYS_NICE runs on, at normal priority, and says so.
+    without CAP_SYS_NICE runs on, at normal priority, and says so. Threads and processes
+    started afterwards inherit the policy (see :func:`make_normal`).
     """
     if not 0 <= int(priority) <= 99:
         raise ValueError(f'priority must be in 0..99, got {priority}')
@@ -59,6 +60,16 @@ def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
             notes.append(f'SCHED_FIFO priority {priority} refused (no CAP_SYS_NICE / rtprio limit): '
                          'running at normal priority')
     return ok, '; '.join(notes) if notes else 'normal scheduling'
+
+
+def make_normal() -> None:
+    """Back to SCHED_OTHER for every thread of this process (before it starts other processes,
+    which would otherwise inherit the real-time policy)."""
+    for tid in _threads():
+        try:
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def current_policy(tid: int = 0) -> tuple[int, int]:

@@ -65,3 +65,10 @@ def test_priority_out_of_range_is_an_error():
 
     with pytest.raises(ValueError, match='priority'):
         make_realtime(100)
+
+
+def test_make_normal_returns_every_thread_to_normal_scheduling():
+    child = CHILD.replace("print(ok", "from hil_common.realtime import make_normal\nmake_normal()\n"
+                          "policies = sorted({os.sched_getscheduler(t) for t in tids})\nprint(ok")
+    out = subprocess.run([sys.executable, '-c', child, '50', ''], capture_output=True, text=True, check=True)
+    assert eval(out.stdout.split('|')[1]) == [os.SCHED_OTHER]
