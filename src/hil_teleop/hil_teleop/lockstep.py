@@ -101,25 +101,42 @@ def mse(force: np.ndarray) -> float:
     return float(np.mean(np.sum(force * force, axis=1)))
 
 
+@dataclass
+class EarthAndLink:
+    """What both runners (ideal and twin) build the same way: the earth side and the link."""
+
+    venv: VirtualEnvironment      # virtual arm and payload, Eqs. (4)-(10)
+    law: SlaveLaw                 # Eq. (2)/(3)
+    uplink: DelayLine             # earth -> orbit: (f_m, x_vir)
+    downlink: DelayLine           # orbit -> earth: (x_s, f_s)
+    held: HeldCommand             # the orbit side's latest uplink command, with its staleness timeout
+
+
+def earth_and_link(c: TeleopConfig) -> EarthAndLink:
+    """The virtual environment from ``x_grip_0``, the slave law and both delay lines of a run."""
+    dt, gains = c.dt, c.gains
+    vpayload = VirtualPayload(c.payload_mass_kg * c.virtual_mass_factor, c.payload_inertia(c.virtual_mass_factor),
+                              x0=np.asarray(c.x_grip_0, dtype=float))
+    venv = VirtualEnvironment(gains, vpayload, VirtualContact(c.virtual_contact_k, c.virtual_contact_d), dt)
+    capacity = int(c.delay_s / dt) + 1000
+    uplink = DelayLine(c.delay_s, capacity=capacity, jitter_s=c.jitter_s, drop_probability=c.drop_probability,
+                       seed=c.seed)
+    downlink = DelayLine(c.delay_s, capacity=capacity, jitter_s=c.jitter_s, drop_probability=c.drop_probability,
+                         seed=c.seed + 1)
+    return EarthAndLink(venv, SlaveLaw(gains), uplink, downlink, HeldCommand(c.delay_s, c.command_timeout_s))
+
+
 def run_teleop(config: TeleopConfig, operator: Callable[[float], np.ndarray], duration_s: float,
                uplink_tamper: Callable[[float], bool] | None = None) -> TeleopRun:
     """Run the closed loop for ``duration_s``. ``uplink_tamper(t)`` True suppresses the uplink send (outage tests)."""
     c = config
     dt = c.dt
-    gains = c.gains
     pose_grip_0 = pose_from_x(c.x_grip_0)
     payload = PayloadInTheLoop(RigidBody(c.payload_mass_kg, c.payload_inertia()), pose_grip_0)
-    vpayload = VirtualPayload(c.payload_mass_kg * c.virtual_mass_factor, c.payload_inertia(c.virtual_mass_factor),
-                              x0=np.asarray(c.x_grip_0, dtype=float))
-    venv = VirtualEnvironment(gains, vpayload, VirtualContact(c.virtual_contact_k, c.virtual_contact_d), dt)
     arm = SlaveArm(pose_grip_0, c.arm_droop, c.arm_tau_s)
     contact = GripContact(c.grip_contact_k, c.grip_contact_d)
-    law = SlaveLaw(gains)
-    uplink = DelayLine(c.delay_s, capacity=int(c.delay_s / dt) + 1000, jitter_s=c.jitter_s,
-                       drop_probability=c.drop_probability, seed=c.seed)
-    downlink = DelayLine(c.delay_s, capacity=int(c.delay_s / dt) + 1000, jitter_s=c.jitter_s,
-                         drop_probability=c.drop_probability, seed=c.seed + 1)
-    held = HeldCommand(c.delay_s, c.command_timeout_s)
+    link = earth_and_link(c)
+    venv, law, uplink, downlink, held = link.venv, link.law, link.uplink, link.downlink, link.held
     n = int(round(duration_s / dt))
     rec = {k: np.zeros((n, 6)) for k in ('f_m', 'x_vir', 'v_vir', 'f_vir', 'x_tv', 'v_s_r', 'v_s_c', 'v_s', 'x_s',
                                           'f_s', 'x_p', 'v_p', 'x_s_earth')}

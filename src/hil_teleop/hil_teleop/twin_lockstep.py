@@ -48,11 +48,8 @@ from hil_motion_table.messages import flange_target_from_body_motion, make_kinem
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import SoftwareBias
 from hil_teleop.coordinates import advance_pose_world, x_from_pose
-from hil_teleop.delay_line import DelayLine, HeldCommand
-from hil_teleop.lockstep import TeleopConfig, TeleopRun
-from hil_teleop.slave_law import SlaveLaw
+from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.slave_measurement import MeasuredSlave
-from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
 
 # Pose of the payload "CoM" (the grapple: seed 001 grips the payload at its CoM, as the ideal
 # runner does) in the payload table's flange frame, and of the payload F/T frame in it.
@@ -152,16 +149,8 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
     q0 = twin.joint_state('slave')
     start = side.slave.measure(q0.positions, q0.velocities)
     c = dataclasses.replace(config, x_grip_0=tuple(float(v) for v in start.x_s))
-    gains = c.gains
-    vpayload = VirtualPayload(c.payload_mass_kg * c.virtual_mass_factor, c.payload_inertia(c.virtual_mass_factor),
-                              x0=np.asarray(c.x_grip_0, dtype=float))
-    venv = VirtualEnvironment(gains, vpayload, VirtualContact(c.virtual_contact_k, c.virtual_contact_d), dt)
-    law = SlaveLaw(gains)
-    uplink = DelayLine(c.delay_s, capacity=int(c.delay_s / dt) + 1000, jitter_s=c.jitter_s,
-                       drop_probability=c.drop_probability, seed=c.seed)
-    downlink = DelayLine(c.delay_s, capacity=int(c.delay_s / dt) + 1000, jitter_s=c.jitter_s,
-                         drop_probability=c.drop_probability, seed=c.seed + 1)
-    held = HeldCommand(c.delay_s, c.command_timeout_s)
+    link = earth_and_link(c)
+    venv, law, uplink, downlink, held = link.venv, link.law, link.uplink, link.downlink, link.held
     pose_ee_cmd = start.pose_ee_in_base
     last_flange_cmd = side.slave.flange_pose(pose_ee_cmd)
     n = int(round(duration_s / dt))
