@@ -366,13 +366,12 @@ def servicer_body_in_flange(scenario) -> list[float]:
     """The servicer base CoM seen from the servicer robot's flange, which carries the arm's base.
 
     The twin bolts the arm's base (``lbr_link_0``) to the flange; in the servicer URDF the arm
-    base sits at the mount point on the base box, so the base CoM is at minus the mount.
+    base sits at the mount point on the base box, so the base CoM is at the mount's inverse.
     """
-    import re
+    from hil_bringup.scenario import pose_arm_mount_in_base
 
-    mount = re.search(r'<joint name="[^"]*_mount" type="fixed">.*?<origin xyz="([^"]+)"', scenario.servicer.urdf, re.S)
-    xyz = [-float(v) for v in mount.group(1).split()] if mount else [0.0, 0.0, 0.0]
-    return [*xyz, 0.0, 0.0, 0.0]
+    g = pose_arm_mount_in_base(scenario.servicer.urdf).inverse()
+    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
 
 
 def client_body_in_flange(scenario) -> list[float]:

@@ -230,6 +230,19 @@ def _unforced_validation(sec: Fields):
         tare_s=sec.number('tare_s', positive=True, max=10.0))
 
 
+def pose_arm_mount_in_base(urdf: str) -> pin.SE3:
+    """``pose_arm_base_in_servicer_base``: the fixed ``*_mount`` joint of a servicer URDF
+    (identity if the URDF has none)."""
+    import re
+
+    m = re.search(r'<joint name="[^"]*_mount" type="fixed">.*?<origin xyz="([^"]+)"(?: rpy="([^"]+)")?', urdf, re.S)
+    if m is None:
+        return pin.SE3.Identity()
+    xyz = np.array([float(v) for v in m.group(1).split()])
+    rpy = [float(v) for v in m.group(2).split()] if m.group(2) else [0.0, 0.0, 0.0]
+    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
+
+
 def _pose_params(g: pin.SE3) -> list[float]:
     return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from dataclasses import dataclass
 
 import mujoco
@@ -41,7 +40,7 @@ import pinocchio as pin
 
 from hil_admittance.obsw import ObswCommand
 from hil_bringup.mission import AbsoluteMission, MissionRecord, _initial, _Mission, compare_relative_pose
-from hil_bringup.scenario import MissionScenario
+from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
@@ -141,13 +140,6 @@ class FtChain:
         return np.asarray(soft_deadband(w, self.deadband))
 
 
-def _mount_in_base(urdf: str) -> pin.SE3:
-    """``pose_arm_base_in_servicer_base``: the fixed ``*_mount`` joint of the servicer URDF."""
-    m = re.search(r'<joint name="[^"]*_mount" type="fixed">.*?<origin xyz="([^"]+)" rpy="([^"]+)"', urdf, re.S)
-    xyz, rpy = (np.array([float(v) for v in g.split()]) for g in m.groups())
-    return pin.SE3(pin.rpy.rpyToMatrix(*rpy), xyz)
-
-
 class TwinHilMission(_Mission):
     """The unforced HIL loop closed through the lab twin (see the module docstring)."""
 
@@ -167,24 +159,24 @@ class TwinHilMission(_Mission):
         # Calibration: the bodies realised on the flanges (the client CoM behind its F/T sensor; the
         # servicer base behind the arm's base, which sits on the servicer F/T sensor).
         self.body_in_flange = {'client': c.pose_sensor_in_client.inverse()}
-        flange_world = self.twin.site_pose_in_world(self.twin._robots['servicer'].build.flange_site)
-        pose_arm_base_in_flange = flange_world.actInv(self._body_in_world('servicer_arm_base'))
-        self.body_in_flange['servicer'] = pose_arm_base_in_flange * _mount_in_base(s.urdf).inverse()
+        flange_world = self.twin.flange_pose_in_world('servicer')
+        pose_arm_base_in_flange = flange_world.actInv(self.twin.body_pose_in_world('servicer_arm_base'))
+        self.body_in_flange['servicer'] = pose_arm_base_in_flange * pose_arm_mount_in_base(s.urdf).inverse()
         # The wrist sensor relative to the arm's flange (the URDF EE frame), from the twin at start.
         cfg = self.model._identity_config(self.twin.joint_state('servicer_arm').positions)
         pin.framesForwardKinematics(self.model.model, self.model.data, cfg)
-        pose_flange_in_arm_base = _mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
+        pose_flange_in_arm_base = pose_arm_mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
         self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
-            self._body_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
+            self.twin.body_pose_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
         self.home = {ns: self.twin.flange_pose(ns) for ns in ('client', 'servicer')}
         # The twin's world is the lab: where the nominal frame lies (for the gravity of Eq. 20).
-        base_world = self.twin._robots['servicer'].build.base_pose
+        base_world = self.twin.base_pose('servicer')
         pose_base_in_lab_0 = base_world * self.home['servicer'] * self.body_in_flange['servicer']
         self.feedforward = ArmFeedForward(self.model, pose_base_in_lab_0 * self.pose_base_in_nominal_0.inverse(),
                                           TWIN_GRAVITY_M_S2, use_gravity=False)
         self.tables = {}
         for ns, robot in (('client', CLIENT_ROBOT), ('servicer', SERVICER_ROBOT)):
-            horizon = response_delay(self.twin._servo_cfg[ns]) if delay_compensation else 0.0
+            horizon = response_delay(self.twin.servo_config(ns)) if delay_compensation else 0.0
             table = MotionTable(make_kinematics(robot), TableLimits((-3.0,) * 3, (3.0,) * 3), period=self.dt,
                                 prediction_horizon=horizon)
             table.initialize(self.twin.joint_state(ns).positions)
@@ -205,10 +197,6 @@ class TwinHilMission(_Mission):
             self.twin.step()
             self.client_ft.tare_sample()
             self.wrist_ft.tare_sample()
-
-    def _body_in_world(self, name: str) -> pin.SE3:
-        i = mujoco.mj_name2id(self.twin.model, mujoco.mjtObj.mjOBJ_BODY, name)
-        return pin.SE3(self.twin.data.xmat[i].reshape(3, 3).copy(), self.twin.data.xpos[i].copy())
 
     # -- _Mission interface ----------------------------------------------------------------
     def lab_states(self):

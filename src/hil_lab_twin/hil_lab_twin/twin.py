@@ -233,6 +233,23 @@ class LabTwin:
             raise KeyError(f'site {site!r} not in the twin model')
         return pin.SE3(self.data.site_xmat[sid].reshape(3, 3).copy(), self.data.site_xpos[sid].copy())
 
+    def body_pose_in_world(self, body: str) -> pin.SE3:
+        bid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, body)
+        if bid < 0:
+            raise KeyError(f'body {body!r} not in the twin model')
+        return pin.SE3(self.data.xmat[bid].reshape(3, 3).copy(), self.data.xpos[bid].copy())
+
+    def base_pose(self, ns: str) -> pin.SE3:
+        """``pose_base_in_world`` of a position-controlled robot (its mounting in the lab)."""
+        return pin.SE3(self._robots[ns].build.base_pose)
+
+    def flange_pose_in_world(self, ns: str) -> pin.SE3:
+        return self.site_pose_in_world(self._robots[ns].build.flange_site)
+
+    def servo_config(self, ns: str):
+        """The :class:`hil_lab_twin.scene.ServoConfig` (delay, bandwidth) of a position-controlled robot."""
+        return self._servo_cfg[ns]
+
     def flange_pose(self, ns: str) -> pin.SE3:
         """Measured ``pose_flange_in_base`` of a table, from the simulation (ground truth)."""
         build = self._robots[ns].build
