@@ -45,3 +45,26 @@ def hils2(config: TeleopConfig, settle_s: float = 13.0) -> TeleopRun:
     """Delayed teleoperation with the scripted operator; runs until ``delay + settle`` after the last pull."""
     duration = HILS2_PULLS[-1][1] + config.delay_s + settle_s
     return run_teleop(config, hils2_operator(config.gains), duration)
+
+
+@dataclasses.dataclass
+class Hils2Agreement:
+    """How well the virtual arm predicted the slave in a HILS 2 run (seed Figs. 16-17)."""
+
+    max_position_error_m: float         # max |x_vir(t - t_delay) - x_s(t)| along x
+    mean_abs_force_slave_n: float       # mean |f_s,x|
+    mean_abs_force_virtual_n: float     # mean |f_vir,x|
+    pull_mean_forces_n: list            # [(pull start [s], mean f_s,x, mean f_vir,x)] over each pull window
+
+
+def hils2_agreement(run: TeleopRun) -> Hils2Agreement:
+    """Virtual arm and slave aligned by the delay, compared along the pulls' axis x."""
+    x_vir, x_s = run.aligned(run.x_vir, run.x_s)
+    f_vir, f_s = run.aligned(run.f_vir, run.f_s)
+    t_earth = run.t[: len(x_vir)]
+    windows = []
+    for start, _, _ in HILS2_PULLS:
+        w = (t_earth >= start - 1.0) & (t_earth < start + 10.0)
+        windows.append((start, float(f_s[w, 0].mean()), float(f_vir[w, 0].mean())))
+    return Hils2Agreement(float(np.abs(x_vir[:, 0] - x_s[:, 0]).max()), float(np.abs(f_s[:, 0]).mean()),
+                          float(np.abs(f_vir[:, 0]).mean()), windows)

@@ -12,7 +12,7 @@ import pytest
 
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.messages import make_kinematics
-from hil_teleop.experiments import HILS2_PULLS, STEP_START_S, X, hils2_operator
+from hil_teleop.experiments import HILS2_PULLS, STEP_START_S, X, hils2_agreement, hils2_operator
 from hil_teleop.lockstep import TeleopConfig
 from hil_teleop.master import ScriptedOperator
 from hil_teleop.slave_measurement import MeasuredSlave
@@ -98,23 +98,16 @@ def test_item1_twin_both_sensors_measure_the_grip(item1):
 def test_item3_twin_4500kg_delayed_virtual_arm_predicts_the_slave():
     config = TeleopConfig(payload_mass_kg=4500.0, delay_s=5.0)
     run = run_teleop_twin(config, hils2_operator(config.gains), HILS2_PULLS[-1][1] + config.delay_s + 13.0)
-    x_vir, x_s = run.aligned(run.x_vir, run.x_s)
-    f_vir, f_s = run.aligned(run.f_vir, run.f_s)
-    t_earth = run.t[: len(x_vir)]
-    err = np.abs(x_vir[:, 0] - x_s[:, 0])
-    windows = []
-    for start, _, _ in HILS2_PULLS:
-        w = (t_earth >= start - 1.0) & (t_earth < start + 10.0)
-        windows.append((start, f_s[w, 0].mean(), f_vir[w, 0].mean()))
-    mean_s, mean_vir = np.abs(f_s[:, 0]).mean(), np.abs(f_vir[:, 0]).mean()
+    a = hils2_agreement(run)
+    windows, mean_s, mean_vir = a.pull_mean_forces_n, a.mean_abs_force_slave_n, a.mean_abs_force_virtual_n
     report('item 3: 4500 kg, 5 s one-way delay, scripted operator', [
-        ('max |x_vir(t-5 s) - x_s(t)| along x [mm]', f'{1e3 * err.max():.2f}', 'ideal 1.16, seed 2'),
+        ('max |x_vir(t-5 s) - x_s(t)| along x [mm]', f'{1e3 * a.max_position_error_m:.2f}', 'ideal 1.16, seed 2'),
         ('mean |f_s,x| / mean |f_vir,x| [N]', f'{mean_s:.2f}/{mean_vir:.2f}', 'means agree'),
         ('peak |f_s,x| [N]', f'{np.abs(run.f_s[:, 0]).max():.2f}', 'seed ~28'),
         ('payload displacement at the end [m]', f'{run.x_payload[-1, 0] - run.x_payload[0, 0]:.4f}',
          'pulls: 0.40 (0.3 + 0.2 - 0.1)'),
     ] + [(f'mean f_x over pull at {s:.0f} s: slave / virtual [N]', f'{a:.2f}/{b:.2f}', '') for s, a, b in windows])
-    assert err.max() <= 0.002
+    assert a.max_position_error_m <= 0.002
     assert mean_vir == pytest.approx(mean_s, rel=0.10)
     for _, a, b in windows:
         assert b == pytest.approx(a, rel=0.10)
