@@ -112,7 +112,16 @@ def test_streaming_ik_reuses_sigma_only_where_it_cannot_matter_and_reports_it_ex
         sigma_at_solution = float(np.linalg.svd(warm.jacobian_body(a.q), compute_uv=False)[-1])
         assert a.sigma_min == pytest.approx(sigma_at_solution, rel=1e-12)
         q = a.q
-    # Near the wrist singularity (wrist_2 = 0) sigma is below twice the band: no hint is used.
-    q_sing = np.array([0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, 0.02, 0.0])
-    warm.inverse(warm.forward(q_sing), q_sing)
-    assert warm._sigma_hint[0] < 2.0 * warm.singular_band
+    # Streaming into the wrist singularity (wrist_2 -> 0.02 rad): the damping grows there and the
+    # warm solver, whose hint falls inside twice the band, still matches the cold one step by step.
+    q_far = np.array([0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, 0.3, 0.0])
+    q = q_far.copy()
+    for k in range(60):
+        q_target = q_far + np.array([0.0, 0.0, 0.0, 0.0, -0.28 * k / 59, 0.0])
+        target = warm.forward(q_target)
+        a = warm.inverse(target, q)
+        cold._sigma_hint = None
+        b = cold.inverse(target, q)
+        assert np.allclose(a.q, b.q, atol=1e-9) and a.sigma_min == pytest.approx(b.sigma_min, rel=1e-12)
+        q = a.q
+    assert a.sigma_min < warm.singular_band          # the stream did end inside the singular band
