@@ -169,12 +169,18 @@ def _dataclass_from(sec: Fields, cls):
         raise ScenarioError(f"{sec.source}: field '{sec.prefix}': {exc}") from exc
 
 
+#: The sections a mission scenario may have; any other top-level key is refused by name.
+TOP_LEVEL_KEYS = ('scenario', 'client', 'nominal', 'servicer', 'contact', 'obsw', 'lab', 'rates', 'mission',
+                  'unforced_validation', 'demo')
+
+
 def load_scenario(path_or_name: str | Path) -> MissionScenario:
     """Load and validate a scenario file (a path, or the name of a shipped scenario)."""
     path = Path(path_or_name)
     if path.suffix not in ('.yaml', '.yml'):
         path = scenario_path(str(path_or_name))
     top = Fields.load(path)
+    top.refuse_unknown(TOP_LEVEL_KEYS)
     nominal = top.section('nominal')
     nominal.string('kind', choices=['unforced'])
     lab = top.section('lab')

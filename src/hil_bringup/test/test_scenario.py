@@ -46,9 +46,25 @@ def mutate(tmp_path, edit):
     (lambda d: d['rates'].__setitem__('obsw_hz', 300.0), "'rates.obsw_hz'"),
     (lambda d: d['lab'].__setitem__('servicer_workspace_box_m', [1.0, 1.0]), "'lab.servicer_workspace_box_m'"),
     (lambda d: d['mission'].__setitem__('duration_s', 0.0), "'mission.duration_s'"),
+    # Unknown top-level keys (a misspelt section would otherwise be ignored).
+    (lambda d: d.__setitem__('mision', {'duration_s': 1.0}), "'mision': is not a known top-level key"),
+    (lambda d: d.__setitem__('obsw_gains', {}), "'obsw_gains': is not a known top-level key"),
 ])
 def test_bad_scenario_names_the_field(tmp_path, edit, field):
     with pytest.raises(ScenarioError) as err:
         load_scenario(mutate(tmp_path, edit))
     assert field in str(err.value)
     assert 'bad.yaml' in str(err.value)
+
+
+def test_unknown_top_level_key_of_the_teleop_scenario_is_refused(tmp_path):
+    from hil_teleop.scenario import load_teleop_scenario
+
+    source = scenario_path('massive_payload_teleop')
+    load_teleop_scenario(source)  # the shipped file has only known keys
+    data = yaml.safe_load(source.read_text())
+    data['opertor'] = data['operator']
+    path = tmp_path / 'bad.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioError, match="'opertor': is not a known top-level key.*did you mean 'operator'"):
+        load_teleop_scenario(path)

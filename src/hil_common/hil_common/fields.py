@@ -55,6 +55,19 @@ class Fields:
             raise self.error(key, 'is missing')
         return default
 
+    def refuse_unknown(self, known: Sequence[str]) -> None:
+        """Raise :class:`ScenarioError` naming the first key not in ``known`` (a misspelt
+        section or field would otherwise be ignored silently)."""
+        import difflib
+
+        unknown = sorted(set(self.data) - set(known), key=str)
+        if unknown:
+            key = str(unknown[0])
+            close = difflib.get_close_matches(key, [str(k) for k in known], n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ''
+            raise self.error(key, f'is not a known {"field" if self.prefix else "top-level key"}'
+                                  f' (known: {sorted(known)}){hint}')
+
     def section(self, key: str) -> 'Fields':
         return Fields(self._raw(key, _REQUIRED), self.source, self._path(key))
 

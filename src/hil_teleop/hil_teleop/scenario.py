@@ -158,8 +158,13 @@ def _pulls(f: Fields) -> list:
     return out
 
 
+#: The sections a teleop scenario may have; any other top-level key is refused by name.
+TOP_LEVEL_KEYS = ('name', 'payload', 'link', 'gains', 'virtual_contact', 'slave', 'lab_twin', 'operator')
+
+
 def load_teleop_scenario(path: str | Path) -> TeleopScenario:
     f = Fields.load(path)
+    f.refuse_unknown(TOP_LEVEL_KEYS)
     payload, link, gains, contact, slave, op = (f.section(k) for k in
                                                 ('payload', 'link', 'gains', 'virtual_contact', 'slave', 'operator'))
 
