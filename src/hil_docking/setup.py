@@ -1,0 +1,25 @@
+from setuptools import find_packages, setup
+
+PACKAGE = 'hil_docking'
+
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='HIL stack maintainers',
+    maintainer_email='hil-dev@example.invalid',
+    description='Rendezvous and docking on a small robotic facility (seed 003): CW relative motion, virtual-force contact compensation, delay-stability designer, CISAS arm and its feed-forward control variants.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'docking_designer = hil_docking.designer_cli:main',
+        ],
+    },
+)
