@@ -39,6 +39,7 @@ setup(
             'client_hot_path_node = hil_bringup.client_hot_path_node:main',
             'scripted_wrench_node = hil_bringup.scripted_wrench_node:main',
             'teleop_demo = hil_bringup.teleop_demo:main',
+            'wait_for_ready = hil_bringup.wait_for_ready:main',
         ],
     },
 )

@@ -113,50 +113,43 @@ def _plot(run, box, start, width, path: Path) -> None:
     plt.close(fig)
 
 
-def ros_part(scenario, seconds: float) -> dict:
-    import rclpy
+def ros_part(scenario, seconds: float, out_dir: Path) -> dict:
+    """The node set of ``client_admittance.launch.py`` (:func:`hil_bringup.graphs.client_graph`) on loopback DDS."""
     from geometry_msgs.msg import PoseStamped
     from nav_msgs.msg import Odometry
 
-    from hil_bringup.scenario import client_admittance_parameters
-    from hil_common.ros_testing import start_node, stop_process
+    from hil_bringup.graph_runner import RunningGraph
+    from hil_bringup.graphs import client_graph
+    from hil_common.ros_testing import spin_until, test_node
 
-    params = [f'{key}:={[float(v) for v in value] if isinstance(value, list) else value!r}'
-              for key, value in client_admittance_parameters(scenario).items()]
-    push = [float(v) for v in scenario.demo.get('push_force_orbit_n', [0.0, 0.0, 10.0])]
-    print(f'[2/2] ROS graph for {seconds:.0f} s: client_admittance_node + scripted_wrench_node ({describe()})', flush=True)
-    procs = [start_node('hil_admittance', 'client_admittance_node', *params),
-             start_node('hil_bringup', 'scripted_wrench_node', f'force_n:={push}', 'start_s:=1.0', 'duration_s:=1.0')]
-    rclpy.init()
-    node = rclpy.create_node('hil_demo_monitor')
+    graph = client_graph({'scenario': str(scenario.source)}, scenario=scenario)
+    print(f'[2/2] ROS graph for {seconds:.0f} s: ' + ', '.join(n.fqn for n in graph.nodes) + f' ({describe()})', flush=True)
     poses, states = [], []
-    node.create_subscription(PoseStamped, 'client/table/pose_cmd', lambda m: poses.append(m), 50)
-    node.create_subscription(Odometry, 'client/state', lambda m: states.append(m), 50)
-    t0 = time.monotonic()
-    next_report = t0
-    try:
-        while time.monotonic() - t0 < seconds:
-            rclpy.spin_once(node, timeout_sec=0.05)
-            if time.monotonic() >= next_report and poses:
-                p = poses[-1].pose.position
-                print(f'  ros: {time.monotonic() - t0:4.1f} s  pose_cmd p_c = [{p.x:+.6f} {p.y:+.6f} {p.z:+.6f}] m  '
-                      f'({len(poses)} commands)', flush=True)
-                next_report += 1.0
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-        outputs = [stop_process(proc) for proc in procs]
+    with test_node('hil_demo_monitor') as (node, executor):
+        node.create_subscription(PoseStamped, 'client/table/pose_cmd', poses.append, 50)
+        node.create_subscription(Odometry, 'client/state', states.append, 50)
+        with RunningGraph(graph, out_dir / 'graph', say=lambda m: print(m, flush=True)) as running:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < seconds:
+                spin_until(executor, lambda: False, 1.0)
+                if poses:
+                    p = poses[-1].pose.position
+                    print(f'  ros: {time.monotonic() - t0:4.1f} s  pose_cmd p_c = [{p.x:+.6f} {p.y:+.6f} {p.z:+.6f}] m  '
+                          f'({len(poses)} commands)', flush=True)
+        results = running.stop()
     if not poses:
-        print('  ros: no pose command received; node output:\n' + '\n'.join(outputs), file=sys.stderr)
+        print('  ros: no pose command received; node output:\n' + '\n'.join(r.output for r in results), file=sys.stderr)
     return {'ros_seconds': seconds, 'ros_pose_commands': len(poses), 'ros_state_messages': len(states),
-            'ros_command_rate_hz': len(poses) / seconds}
+            'ros_command_rate_hz': len(poses) / seconds, 'ros_node_failures': [r.spec.fqn for r in results if r.crashed]}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--scenario', default='envisat_capture', help='scenario name or YAML path')
     parser.add_argument('--duration', type=float, default=None, help='lockstep duration [s] (default: scenario demo.duration_s)')
-    parser.add_argument('--ros-seconds', type=float, default=5.0, help='how long the ROS graph runs [s]')
+    parser.add_argument('--ros-seconds', type=float, default=None,
+                        help='how long the live ROS graph runs once started [s] (default: 15 for the Envisat capture, '
+                             '5 client-only; 0 skips it)')
     parser.add_argument('--out', default=os.environ.get('HIL_RUNS_DIR', 'runs'), help='parent folder of the run folder')
     parser.add_argument('--client-only', action='store_true', help='the client-only demo even for a full mission')
     parser.add_argument('--unforced', type=float, default=None,
@@ -177,8 +170,9 @@ def main(argv=None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     print(f'HIL client-only demo: scenario {scenario.source}\n  run folder {out_dir.resolve()}', flush=True)
     metrics = lockstep_part(scenario, duration, out_dir)
-    if args.ros_seconds > 0:
-        metrics.update(ros_part(scenario, args.ros_seconds))
+    ros_seconds = 5.0 if args.ros_seconds is None else args.ros_seconds
+    if ros_seconds > 0:
+        metrics.update(ros_part(scenario, ros_seconds, out_dir))
     (out_dir / 'metrics.json').write_text(json.dumps(metrics, indent=2))
     print('\nSummary')
     print(f"  absolute formulation leaves the {metrics['workspace_box_m']} m box after {metrics['absolute_exit_time_s']:.2f} s "
@@ -191,7 +185,8 @@ def main(argv=None) -> int:
         print(f"  ROS graph: {metrics['ros_pose_commands']} pose commands in {metrics['ros_seconds']:.0f} s "
               f"({metrics['ros_command_rate_hz']:.0f} Hz)")
     print(f'  wrote {out_dir}/metrics.json, client_trajectory.csv, client_workspace.png')
-    ok = metrics['relative_exit_time_s'] is None and metrics.get('ros_pose_commands', 1) > 0
+    ok = (metrics['relative_exit_time_s'] is None and metrics.get('ros_pose_commands', 1) > 0
+          and not metrics.get('ros_node_failures'))
     return 0 if ok else 1
 
 
@@ -201,24 +196,47 @@ def envisat_main(scenario, args) -> int:
     out_dir = Path(args.out) / f'{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{scenario.name}'
     print(f'HIL Envisat capture demo: scenario {scenario.source}\n  run folder {out_dir.resolve()}', flush=True)
     metrics = envisat_demo.run(scenario, out_dir, args.duration, args.unforced)
-    if args.ros_seconds > 0:
-        metrics['ros_graph'] = envisat_demo.ros_graph_part(scenario, out_dir, args.ros_seconds)
+    ros_seconds = 15.0 if args.ros_seconds is None else args.ros_seconds
+    if ros_seconds > 0:
+        print(f'[ROS] the node set of envisat_capture.launch.py (hil_bringup.graphs.envisat_graph) on {describe()}, '
+              f'{ros_seconds:.0f} s once ready', flush=True)
+        expect = envisat_demo.live_expectations(metrics['capture']['phase_times_s'], ros_seconds)
+        metrics['ros_graph'] = envisat_demo.ros_graph_part(scenario, out_dir, ros_seconds, expect)
         metrics['files'].append('graph.mcap')
     (out_dir / 'metrics.json').write_text(json.dumps(metrics, indent=2))
     print('\nSummary')
     for line in envisat_demo.summary(metrics):
         print(f'  {line}')
-    if 'ros_graph' in metrics:
-        g = metrics['ros_graph']
-        print(f"  ROS graph ({g['ros_seconds']:.0f} s, same node set as envisat_capture.launch.py): "
-              f"{sum(g['graph.mcap'].values())} messages recorded on {len(g['graph.mcap'])} topics, phases {g['ros_phases']}"
-              + (f", node failures (see graph_nodes.log): {[f.split(':')[0] for f in g['ros_node_failures']]}"
-                 if g['ros_node_failures'] else ''))
-    print(f"  wrote {out_dir}/metrics.json, {', '.join(metrics['files'])}")
     capture = metrics['capture']
     ok = ('post_grasp' in capture['phase_times_s'] and capture['workspace']['relative_client_table_exit_s'] is None
           and capture['workspace']['relative_servicer_table_exit_s'] is None)
+    if not ok:
+        print('  LOCKSTEP FAILED: the capture did not reach post_grasp inside both workspaces')
+    if 'ros_graph' in metrics:
+        ok = print_live_summary(metrics['ros_graph'], 'envisat_capture.launch.py') and ok
+    print(f"  wrote {out_dir}/metrics.json, {', '.join(metrics['files'])}")
     return 0 if ok else 1
+
+
+def print_live_summary(g: dict, launch_file: str) -> bool:
+    """Print what the live graph achieved; True when it did its job."""
+    phases = ', '.join(f"{p['phase']} {p['t_s']:.1f} s" for p in g['phases']) or 'none'
+    warnings = {n: v.get('WARN', 0) + v.get('ERROR', 0) for n, v in g['nodes'].items()}
+    print(f"  live graph ({launch_file}'s node set, {g['duration_s']:.0f} s after start-up "
+          f"{sum(g['stages_ready_s'].values()):.0f} s): phases {phases}; "
+          f"{sum(g['messages'].values())} messages on {len(g['messages'])} topics; "
+          f"faults {len(g['faults'])}; warnings/errors logged {sum(warnings.values())}"
+          + (f" ({', '.join(f'{n} {c}' for n, c in warnings.items() if c)})" if any(warnings.values()) else ''))
+    if g['deadline_misses']:
+        print(f"  live graph deadline misses: {g['deadline_misses']}")
+    if g['ok']:
+        print('  live graph: OK')
+    else:
+        print('  LIVE GRAPH FAILED:')
+        for p in g['problems']:
+            print(f'    - {p}')
+        print(f"    node logs: {g['nodes_log_dir']}")
+    return g['ok']
 
 
 if __name__ == '__main__':

@@ -355,109 +355,102 @@ GRAPH_TOPICS = (
     ('client/state', 'nav_msgs.msg', 'Odometry'), ('servicer/state', 'nav_msgs.msg', 'Odometry'),
     ('servicer/base_wrench_cmd', 'geometry_msgs.msg', 'WrenchStamped'), ('servicer_arm/torque_cmd', 'std_msgs.msg', 'Float64MultiArray'),
     ('servicer_arm/forward_effort_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
+    ('client/forward_position_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
+    ('servicer/forward_position_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
     ('servicer_arm/joint_states', 'sensor_msgs.msg', 'JointState'), ('client/joint_states', 'sensor_msgs.msg', 'JointState'),
     ('servicer/joint_states', 'sensor_msgs.msg', 'JointState'), ('obsw/phase', 'std_msgs.msg', 'String'),
     ('client/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'), ('servicer/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
+    ('servicer/table/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
+    ('client/table/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
+    ('client/hot_path/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
 )
 LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
+#: Commands that must reach the robots in a live run (the graph did nothing otherwise).
+ROBOT_COMMAND_TOPICS = ('client/forward_position_controller/commands', 'servicer/forward_position_controller/commands',
+                        'servicer_arm/forward_effort_controller/commands')
 
 
-def servicer_body_in_flange(scenario) -> list[float]:
-    """The servicer base CoM seen from the servicer robot's flange, which carries the arm's base.
+def live_expectations(phase_times: dict, seconds: float, margin_s: float = 3.0):
+    """What a live run of ``seconds`` must achieve: every phase the lockstep run entered before
+    ``seconds - margin_s`` (the same scenario, so the same timeline), and robot commands at
+    no less than a tenth of 100 Hz."""
+    from hil_bringup.live_report import LiveExpectations
 
-    The twin bolts the arm's base (``lbr_link_0``) to the flange; in the servicer URDF the arm
-    base sits at the mount point on the base box, so the base CoM is at the mount's inverse.
+    phases = tuple(name for name, t in sorted(phase_times.items(), key=lambda kv: kv[1]) if t <= seconds - margin_s)
+    return LiveExpectations(phases=phases, min_messages={t: int(10 * seconds) for t in ROBOT_COMMAND_TOPICS})
+
+
+def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launch_arguments: dict | None = None,
+                   say=print) -> dict:
+    """Start the graph of ``envisat_capture.launch.py`` (:func:`hil_bringup.graphs.envisat_graph`, the same
+    definition) on loopback DDS for ``seconds`` after it is ready, record every topic, and judge it.
+
+    Free UDP ports replace the default RDT ports, so two runs on one host do not cross. Returns the
+    :class:`hil_bringup.live_report.LiveReport` summary (``ok``, ``problems``, phases, faults,
+    messages per topic, deadline misses, node exits and their warning counts).
     """
-    from hil_bringup.scenario import pose_arm_mount_in_base
-
-    g = pose_arm_mount_in_base(scenario.servicer.urdf).inverse()
-    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
-
-
-def client_body_in_flange(scenario) -> list[float]:
-    """The client CoM seen from the client robot's flange, which carries the F/T sensor and the mock-up."""
-    g = scenario.client.pose_sensor_in_client.inverse()
-    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
-
-
-# As in envisat_capture.launch.py: five noise standard deviations of the twin's sensors.
-FT_DEADBAND = {'deadband.enabled': True, 'deadband.widths': [0.25, 0.25, 0.25, 0.015, 0.015, 0.015]}
-
-
-def graph_nodes(scenario, out: Path, robot: str = 'ur10e', with_twin: bool = True) -> list[tuple[str, str, str, Path]]:
-    """``(package, executable, namespace, params file)`` of the envisat_capture.launch.py node set (defaults)."""
-    import yaml
-
-    from hil_bringup.scenario import client_admittance_parameters, obsw_parameters, servicer_admittance_parameters
-
-    ports = {'client': 49152, 'servicer': 49153}
-    client_table = {'robot': robot, 'command_frame': 'home', 'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario)}
-    nodes = [('hil_bringup', 'client_hot_path_node', '', {**client_admittance_parameters(scenario), **client_table,
-                                                          'realtime_priority': 50}),
-             ('hil_admittance', 'servicer_admittance_node', '', {**servicer_admittance_parameters(scenario, with_twin),
-                                                                 'table_pose_from_start': with_twin}),
-             ('hil_admittance', 'obsw_controller_node', '', obsw_parameters(scenario))]
-    if with_twin:
-        nodes += [('hil_lab_twin', 'lab_twin_node', '', {'tables': [f'client:{robot}'], 'with_servicer': True,
-                                                        'rdt_ports': [f'client_ft:{ports["client"]}',
-                                                                      f'servicer_wrist_ft:{ports["servicer"]}']}),
-                  ('hil_sensors', 'ft_sensor_node', 'client', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['client'],
-                                                               **FT_DEADBAND}),
-                  ('hil_sensors', 'ft_sensor_node', 'servicer', {'sensor_ip': '127.0.0.1', 'sensor_port': ports['servicer'],
-                                                                 **FT_DEADBAND}),
-                  ('hil_motion_table', 'motion_table_node', 'servicer', {
-                      'robot': 'kr120r2500pro', 'command_frame': 'home',
-                      'pose_body_in_flange_xyz_rpy': servicer_body_in_flange(scenario)})]
-    out.mkdir(parents=True, exist_ok=True)
-    result = []
-    for k, (package, executable, ns, params) in enumerate(nodes):
-        path = out / f'params_{k}_{executable}.yaml'
-        path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
-        result.append((package, executable, ns, path))
-    return result
-
-
-def ros_graph_part(scenario, out: Path, seconds: float, with_twin: bool = True) -> dict:
-    """Start the node set as executables (loopback DDS), record every topic to ``graph.mcap``."""
     import importlib
 
-    import rclpy
-
+    from hil_bringup.graph_runner import GraphStartError, RunningGraph, log_levels
+    from hil_bringup.graphs import envisat_graph
+    from hil_bringup.live_report import LiveExpectations, LiveReport
     from hil_bringup.recorder import LATCHED_QOS, TopicRecorder
-    from hil_common.ros_testing import start_node, stop_process
+    from hil_common.network import free_udp_ports
+    from hil_common.ros_testing import spin_until, test_node
 
-    specs = graph_nodes(scenario, out / 'params', with_twin=with_twin)
-    print(f'[ROS] starting {len(specs)} nodes: ' + ', '.join(f'{ns + "/" if ns else ""}{exe}' for _, exe, ns, _ in specs),
-          flush=True)
-    procs = []
-    for package, executable, ns, path in specs:
-        ros_args = ('--params-file', str(path)) + (('-r', f'__ns:=/{ns}') if ns else ())
-        procs.append(start_node(package, executable, ros_args=ros_args))
-        if executable == 'lab_twin_node':
-            time.sleep(3.0)     # let the twin serve RDT before the F/T drivers start (else they latch 'stale')
-    rclpy.init()
-    node = rclpy.create_node('hil_envisat_recorder')
+    ports = free_udp_ports(2)
+    args = {'scenario': str(scenario.source), 'client_ft_port': str(ports[0]), 'servicer_ft_port': str(ports[1]),
+            **(launch_arguments or {})}
+    graph = envisat_graph(args, scenario=scenario)
+    report = LiveReport(expectations if expectations is not None else LiveExpectations())
     topics = [(name, getattr(importlib.import_module(module), cls)) for name, module, cls in GRAPH_TOPICS]
-    recorder = TopicRecorder(node, out / 'graph.mcap', topics, latched=LATCHED_TOPICS)
-    phases = []
-    node.create_subscription(dict(topics)['obsw/phase'], 'obsw/phase', lambda m: phases.append(m.data), LATCHED_QOS)
-    t0 = time.monotonic()
-    next_report = t0
-    try:
-        while time.monotonic() - t0 < seconds:
-            rclpy.spin_once(node, timeout_sec=0.02)
-            if time.monotonic() >= next_report:
-                total = sum(recorder.received.values())
-                print(f'  ros: {time.monotonic() - t0:5.1f} s  {total} messages recorded, phase '
-                      f'{phases[-1] if phases else "-"}', flush=True)
-                next_report += 2.0
-    finally:
-        counts = recorder.close()
-        node.destroy_node()
-        rclpy.try_shutdown()
-        outputs = [stop_process(proc) for proc in procs]
-    failed = [f'{exe}: exit {p.returncode}' for (_, exe, _, _), p in zip(specs, procs) if p.returncode not in (0, -15, None)]
-    crashed = [f"{exe}: {text[text.index('Traceback'):][-300:]}" for (_, exe, _, _), text in zip(specs, outputs)
-               if 'Traceback' in text]
-    (out / 'graph_nodes.log').write_text('\n\n'.join(f'==== {exe}\n{text}' for (_, exe, _, _), text in zip(specs, outputs)))
-    return {'ros_seconds': seconds, 'graph.mcap': counts, 'ros_phases': phases, 'ros_node_failures': failed + crashed}
+    running = RunningGraph(graph, out / 'graph', say=say)
+    summary_path = out / 'graph' / 'live_summary.json'
+    with test_node('hil_envisat_recorder') as (node, executor):
+        t0 = [None]
+
+        def now():
+            return 0.0 if t0[0] is None else time.monotonic() - t0[0]
+
+        recorder = TopicRecorder(node, out / 'graph.mcap', topics, latched=LATCHED_TOPICS)
+        from diagnostic_msgs.msg import DiagnosticStatus
+        from std_msgs.msg import String
+        node.create_subscription(String, 'obsw/phase', lambda m: report.phase(now(), m.data), LATCHED_QOS)
+        for name, _, cls in GRAPH_TOPICS:
+            if cls == 'DiagnosticStatus':
+                node.create_subscription(DiagnosticStatus, name, lambda m, n=name: report.status(
+                    now(), n, m.level, m.message, {kv.key: kv.value for kv in m.values}),
+                    LATCHED_QOS if name in LATCHED_TOPICS else 10)
+        try:
+            try:
+                running.start()
+            except GraphStartError as exc:
+                report.failed_to_start(str(exc))
+            else:
+                t0[0] = time.monotonic()
+                next_report = 0.0
+                while now() < seconds:
+                    spin_until(executor, lambda: now() >= min(seconds, next_report), 1.0)
+                    dead = running.dead()
+                    if dead:
+                        say(f'  ros: node(s) exited: {", ".join(dead)}')
+                        break
+                    if now() >= next_report:
+                        total = sum(recorder.received.values())
+                        say(f'  ros: {now():5.1f} / {seconds:.0f} s  {total} messages, phase '
+                            f'{report.phases[-1][1] if report.phases else "-"}, faults {len(report.faults)}')
+                        next_report += 5.0
+        finally:
+            duration = now()
+            counts = recorder.close()
+            results = running.stop()
+    for topic, n in counts.items():
+        report.counts[topic.lstrip('/')] = n
+    summary = report.finish(duration, results, log_levels)
+    summary['graph.mcap'] = counts
+    summary['stages_ready_s'] = {k: round(v, 2) for k, v in running.ready_s.items()}
+    summary['nodes_log_dir'] = str(out / 'graph' / 'logs')
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    import json
+    summary_path.write_text(json.dumps(summary, indent=2))
+    return summary

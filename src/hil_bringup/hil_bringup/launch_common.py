@@ -29,3 +29,78 @@ def network_environment(context) -> list:
                 SetEnvironmentVariable('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp'),
                 SetEnvironmentVariable('HIL_NETWORK', 'loopback')]
     return [SetEnvironmentVariable('HIL_NETWORK', 'lab')]
+
+
+def declare_arguments(declared) -> list:
+    """DeclareLaunchArgument actions for a graph's arguments (:data:`hil_bringup.graphs.ENVISAT_ARGS`, ...)."""
+    from launch.actions import DeclareLaunchArgument
+
+    return [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description,
+                                  **({'choices': list(a.choices)} if a.choices else {})) for a in declared]
+
+
+def argument_values(declared, context) -> dict[str, str]:
+    """The launch arguments of ``declared`` as the strings the graph builders take."""
+    from launch.substitutions import LaunchConfiguration
+
+    return {a.name: LaunchConfiguration(a.name).perform(context) for a in declared}
+
+
+def graph_actions(graph) -> list:
+    """Launch actions starting ``graph`` (a :class:`hil_bringup.graphs.Graph`) stage by stage.
+
+    Each stage's nodes are ``launch_ros.actions.Node(**spec.launch_kwargs())``. A stage with a
+    :class:`~hil_bringup.graphs.Ready` condition is followed by a ``wait_for_ready`` process;
+    the next stage starts when it exits 0, and the launch shuts down with the reason when it
+    does not (the condition and its timeout are in the graph, as the demos and tests use them).
+    """
+    from launch.actions import EmitEvent, ExecuteProcess, LogInfo, RegisterEventHandler
+    from launch.event_handlers import OnProcessExit
+    from launch.events import Shutdown
+
+    from hil_common.ros_testing import node_executable
+    from launch_ros.actions import Node
+
+    following: list = []
+    for stage in reversed(graph.stages):
+        nodes = [Node(**spec.launch_kwargs()) for spec in stage.nodes]
+        if stage.ready is None or not following:
+            following = nodes + following
+            continue
+        waiter = ExecuteProcess(cmd=[str(node_executable('hil_bringup', 'wait_for_ready')), *stage.ready.arguments()],
+                                name=f'wait_for_{stage.label}', output='screen')
+
+        def on_exit(event, _context, then=following, label=stage.label):
+            if event.returncode == 0:
+                return [LogInfo(msg=f'stage {label} ready'), *then]
+            return [LogInfo(msg=f'stage {label} did not become ready (see wait_for_{label}); shutting down'),
+                    EmitEvent(event=Shutdown(reason=f'stage {label} not ready'))]
+
+        following = nodes + [waiter, RegisterEventHandler(OnProcessExit(target_action=waiter, on_exit=on_exit))]
+    return following
+
+
+def record_action(context) -> list:
+    """``record:=true``: ``ros2 bag record`` (MCAP) where the ROS 2 CLI is installed."""
+    import shutil
+
+    from launch.actions import ExecuteProcess, LogInfo
+    from launch.substitutions import LaunchConfiguration
+
+    if LaunchConfiguration('record').perform(context) != 'true':
+        return []
+    if shutil.which('ros2'):
+        return [ExecuteProcess(cmd=['ros2', 'bag', 'record', '--all', '--storage', 'mcap'], output='screen')]
+    return [LogInfo(msg='record:=true but the ros2 CLI is not installed: nothing is recorded')]
+
+
+def graph_launch_description(declared, build) -> 'object':
+    """The whole launch description of a graph: its arguments, the network, the staged nodes, recording."""
+    from launch import LaunchDescription
+    from launch.actions import OpaqueFunction
+
+    def nodes(context):
+        return network_environment(context) + graph_actions(build(argument_values(declared, context))) \
+            + record_action(context)
+
+    return LaunchDescription([*declare_arguments(declared), network_argument(), OpaqueFunction(function=nodes)])

@@ -168,29 +168,8 @@ def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_h
 
 
 # -- the same experiment as a ROS graph (real DDS on loopback) --------------------------------
-# (package, executable, node name, parameter key, remappings[, namespace]): the graphs of
-# massive_payload_teleop.launch.py, started without launch_ros.
-_TELEOP_NODES = [
-    ('hil_teleop', 'teleop_master_node', 'teleop_master', 'teleop_master', ()),
-    ('hil_teleop', 'delay_line_node', 'delay_line', 'delay_line', ()),
-    ('hil_teleop', 'slave_law_node', 'slave_law', 'slave_law',
-     (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
-      ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states'))),
-    ('hil_admittance', 'client_admittance_node', 'payload_admittance', 'payload_admittance',
-     (('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
-      ('client/table/twist_cmd', 'payload/table/twist_cmd'), ('client/state', 'payload/state'))),
-]
-GRAPHS = {
-    # sim:=true: the MuJoCo lab twin (started first: the F/T drivers need their sensors up), F/T drivers, tables
-    'twin': [('hil_lab_twin', 'lab_twin_node', 'lab_twin', 'lab_twin', ()),
-             *[(pkg, exe, name, f'{who}_{key}', (), who) for who in ('slave', 'payload')
-               for pkg, exe, name, key in (('hil_sensors', 'ft_sensor_node', 'ft_sensor', 'ft'),
-                                           ('hil_motion_table', 'motion_table_node', 'motion_table', 'table'))],
-             *_TELEOP_NODES],
-    # sim:=contact: no robots, the grip-contact simulator
-    'contact': [*_TELEOP_NODES, ('hil_teleop', 'grip_contact_node', 'grip_contact', 'grip_contact', ())],
-}
-GRAPH = GRAPHS['contact']
+# The node set is hil_bringup.graphs.teleop_graph, the one massive_payload_teleop.launch.py starts.
+SIMS = {'twin': 'true', 'contact': 'contact'}
 RECORDED = [('teleop/f_m', 'geometry_msgs/msg/WrenchStamped'), ('teleop/x_vir', 'geometry_msgs/msg/PoseStamped'),
             ('teleop/f_vir', 'geometry_msgs/msg/WrenchStamped'),
             ('teleop/virtual_payload/pose', 'geometry_msgs/msg/PoseStamped'),
@@ -200,103 +179,53 @@ RECORDED = [('teleop/f_m', 'geometry_msgs/msg/WrenchStamped'), ('teleop/x_vir', 
             ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped')]
 
 
-def _param_arg(name, value) -> str:
-    if isinstance(value, bool):
-        text = 'true' if value else 'false'
-    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
-        text = '[' + ', '.join(f'"{v}"' for v in value) + ']'
-    elif isinstance(value, (list, tuple)):
-        text = '[' + ', '.join(repr(float(v)) for v in value) + ']'
-    elif isinstance(value, float):
-        text = repr(value)
-    else:
-        text = str(value)
-    return f'{name}:={text}'
-
-
-def start_graph(node_parameters: dict, graph=None, ready=None) -> list:
-    """Start the nodes of ``graph`` (default :data:`GRAPH`) as subprocesses (``--ros-args`` with parameters,
-    remaps and namespace). ``ready(index, proc)`` is called after each start (e.g. wait until the lab is up)."""
-    import os
-    import subprocess
-
-    from hil_common.ros_testing import node_executable
-
-    procs = []
-    for entry in graph or GRAPH:
-        package, executable, name, key, remaps = entry[:5]
-        args = [str(node_executable(package, executable)), '--ros-args', '-r', f'__node:={name}']
-        if len(entry) > 5:
-            args += ['-r', f'__ns:=/{entry[5]}']
-        for pname, value in node_parameters[key].items():
-            args += ['-p', _param_arg(pname, value)]
-        for src, dst in remaps:
-            args += ['-r', f'{src}:={dst}']
-        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                      env=dict(os.environ)))
-        if ready is not None:
-            ready(len(procs) - 1, procs[-1])
-    return procs
+def _node_of(key: str) -> str:
+    """Fully qualified node name of a :meth:`TeleopScenario.twin_node_parameters` key."""
+    for who in ('slave', 'payload'):
+        if key == f'{who}_ft':
+            return f'/{who}/ft_sensor'
+        if key == f'{who}_table':
+            return f'/{who}/motion_table'
+    return f'/{key}'
 
 
 def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = None,
               overrides: dict | None = None, sim: str = 'contact', rate_hz: float | None = None,
               progress=None) -> dict:
-    """Run the ROS graph ``sim`` (``'twin'``: the MuJoCo lab twin, ``'contact'``: the grip-contact simulator)
-    for ``duration_s`` of wall time; record :data:`RECORDED` (to ``bag`` as MCAP if given).
+    """Run the graph of ``massive_payload_teleop.launch.py sim:=true|contact`` (``sim`` ``'twin'`` or
+    ``'contact'``) for ``duration_s`` of wall time once it is ready; record :data:`RECORDED` (to ``bag`` as MCAP).
 
-    Returns ``{topic: [(receive_time_ns, message), ...]}`` and the nodes' output under
-    ``'_outputs'``. ``overrides`` = ``{node: {parameter: value}}`` on top of the scenario's;
-    ``progress(elapsed_s, data)`` is called about once a second.
+    Returns ``{topic: [(receive_time_ns, message), ...]}`` and the nodes' output under ``'_outputs'``.
+    ``overrides`` = ``{node key: {parameter: value}}`` on top of the scenario's (keys of
+    :meth:`TeleopScenario.twin_node_parameters`); ``progress(elapsed_s, data)`` is called about once a second.
     """
-    import socket
+    import tempfile
     import time
 
     from geometry_msgs.msg import PoseStamped, WrenchStamped
     from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
 
-    from hil_common.network import apply_network_profile
-    from hil_common.ros_testing import spin_until, stop_process, test_node
+    from hil_bringup.graph_runner import RunningGraph
+    from hil_bringup.graphs import replace_parameters, teleop_graph
+    from hil_common.network import apply_network_profile, free_udp_ports
+    from hil_common.ros_testing import spin_until, test_node
 
     apply_network_profile()
+    ports = free_udp_ports(2)
+    graph = teleop_graph({'sim': SIMS[sim], 'slave_ft_port': str(ports[0]), 'payload_ft_port': str(ports[1])},
+                         scenario=scenario, rate_hz=rate_hz)
+    for key, values in (overrides or {}).items():
+        graph = replace_parameters(graph, _node_of(key), **values)
     data = {topic: [] for topic, _ in RECORDED}
+    workdir = Path(tempfile.mkdtemp(prefix='teleop_graph_')) if bag is None else bag.parent / f'{bag.name}_graph'
     with test_node('teleop_recorder') as (node, executor):
         types = {'geometry_msgs/msg/PoseStamped': PoseStamped, 'geometry_msgs/msg/WrenchStamped': WrenchStamped}
         for topic, msgtype in RECORDED:
             node.create_subscription(types[msgtype], topic, lambda m, t=topic: data[t].append(
                 (node.get_clock().now().nanoseconds, m)), 1000)
-        if sim == 'twin':
-            ports = []
-            for _ in range(2):              # UDP ports on 127.0.0.1 free right now for the RDT servers
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-                    sock.bind(('127.0.0.1', 0))
-                    ports.append(sock.getsockname()[1])
-            params = scenario.twin_node_parameters(*ports, rate_hz=rate_hz)
-        else:
-            params = scenario.node_parameters()
-        for key, values in (overrides or {}).items():
-            params[key].update(values)
-        states = []
-        node.create_subscription(JointState, 'slave/joint_states', states.append, 10)
-
-        def tared(topic):
-            rows = data[topic][-5:]
-            return len(rows) == 5 and all(abs(m.wrench.force.x) + abs(m.wrench.force.y) + abs(m.wrench.force.z) < 1.0
-                                          for _, m in rows)
-
-        def lab_ready(index, _proc):
-            # the lab is up before the stack connects to it (the F/T drivers latch a stale fault otherwise),
-            # and the sensors are tared before the payload admittance integrates them (an untared first
-            # sample is the mock-up's 56 N weight)
-            if index == 0 and not spin_until(executor, lambda: len(states) > 10, 60.0):
-                raise RuntimeError('the lab twin did not come up')
-            if index == 4 and not spin_until(executor, lambda: tared('slave/ft/wrench') and tared('payload/ft/wrench'),
-                                             60.0):
-                raise RuntimeError('the F/T drivers did not stream tared wrenches')
-        procs = start_graph(params, GRAPHS[sim], lab_ready if sim == 'twin' else None)
-        outputs = []
+        running = RunningGraph(graph, workdir, say=lambda m: None)
         try:
+            running.start()
             start = time.monotonic()
             end = start + duration_s
             while time.monotonic() < end:
@@ -305,8 +234,8 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
                 if progress is not None:
                     progress(time.monotonic() - start, data)
         finally:
-            outputs = [stop_process(p) for p in procs]
-    data['_outputs'] = outputs
+            results = running.stop()
+    data['_outputs'] = [r.output for r in results]
     if bag is not None:
         from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.typesys import Stores, get_typestore
@@ -410,7 +339,7 @@ def main(argv=None) -> int:
     parser.add_argument('--no-twin', action='store_true', help='skip the lockstep runs with the lab twin in the loop')
     parser.add_argument('--ros', action='store_true',
                         help='run the scenario as the ROS graph (DDS on loopback, real time) and record it to MCAP')
-    parser.add_argument('--graph', default='twin', choices=sorted(GRAPHS),
+    parser.add_argument('--graph', default='twin', choices=sorted(SIMS),
                         help="with --ros: 'twin' (MuJoCo lab twin, F/T drivers, motion tables) or 'contact'")
     parser.add_argument('--rate', type=float, default=250.0, help='with --ros: control rate of the nodes [Hz]')
     parser.add_argument('--duration', type=float, default=None, help='with --ros: wall time [s] (default: scenario)')

@@ -8,7 +8,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from hil_bringup.envisat_demo import client_body_in_flange
+from hil_bringup.graphs import client_body_in_flange
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_common.conversions import pose_from_msg
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node

@@ -28,37 +28,3 @@ def test_plots_render_and_the_capture_bag_reads_back(tmp_path):
     assert metrics['phase_times_s'] == {'sync': 0.0, 'approach': 0.5}
     assert metrics['hil_vs_reference']['max_position_error_m'] < 1e-6
     assert np.isfinite(metrics['max_thrust_n'])
-
-
-def test_graph_node_parameters_pass_each_node_s_checks(tmp_path):
-    """The demo's node set (the launch file's) gets parameters every node accepts."""
-    import importlib
-
-    import yaml
-
-    from hil_common.params import validate
-
-    modules = {'client_hot_path_node': 'hil_bringup.client_hot_path_node',
-               'servicer_admittance_node': 'hil_admittance.servicer_admittance_node',
-               'obsw_controller_node': 'hil_admittance.obsw_controller_node',
-               'lab_twin_node': 'hil_lab_twin.lab_twin_node', 'ft_sensor_node': 'hil_sensors.ft_driver',
-               'motion_table_node': 'hil_motion_table.motion_table_node'}
-    specs = envisat_demo.graph_nodes(load_scenario('envisat_capture'), tmp_path)
-    assert sorted({exe for _, exe, _, _ in specs}) == sorted(modules)
-    for _, executable, _, path in specs:
-        params = yaml.safe_load(path.read_text())['/**']['ros__parameters']
-        module = importlib.import_module(modules[executable])
-        spec = getattr(module, 'PARAMS', None) or module.PARAMETERS
-        assert set(params) <= {p.name for p in spec}, executable
-        validate(spec, params)
-
-
-def test_with_the_twin_eq22_is_commanded_without_its_gravity_term(tmp_path):
-    """The twin's arm compensates its own gravity; adding Eq. (22)'s -G as well doubles it."""
-    import yaml
-
-    scenario = load_scenario('envisat_capture')
-    for with_twin, gravity in ((True, 0.0), (False, 9.80665)):
-        specs = envisat_demo.graph_nodes(scenario, tmp_path / str(with_twin), with_twin=with_twin)
-        path = next(p for _, exe, _, p in specs if exe == 'servicer_admittance_node')
-        assert yaml.safe_load(path.read_text())['/**']['ros__parameters']['gravity_m_s2'] == gravity

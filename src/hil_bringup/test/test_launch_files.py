@@ -1,84 +1,170 @@
-"""Launch files are checked statically (launch/launch_ros are not installable here).
+"""Each graph is defined once (hil_bringup.graphs); the launch files are thin over it.
 
-Every ``Node(package=..., executable=...)`` in hil_bringup/launch must name an executable
-that exists where launch_ros looks for it, ``<prefix>/lib/<package>/<executable>``, and
-every launch file must define ``generate_launch_description``.
+launch/launch_ros are not installable here, so the launch files are checked statically: they
+declare a graph's arguments and hand the graph to ``launch_common.graph_launch_description``,
+which makes each node ``Node(**spec.launch_kwargs())``. The graphs themselves are checked
+against the real executables and every node's own parameter schema, for every argument
+combination. The demo and the DDS tests start the same :class:`~hil_bringup.graphs.Graph`
+(test_envisat_live_graph.py checks that the running nodes carry exactly these parameters).
 """
 
 import ast
+import importlib
+import itertools
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
+import yaml
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
+
+from hil_bringup import graphs
+from hil_bringup.graphs import GraphError, Ready, ReadyMonitor
+from hil_common.params import validate
 
 LAUNCH_DIR = Path(__file__).resolve().parents[1] / 'launch'
 LAUNCH_FILES = sorted(LAUNCH_DIR.glob('*.launch.py'))
+#: Where each executable's parameter schema lives.
+SCHEMAS = {
+    'client_hot_path_node': 'hil_bringup.client_hot_path_node', 'scripted_wrench_node': 'hil_bringup.scripted_wrench_node',
+    'client_admittance_node': 'hil_admittance.client_admittance_node',
+    'servicer_admittance_node': 'hil_admittance.servicer_admittance_node',
+    'obsw_controller_node': 'hil_admittance.obsw_controller_node', 'lab_twin_node': 'hil_lab_twin.lab_twin_node',
+    'ft_sensor_node': 'hil_sensors.ft_driver', 'motion_table_node': 'hil_motion_table.motion_table_node',
+    'teleop_master_node': 'hil_teleop.teleop_master_node', 'delay_line_node': 'hil_teleop.delay_line_node',
+    'slave_law_node': 'hil_teleop.slave_law_node', 'grip_contact_node': 'hil_teleop.grip_contact_node',
+}
+#: Every combination of the arguments that change the node set.
+VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path'), combo)))
+            for combo in itertools.product(('true', 'false'), ('fused', 'nodes'))] + \
+           [('massive_payload_teleop', {'sim': sim}) for sim in ('true', 'contact', 'false')] + \
+           [('client_admittance', {'scripted_wrench': w}) for w in ('true', 'false')]
 
 
-def node_actions(tree):
-    """``(package, executable)`` of every Node action naming them literally.
-
-    A Node whose package/executable come from launch arguments (a replaceable slot, e.g. the
-    OBSW controller of envisat_capture.launch.py) cannot be resolved statically and is skipped.
-    """
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and getattr(call.func, 'id', None) == 'Node':
-            kwargs = {k.arg: k.value for k in call.keywords}
-            if isinstance(kwargs['package'], ast.Constant) and isinstance(kwargs['executable'], ast.Constant):
-                yield kwargs['package'].value, kwargs['executable'].value
+def schema(executable):
+    module = importlib.import_module(SCHEMAS[executable])
+    return getattr(module, 'PARAMS', None) or module.PARAMETERS
 
 
-def test_there_are_launch_files_and_they_are_installed():
-    assert LAUNCH_FILES
+def build(name, given):
+    return graphs.GRAPHS[name][1](given)
+
+
+def test_launch_files_are_installed_and_thin_over_one_graph_definition():
     share = Path(get_package_share_directory('hil_bringup')) / 'launch'
+    builders = {'envisat_capture': ('ENVISAT_ARGS', 'envisat_graph'),
+                'massive_payload_teleop': ('TELEOP_ARGS', 'teleop_graph'),
+                'client_admittance': ('CLIENT_ARGS', 'client_graph')}
+    assert sorted(p.name for p in LAUNCH_FILES) == sorted(f'{n}.launch.py' for n in builders)
     for path in LAUNCH_FILES:
         assert (share / path.name).read_text() == path.read_text(), f'{path.name} is not installed (run ./dev setup)'
+        tree = ast.parse(path.read_text())
+        calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call)]
+        assert not [c for c in calls if getattr(c.func, 'id', None) in ('Node', 'ExecuteProcess')], \
+            f'{path.name} defines nodes of its own'
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description')
+        ret = fn.body[-1].value
+        assert ret.func.id == 'graph_launch_description'
+        assert [a.id for a in ret.args] == list(builders[path.name.removesuffix('.launch.py')])
 
 
-@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
-def test_launch_file_nodes_resolve_like_launch_ros(path):
-    tree = ast.parse(path.read_text())
-    assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in tree.body)
-    nodes = list(node_actions(tree))
-    assert nodes, 'no Node actions'
-    for package, executable in nodes:
-        exe = Path(get_package_prefix(package)) / 'lib' / package / executable
-        assert exe.is_file() and os.access(exe, os.X_OK), f'{package}/{executable} not found at {exe}'
+def test_launch_common_makes_each_node_from_its_spec_only():
+    """``graph_actions`` creates Node actions only as ``Node(**spec.launch_kwargs())``."""
+    import hil_bringup.launch_common as lc
+
+    tree = ast.parse(Path(lc.__file__).read_text())
+    nodes = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, 'id', None) == 'Node']
+    assert len(nodes) == 1 and not nodes[0].args and len(nodes[0].keywords) == 1
+    kw = nodes[0].keywords[0]
+    assert kw.arg is None and ast.unparse(kw.value) == 'spec.launch_kwargs()'
 
 
-def test_envisat_launch_parameters_are_valid_for_their_nodes():
-    """The parameters envisat_capture.launch.py derives from the scenario pass each node's own checks."""
-    from hil_admittance import client_admittance_node, obsw_controller_node, servicer_admittance_node
-    from hil_bringup.scenario import (client_admittance_parameters, load_scenario, obsw_parameters,
-                                      servicer_admittance_parameters)
-    from hil_common.params import validate
+@pytest.mark.parametrize('name, given', VARIANTS, ids=lambda v: str(v))
+def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(name, given):
+    graph = build(name, given)
+    assert graph.nodes
+    for spec in graph.nodes:
+        exe = Path(get_package_prefix(spec.package)) / 'lib' / spec.package / spec.executable
+        assert exe.is_file() and os.access(exe, os.X_OK), f'{spec.fqn}: {exe} not found'
+        declared = {p.name for p in schema(spec.executable)}
+        assert set(spec.parameters) <= declared, f'{spec.fqn}: unknown {set(spec.parameters) - declared}'
+        validate(schema(spec.executable), spec.parameters)
+        # what the demo starts (a params file with the node's name) equals what launch_ros gets
+        kwargs = spec.launch_kwargs()
+        loaded = yaml.safe_load(spec.params_yaml())
+        assert loaded == {spec.fqn: {'ros__parameters': graphs._plain(kwargs['parameters'][0])}}
+        args = spec.ros_arguments('p.yaml')
+        assert args[:3] == ['--ros-args', '-r', f'__node:={kwargs["name"]}']
+        assert (f'__ns:=/{kwargs["namespace"]}' in args) == bool(kwargs['namespace'])
+        assert [a for a in args if ':=' in a and not a.startswith('__')] == [f'{s}:={d}' for s, d in kwargs['remappings']]
 
-    scenario = load_scenario('envisat_capture')
-    for spec, params in ((client_admittance_node.PARAMS, client_admittance_parameters(scenario)),
-                         (servicer_admittance_node.PARAMS, servicer_admittance_parameters(scenario)),
-                         (obsw_controller_node.PARAMS, obsw_parameters(scenario))):
-        assert set(params) <= {p.name for p in spec}
-        validate(spec, params)
-    # The example controller built from these parameters is the one the lockstep runner uses.
-    values = validate(obsw_controller_node.PARAMS, obsw_parameters(scenario))
-    rule = obsw_controller_node.build_controller({**{p.name: p.default for p in obsw_controller_node.PARAMS}, **values})
-    for key, value in vars(scenario.obsw).items():
-        assert np.array_equal(getattr(rule.gains, key), value), key
+
+def test_the_envisat_graph_starts_by_readiness_and_its_constants_are_in_one_place():
+    graph = graphs.envisat_graph()
+    assert [s.label for s in graph.stages] == ['lab', 'io', 'stack']
+    lab, io, stack = graph.stages
+    assert [n.executable for n in lab.nodes] == ['lab_twin_node']
+    assert {t for t, _ in lab.ready.topics} == {'client/joint_states', 'servicer/joint_states', 'servicer_arm/joint_states'}
+    assert {n.fqn for n in io.nodes} == {'/client/ft_sensor', '/servicer/ft_sensor', '/servicer/motion_table'}
+    assert {t for t, _ in io.ready.topics} == {'client/ft/wrench', 'servicer/ft/wrench'}
+    assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_admittance', '/obsw_controller'}
+    twin = graph.node('/lab_twin').parameters
+    for who, sensor in (('client', 'client_ft'), ('servicer', 'servicer_wrist_ft')):
+        ft = graph.node(f'/{who}/ft_sensor').parameters
+        # the driver listens where the twin serves, and designs its filter for the twin's rate
+        assert f"{sensor}:{ft['sensor_port']}" in twin['rdt_ports']
+        assert ft['sensor_rate_hz'] == twin['ft_rate_hz'] == 1000.0
+        assert ft['deadband.enabled'] is True
+    ports = graphs.envisat_graph({'client_ft_port': '50001', 'servicer_ft_port': '50002'})
+    assert ports.node('/lab_twin').parameters['rdt_ports'] == ['client_ft:50001', 'servicer_wrist_ft:50002']
+    # both tables stream at the admittance rate
+    rate = graph.node('/servicer_admittance').parameters['rate_hz']
+    assert graph.node('/servicer/motion_table').parameters['period_s'] == graph.node('/client_hot_path').parameters['period_s'] == 1.0 / rate
 
 
-def test_envisat_launch_has_a_replaceable_controller_slot():
-    source = (LAUNCH_DIR / 'envisat_capture.launch.py').read_text()
-    tree = ast.parse(source)
-    declared = {call.args[0].value for call in ast.walk(tree) if isinstance(call, ast.Call)
-                and getattr(call.func, 'id', None) == 'DeclareLaunchArgument'}
-    if any(isinstance(c, ast.Call) and getattr(c.func, 'id', None) == 'network_argument' for c in ast.walk(tree)):
-        declared.add('network')                     # hil_bringup.launch_common declares it
-    assert {'use_sim', 'robot', 'network', 'controller_package', 'controller_executable'} <= declared
-    slots = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and getattr(call.func, 'id', None) == 'Node'
-             and not isinstance({k.arg: k.value for k in call.keywords}['package'], ast.Constant)]
-    assert len(slots) == 1
-    # The default slot resolves to an installed executable.
-    exe = Path(get_package_prefix('hil_admittance')) / 'lib' / 'hil_admittance' / 'obsw_controller_node'
-    assert exe.is_file() and os.access(exe, os.X_OK)
+def test_with_the_twin_eq22_is_commanded_without_its_gravity_term():
+    """The twin's arm compensates its own gravity; adding Eq. (22)'s -G as well doubles it."""
+    for use_sim, gravity in (('true', 0.0), ('false', 9.80665)):
+        graph = graphs.envisat_graph({'use_sim': use_sim})
+        assert graph.node('/servicer_admittance').parameters['gravity_m_s2'] == gravity
+
+
+def test_the_controller_slot_is_replaceable():
+    graph = graphs.envisat_graph({'controller_package': 'my_lab', 'controller_executable': 'my_obsw'})
+    slot = graph.node('/obsw_controller')
+    assert (slot.package, slot.executable, dict(slot.parameters)) == ('my_lab', 'my_obsw', {})
+
+
+@pytest.mark.parametrize('given, named', [
+    ({'robots': 'ur10e'}, 'robots'), ({'robot': 'ur5'}, 'robot'), ({'use_sim': 'yes'}, 'use_sim'),
+    ({'client_ft_port': '49153'}, 'client_ft_port'), ({'servicer_ft_port': '70000'}, 'servicer_ft_port'),
+    ({'ft_rate_hz': 'fast'}, 'ft_rate_hz'), ({'realtime_priority': '120'}, 'realtime_priority'),
+])
+def test_bad_launch_arguments_are_refused_naming_them(given, named):
+    with pytest.raises(GraphError, match=named):
+        graphs.envisat_graph(given)
+
+
+def test_ready_conditions_reach_wait_for_ready_unchanged_and_judge_what_arrives():
+    from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
+
+    from hil_bringup.wait_for_ready import parse
+
+    for graph in (graphs.envisat_graph(), graphs.teleop_graph()):
+        for stage in graph.stages:
+            if stage.ready is not None:
+                assert parse(stage.ready.arguments()) == stage.ready
+    ready = Ready((('a', 'geometry_msgs/msg/WrenchStamped'), ('b', 'sensor_msgs/msg/JointState')), count=3, max_force_n=1.0)
+    monitor = ReadyMonitor(ready)
+    heavy = WrenchStamped()
+    heavy.wrench.force.z = -56.0                    # an untared mock-up's weight
+    for _ in range(3):
+        monitor.feed('a', heavy)
+        monitor.feed('b', JointState())
+    assert not monitor.done() and 'force not tared' in monitor.missing()
+    for _ in range(2):
+        monitor.feed('a', WrenchStamped())
+    assert not monitor.done()                       # one of the last three is still the weight
+    monitor.feed('a', WrenchStamped())
+    assert monitor.done() and monitor.missing() == ''

@@ -86,3 +86,21 @@ def describe(env: MutableMapping[str, str] | None = None) -> str:
     if mode == 'lab':
         return f'{MODE_ENV}=lab: DDS uses the lab network as configured ({PROFILE_ENV}={env.get(PROFILE_ENV, "<unset>")})'
     return f'loopback-only DDS ({PROFILE_ENV}={env.get(PROFILE_ENV)}), ROS_DOMAIN_ID={env.get("ROS_DOMAIN_ID", "0")}'
+
+
+def free_udp_ports(n: int, host: str = '127.0.0.1') -> list[int]:
+    """``n`` distinct UDP ports on ``host`` that are free right now (for RDT servers in demos and tests,
+    so that two runs on one machine do not cross)."""
+    import socket
+
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.bind((host, 0))
+            socks.append(sock)
+            ports.append(sock.getsockname()[1])
+    finally:
+        for sock in socks:
+            sock.close()
+    return ports

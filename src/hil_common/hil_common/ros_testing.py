@@ -25,16 +25,18 @@ def node_executable(package: str, executable: str) -> Path:
 
 
 def start_node(package: str, executable: str, *params: str, capture: bool = True,
-               ros_args: tuple[str, ...] = ()) -> subprocess.Popen:
+               ros_args: tuple[str, ...] = (), log=None) -> subprocess.Popen:
     """Start ``<prefix>/lib/<package>/<executable> --ros-args -p <param> ... <ros_args>``.
 
-    ``ros_args`` are passed as they are, e.g. ``('-r', '__ns:=/client')``.
+    ``ros_args`` are passed as they are, e.g. ``('-r', '__ns:=/client')``. ``log``: an open
+    file that receives the node's output (for long runs, where a pipe nobody reads would fill
+    and block the node); otherwise ``capture`` pipes it for :func:`stop_process`.
     """
     args = [str(node_executable(package, executable)), '--ros-args']
     for p in params:
         args += ['-p', p]
     args += list(ros_args)
-    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    out = log if log is not None else (subprocess.PIPE if capture else subprocess.DEVNULL)
     return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
 
 

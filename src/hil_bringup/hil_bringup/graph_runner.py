@@ -1,0 +1,152 @@
+"""Start a :class:`hil_bringup.graphs.Graph` as ``ros2 launch`` does, without launch installed.
+
+Used by the demos and the DDS tests, so that what they run is what the launch files start:
+each :class:`~hil_bringup.graphs.NodeSpec` becomes ``<prefix>/lib/<package>/<executable>``
+with the ``--ros-args`` launch_ros would give it (parameters in a params file), and each
+stage's :class:`~hil_bringup.graphs.Ready` condition is waited for with the same
+``wait_for_ready`` executable the launch files run before the next stage.
+
+Every node's output goes to ``<workdir>/logs/<node>.log``; :meth:`RunningGraph.stop` returns
+it with the exit code, and :func:`log_levels` counts its warnings and errors.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hil_bringup.graphs import Graph, NodeSpec
+
+
+class GraphStartError(RuntimeError):
+    """A stage did not become ready, or a node died while its stage was starting."""
+
+
+@dataclass
+class NodeResult:
+    spec: NodeSpec
+    returncode: int | None
+    output: str
+
+    @property
+    def crashed(self) -> bool:
+        """Exited on its own with an error, or printed a traceback (SIGINT/SIGTERM exits are clean)."""
+        return (self.returncode not in (0, None, -2, -15, 130, 143)) or 'Traceback (most recent call last)' in self.output
+
+
+_LEVEL = re.compile(r'^\[(WARN|ERROR|FATAL)\]', re.MULTILINE)
+
+
+def log_levels(text: str) -> dict[str, int]:
+    """How many ``[WARN]``, ``[ERROR]`` and ``[FATAL]`` lines rclpy's logger printed."""
+    counts = {'WARN': 0, 'ERROR': 0, 'FATAL': 0}
+    for m in _LEVEL.finditer(text):
+        counts[m.group(1)] += 1
+    return counts
+
+
+def _safe(fqn: str) -> str:
+    return fqn.strip('/').replace('/', '__')
+
+
+class RunningGraph:
+    """``with RunningGraph(graph, workdir) as g: ...`` starts every stage in order and stops all on exit."""
+
+    def __init__(self, graph: Graph, workdir: Path, say=print):
+        self.graph = graph
+        self.workdir = Path(workdir)
+        self.say = say
+        self.procs: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
+        self._logs = []
+        self.ready_s: dict[str, float] = {}
+        self.results: list[NodeResult] | None = None
+
+    # -- start ------------------------------------------------------------------------------------
+    def _start_node(self, spec: NodeSpec) -> None:
+        from hil_common.ros_testing import start_node
+
+        params = self.workdir / 'params' / f'{_safe(spec.fqn)}.yaml'
+        params.parent.mkdir(parents=True, exist_ok=True)
+        params.write_text(spec.params_yaml())
+        log_path = self.workdir / 'logs' / f'{_safe(spec.fqn)}.log'
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(log_path, 'w')
+        self._logs.append(fh)
+        proc = start_node(spec.package, spec.executable, ros_args=tuple(spec.ros_arguments(str(params))[1:]), log=fh)
+        self.procs.append((spec, proc, log_path))
+
+    def _wait_ready(self, label: str, ready) -> None:
+        from hil_common.ros_testing import node_executable
+
+        t0 = time.monotonic()
+        waiter = subprocess.Popen([str(node_executable('hil_bringup', 'wait_for_ready')), *ready.arguments()],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            while waiter.poll() is None:
+                dead = self.dead()
+                if dead:
+                    waiter.kill()
+                    raise GraphStartError(f'stage {label!r}: node(s) exited while starting: {", ".join(dead)}')
+                time.sleep(0.1)
+        finally:
+            if waiter.poll() is None:
+                waiter.kill()
+            out = waiter.communicate()[0] or ''
+        if waiter.returncode != 0:
+            raise GraphStartError(f'stage {label!r} did not become ready: {out.strip()}')
+        self.ready_s[label] = time.monotonic() - t0
+
+    def start(self) -> 'RunningGraph':
+        stages = self.graph.stages
+        for k, stage in enumerate(stages):
+            if stage.nodes:
+                self.say(f'[graph] starting stage {stage.label}: ' + ', '.join(n.fqn for n in stage.nodes))
+            for spec in stage.nodes:
+                self._start_node(spec)
+            if stage.ready is not None and k < len(stages) - 1:
+                self._wait_ready(stage.label, stage.ready)
+                self.say(f'[graph] stage {stage.label} ready after {self.ready_s[stage.label]:.1f} s')
+        return self
+
+    # -- while running ------------------------------------------------------------------------------
+    def dead(self) -> list[str]:
+        """Nodes whose process has exited."""
+        return [f'{spec.fqn} (exit {proc.returncode})' for spec, proc, _ in self.procs if proc.poll() is not None]
+
+    # -- stop ---------------------------------------------------------------------------------------
+    def stop(self, timeout_s: float = 10.0) -> list[NodeResult]:
+        """SIGINT every node (as launch does), then SIGTERM/SIGKILL stragglers; collect outputs."""
+        if self.results is not None:
+            return self.results
+        for _, proc, _ in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(2)
+        deadline = time.monotonic() + timeout_s
+        for _, proc, _ in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=3.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        for fh in self._logs:
+            fh.close()
+        self.results = [NodeResult(spec, proc.returncode, path.read_text(errors='replace'))
+                        for spec, proc, path in self.procs]
+        return self.results
+
+    def __enter__(self) -> 'RunningGraph':
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

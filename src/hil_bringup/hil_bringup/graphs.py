@@ -1,0 +1,452 @@
+"""One definition of each ROS graph (no rclpy, no launch).
+
+A :class:`Graph` is the node set of a mission: executables, names, namespaces, parameters,
+remappings, and its start order by readiness. It is built from the mission's launch
+arguments (:data:`ENVISAT_ARGS`, :data:`TELEOP_ARGS`), given as the strings ``ros2 launch``
+gives them, and from the scenario YAML. Three things consume it and nothing else defines
+a node set:
+
+* the launch files (``hil_bringup/launch/*.launch.py``) turn each :class:`NodeSpec` into a
+  ``launch_ros.actions.Node(**spec.launch_kwargs())`` and each stage's :class:`Ready`
+  condition into a ``wait_for_ready`` process whose exit starts the next stage
+  (:func:`hil_bringup.launch_common.graph_actions`);
+* the demos and the DDS tests start the same specs as processes with the same command line
+  launch_ros would use (:mod:`hil_bringup.graph_runner`), and wait with the same
+  ``wait_for_ready`` executable;
+* the tests check every spec's parameters against that node's own schema.
+
+Start order is by readiness, not sleeps: a stage starts once the previous stage's
+:class:`Ready` condition holds (for example the lab's ``joint_states`` flow, then the F/T
+drivers stream wrenches), so no node judges an input stale before its source exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+
+class GraphError(ValueError):
+    """A launch argument or graph definition is invalid; the message names it."""
+
+
+# -- the pieces of a graph -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node process, as ``launch_ros.actions.Node`` takes it."""
+
+    package: str
+    executable: str
+    name: str
+    namespace: str = ''
+    parameters: Mapping = field(default_factory=dict)
+    remappings: tuple = ()
+
+    @property
+    def fqn(self) -> str:
+        return f"/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+    def launch_kwargs(self) -> dict:
+        """The keyword arguments of ``launch_ros.actions.Node`` (plus ``output``)."""
+        return {'package': self.package, 'executable': self.executable, 'name': self.name,
+                'namespace': self.namespace, 'parameters': [dict(self.parameters)],
+                'remappings': [tuple(r) for r in self.remappings], 'output': 'screen'}
+
+    def ros_arguments(self, params_file: str) -> list[str]:
+        """The ``--ros-args`` launch_ros passes for :meth:`launch_kwargs` (parameters in a file)."""
+        args = ['--ros-args', '-r', f'__node:={self.name}']
+        if self.namespace:
+            args += ['-r', f'__ns:=/{self.namespace}']
+        args += ['--params-file', params_file]
+        for src, dst in self.remappings:
+            args += ['-r', f'{src}:={dst}']
+        return args
+
+    def params_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump({self.fqn: {'ros__parameters': _plain(dict(self.parameters))}}, sort_keys=True)
+
+
+def _plain(value):
+    """Parameters as YAML/launch take them: floats, ints, bools, strings and lists of them."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What must hold before the next stage starts: each topic has delivered ``count`` messages.
+
+    ``topics`` are ``(name, 'package/msg/Type')`` pairs. With ``max_force_n`` (WrenchStamped
+    topics only) the last ``count`` wrenches must also have a force below it (a tared sensor).
+    """
+
+    topics: tuple
+    count: int = 5
+    timeout_s: float = 60.0
+    max_force_n: float | None = None
+
+    def arguments(self) -> list[str]:
+        """Command-line arguments of the ``wait_for_ready`` executable."""
+        args = ['--count', str(self.count), '--timeout', repr(float(self.timeout_s))]
+        if self.max_force_n is not None:
+            args += ['--max-force', repr(float(self.max_force_n))]
+        for name, msg_type in self.topics:
+            args += ['--topic', f'{name}:{msg_type}']
+        return args
+
+
+class ReadyMonitor:
+    """Evaluates a :class:`Ready` condition from received messages (the rule of ``wait_for_ready``)."""
+
+    def __init__(self, ready: Ready):
+        self.ready = ready
+        self.received = {name: 0 for name, _ in ready.topics}
+        self._recent_ok = {name: [] for name, _ in ready.topics}
+
+    def feed(self, topic: str, msg) -> None:
+        self.received[topic] += 1
+        ok = True
+        if self.ready.max_force_n is not None and hasattr(msg, 'wrench'):
+            f = msg.wrench.force
+            ok = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z) < self.ready.max_force_n
+        recent = self._recent_ok[topic]
+        recent.append(ok)
+        del recent[:-self.ready.count]
+
+    def done(self) -> bool:
+        return all(n >= self.ready.count and all(self._recent_ok[t]) for t, n in self.received.items())
+
+    def missing(self) -> str:
+        return ', '.join(f'{t} ({n}/{self.ready.count}'
+                         + (', force not tared' if n >= self.ready.count and not all(self._recent_ok[t]) else '') + ')'
+                         for t, n in self.received.items()
+                         if n < self.ready.count or not all(self._recent_ok[t]))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Nodes started together; ``ready`` must hold before the next stage starts."""
+
+    label: str
+    nodes: tuple
+    ready: Ready | None = None
+
+
+@dataclass(frozen=True)
+class Graph:
+    name: str
+    stages: tuple
+
+    @property
+    def nodes(self) -> list[NodeSpec]:
+        return [n for s in self.stages for n in s.nodes]
+
+    def node(self, fqn: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.fqn == fqn:
+                return n
+        raise KeyError(fqn)
+
+    def check(self) -> 'Graph':
+        seen = set()
+        for n in self.nodes:
+            if n.fqn in seen:
+                raise GraphError(f'graph {self.name}: two nodes named {n.fqn}')
+            seen.add(n.fqn)
+        return self
+
+
+# -- launch arguments --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Arg:
+    """A launch argument: declared by the launch file, defaulted and checked here."""
+
+    name: str
+    default: str
+    description: str
+    choices: tuple | None = None
+
+
+def resolve_arguments(declared: tuple, given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Defaults of ``declared`` overridden by ``given``; unknown names and bad choices are refused."""
+    names = {a.name for a in declared}
+    unknown = sorted(set(given or {}) - names)
+    if unknown:
+        raise GraphError(f'unknown launch argument(s) {unknown}; known: {sorted(names)}')
+    out = {}
+    for a in declared:
+        value = str((given or {}).get(a.name, a.default))
+        if a.choices is not None and value not in a.choices:
+            raise GraphError(f'launch argument {a.name}:={value!r} is not one of {list(a.choices)}')
+        out[a.name] = value
+    return out
+
+
+def _int_arg(args: Mapping[str, str], name: str, lo: int, hi: int) -> int:
+    try:
+        value = int(args[name])
+    except ValueError:
+        raise GraphError(f'launch argument {name}:={args[name]!r} is not an integer') from None
+    if not lo <= value <= hi:
+        raise GraphError(f'launch argument {name}:={value} is outside [{lo}, {hi}]')
+    return value
+
+
+def _float_arg(args: Mapping[str, str], name: str, lo: float, hi: float) -> float:
+    try:
+        value = float(args[name])
+    except ValueError:
+        raise GraphError(f'launch argument {name}:={args[name]!r} is not a number') from None
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise GraphError(f'launch argument {name}:={value} is outside [{lo}, {hi}]')
+    return value
+
+
+# -- the Envisat capture (seed 004) ---------------------------------------------------------------------
+ROBOTS = ('ur10e', 'kr120r2500pro', 'hexapod')
+ENVISAT_ARGS = (
+    Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
+    Arg('use_sim', 'true', 'MuJoCo lab twin (true) or the real facility (false)', ('true', 'false')),
+    Arg('robot', 'ur10e', 'robot carrying the client mock-up', ROBOTS),
+    Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
+    Arg('client_ft_port', '49152', 'RDT UDP port of the client F/T sensor'),
+    Arg('servicer_ft_port', '49153', 'RDT UDP port of the wrist F/T sensor'),
+    Arg('ft_rate_hz', '1000.0', 'RDT output rate of both F/T sensors [Hz]; the twin streams at this rate and the '
+                                'drivers design their filters for it'),
+    Arg('controller_package', 'hil_admittance', 'package of the OBSW controller under test'),
+    Arg('controller_executable', 'obsw_controller_node', 'executable of the OBSW controller under test'),
+    Arg('hot_path', 'fused', 'client hot path in one node (fused) or as admittance + motion-table nodes',
+        ('fused', 'nodes')),
+    Arg('realtime_priority', '50', 'SCHED_FIFO priority of the fused hot path (0: normal scheduling); without '
+                                   'CAP_SYS_NICE the node warns and runs at normal priority'),
+    Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
+    Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
+    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+)
+
+#: Five noise standard deviations of the twin's F/T sensors (hil_lab_twin FtConfig: 0.05 N,
+#: 0.003 N m): the admittances must not integrate sensor noise (hil_bringup.twin_validation
+#: shows the drift without it).
+FT_DEADBAND = {'deadband.enabled': True, 'deadband.widths': [0.25, 0.25, 0.25, 0.015, 0.015, 0.015]}
+#: What the graph waits for before it starts the F/T drivers: the robots (or their twin) publish joints.
+ENVISAT_ROBOT_TOPICS = (('client/joint_states', 'sensor_msgs/msg/JointState'),
+                        ('servicer/joint_states', 'sensor_msgs/msg/JointState'),
+                        ('servicer_arm/joint_states', 'sensor_msgs/msg/JointState'))
+ENVISAT_WRENCH_TOPICS = (('client/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
+                         ('servicer/ft/wrench', 'geometry_msgs/msg/WrenchStamped'))
+
+
+def _pose_xyz_rpy(g) -> list[float]:
+    import pinocchio as pin
+
+    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
+
+
+def servicer_body_in_flange(scenario) -> list[float]:
+    """The servicer base CoM seen from the servicer robot's flange, which carries the arm's base.
+
+    The twin bolts the arm's base (``lbr_link_0``) to the flange; in the servicer URDF the arm
+    base sits at the mount point on the base box, so the base CoM is at the mount's inverse.
+    """
+    from hil_bringup.scenario import pose_arm_mount_in_base
+
+    return _pose_xyz_rpy(pose_arm_mount_in_base(scenario.servicer.urdf).inverse())
+
+
+def client_body_in_flange(scenario) -> list[float]:
+    """The client CoM seen from the client robot's flange, which carries the F/T sensor and the mock-up."""
+    return _pose_xyz_rpy(scenario.client.pose_sensor_in_client.inverse())
+
+
+def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
+    """The node set of ``envisat_capture.launch.py`` for launch arguments ``given`` (strings).
+
+    ``scenario`` may pass an already loaded scenario (it must be the one ``scenario:=`` names).
+    """
+    import os
+
+    from hil_bringup.scenario import (client_admittance_parameters, load_scenario, obsw_parameters,
+                                      servicer_admittance_parameters)
+
+    args = resolve_arguments(ENVISAT_ARGS, given)
+    scenario = scenario if scenario is not None else load_scenario(args['scenario'])
+    use_sim = args['use_sim'] == 'true'
+    robot = args['robot']
+    ports = {who: _int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
+    if ports['client'] == ports['servicer']:
+        raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
+    ft_rate_hz = _float_arg(args, 'ft_rate_hz', 1.0, 10000.0)
+    timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    ft_host = '127.0.0.1' if use_sim else args['ft_host']
+    rate = scenario.admittance_hz
+
+    lab = []
+    if use_sim:
+        lab.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
+            'tables': [f'client:{robot}'], 'with_servicer': True, 'ft_rate_hz': ft_rate_hz,
+            'rdt_ports': [f"client_ft:{ports['client']}", f"servicer_wrist_ft:{ports['servicer']}"]}))
+
+    def ft_driver(who):
+        return NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, {
+            'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz, **FT_DEADBAND})
+
+    def table(who, model, body_in_flange):
+        return {'robot': model, 'command_frame': 'home', 'period_s': 1.0 / rate,
+                'pose_body_in_flange_xyz_rpy': body_in_flange}
+
+    client_table = table('client', robot, client_body_in_flange(scenario))
+    io = [ft_driver('client'), ft_driver('servicer'),
+          NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer',
+                   table('servicer', 'kr120r2500pro', servicer_body_in_flange(scenario)))]
+    stack = []
+    if args['hot_path'] == 'fused':
+        cpu = args['hot_path_cpu']
+        cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else _int_arg(args, 'hot_path_cpu', -1, 1023)
+        stack.append(NodeSpec('hil_bringup', 'client_hot_path_node', 'client_hot_path', parameters={
+            **client_admittance_parameters(scenario), **client_table,
+            'realtime_priority': _int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
+    else:
+        stack.append(NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
+                              parameters=client_admittance_parameters(scenario)))
+        io.append(NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'client', client_table))
+    stack.append(NodeSpec('hil_admittance', 'servicer_admittance_node', 'servicer_admittance', parameters={
+        **servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim), 'table_pose_from_start': True}))
+    controller = (args['controller_package'], args['controller_executable'])
+    example = controller == ('hil_admittance', 'obsw_controller_node')
+    stack.append(NodeSpec(*controller, 'obsw_controller', parameters=obsw_parameters(scenario) if example else {}))
+    return Graph('envisat_capture', (
+        Stage('lab', tuple(lab), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
+        Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
+        Stage('stack', tuple(stack)),
+    )).check()
+
+
+# -- delayed teleoperation of a massive payload (seed 001) ------------------------------------------------
+TELEOP_ARGS = (
+    Arg('scenario', 'massive_payload_teleop', 'scenario name or YAML path'),
+    Arg('sim', 'true', 'MuJoCo lab twin (true), the lab (false) or the robot-less grip contact', ('true', 'contact', 'false')),
+    Arg('slave_ft_ip', '127.0.0.1', 'slave wrist Net F/T (sim:=false)'),
+    Arg('payload_ft_ip', '127.0.0.1', 'payload Net F/T (sim:=false)'),
+    Arg('slave_ft_port', '49152', 'RDT port of the slave wrist F/T'),
+    Arg('payload_ft_port', '49153', 'RDT port of the payload F/T'),
+    Arg('master_source', 'scripted', 'operator input: scripted profile, master F/T or Joy', ('scripted', 'ft', 'joy')),
+    Arg('tared_force_n', '1.0', 'the teleoperation nodes start once both F/T drivers stream wrenches below this '
+                                'force (tared) [N]'),
+    Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
+    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+)
+_SLAVE_REMAPS = (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
+                 ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states'))
+_PAYLOAD_REMAPS = (('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
+                   ('client/table/twist_cmd', 'payload/table/twist_cmd'), ('client/state', 'payload/state'))
+
+
+def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz: float | None = None) -> Graph:
+    """The node set of ``massive_payload_teleop.launch.py`` (seed 001) for launch arguments ``given``.
+
+    ``rate_hz`` overrides the scenario's node rates (the real-time DDS tests use half rates).
+    """
+    from hil_bringup.scenario import scenario_path
+    from hil_teleop.scenario import load_teleop_scenario
+
+    args = resolve_arguments(TELEOP_ARGS, given)
+    if scenario is None:
+        name = args['scenario']
+        scenario = load_teleop_scenario(name if name.endswith('.yaml') else scenario_path(name))
+    sim = args['sim']
+    timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    if sim == 'contact':
+        params = scenario.node_parameters()
+    else:
+        ports = [_int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('slave', 'payload')]
+        params = scenario.twin_node_parameters(*ports, rate_hz=rate_hz)
+    params['teleop_master']['source'] = args['master_source']
+    stack = (
+        NodeSpec('hil_teleop', 'teleop_master_node', 'teleop_master', parameters=params['teleop_master']),
+        NodeSpec('hil_teleop', 'delay_line_node', 'delay_line', parameters=params['delay_line']),
+        NodeSpec('hil_teleop', 'slave_law_node', 'slave_law', parameters=params['slave_law'], remappings=_SLAVE_REMAPS),
+        NodeSpec('hil_admittance', 'client_admittance_node', 'payload_admittance',
+                 parameters=params['payload_admittance'], remappings=_PAYLOAD_REMAPS),
+    )
+    if sim == 'contact':
+        return Graph('massive_payload_teleop', (Stage('stack', stack + (
+            NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),)).check()
+    lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters=params['lab_twin']),) if sim == 'true' else ()
+    io = []
+    for who in ('slave', 'payload'):
+        ft = dict(params[f'{who}_ft'])
+        if sim == 'false':
+            ft['sensor_ip'] = args[f'{who}_ft_ip']
+        io += [NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, ft),
+               NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', who, params[f'{who}_table'])]
+    wrenches = (('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
+                ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped'))
+    return Graph('massive_payload_teleop', (
+        Stage('lab', lab, Ready((('slave/joint_states', 'sensor_msgs/msg/JointState'),
+                                 ('payload/joint_states', 'sensor_msgs/msg/JointState')), timeout_s=timeout_s)),
+        # the payload admittance must never integrate an untared sample (the mock-up's weight)
+        Stage('io', tuple(io), Ready(wrenches, timeout_s=timeout_s,
+                                     max_force_n=_float_arg(args, 'tared_force_n', 1e-3, 1e4))),
+        Stage('stack', stack),
+    )).check()
+
+
+# -- the client-only graph ----------------------------------------------------------------------------------
+CLIENT_ARGS = (
+    Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
+    Arg('scripted_wrench', 'true', 'publish a scripted push instead of a real F/T sensor', ('true', 'false')),
+    Arg('push_force_n', '', 'scripted push in the F/T sensor frame [N], e.g. "[0.0, 0.0, 10.0]" '
+                           '(empty: the scenario\'s demo.push_force_orbit_n)'),
+    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+)
+
+
+def client_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
+    """The node set of ``client_admittance.launch.py``: the client admittance and a scripted push."""
+    import yaml
+
+    from hil_bringup.scenario import client_admittance_parameters, load_scenario
+
+    args = resolve_arguments(CLIENT_ARGS, given)
+    scenario = scenario if scenario is not None else load_scenario(args['scenario'])
+    nodes = [NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
+                      parameters=client_admittance_parameters(scenario))]
+    if args['scripted_wrench'] == 'true':
+        push = (yaml.safe_load(args['push_force_n']) if args['push_force_n']
+                else scenario.demo.get('push_force_orbit_n', [0.0, 0.0, 10.0]))
+        if not (isinstance(push, list) and len(push) == 3):
+            raise GraphError(f'launch argument push_force_n:={args["push_force_n"]!r} is not a list of 3 numbers')
+        nodes.append(NodeSpec('hil_bringup', 'scripted_wrench_node', 'scripted_wrench', parameters={
+            'force_n': [float(v) for v in push], 'start_s': float(scenario.demo.get('push_start_s', 1.0)),
+            'duration_s': float(scenario.demo.get('push_duration_s', 1.0))}))
+    return Graph('client_admittance', (Stage('stack', tuple(nodes)),)).check()
+
+
+GRAPHS = {'envisat_capture': (ENVISAT_ARGS, envisat_graph), 'massive_payload_teleop': (TELEOP_ARGS, teleop_graph),
+          'client_admittance': (CLIENT_ARGS, client_graph)}
+
+
+def replace_parameters(graph: Graph, fqn: str, **values) -> Graph:
+    """A copy of ``graph`` with parameters of node ``fqn`` replaced (tests and control runs)."""
+    stages = []
+    for stage in graph.stages:
+        nodes = tuple(dataclasses.replace(n, parameters={**n.parameters, **values}) if n.fqn == fqn else n
+                      for n in stage.nodes)
+        stages.append(dataclasses.replace(stage, nodes=nodes))
+    graph.node(fqn)
+    return dataclasses.replace(graph, stages=tuple(stages))

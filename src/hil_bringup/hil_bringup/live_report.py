@@ -1,0 +1,97 @@
+"""What a live graph run achieved, and whether it did its job (no rclpy).
+
+The demos and DDS tests feed a :class:`LiveReport` with what they observe on the graph
+(phases, fault and status messages, message counts) and the nodes' exit codes and logs;
+:meth:`LiveReport.finish` returns the summary and the list of problems. A run with any
+problem has not done its job: the demo prints the problems and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LiveExpectations:
+    """What the live part of a mission must achieve.
+
+    ``phases``: OBSW phases that must be reached; ``min_messages``: topic -> fewest messages
+    expected over the run (commands to the robots, for example); faults of ERROR level on any
+    fault/status topic, nodes that crash or die, and stages that do not become ready are
+    always problems.
+    """
+
+    phases: tuple = ()
+    min_messages: dict = field(default_factory=dict)
+
+
+ERROR_LEVEL = 2     # diagnostic_msgs/DiagnosticStatus.ERROR
+_MISS_KEYS = ('miss', 'dropped', 'late', 'overrun')
+
+
+class LiveReport:
+    def __init__(self, expectations: LiveExpectations):
+        self.expect = expectations
+        self.phases: list[tuple[float, str]] = []
+        self.faults: list[dict] = []
+        self.counts: dict[str, int] = {}
+        self.misses: dict[str, dict[str, float]] = {}
+        self.start_error: str | None = None
+
+    # -- observations ---------------------------------------------------------------------------------
+    def message(self, topic: str) -> None:
+        self.counts[topic] = self.counts.get(topic, 0) + 1
+
+    def phase(self, t_s: float, name: str) -> None:
+        if not self.phases or self.phases[-1][1] != name:
+            self.phases.append((float(t_s), name))
+
+    def status(self, t_s: float, topic: str, level: int, message: str, values: dict[str, str]) -> None:
+        """A DiagnosticStatus seen on ``topic``: ERROR latches a fault; miss counters are kept."""
+        level = int.from_bytes(level, 'little') if isinstance(level, (bytes, bytearray)) else int(level)
+        if level >= ERROR_LEVEL:
+            if not self.faults or self.faults[-1]['topic'] != topic or self.faults[-1]['message'] != message:
+                self.faults.append({'t_s': round(float(t_s), 3), 'topic': topic, 'message': message})
+        for key, value in values.items():
+            if any(k in key.lower() for k in _MISS_KEYS):
+                try:
+                    self.misses.setdefault(topic, {})[key] = float(value)
+                except ValueError:
+                    pass
+
+    def failed_to_start(self, reason: str) -> None:
+        self.start_error = reason
+
+    # -- verdict ---------------------------------------------------------------------------------------
+    def finish(self, duration_s: float, node_results=(), log_levels=None) -> dict:
+        """The summary: phases, faults, messages per topic, misses, node exits, warnings; ``problems``."""
+        problems = []
+        if self.start_error:
+            problems.append(f'graph did not start: {self.start_error}')
+        reached = [name for _, name in self.phases]
+        for name in self.expect.phases:
+            if name not in reached:
+                problems.append(f'phase {name} never reached (reached: {reached or "none"})')
+        for topic, least in self.expect.min_messages.items():
+            if self.counts.get(topic, 0) < least:
+                problems.append(f'{topic}: {self.counts.get(topic, 0)} messages, expected at least {least}')
+        for f in self.faults:
+            problems.append(f"fault on {f['topic']} at {f['t_s']:.1f} s: {f['message']}")
+        nodes = {}
+        for r in node_results:
+            levels = log_levels(r.output) if log_levels else {}
+            nodes[r.spec.fqn] = {'exit': r.returncode, **levels}
+            if r.crashed:
+                tail = r.output[r.output.find('Traceback'):][-400:] if 'Traceback' in r.output else r.output[-400:]
+                problems.append(f'node {r.spec.fqn} failed (exit {r.returncode}): {tail.strip()}')
+        return {
+            'duration_s': round(float(duration_s), 2),
+            'phases': [{'t_s': round(t, 2), 'phase': name} for t, name in self.phases],
+            'faults': self.faults,
+            'messages': dict(sorted(self.counts.items())),
+            'rates_hz': {k: round(v / duration_s, 1) for k, v in sorted(self.counts.items())} if duration_s > 0 else {},
+            'deadline_misses': self.misses,
+            'nodes': nodes,
+            'problems': problems,
+            'ok': not problems,
+        }
