@@ -65,7 +65,7 @@ PARAMS = [
           "joint states (the robot's start) instead of the model's home configuration"),
     Param('pose_body_in_flange_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
           "With command_frame 'home': pose of the commanded body in the flange frame [m, rad]", length=6),
-    Param('period_s', 0.004, 'Nominal command period [s]', min=1e-4, max=0.1),
+    Param('period_s', 0.004, 'Nominal command period [s] (the step of the first command)', min=1e-4, max=0.1),
     Param('trajectory_lead_s', 0.004, 'time_from_start of streamed single-point trajectories [s]', min=1e-4, max=1.0),
     Param('prediction_horizon_s', 0.0, 'Delay compensation: predict the command this far ahead [s] (0 = off)',
           min=0.0, max=1.0),
@@ -92,10 +92,12 @@ def limits_from(values: dict) -> TableLimits:
                        values['sigma_min'], values['joint_margin'], values['joint_states_timeout_s'])
 
 
-def build_table(values: dict) -> MotionTable:
+def build_table(values: dict, clock=time.monotonic) -> MotionTable:
+    """The table of a node: its speed/acceleration limits run on ``clock`` (monotonic), never on stamps."""
     kin = make_kinematics(values['robot'])
     return MotionTable(kin, limits_from(values), period=values['period_s'],
-                       prediction_horizon=values['prediction_horizon_s'], latch_faults=values['latch_faults'])
+                       prediction_horizon=values['prediction_horizon_s'], latch_faults=values['latch_faults'],
+                       clock=clock)
 
 
 class MotionTableNode(Node):
@@ -188,7 +190,9 @@ class MotionTableNode(Node):
             twist = self.twist_ff
             if self.home is not None:
                 twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
-        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, t=t,
+        # The limits run on the table's monotonic clock (build_table), never on the message
+        # stamps: a wrong clock, sim time or a replay must not loosen them.
+        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist,
                               measurement_age=time.monotonic() - self.q_measured_at)
         if np.all(np.isfinite(pose.translation)):
             self.history.add(t, pose)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pinocchio as pin
@@ -95,7 +96,11 @@ class MotionTable:
 
     ``kinematics``: :class:`~hil_motion_table.kinematics.SerialKinematics` or
     :class:`~hil_motion_table.kinematics.HexapodKinematics`. ``period`` [s] is the
-    nominal command period (used when no time stamps are given). ``prediction_horizon``
+    nominal command period (used when no time is known). ``clock`` (a callable returning
+    seconds, e.g. ``time.monotonic``) makes the table time its own steps: the speed and
+    acceleration limits then hold against the real time between commands whatever the
+    caller passes as ``t`` (every node uses it; lockstep runners, whose simulated time *is*
+    the robot's time, pass ``t`` instead). ``prediction_horizon``
     [s] > 0 enables delay compensation; ``twist_filter_hz`` is the cut-off of the
     first-order filter on the finite-difference twist estimate.
     """
@@ -103,7 +108,8 @@ class MotionTable:
     SEED_RADIUS = 0.05   # [rad or m]: the previous IK solution seeds the IK when the robot is this close to it
 
     def __init__(self, kinematics, limits: TableLimits, period: float = 0.004, prediction_horizon: float = 0.0,
-                 twist_filter_hz: float = 20.0, latch_faults: bool = True):
+                 twist_filter_hz: float = 20.0, latch_faults: bool = True,
+                 clock: Callable[[], float] | None = None):
         if not period > 0:
             raise ValueError('period must be > 0')
         if prediction_horizon < 0:
@@ -114,6 +120,7 @@ class MotionTable:
         self.prediction_horizon = float(prediction_horizon)
         self.twist_filter_hz = float(twist_filter_hz)
         self.latch_faults = latch_faults
+        self.clock = clock
         span = kinematics.q_max - kinematics.q_min
         self.q_lo = kinematics.q_min + limits.joint_margin * span
         self.q_hi = kinematics.q_max - limits.joint_margin * span
@@ -181,6 +188,11 @@ class MotionTable:
                             faults=faults, ik_error=ik_error, sigma_min=sigma)
 
     def _dt(self, t: float | None) -> float:
+        """Time step of the limits: the time since the previous command, on the table's own
+        ``clock`` when it has one (then ``t`` is ignored: no stamp, sim time or replay can loosen
+        a limit), else on the caller's ``t``; one ``period`` if unknown or not in (0, 10 period)."""
+        if self.clock is not None:
+            t = self.clock()
         if t is None or self._t_prev is None or not math.isfinite(t):
             dt = self.period
         else:
@@ -211,7 +223,8 @@ class MotionTable:
     def step(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None,
              measurement_age: float = 0.0) -> TableCommand:
         """One command cycle (see the module docstring). ``q_measured`` seeds the IK;
-        ``measurement_age`` [s] is how old it is."""
+        ``measurement_age`` [s] is how old it is. ``t`` [s] times the step only for a table
+        without its own ``clock`` (a lockstep runner's simulated time); never pass message stamps."""
         if self._q_cmd is None:
             if q_measured is None:
                 raise RuntimeError('MotionTable.step before initialize() and without measured joints')

@@ -1,0 +1,71 @@
+"""Issue 15 item 1: the motion table's limits hold against the real command period, not the stamps.
+
+The real node on loopback DDS is sent a far target with header stamps that advance 10x
+faster than real time (a wrong clock, sim time, a replay). The flange and the joints must
+still move within ``max_linear_speed`` and ``qd_max`` measured against real time.
+"""
+
+import time
+
+import numpy as np
+import pinocchio as pin
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_common.conversions import pose_to_msg, seconds_to_stamp
+from hil_common.ros_testing import spin_until, start_node, stop_process
+from hil_motion_table.messages import home_pose, make_kinematics
+
+PERIOD_S = 0.01
+V_MAX = 0.5
+
+
+def test_stamps_faster_than_real_time_do_not_loosen_the_limits(ros):
+    node, executor = ros
+    kin = make_kinematics('ur10e')
+    home = home_pose(kin)
+    proc = start_node('hil_motion_table', 'motion_table_node', 'robot:=ur10e', f'period_s:={PERIOD_S}',
+                      f'max_linear_speed:={V_MAX}', 'joint_states_timeout_s:=5.0', ros_args=('-r', '__ns:=/mtclk'))
+    commands, received_at = [], []
+
+    def on_command(m):
+        commands.append(np.array(m.data))
+        received_at.append(time.monotonic())
+    node.create_subscription(Float64MultiArray, '/mtclk/forward_position_controller/commands', on_command, 1000)
+    pub_js = node.create_publisher(JointState, '/mtclk/joint_states', 10)
+    pub_pose = node.create_publisher(PoseStamped, '/mtclk/table/pose_cmd', 1000)
+    target = pin.SE3(home.rotation, home.translation + np.array([0.0, 0.0, -0.3]))   # 0.3 m away
+    clock = {'stamp': 1000.0}
+
+    def robot():  # measured = last command (home before any)
+        q = commands[-1] if commands else kin.q_home
+        pub_js.publish(JointState(name=list(kin.joint_names), position=[float(v) for v in q]))
+
+    def command():  # one pose per PERIOD_S of real time, stamps 10x faster
+        clock['stamp'] += 10.0 * PERIOD_S
+        msg = PoseStamped()
+        seconds_to_stamp(clock['stamp'], msg.header.stamp)
+        pose_to_msg(target, msg.pose)
+        pub_pose.publish(msg)
+
+    try:
+        node.create_timer(0.01, robot)
+        assert spin_until(executor, lambda: pub_pose.get_subscription_count() > 0 and proc.poll() is None, 30.0)
+        spin_until(executor, lambda: False, 0.3)          # joint states reach the node
+        node.create_timer(PERIOD_S, command)
+        assert spin_until(executor, lambda: len(commands) >= 120, 30.0), (len(commands), proc.poll())
+    finally:
+        out = stop_process(proc)
+    q = np.array(commands)
+    t = np.array(received_at)
+    flange = np.array([kin.forward(qk).translation for qk in q])
+    assert np.linalg.norm(flange[-1] - flange[0]) > 0.02          # it did move towards the target
+    # Over every window of 20 commands, the flange and the joints moved no faster than the limits
+    # against the real time (the probe's receive times; 0.1 s allows for delivery jitter).
+    # With the stamps' time the flange would cover the 0.3 m in 6 commands.
+    for i in range(len(q) - 20):
+        j = i + 20
+        real = t[j] - t[i] + 0.1
+        assert np.linalg.norm(flange[j] - flange[i]) <= V_MAX * real, (i, np.linalg.norm(flange[j] - flange[i]), real)
+        assert np.all(np.abs(q[j] - q[i]) <= kin.qd_max * real), (i, out[-1000:])
