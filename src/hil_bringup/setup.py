@@ -26,6 +26,7 @@ setup(
         *_share_tree('launch'),
         *_share_tree('config'),
         *_share_tree('scenarios'),
+        *_share_tree('facilities'),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -229,3 +229,83 @@ def hexapod_bodies(spec: HexapodSpec, ns: str, leg_armature: float, platform_mas
     for i in range(6):
         platform.append(f'<site name="{ns}_platform_anchor_{i + 1}" pos="{_v(spec.platform_points_in_platform[i])}" size="0.012"/>')
     return legs, platform, equalities, rest
+
+
+# -- the capture hardware of a calibrated facility (hil_bringup.facility) --------------------------
+CONTACT_ATTRS = 'contype="1" conaffinity="1" condim="6" friction="1 0.02 0.002" solref="0.004 1" solimp="0.95 0.99 0.001"'
+
+
+def ring_mockup(ns: str, sensor: str, sensor_top: str, pose_grasp_in_sensor: pin.SE3, ring_radius: float,
+                lip_thickness: float, lip_depth: float, segments: int, box_half, box_mass: float,
+                ring_mass: float) -> list[str]:
+    """The client mock-up of a calibrated facility: a box 'satellite' and the launch-adapter ring.
+
+    Body frame = the F/T sensor's measuring frame. The ring is a cylindrical lip (the ring
+    profile: ``lip_thickness`` radially, ``lip_depth`` along its axis) of ``segments`` box
+    segments, collision geometry the gripper closes on. ``pose_grasp_in_sensor`` is the grasp
+    frame of the scenario (``client.pose_grasp_in_client`` seen from the sensor): its origin is
+    the centre of the lip's cross-section where the fingers close, its x axis the ring axis
+    (pointing into the mock-up, the tool's approach direction), its y axis the ring's radial
+    direction there (the fingers' closing axis). So the ring centre is at ``-ring_radius y``.
+    Site ``<ns>_grapple`` marks the grasp frame.
+    """
+    rot = pose_grasp_in_sensor.rotation
+    axis, e1, e2 = rot[:, 0], rot[:, 1], rot[:, 2]
+    centre = pose_grasp_in_sensor.translation - ring_radius * e1
+    hx, hy, hz = box_half
+    lines = [f'<body name="{ns}_mockup" pos="{sensor_top}">',
+             f'<site name="{sensor}_site" pos="0 0 0" size="0.01" rgba="1 0 0 1"/>',
+             f'<geom name="{ns}_mockup_box" type="box" pos="0 0 {_f(hz)}" size="{_v(box_half)}" mass="{_f(box_mass)}" '
+             f'rgba="0.85 0.75 0.3 1" {CONTACT_ATTRS}/>']
+    half_width = ring_radius * math.tan(math.pi / segments) + 0.5 * lip_thickness
+    seg_mass = ring_mass / segments
+    for k in range(segments):
+        a = 2.0 * math.pi * k / segments
+        u = math.cos(a) * e1 + math.sin(a) * e2
+        t = np.cross(axis, u)
+        seg_rot = np.column_stack([u, t, axis])
+        lines.append(f'<geom name="{ns}_lar_{k}" type="box" {_pose_attrs(centre + ring_radius * u, seg_rot)} '
+                     f'size="{_f(lip_thickness / 2)} {_f(half_width)} {_f(lip_depth / 2)}" mass="{_f(seg_mass)}" '
+                     f'rgba="0.7 0.7 0.75 1" {CONTACT_ATTRS}/>')
+    # struts from the box's top face to the back of the lip (visual only)
+    back = centre + axis * (lip_depth / 2)
+    for k in range(4):
+        a = math.pi / 4 + k * math.pi / 2
+        u = math.cos(a) * e1 + math.sin(a) * e2
+        top = np.array([0.6 * hx * math.cos(a), 0.6 * hy * math.sin(a), 2 * hz])
+        lines.append(f'<geom name="{ns}_lar_strut_{k}" type="capsule" fromto="{_v(top)} {_v(back + ring_radius * u)}" '
+                     'size="0.006" mass="0.05" rgba="0.7 0.7 0.75 1" contype="0" conaffinity="0"/>')
+    lines.append(f'<site name="{ns}_grapple" {_pose_attrs(pose_grasp_in_sensor.translation, rot)} size="0.008"/>')
+    lines.append('</body>')
+    return lines
+
+
+def ring_gripper(ns: str, sensor: str, sensor_top: str, pose_tool_in_sensor: pin.SE3, open_half_m: float,
+                 pad_half=(0.015, 0.006, 0.03), palm_mass: float = 1.2, finger_mass: float = 0.2) -> list[str]:
+    """A two-finger parallel gripper below the wrist F/T sensor, closing on the ring's lip.
+
+    Body frame = the wrist sensor's measuring frame. The fingers slide along the tool's y axis;
+    joint ``<ns>_finger_<side>_joint`` is the half-opening: the pad's inner face is that far
+    from the tool point (0 = closed on the tool point). Pads are centred on the tool point
+    along the tool's z (approach) axis. Site ``<ns>_tool`` is the tool frame.
+    """
+    rot = pose_tool_in_sensor.rotation
+    p = pose_tool_in_sensor.translation
+    px, py, pz = pad_half
+    palm_z = p - rot[:, 2] * (pz + 0.02)          # palm behind the pads
+    lines = [f'<body name="{ns}_gripper" pos="{sensor_top}">',
+             f'<site name="{sensor}_site" pos="0 0 0" size="0.01" rgba="1 0 0 1"/>',
+             f'<geom name="{ns}_palm" type="box" {_pose_attrs(palm_z, rot)} size="0.03 {_f(open_half_m + 2 * py + 0.01)} 0.02" '
+             f'mass="{_f(palm_mass)}" rgba="0.3 0.3 0.35 1" {CONTACT_ATTRS}/>',
+             f'<geom name="{ns}_palm_link" type="cylinder" fromto="0 0 0 {_v(palm_z - rot[:, 2] * 0.02)}" size="0.03" '
+             'mass="0.01" rgba="0.3 0.3 0.35 1" contype="0" conaffinity="0"/>']
+    for side, sign in (('left', 1.0), ('right', -1.0)):
+        lines += [f'<body name="{ns}_finger_{side}" {_pose_attrs(p, rot)}>',
+                  f'<joint name="{ns}_finger_{side}_joint" type="slide" axis="0 {_f(sign)} 0" '
+                  f'range="-0.01 {_f(open_half_m + 0.005)}" damping="20"/>',
+                  f'<geom name="{ns}_pad_{side}" type="box" pos="0 {_f(sign * py)} 0" size="{_v(pad_half)}" '
+                  f'mass="{_f(finger_mass)}" rgba="0.25 0.25 0.3 1" {CONTACT_ATTRS}/>',
+                  '</body>']
+    lines.append(f'<site name="{ns}_tool" {_pose_attrs(p, rot)} size="0.008"/>')
+    lines.append('</body>')
+    return lines

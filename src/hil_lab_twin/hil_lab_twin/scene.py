@@ -20,6 +20,8 @@ from hil_lab_twin import mjcf
 from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec, rpy_matrix
 
 KINDS = ('serial', 'hexapod')
+SENSOR_HEIGHT_M = 0.04        # mjcf.ft_sensor_body default: measuring frame above the flange
+WRIST_SENSOR_HEIGHT_M = 0.03  # the wrist sensor between the arm's flange and the gripper
 PAYLOADS = ('client_mockup', 'servicer_arm', 'none')
 
 
@@ -62,6 +64,52 @@ class FtConfig:
             raise ValueError(f'{where}.bias must be 6 finite numbers')
 
 
+def pose_from_xyz_rpy(values) -> pin.SE3:
+    """``[x, y, z, roll, pitch, yaw]`` (m, rad; ``R = Rz Ry Rx``) as a pose."""
+    v = [float(x) for x in values]
+    return pin.SE3(rpy_matrix(v[3:6]), np.array(v[:3]))
+
+
+@dataclass(frozen=True)
+class RingMockupConfig:
+    """The client mock-up of a calibrated facility: the launch-adapter ring's lip as collision
+    geometry (:func:`hil_lab_twin.mjcf.ring_mockup`). ``pose_grasp_in_sensor_xyz_rpy``: the
+    grasp frame (centre of the lip's cross-section where the fingers close; x the ring axis into
+    the mock-up, y radial) in the client F/T sensor's measuring frame."""
+
+    pose_grasp_in_sensor_xyz_rpy: tuple
+    ring_radius_m: float = 0.16
+    lip_thickness_m: float = 0.01
+    lip_depth_m: float = 0.04
+    segments: int = 24
+    box_half_m: tuple = (0.15, 0.15, 0.08)
+    box_mass_kg: float = 4.0
+    ring_mass_kg: float = 1.5
+
+
+@dataclass(frozen=True)
+class RingGripperConfig:
+    """The servicer's two-finger gripper on the wrist F/T sensor (:func:`hil_lab_twin.mjcf.ring_gripper`).
+
+    ``pose_tool_in_flange_xyz_rpy``: the tool frame on the arm's flange (the scenario's
+    ``servicer.pose_tool_in_flange``); the pads are centred on it. The fingers close from
+    ``open_half_m`` (half-opening) to the tool point in ``closing_time_s`` (the commanded finger
+    position ramps, as a gripper's speed setting does) and squeeze with at most
+    ``grip_force_n`` per finger (the finger drive's force limit, MuJoCo ``forcerange``).
+    """
+
+    pose_tool_in_flange_xyz_rpy: tuple = (0.0, 0.0, 0.15, 0.0, 0.0, 0.0)
+    open_half_m: float = 0.04
+    closing_time_s: float = 0.5
+    grip_force_n: float = 300.0
+    finger_stiffness_n_m: float = 2e4
+
+    def check(self, where: str) -> None:
+        for name in ('open_half_m', 'closing_time_s', 'grip_force_n', 'finger_stiffness_n_m'):
+            if not getattr(self, name) > 0:
+                raise ValueError(f'{where}.{name} must be > 0')
+
+
 @dataclass(frozen=True)
 class ArmConfig:
     """The torque-controlled light-weight arm carried by the servicer robot."""
@@ -73,6 +121,12 @@ class ArmConfig:
     gravity_compensation: bool = True
     q_initial: tuple = (0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0)
     wrist_ft: FtConfig = FtConfig(seed=7)
+    gripper: RingGripperConfig | None = None      # None: the plain two-finger gripper of mjcf.gripper
+    # Friction compensation of the torque interface (an LBR iiwa's torque mode with its joint
+    # torque sensors): the fraction of the Coulomb friction it cancels, and the joint speed
+    # [rad/s] below which the compensation fades (tanh), so it cannot chatter at rest.
+    friction_compensation: float = 0.0
+    friction_compensation_speed_rad_s: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -89,6 +143,8 @@ class RobotConfig:
     servo: ServoConfig = ServoConfig()
     ft: FtConfig = FtConfig()
     armature: tuple | None = None
+    mockup: RingMockupConfig | None = None        # payload client_mockup: None = mjcf.client_mockup
+    sensor_in_flange_xyz_rpy: tuple | None = None  # F/T measuring frame on the flange (None: on the 0.04 m sensor)
 
     def check(self) -> None:
         where = f'robots[{self.ns}]'
@@ -161,6 +217,10 @@ class TwinConfig:
             raise ValueError('timestep must be in (0, 0.01] s')
         for robot in self.robots:
             robot.check()
+        if self.arm.gripper is not None:
+            self.arm.gripper.check('arm.gripper')
+        if not 0.0 <= self.arm.friction_compensation <= 1.0:
+            raise ValueError('arm.friction_compensation must be in [0, 1]')
         if self.press is not None and self.press.target not in names:
             raise ValueError(f'press.target {self.press.target!r} is not a robot namespace')
         if self.grip is not None:
@@ -260,12 +320,21 @@ def build_scene(config: TwinConfig):
             world[-len(platform)] = (f'<body name="{ns}_platform" '
                                      f'{mjcf._pose_attrs((base_pose * kin.home_pose).translation, base_rot)}>')
         sensor = f'{ns}_ft'
-        sensor_lines, sensor_top = mjcf.ft_sensor_body(sensor, (0, 0, 0), None)
+        if robot.sensor_in_flange_xyz_rpy is None:
+            sensor_lines, sensor_top = mjcf.ft_sensor_body(sensor, (0, 0, 0), None)
+        else:  # the sensor's body sits SENSOR_HEIGHT_M below its measuring frame
+            body = pose_from_xyz_rpy(robot.sensor_in_flange_xyz_rpy) * pin.SE3(np.eye(3), np.array([0, 0, -SENSOR_HEIGHT_M]))
+            sensor_lines, sensor_top = mjcf.ft_sensor_body(sensor, body.translation, body.rotation)
         world += sensor_lines
         sensors += [f'<force name="{sensor}_force" site="{sensor}_site"/>',
                     f'<torque name="{sensor}_torque" site="{sensor}_site"/>']
         build.ft_sensors.append((sensor, robot.ft))
-        if robot.payload == 'client_mockup':
+        if robot.payload == 'client_mockup' and robot.mockup is not None:
+            m = robot.mockup
+            world += mjcf.ring_mockup(ns, sensor, sensor_top, pose_from_xyz_rpy(m.pose_grasp_in_sensor_xyz_rpy),
+                                      m.ring_radius_m, m.lip_thickness_m, m.lip_depth_m, m.segments, m.box_half_m,
+                                      m.box_mass_kg, m.ring_mass_kg)
+        elif robot.payload == 'client_mockup':
             world += mjcf.client_mockup(ns, sensor, sensor_top)
         elif robot.payload == 'servicer_arm':
             world += _servicer_arm(ns, sensor, sensor_top, config.arm, build, sensors, actuators)
@@ -322,9 +391,15 @@ def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBui
     flange = next(f for f in arm.frames if f.name == arm.ee_frame)
     wrist = f'{ns}_wrist_ft'
     wrist_lines, wrist_top = mjcf.ft_sensor_body(wrist, flange.xyz_m, rpy_matrix(flange.rpy_rad), mass=0.3,
-                                                 radius=0.04, height=0.03)
+                                                 radius=0.04, height=WRIST_SENSOR_HEIGHT_M)
     lines += wrist_lines
-    lines += mjcf.gripper(f'{ns}_arm', wrist, wrist_top)
+    grip = arm_config.gripper
+    if grip is None:
+        lines += mjcf.gripper(f'{ns}_arm', wrist, wrist_top)
+    else:
+        pose_tool_in_wrist = pin.SE3(np.eye(3), np.array([0.0, 0.0, -WRIST_SENSOR_HEIGHT_M])) * pose_from_xyz_rpy(
+            grip.pose_tool_in_flange_xyz_rpy)
+        lines += mjcf.ring_gripper(f'{ns}_arm', wrist, wrist_top, pose_tool_in_wrist, grip.open_half_m)
     lines.append('</body>')  # wrist sensor body
     lines += ['</body>'] * depth
     lines.append('</body>')  # arm base
@@ -333,8 +408,13 @@ def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBui
     for link, joint in zip(chain, arm.joints):
         actuators.append(f'<motor name="{link.joint}_torque" joint="{link.joint}" gear="1"/>')
     for side in ('left', 'right'):
-        actuators.append(f'<position name="{ns}_arm_finger_{side}_servo" joint="{ns}_arm_finger_{side}_joint" '
-                         'kp="400" kv="20"/>')
+        if grip is None:
+            actuators.append(f'<position name="{ns}_arm_finger_{side}_servo" joint="{ns}_arm_finger_{side}_joint" '
+                             'kp="400" kv="20"/>')
+        else:
+            actuators.append(f'<position name="{ns}_arm_finger_{side}_servo" joint="{ns}_arm_finger_{side}_joint" '
+                             f'kp="{grip.finger_stiffness_n_m:.9g}" forcerange="{-grip.grip_force_n:.9g} '
+                             f'{grip.grip_force_n:.9g}"/>')
     build.arm_joints = tuple(c.joint for c in chain)
     build.arm_joint_names = tuple(j.name for j in arm.joints)
     build.arm_q_initial = np.array(arm_config.q_initial, dtype=float)
@@ -364,7 +444,6 @@ def _press(press: PressConfig, build: RobotBuild) -> list[str]:
 
 
 # -- seed 001's HIL: a slave robot gripping the payload mock-up carried by the payload table --------
-SENSOR_HEIGHT_M = 0.04      # mjcf.ft_sensor_body default: measuring frame above the flange
 GRAPPLE_IN_MOCKUP_M = 0.27  # mjcf.client_mockup default: grapple (ring centre) above the sensor frame
 
 

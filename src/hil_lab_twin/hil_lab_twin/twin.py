@@ -66,6 +66,13 @@ class _TorqueArm:
     finger_act_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     rejected: int = 0
     accepted: int = 0
+    friction_comp: np.ndarray | None = None      # Coulomb torque the torque interface cancels [N m]
+    friction_speed: float = 0.01
+    finger_target: float = 0.0                   # ramped finger command (ring gripper) [m]
+    finger_goal: float = 0.0
+    finger_rate: float = 0.0                     # [m/s]; 0: no ring gripper
+    finger_closed_goal: float = 0.0
+    finger_open: float = 0.0
 
 
 @dataclass
@@ -134,6 +141,17 @@ class LabTwin:
                 finger_act_ids=np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
                                                            f'{ns}_arm_finger_{s}_servo') for s in ('left', 'right')]))
             self.data.qpos[arm.qpos_adr] = build.arm_q_initial
+            if arm_cfg.friction_compensation > 0:
+                arm.friction_comp = arm_cfg.friction_compensation * self.model.dof_frictionloss[arm.dof_adr].copy()
+                arm.friction_speed = arm_cfg.friction_compensation_speed_rad_s
+            grip = arm_cfg.gripper
+            if grip is not None:
+                arm.finger_open = arm.finger_target = arm.finger_goal = grip.open_half_m
+                arm.finger_rate = grip.open_half_m / grip.closing_time_s
+                arm.finger_closed_goal = -1.5 * grip.grip_force_n / grip.finger_stiffness_n_m
+                for side in ('left', 'right'):
+                    self.data.qpos[self.model.jnt_qposadr[self._jid(f'{ns}_arm_finger_{side}_joint')]] = grip.open_half_m
+                self.data.ctrl[arm.finger_act_ids] = grip.open_half_m
             self._arms[f'{ns}_arm'] = arm
         for sensor, ft_cfg in build.ft_sensors:
             site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, f'{sensor}_site')
@@ -217,6 +235,53 @@ class LabTwin:
     def command_gripper(self, ns: str, opening: float) -> None:
         """Finger position of the servicer arm's gripper [m] (positive opens)."""
         self.data.ctrl[self._arms[ns].finger_act_ids] = float(np.clip(opening, -0.04, 0.03))
+
+    def close_gripper(self, ns: str) -> None:
+        """Close the ring gripper of arm ``ns``: the fingers travel from open to the tool point in the
+        configured closing time and then squeeze with the configured force."""
+        arm = self._arms[ns]
+        if arm.finger_rate <= 0:
+            raise RuntimeError(f'{ns} has no ring gripper (ArmConfig.gripper)')
+        arm.finger_goal = arm.finger_closed_goal
+
+    def open_gripper(self, ns: str) -> None:
+        arm = self._arms[ns]
+        if arm.finger_rate <= 0:
+            raise RuntimeError(f'{ns} has no ring gripper (ArmConfig.gripper)')
+        arm.finger_goal = arm.finger_open
+
+    def finger_positions(self, ns: str) -> np.ndarray:
+        """Half-openings of the ring gripper's (left, right) fingers [m] (0: pads at the tool point)."""
+        prefix = ns
+        return np.array([self.data.qpos[self.model.jnt_qposadr[self._jid(f'{prefix}_finger_{s}_joint')]]
+                         for s in ('left', 'right')])
+
+    def contact_wrench_between(self, body_a: str, body_b_prefix: str) -> np.ndarray:
+        """Sum of the contact wrenches that bodies whose names start with ``body_b_prefix`` exert on
+        the subtree-less body ``body_a``: world axes, about the origin of ``body_a`` ``[f; tau]``
+        (ground truth for tests; MuJoCo ``mj_contactForce``)."""
+        m, d = self.model, self.data
+        a = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body_a)
+        origin = d.xpos[a]
+        total = np.zeros(6)
+        local = np.zeros(6)
+        for i in range(d.ncon):
+            c = d.contact[i]
+            b1, b2 = int(m.geom_bodyid[c.geom1]), int(m.geom_bodyid[c.geom2])
+            names = (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b1), mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b2))
+            if a == b1 and names[1].startswith(body_b_prefix):
+                sign = -1.0          # the contact force acts on geom2's body along the frame's normal
+            elif a == b2 and names[0].startswith(body_b_prefix):
+                sign = 1.0
+            else:
+                continue
+            mujoco.mj_contactForce(m, d, i, local)
+            frame = c.frame.reshape(3, 3)        # rows: normal, tangents (world)
+            force = sign * (frame.T @ local[:3])
+            torque = sign * (frame.T @ local[3:])
+            total[:3] += force
+            total[3:] += torque + np.cross(c.pos - origin, force)
+        return total
 
     def joint_state(self, ns: str) -> JointState:
         if ns in self._arms:
@@ -414,6 +479,12 @@ class LabTwin:
             for _kind, tau in arm.delay.pop_due(t):
                 arm.effort = tau
             d.ctrl[arm.act_ids] = arm.effort
+            if arm.friction_comp is not None:
+                d.ctrl[arm.act_ids] += arm.friction_comp * np.tanh(d.qvel[arm.dof_adr] / arm.friction_speed)
+            if arm.finger_rate > 0:
+                step = arm.finger_rate * self.dt
+                arm.finger_target += float(np.clip(arm.finger_goal - arm.finger_target, -step, step))
+                d.ctrl[arm.finger_act_ids] = arm.finger_target
             if arm.gravity_compensation:
                 d.qfrc_applied[arm.dof_adr] = d.qfrc_bias[arm.dof_adr]
         if self._grip_sites is not None:
