@@ -381,13 +381,14 @@ def live_expectations(phase_times: dict, seconds: float, margin_s: float = 3.0):
 
 
 def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launch_arguments: dict | None = None,
-                   say=print) -> dict:
+                   say=print, on_running=None) -> dict:
     """Start the graph of ``envisat_capture.launch.py`` (:func:`hil_bringup.graphs.envisat_graph`, the same
     definition) on loopback DDS for ``seconds`` after it is ready, record every topic, and judge it.
 
     Free UDP ports replace the default RDT ports, so two runs on one host do not cross. Returns the
     :class:`hil_bringup.live_report.LiveReport` summary (``ok``, ``problems``, phases, faults,
     messages per topic, deadline misses, node exits and their warning counts).
+    ``on_running(running_graph, node, executor)`` is called once the graph is ready (tests inspect it).
     """
     import importlib
 
@@ -428,6 +429,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
                 report.failed_to_start(str(exc))
             else:
                 t0[0] = time.monotonic()
+                if on_running is not None:
+                    on_running(running, node, executor)
                 next_report = 0.0
                 while now() < seconds:
                     spin_until(executor, lambda: now() >= min(seconds, next_report), 1.0)

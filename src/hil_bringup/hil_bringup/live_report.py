@@ -49,9 +49,12 @@ class LiveReport:
     def status(self, t_s: float, topic: str, level: int, message: str, values: dict[str, str]) -> None:
         """A DiagnosticStatus seen on ``topic``: ERROR latches a fault; miss counters are kept."""
         level = int.from_bytes(level, 'little') if isinstance(level, (bytes, bytearray)) else int(level)
+        open_fault = next((f for f in reversed(self.faults) if f['topic'] == topic and f['cleared_s'] is None), None)
         if level >= ERROR_LEVEL:
-            if not self.faults or self.faults[-1]['topic'] != topic or self.faults[-1]['message'] != message:
-                self.faults.append({'t_s': round(float(t_s), 3), 'topic': topic, 'message': message})
+            if open_fault is None or open_fault['message'] != message:
+                self.faults.append({'t_s': round(float(t_s), 3), 'topic': topic, 'message': message, 'cleared_s': None})
+        elif open_fault is not None and level == 0:
+            open_fault['cleared_s'] = round(float(t_s), 3)
         for key, value in values.items():
             if any(k in key.lower() for k in _MISS_KEYS):
                 try:
@@ -76,7 +79,8 @@ class LiveReport:
             if self.counts.get(topic, 0) < least:
                 problems.append(f'{topic}: {self.counts.get(topic, 0)} messages, expected at least {least}')
         for f in self.faults:
-            problems.append(f"fault on {f['topic']} at {f['t_s']:.1f} s: {f['message']}")
+            if f['cleared_s'] is None:
+                problems.append(f"fault on {f['topic']} latched at {f['t_s']:.1f} s and never cleared: {f['message']}")
         nodes = {}
         for r in node_results:
             levels = log_levels(r.output) if log_levels else {}

@@ -1,0 +1,59 @@
+"""The verdict on a live graph run (hil_bringup.live_report): a run that did not do its job fails."""
+
+from hil_bringup.graph_runner import NodeResult, log_levels
+from hil_bringup.graphs import NodeSpec
+from hil_bringup.live_report import LiveExpectations, LiveReport
+
+ERROR, OK = 2, 0
+SPEC = NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', 'client')
+
+
+def run(report, node_output='', returncode=-2):
+    return report.finish(10.0, [NodeResult(SPEC, returncode, node_output)], log_levels)
+
+
+def test_a_clean_run_that_reached_its_phases_is_ok():
+    report = LiveReport(LiveExpectations(phases=('sync', 'approach'), min_messages={'cmd': 5}))
+    report.phase(0.1, 'sync')
+    report.phase(0.2, 'sync')
+    report.phase(9.2, 'approach')
+    for _ in range(5):
+        report.message('cmd')
+    report.status(1.0, 'client/ft/fault', OK, 'ok', {})
+    summary = run(report, '[INFO] [ft]: streaming\n')
+    assert summary['ok'] and summary['problems'] == []
+    assert [p['phase'] for p in summary['phases']] == ['sync', 'approach']
+    assert summary['rates_hz'] == {'cmd': 0.5}
+
+
+def test_a_latched_fault_a_missing_phase_a_starved_topic_or_a_crash_each_fail_the_run():
+    report = LiveReport(LiveExpectations(phases=('sync', 'approach'), min_messages={'cmd': 5}))
+    report.phase(0.1, 'sync')
+    report.message('cmd')
+    report.status(0.5, 'client/ft/fault', ERROR, 'stale: no sample for 100 ms', {})
+    summary = run(report, 'Traceback (most recent call last):\n  boom\n[WARN] [x]: late\n[ERROR] [x]: bad\n', 1)
+    assert not summary['ok']
+    text = '\n'.join(summary['problems'])
+    assert 'phase approach never reached' in text
+    assert 'cmd: 1 messages, expected at least 5' in text
+    assert 'latched at 0.5 s and never cleared: stale' in text
+    assert 'node /client/ft_sensor failed (exit 1)' in text and 'boom' in text
+    assert summary['nodes']['/client/ft_sensor'] == {'exit': 1, 'WARN': 1, 'ERROR': 1, 'FATAL': 0}
+
+
+def test_a_fault_the_graph_recovers_from_is_reported_but_is_not_a_failure():
+    report = LiveReport(LiveExpectations())
+    report.status(1.0, 'servicer/ft/fault', ERROR, 'stale', {})
+    report.status(1.5, 'servicer/ft/fault', ERROR, 'stale', {})       # the same fault, not a second one
+    report.status(3.0, 'servicer/ft/fault', OK, 'reset', {})
+    report.status(4.0, 'client/hot_path/status', 1, 'degraded', {'missed_steps': '12', 'rate_hz': '900'})
+    summary = run(report)
+    assert summary['ok']
+    assert summary['faults'] == [{'t_s': 1.0, 'topic': 'servicer/ft/fault', 'message': 'stale', 'cleared_s': 3.0}]
+    assert summary['deadline_misses'] == {'client/hot_path/status': {'missed_steps': 12.0}}
+
+
+def test_a_graph_that_did_not_start_fails():
+    report = LiveReport(LiveExpectations())
+    report.failed_to_start("stage 'lab' did not become ready: client/joint_states (0/5)")
+    assert run(report)['problems'] == ["graph did not start: stage 'lab' did not become ready: client/joint_states (0/5)"]
