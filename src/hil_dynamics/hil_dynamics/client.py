@@ -29,6 +29,7 @@ from typing import Callable, Union
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import dexp_inv, rkmk4
 from hil_dynamics.rigid_body import RigidBody
 
@@ -94,6 +95,12 @@ class ClientAdmittance:
         self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
         self._v_n = pin.Motion(twist0)
         self._v_c = pin.Motion.Zero()
+        # The compiled step (kernels.client_rkmk4_step) works on arrays mirroring self.state.
+        self._mass = body.mass_kg
+        self._inertia9 = np.ascontiguousarray(body.inertia_com_kgm2, dtype=float).reshape(9).copy()
+        self._inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
+        self._arrays_of = None     # the ClientState the arrays below mirror
+        self._g_n, self._g_c, self._vn, self._vc = np.empty(12), np.empty(12), np.empty(6), np.empty(6)
 
     # -- Eq. (4) and Eq. (11) -----------------------------------------------------------
     def accelerations(self, pose_client_in_nominal: pin.SE3, twist_nominal: pin.Motion, twist_rel: pin.Motion,
@@ -122,6 +129,36 @@ class ClientAdmittance:
         """
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
+        if not callable(wrench_client_com):
+            return self._step_compiled(wrench_client_com, dt)
+        return self.step_reference(wrench_client_com, dt)
+
+    def _step_compiled(self, wrench_client_com, dt: float) -> ClientState:
+        """:meth:`step_reference` with a held wrench, as one compiled kernel (same stages)."""
+        held = np.asarray(wrench_client_com, dtype=float).reshape(6)
+        if not np.isfinite(held).all():
+            raise ValueError(f'wrench must be finite, got {held.tolist()}')
+        s = self.state
+        g_n, g_c, v_n, v_c = self._g_n, self._g_c, self._vn, self._vc
+        if self._arrays_of is not s:     # the state was set from outside: mirror it
+            kernels.pose_array(s.pose_nominal_in_orbit, g_n)
+            kernels.pose_array(s.pose_client_in_nominal, g_c)
+            v_n[:] = s.twist_nominal_body
+            v_c[:] = s.twist_client_rel_body
+        kernels.client_rkmk4_step(g_n, v_n, g_c, v_c, held, self._mass, self._inertia9, self._inertia_inv9, dt)
+        self.state = ClientState(s.t + dt, kernels.array_pose(g_n), v_n.copy(), kernels.array_pose(g_c), v_c.copy())
+        self._arrays_of = self.state
+        return self.state
+
+    def step_reference(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:
+        """The readable RKMK4 step on ``pin.SE3``/``pin.Motion`` (see :meth:`step`).
+
+        :meth:`step` runs it for a callable wrench and runs the compiled kernel
+        (:func:`hil_dynamics.kernels.client_rkmk4_step`, same stages) for a held one;
+        ``test_fast_paths`` checks that both agree to 1e-12.
+        """
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
         if callable(wrench_client_com):
             source = wrench_client_com
 
@@ -136,7 +173,8 @@ class ClientAdmittance:
         exp6, accel, dexp = pin.exp6, self.accelerations, dexp_inv
         s = self.state
         t, h, h2 = s.t, dt, 0.5 * dt
-        g_n, g_c, v_n, v_c = s.pose_nominal_in_orbit, s.pose_client_in_nominal, self._v_n, self._v_c
+        g_n, g_c = s.pose_nominal_in_orbit, s.pose_client_in_nominal
+        v_n, v_c = pin.Motion(s.twist_nominal_body), pin.Motion(s.twist_client_rel_body)
         # stage 1
         f = held if held is not None else wrench_at(t, g_n, g_c)
         a1n, a1c = accel(g_c, v_n, v_c, f)

@@ -1,0 +1,361 @@
+"""Compiled fixed-size kernels of the 1 kHz rule steps (issue 17; docs/performance.md).
+
+The readable implementations of the equations stay where they are
+(:mod:`hil_dynamics.se3`, :mod:`hil_dynamics.lie_integrators`, :mod:`hil_dynamics.client`,
+:mod:`hil_dynamics.servicer`); the functions here are the same mathematics on plain float
+arrays, compiled with Numba so that a step costs a few microseconds instead of a few
+hundred Python-level calls on 6-vectors. ``test/test_fast_paths.py`` checks each fast path
+against its reference to 1e-12 on random states.
+
+Array layouts (all float64, conventions of :mod:`hil_dynamics.se3`):
+
+* pose: 12 numbers ``[R (3x3 row-major); p]`` (``x_parent = R x_child + p``);
+* twist ``[v; w]``, wrench ``[f; tau]``, linear first.
+
+Inside the kernels 3-vectors are tuples of floats, which Numba keeps in registers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+__all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
+           'servicer_stage_kinematics', 'nominal_acceleration_into']
+
+_OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
+
+
+def pose_array(g: pin.SE3, out: np.ndarray | None = None) -> np.ndarray:
+    """A ``pin.SE3`` as the 12-array ``[R row-major; p]``."""
+    out = np.empty(12) if out is None else out
+    out[:9] = g.rotation.reshape(9)
+    out[9:] = g.translation
+    return out
+
+
+def array_pose(a: np.ndarray) -> pin.SE3:
+    """The 12-array ``[R row-major; p]`` as a ``pin.SE3``."""
+    return pin.SE3(a[:9].reshape(3, 3), a[9:12])
+
+
+# -- 3-vector and 3x3 algebra on tuples ------------------------------------------------------
+@njit(inline='always', **_OPTS)
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(inline='always', **_OPTS)
+def _rv(r, x0, x1, x2):
+    """``R x`` for R a 12-array pose (rotation part)."""
+    return (r[0] * x0 + r[1] * x1 + r[2] * x2, r[3] * x0 + r[4] * x1 + r[5] * x2,
+            r[6] * x0 + r[7] * x1 + r[8] * x2)
+
+
+@njit(inline='always', **_OPTS)
+def _rtv(r, x0, x1, x2):
+    """``R^T x``."""
+    return (r[0] * x0 + r[3] * x1 + r[6] * x2, r[1] * x0 + r[4] * x1 + r[7] * x2,
+            r[2] * x0 + r[5] * x1 + r[8] * x2)
+
+
+@njit(**_OPTS)
+def _act_inv_motion(g, v, out):
+    """``out = Ad_{g^-1} v`` (``g.actInv(Motion(v))``): ``w' = R^T w``, ``v' = R^T (v - p x w)``."""
+    c = _cross(g[9], g[10], g[11], v[3], v[4], v[5])
+    a = _rtv(g, v[0] - c[0], v[1] - c[1], v[2] - c[2])
+    b = _rtv(g, v[3], v[4], v[5])
+    out[0], out[1], out[2], out[3], out[4], out[5] = a[0], a[1], a[2], b[0], b[1], b[2]
+
+
+@njit(**_OPTS)
+def _motion_cross_add(a, b, scale, out):
+    """``out += scale * [a, b]`` (``Motion(a).cross(Motion(b))``: ``[w_a x v_b + v_a x w_b; w_a x w_b]``)."""
+    c1 = _cross(a[3], a[4], a[5], b[0], b[1], b[2])
+    c2 = _cross(a[0], a[1], a[2], b[3], b[4], b[5])
+    c3 = _cross(a[3], a[4], a[5], b[3], b[4], b[5])
+    out[0] += scale * (c1[0] + c2[0])
+    out[1] += scale * (c1[1] + c2[1])
+    out[2] += scale * (c1[2] + c2[2])
+    out[3] += scale * c3[0]
+    out[4] += scale * c3[1]
+    out[5] += scale * c3[2]
+
+
+@njit(**_OPTS)
+def _mul_exp(g, u, out):
+    """``out = g exp6(u)`` (seed 004 Eq. 1 exponential; ``u = [v; w]``)."""
+    v0, v1, v2, w0, w1, w2 = u[0], u[1], u[2], u[3], u[4], u[5]
+    t2 = w0 * w0 + w1 * w1 + w2 * w2
+    if t2 < 1e-4:   # |w| < 1e-2: Taylor series, truncation below 1e-17
+        a = 1.0 - t2 / 6.0 * (1.0 - t2 / 20.0 * (1.0 - t2 / 42.0))
+        b = 0.5 - t2 / 24.0 * (1.0 - t2 / 30.0 * (1.0 - t2 / 56.0))
+        c = 1.0 / 6.0 - t2 / 120.0 * (1.0 - t2 / 42.0 * (1.0 - t2 / 72.0))
+    else:
+        th = np.sqrt(t2)
+        s, co = np.sin(th), np.cos(th)
+        a = s / th
+        sh = np.sin(0.5 * th)
+        b = 2.0 * sh * sh / t2
+        c = (th - s) / (t2 * th)
+    # W^2 = w w^T - t2 I
+    e00 = 1.0 + b * (w0 * w0 - t2)
+    e11 = 1.0 + b * (w1 * w1 - t2)
+    e22 = 1.0 + b * (w2 * w2 - t2)
+    e01 = -a * w2 + b * w0 * w1
+    e10 = a * w2 + b * w0 * w1
+    e02 = a * w1 + b * w0 * w2
+    e20 = -a * w1 + b * w0 * w2
+    e12 = -a * w0 + b * w1 * w2
+    e21 = a * w0 + b * w1 * w2
+    # p_e = (I + b W + c W^2) v
+    wv = _cross(w0, w1, w2, v0, v1, v2)
+    wwv = _cross(w0, w1, w2, wv[0], wv[1], wv[2])
+    pe0 = v0 + b * wv[0] + c * wwv[0]
+    pe1 = v1 + b * wv[1] + c * wwv[1]
+    pe2 = v2 + b * wv[2] + c * wwv[2]
+    r = g
+    q = _rv(r, pe0, pe1, pe2)
+    out9, out10, out11 = g[9] + q[0], g[10] + q[1], g[11] + q[2]
+    n0 = r[0] * e00 + r[1] * e10 + r[2] * e20
+    n1 = r[0] * e01 + r[1] * e11 + r[2] * e21
+    n2 = r[0] * e02 + r[1] * e12 + r[2] * e22
+    n3 = r[3] * e00 + r[4] * e10 + r[5] * e20
+    n4 = r[3] * e01 + r[4] * e11 + r[5] * e21
+    n5 = r[3] * e02 + r[4] * e12 + r[5] * e22
+    n6 = r[6] * e00 + r[7] * e10 + r[8] * e20
+    n7 = r[6] * e01 + r[7] * e11 + r[8] * e21
+    n8 = r[6] * e02 + r[7] * e12 + r[8] * e22
+    out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8] = n0, n1, n2, n3, n4, n5, n6, n7, n8
+    out[9], out[10], out[11] = out9, out10, out11
+
+
+@njit(**_OPTS)
+def _dexp_inv(u, k, out):
+    """``out = k + 1/2 [u, k] + 1/12 [u, [u, k]]`` (:func:`hil_dynamics.lie_integrators.dexp_inv`)."""
+    first = np.zeros(6)
+    _motion_cross_add(u, k, 1.0, first)
+    for i in range(6):
+        out[i] = k[i] + 0.5 * first[i]
+    _motion_cross_add(u, first, 1.0 / 12.0, out)
+
+
+@njit(**_OPTS)
+def _rigid_accel(v, mass, inertia, inertia_inv, wrench, out):
+    """``M^-1 (F - V x* (M V))`` of seed 004 Eq. (2), ``M = diag(m I, I_com)`` (zero lever)."""
+    iw = _rv(inertia, v[3], v[4], v[5])
+    c_lin = _cross(v[3], v[4], v[5], v[0], v[1], v[2])
+    c_ang = _cross(v[3], v[4], v[5], iw[0], iw[1], iw[2])
+    out[0] = wrench[0] / mass - c_lin[0]
+    out[1] = wrench[1] / mass - c_lin[1]
+    out[2] = wrench[2] / mass - c_lin[2]
+    a = _rv(inertia_inv, wrench[3] - c_ang[0], wrench[4] - c_ang[1], wrench[5] - c_ang[2])
+    out[3], out[4], out[5] = a[0], a[1], a[2]
+
+
+@njit(**_OPTS)
+def nominal_acceleration_into(v_n, mass, inertia, inertia_inv, out):
+    """``V_n_dot`` of seed 004 Eq. (4) (unforced rigid body) into ``out``."""
+    _rigid_accel(v_n, mass, inertia, inertia_inv, np.zeros(6), out)
+
+
+@njit(**_OPTS)
+def _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, an, ac):
+    """``(V_n_dot, V_c_dot)`` of seed 004 Eqs. (4), (11) (:meth:`ClientAdmittance.accelerations`)."""
+    zero = np.zeros(6)
+    _rigid_accel(v_n, mass, inertia, inertia_inv, zero, an)                 # Eq. (4)
+    delta = np.empty(6)
+    _act_inv_motion(g_c, v_n, delta)                                        # Eq. (6)
+    v_t = np.empty(6)
+    for i in range(6):
+        v_t[i] = v_c[i] + delta[i]
+    _rigid_accel(v_t, mass, inertia, inertia_inv, wrench, ac)              # M^-1 (F_c - C(V_t) V_t)
+    ad = np.empty(6)
+    _act_inv_motion(g_c, an, ad)
+    for i in range(6):
+        ac[i] -= ad[i]                                                      # - Ad_{g_c^-1} V_n_dot
+    _motion_cross_add(v_c, delta, 1.0, ac)                                  # + [V_c, Delta]
+
+
+@njit(**_OPTS)
+def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h):
+    """One RKMK4 step of seed 004 Eqs. (4) + (11) with a held wrench, in place.
+
+    The same stages as :meth:`hil_dynamics.client.ClientAdmittance.step` (reference); ``g_n,
+    g_c`` are 12-array poses, ``v_n, v_c`` twists, ``inertia``/``inertia_inv`` 12-arrays whose
+    first 9 entries are ``I_com`` and its inverse.
+    """
+    h2 = 0.5 * h
+    a1n, a1c, a2n, a2c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    a3n, a3c, a4n, a4c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    vn, vc, un, uc = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    k2n, k2c, k3n, k3c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    k4n, k4c = np.empty(6), np.empty(6)
+    gc = np.empty(12)
+    # stage 1
+    _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, a1n, a1c)
+    for i in range(6):
+        un[i] = v_n[i] * h2
+        uc[i] = v_c[i] * h2
+        vn[i] = v_n[i] + a1n[i] * h2
+        vc[i] = v_c[i] + a1c[i] * h2
+    # stage 2
+    _mul_exp(g_c, uc, gc)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a2n, a2c)
+    _dexp_inv(un, vn, k2n)
+    _dexp_inv(uc, vc, k2c)
+    for i in range(6):
+        un[i] = k2n[i] * h2
+        uc[i] = k2c[i] * h2
+        vn[i] = v_n[i] + a2n[i] * h2
+        vc[i] = v_c[i] + a2c[i] * h2
+    # stage 3
+    _mul_exp(g_c, uc, gc)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a3n, a3c)
+    _dexp_inv(un, vn, k3n)
+    _dexp_inv(uc, vc, k3c)
+    for i in range(6):
+        un[i] = k3n[i] * h
+        uc[i] = k3c[i] * h
+        vn[i] = v_n[i] + a3n[i] * h
+        vc[i] = v_c[i] + a3c[i] * h
+    # stage 4
+    _mul_exp(g_c, uc, gc)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a4n, a4c)
+    _dexp_inv(un, vn, k4n)
+    _dexp_inv(uc, vc, k4c)
+    h6 = h / 6.0
+    for i in range(6):
+        un[i] = (v_n[i] + (k2n[i] + k3n[i]) * 2.0 + k4n[i]) * h6
+        uc[i] = (v_c[i] + (k2c[i] + k3c[i]) * 2.0 + k4c[i]) * h6
+    _mul_exp(g_n, un, gc)
+    g_n[:] = gc
+    _mul_exp(g_c, uc, gc)
+    g_c[:] = gc
+    for i in range(6):
+        v_n[i] += (a1n[i] + (a2n[i] + a3n[i]) * 2.0 + a4n[i]) * h6
+        v_c[i] += (a1c[i] + (a2c[i] + a3c[i]) * 2.0 + a4c[i]) * h6
+
+
+@njit(**_OPTS)
+def relative_mapping_into(g_n, v_n, g_rel, v_rel, g_out, v_out):
+    """Seed 004 Eq. (23) on arrays: ``g = g_n g_rel``, ``V = V_rel + Ad_{g_rel^-1} V_n``."""
+    for i in range(3):
+        for j in range(3):
+            g_out[3 * i + j] = g_n[3 * i] * g_rel[j] + g_n[3 * i + 1] * g_rel[3 + j] + g_n[3 * i + 2] * g_rel[6 + j]
+    q = _rv(g_n, g_rel[9], g_rel[10], g_rel[11])
+    g_out[9], g_out[10], g_out[11] = g_n[9] + q[0], g_n[10] + q[1], g_n[11] + q[2]
+    _act_inv_motion(g_rel, v_n, v_out)
+    for i in range(6):
+        v_out[i] += v_rel[i]
+
+
+# -- generic fused RKMK4 stages on (k poses, n-vector) -------------------------------------------
+@njit(**_OPTS)
+def rk_stage(poses, x, twists, rates, u_prev, c, use_dexp, poses_out, x_out, u_out, twists_out):
+    """One RKMK4 stage transition (:func:`hil_dynamics.lie_integrators.rkmk4`), fused.
+
+    ``twists_out = dexp^-1(u_prev) twists`` (or ``twists`` when not ``use_dexp``),
+    ``u_out = c twists_out``, ``poses_out = poses exp6(u_out)``, ``x_out = x + c rates``.
+    ``poses`` is (k, 12), twists (k, 6).
+    """
+    for j in range(poses.shape[0]):
+        if use_dexp:
+            _dexp_inv(u_prev[j], twists[j], twists_out[j])
+        else:
+            twists_out[j] = twists[j]
+        for i in range(6):
+            u_out[j, i] = c * twists_out[j, i]
+        _mul_exp(poses[j], u_out[j], poses_out[j])
+    for i in range(x.shape[0]):
+        x_out[i] = x[i] + c * rates[i]
+
+
+@njit(**_OPTS)
+def rk_final(poses, x, k1, k2, k3, k4, a1, a2, a3, a4, h, poses_out, x_out):
+    """The RKMK4 update ``g exp6(h/6 (k1 + 2 k2 + 2 k3 + k4))``, ``x + h/6 (a1 + 2 a2 + 2 a3 + a4)``."""
+    h6 = h / 6.0
+    u = np.empty(6)
+    for j in range(poses.shape[0]):
+        for i in range(6):
+            u[i] = (k1[j, i] + (k2[j, i] + k3[j, i]) * 2.0 + k4[j, i]) * h6
+        _mul_exp(poses[j], u, poses_out[j])
+    for i in range(x.shape[0]):
+        x_out[i] = x[i] + (a1[i] + (a2[i] + a3[i]) * 2.0 + a4[i]) * h6
+
+
+@njit(**_OPTS)
+def solve_into(a, b, out):
+    """``out = a^-1 b`` by Gaussian elimination with partial pivoting (LAPACK ``getrf``'s pivoting);
+    ``a`` and ``b`` are overwritten."""
+    n = a.shape[0]
+    for k in range(n):
+        p = k
+        best = abs(a[k, k])
+        for i in range(k + 1, n):
+            if abs(a[i, k]) > best:
+                best = abs(a[i, k])
+                p = i
+        if p != k:
+            for j in range(n):
+                a[k, j], a[p, j] = a[p, j], a[k, j]
+            b[k], b[p] = b[p], b[k]
+        piv = a[k, k]
+        for i in range(k + 1, n):
+            f = a[i, k] / piv
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    a[i, j] -= f * a[k, j]
+                b[i] -= f * b[k]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= a[i, j] * out[j]
+        out[i] = s / a[i, i]
+
+
+@njit(**_OPTS)
+def servicer_stage_kinematics(g_s, v_n, v_s, vn_dot, delta, twist_b, delta_dot):
+    """Seed 004 Eq. (15) and its derivative on arrays.
+
+    ``delta = Ad_{g_s^-1} V_n``, ``twist_b = V_s + delta`` (Eq. 23), ``delta_dot = Ad_{g_s^-1}
+    V_n_dot - [V_s, delta]`` (:func:`hil_dynamics.servicer.delta_twist_rate`).
+    """
+    _act_inv_motion(g_s, v_n, delta)
+    for i in range(6):
+        twist_b[i] = v_s[i] + delta[i]
+    _act_inv_motion(g_s, vn_dot, delta_dot)
+    _motion_cross_add(v_s, delta, -1.0, delta_dot)
+
+
+@njit(**_OPTS)
+def pose_mul_into(a, b, out):
+    """``out = a b`` for 12-array poses."""
+    for i in range(3):
+        for j in range(3):
+            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j]
+    q = _rv(a, b[9], b[10], b[11])
+    out[9], out[10], out[11] = a[9] + q[0], a[10] + q[1], a[11] + q[2]
+
+
+@njit(**_OPTS)
+def xyzquat_into(g, out):
+    """``pin.SE3ToXYZQUAT`` of a 12-array pose into ``out[:7]`` (quaternion x y z w, Shepperd)."""
+    out[0], out[1], out[2] = g[9], g[10], g[11]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
+    tr = r00 + r11 + r22
+    if tr > 0.0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        w, x, y, z = 0.25 * s, (r21 - r12) / s, (r02 - r20) / s, (r10 - r01) / s
+    elif r00 > r11 and r00 > r22:
+        s = 2.0 * np.sqrt(1.0 + r00 - r11 - r22)
+        w, x, y, z = (r21 - r12) / s, 0.25 * s, (r01 + r10) / s, (r02 + r20) / s
+    elif r11 > r22:
+        s = 2.0 * np.sqrt(1.0 + r11 - r00 - r22)
+        w, x, y, z = (r02 - r20) / s, (r01 + r10) / s, 0.25 * s, (r12 + r21) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + r22 - r00 - r11)
+        w, x, y, z = (r10 - r01) / s, (r02 + r20) / s, (r12 + r21) / s, 0.25 * s
+    n = np.sqrt(w * w + x * x + y * y + z * z)
+    out[3], out[4], out[5], out[6] = x / n, y / n, z / n, w / n
