@@ -1,0 +1,205 @@
+"""Deterministic lockstep runs of the snare simulators (plain Python, no rclpy).
+
+:func:`build_htv_capture` sets up seed 000's HTV capture (run 3: Table 3's initial state;
+run 4: the case study, grapple in a corner and the LEE moving along z);
+:func:`run` steps a :class:`hil_snare.system.SnareSystem` with its controller and records a
+trace; :func:`capture_outcome` applies the success criterion; :func:`bisect_capture_limit`
+finds the case study's limiting speed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from hil_snare.arms import SSRMS_TABLE1
+from hil_snare.contact import SnareWireLaw
+from hil_snare.control import CameraFrameController
+from hil_snare.geometry import LeeSnare, closest_on_polyline
+from hil_snare.joints import SsrmsGearbox
+from hil_snare.system import ArmConfig, SnareSystem
+from hil_snare.targets import htv
+
+DEG = math.pi / 180.0
+
+# seed 000 Table 3
+TABLE3_JOINTS_DEG = (-31.87, 42.73, -66.72, 105.1, -178.6, -174.6, -131.5)
+TABLE3_REL_POSITION_M = (-0.4760, 0.013, -0.003)
+TABLE3_REL_VELOCITY_MPS = (0.030, -0.012, 0.008)
+TABLE3_REL_ATTITUDE_DEG = (0.0108, 0.763, 0.110)
+
+
+@dataclass
+class HtvCaptureConfig:
+    """Seed 000 runs 3 and 4. Defaults: Tables 1, 3, 4 and our stated assumptions (docs/snare.md)."""
+
+    joints_deg: tuple = TABLE3_JOINTS_DEG
+    rel_position_m: tuple = TABLE3_REL_POSITION_M       # GF tip in the LEE frame
+    rel_velocity_mps: tuple = TABLE3_REL_VELOCITY_MPS   # GF tip relative to the LEE, LEE frame
+    rel_attitude_deg: tuple = TABLE3_REL_ATTITUDE_DEG   # roll, pitch, yaw of the GF frame in the LEE frame
+    lee_velocity_mps: tuple = (0.0, 0.0, 0.0)           # initial LEE velocity (LEE frame), case study
+    grapple_in_corner: bool = False                     # case study: the GF starts in a corner
+    corner_gap_m: float = 0.002                         # clearance to the two corner wires
+    law: SnareWireLaw = field(default_factory=SnareWireLaw)
+    gearbox: SsrmsGearbox = field(default_factory=SsrmsGearbox)
+    motor_inertia_kgm2: float = 2.67e-4 * 1845.0 ** 2
+    motor_damping_nms_per_rad: float = 18000.0
+    kp: float = 120.0
+    kd: float = 240.0
+    ring_radius_m: float = 0.17
+    sag_ratio: float = 0.15
+    x_wire_m: float = -0.60
+    initial_angle_deg: float = 130.0
+    final_angle_deg: float = 200.0
+    tightening_time_s: float = 5.0
+    dt_s: float = 2e-3
+    control_period_s: float = 0.01
+    duration_s: float = 10.0
+    require_inside: bool = True
+
+
+def corner_position(snare: LeeSnare, radius_m: float, gap_m: float, corner_deg: float = 95.0) -> np.ndarray:
+    """A point on the bisector of the corner at ring angle ``corner_deg``, ``radius + gap`` from its two wires."""
+    u = np.array([math.cos(corner_deg * DEG), math.sin(corner_deg * DEG)])
+    lo, hi = 0.0, snare.ring_radius_m
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        p = mid * u
+        d = min(closest_on_polyline(c, p)[0] for c in snare.curves(snare.theta0))
+        if snare.inside(snare.theta0, p) and d > radius_m + gap_m:
+            lo = mid
+        else:
+            hi = mid
+    return lo * u
+
+
+class ScenarioInputError(ValueError):
+    """The initial state contradicts the scenario (e.g. the grapple is not inside the snare)."""
+
+
+def build_htv_capture(cfg: HtvCaptureConfig):
+    """Return ``(system, controller, poses, x)`` for seed 000's HTV capture."""
+    arm = ArmConfig(SSRMS_TABLE1, cfg.gearbox, cfg.motor_inertia_kgm2, cfg.motor_damping_nms_per_rad)
+    snare = LeeSnare(cfg.ring_radius_m, cfg.sag_ratio, cfg.initial_angle_deg, cfg.final_angle_deg,
+                     cfg.tightening_time_s, cfg.x_wire_m)
+    body, grapple, pose_gf_in_htv = htv()
+    system = SnareSystem(body, grapple, snare, cfg.law, arm)
+    q0 = np.asarray(cfg.joints_deg, dtype=float) * DEG
+    pin.framesForwardKinematics(system.model, system.data, q0)
+    jac = pin.computeFrameJacobian(system.model, system.data, q0, system.frame_id, pin.LOCAL)
+    lee_twist = np.concatenate([np.asarray(cfg.lee_velocity_mps, dtype=float), np.zeros(3)])
+    v0 = np.linalg.pinv(jac) @ lee_twist
+    pose_lee = system.data.oMf[system.frame_id]
+    rel = np.asarray(cfg.rel_position_m, dtype=float).copy()
+    if cfg.grapple_in_corner:
+        rel[1:] = corner_position(snare, grapple.radius_m, cfg.corner_gap_m)
+    r = np.asarray(cfg.rel_attitude_deg, dtype=float) * DEG
+    pose_gf_in_lee = pin.SE3(pin.rpy.rpyToMatrix(*r), rel)
+    pose_htv_in_world = pose_lee * pose_gf_in_lee * pose_gf_in_htv.inverse()
+    # GF tip velocity = LEE point velocity + relative velocity; the HTV does not spin.
+    v_rel_world = pose_lee.rotation @ np.asarray(cfg.rel_velocity_mps, dtype=float)
+    v_world = v_rel_world if not cfg.grapple_in_corner else np.zeros(3)
+    twist_htv = np.concatenate([pose_htv_in_world.rotation.T @ v_world, np.zeros(3)])
+    poses, x = system.initial_state(pose_htv_in_world, twist_htv, q0, v0)
+    if cfg.require_inside:
+        p_lee, _, in_shaft = system.grapple_section(pose_lee, pose_htv_in_world)
+        if not in_shaft:
+            raise ScenarioInputError('initial_state: the grapple shaft does not reach the wire plane '
+                                     f'(x_wire_m {cfg.x_wire_m}) although the scenario says it is inside the LEE')
+        if not snare.inside(snare.theta0, p_lee[1:]):
+            raise ScenarioInputError(f'initial_state.rel_position_m: the grapple at (y, z) = {p_lee[1:].round(4).tolist()} m '
+                                     'is outside the wire triangle although the scenario says it is inside the LEE')
+    ctrl = CameraFrameController(system.model, q0, cfg.kp, cfg.kd)
+    return system, ctrl, poses, x
+
+
+@dataclass
+class Trace:
+    t: list = field(default_factory=list)
+    rel_position_m: list = field(default_factory=list)    # GF section point in the LEE frame
+    rel_velocity_mps: list = field(default_factory=list)  # of the GF section point relative to the LEE
+    joints_rad: list = field(default_factory=list)
+    normal_force_n: list = field(default_factory=list)    # per wire
+    energy_j: list = field(default_factory=list)
+
+    def arrays(self):
+        return {k: np.asarray(v) for k, v in self.__dict__.items()}
+
+
+def relative_state(system: SnareSystem, t, poses, x):
+    q, v, _, _, vt = system.split(x)
+    pose_lee, twist_lee = system.lee_pose_and_twist(poses, q, v)
+    p_lee, p_tgt, in_shaft = system.grapple_section(pose_lee, poses[0])
+    if p_lee is None:
+        return np.full(3, np.nan), np.full(3, np.nan), False
+    v_tgt_world = poses[0].rotation @ (vt[:3] + np.cross(vt[3:], p_tgt))
+    v_lee_world = pose_lee.rotation @ (twist_lee[:3] + np.cross(twist_lee[3:], p_lee))
+    return p_lee, pose_lee.rotation.T @ (v_tgt_world - v_lee_world), in_shaft
+
+
+def run(system: SnareSystem, ctrl, poses, x, duration_s: float, dt_s: float, control_period_s: float,
+        record_every: int = 5, progress=None, energy=False) -> tuple[Trace, list, np.ndarray]:
+    """Fixed-step lockstep run; the controller runs every ``control_period_s`` (zero-order hold)."""
+    trace = Trace()
+    n_steps = int(round(duration_s / dt_s))
+    ctrl_every = max(1, int(round(control_period_s / dt_s)))
+    t = 0.0
+    for k in range(n_steps + 1):
+        if ctrl is not None and k % ctrl_every == 0:
+            q, v = system.split(x)[:2]
+            system.tau_c = ctrl.update(ctrl_every * dt_s, system.q_full(poses, q), v)
+        if k % record_every == 0 or k == n_steps:
+            p, vr, in_shaft = relative_state(system, t, poses, x)
+            if not in_shaft:
+                p = np.full(3, np.nan)
+            system.derivative(t, poses, x, record=True)
+            f = np.zeros(system.wires.n_wires)
+            for c in system.contacts:
+                f[c.wire] += c.normal_force_n
+            trace.t.append(t)
+            trace.rel_position_m.append(p)
+            trace.rel_velocity_mps.append(vr)
+            trace.joints_rad.append(system.split(x)[0].copy())
+            trace.normal_force_n.append(f)
+            if energy:
+                trace.energy_j.append(system.energy(t, poses, x))
+            if progress is not None:
+                progress(t, p, vr)
+        if k == n_steps:
+            break
+        poses, x = system.step(t, dt_s, poses, x)
+        t = (k + 1) * dt_s
+    return trace, poses, x
+
+
+@dataclass
+class Outcome:
+    captured: bool
+    reason: str
+    rel_speed_mps: float
+    min_dist_to_axis_m: float
+
+
+def capture_outcome(system: SnareSystem, trace: Trace, settle_s: float = 1.0, speed_tol_mps: float = 0.005) -> Outcome:
+    """Seed 000 §6.1's criterion: captured when the relative velocity of LEE and GF is ~0 after the wires close.
+
+    Captured iff (a) the grapple shaft crosses the wire plane throughout, (b) at the end of the
+    tightening the grapple is held by the wires (within 2 grapple radii of the LEE axis, where the
+    closed wires pinch it), and (c) over the last ``settle_s`` of the run the relative speed stays
+    below ``speed_tol_mps``.
+    """
+    a = trace.arrays()
+    t, p, v = a['t'], a['rel_position_m'], a['rel_velocity_mps']
+    if np.any(~np.isfinite(p)):
+        return Outcome(False, 'grapple left the wire plane', float('nan'), float('nan'))
+    tail = t >= t[-1] - settle_s
+    speed = np.linalg.norm(v[tail], axis=1).max()
+    r_axis = np.linalg.norm(p[tail][:, 1:], axis=1).max()
+    if r_axis > 2.0 * system.grapple.radius_m:
+        return Outcome(False, f'grapple not pinched ({r_axis:.3f} m off the axis)', float(speed), float(r_axis))
+    if speed > speed_tol_mps:
+        return Outcome(False, f'relative speed {speed:.4f} m/s after the wires closed', float(speed), float(r_axis))
+    return Outcome(True, 'captured', float(speed), float(r_axis))

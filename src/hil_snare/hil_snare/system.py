@@ -1,0 +1,265 @@
+"""The snare-capture multibody: flexible-joint arm + wires + free target (plain Python, no rclpy).
+
+Equations (seed 000 Eqs. 3-4; seed 002 Eqs. 1-2):
+
+* links (Pinocchio ABA): ``M_a(q_a) q_a'' + C(q_a, q_a') = tau_g(delta, delta') + J_e^T F_e``
+* motors: ``M_m q_m'' + D q_m' + tau_g(delta, delta') = tau_c``, ``M_m = I_zz eta^2`` (Eq. 5),
+  ``delta = q_m - q_a``
+* target: a free rigid body at its CoM (seed 004 Eq. 2, :class:`hil_dynamics.rigid_body.RigidBody`)
+* the wire-grapple contact (:mod:`hil_snare.contact`) between the wires (in the LEE frame, or
+  fixed in the world when there is no arm) and the grapple shaft on the target.
+
+Integration: RKMK4 (:func:`hil_dynamics.lie_integrators.rkmk4_step`) on the target pose (and the
+arm's base pose when it floats) with classical RK4 on the vector states, fixed step; the
+controller's torque is held over a step. docs/snare.md has the step-size study behind the
+default ``dt_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pinocchio as pin
+
+from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.rigid_body import RigidBody
+from hil_snare.arms import ArmSpec, build_model
+
+
+@dataclass(frozen=True)
+class Grapple:
+    """The grapple fixture's shaft on the target: a cylinder in the target's CoM frame.
+
+    ``tip_m`` is the shaft's free end, ``axis`` (unit) points from its base to its tip.
+    """
+
+    tip_m: tuple
+    axis: tuple
+    length_m: float
+    radius_m: float
+
+    def __post_init__(self):
+        if not (self.length_m > 0.0 and self.radius_m > 0.0):
+            raise ValueError(f'grapple length_m and radius_m must be > 0, got {self.length_m!r}, {self.radius_m!r}')
+
+
+@dataclass
+class ArmConfig:
+    spec: ArmSpec
+    joint_law: object                 # SsrmsGearbox or BandedJoint
+    motor_inertia_kgm2: float         # I_zz eta^2 (Eq. 5)
+    motor_damping_nms_per_rad: float  # D (Table 4)
+    base: str = 'fixed'
+    pose_base_in_world: pin.SE3 = field(default_factory=pin.SE3.Identity)
+
+    def __post_init__(self):
+        if not (self.motor_inertia_kgm2 > 0.0 and math.isfinite(self.motor_inertia_kgm2)):
+            raise ValueError(f'motor_inertia_kgm2 must be > 0, got {self.motor_inertia_kgm2!r}')
+        if not (self.motor_damping_nms_per_rad >= 0.0):
+            raise ValueError(f'motor_damping_nms_per_rad must be >= 0, got {self.motor_damping_nms_per_rad!r}')
+
+
+@dataclass
+class ContactSample:
+    wire: int
+    delta_m: float
+    delta_dot_mps: float
+    normal_force_n: float
+    force_on_grapple_world: np.ndarray
+    point_world: np.ndarray
+
+
+class SnareSystem:
+    """State, derivative and one RK step of arm + wires + target.
+
+    The vector state is ``x = [q_joints, v, q_m, v_m, V_target]`` (``v`` includes the base twist
+    first when the base floats); the poses are ``[target CoM in world, (arm base in world)]``.
+    """
+
+    def __init__(self, target: RigidBody, grapple: Grapple, wires, law, arm: ArmConfig | None = None,
+                 pose_wires_in_world: pin.SE3 | None = None):
+        self.target = target
+        self.grapple = grapple
+        self.wires = wires
+        self.law = law
+        self.arm = arm
+        self.tau_c = None
+        self.contacts: list[ContactSample] = []
+        self.pose_wires_in_world = pose_wires_in_world or pin.SE3.Identity()
+        g_tip = np.asarray(grapple.tip_m, dtype=float)
+        g_axis = np.asarray(grapple.axis, dtype=float)
+        self._g_axis = g_axis / np.linalg.norm(g_axis)
+        self._g_base = g_tip - grapple.length_m * self._g_axis
+        if arm is not None:
+            self.model = build_model(arm.spec, arm.base, arm.pose_base_in_world)
+            self.data = self.model.createData()
+            self.frame_id = self.model.getFrameId('lee')
+            self.free = arm.base == 'free'
+            self.n = arm.spec.n_joints
+            self.nv = self.model.nv
+            self.tau_c = np.zeros(self.n)
+        else:
+            self.model = None
+            self.free = False
+            self.n = 0
+            self.nv = 0
+        self.nx = self.n + self.nv + 2 * self.n + 6 + 1    # last: the snare ring angle theta
+
+    # ---- state layout -------------------------------------------------------------------
+    def split(self, x):
+        n, nv = self.n, self.nv
+        q = x[:n]
+        v = x[n:n + nv]
+        qm = x[n + nv:2 * n + nv]
+        vm = x[2 * n + nv:3 * n + nv]
+        vt = x[3 * n + nv:3 * n + nv + 6]
+        return q, v, qm, vm, vt
+
+    def q_full(self, poses, q):
+        if self.free:
+            return np.concatenate([pin.SE3ToXYZQUAT(poses[1]), q])
+        return q
+
+    def initial_state(self, pose_target_in_world: pin.SE3, twist_target_body, q_joints=None, v=None,
+                      pose_base_in_world: pin.SE3 | None = None):
+        """Arm at rest unless ``v`` is given; motors on their links (zero twist, zero gearbox torque)."""
+        x = np.zeros(self.nx)
+        if self.arm is not None:
+            q_joints = np.zeros(self.n) if q_joints is None else np.asarray(q_joints, dtype=float)
+            v = np.zeros(self.nv) if v is None else np.asarray(v, dtype=float)
+            x[:self.n] = q_joints
+            x[self.n:self.n + self.nv] = v
+            x[self.n + self.nv:2 * self.n + self.nv] = q_joints
+            x[2 * self.n + self.nv:3 * self.n + self.nv] = v[self.nv - self.n:]
+        x[3 * self.n + self.nv:-1] = np.asarray(twist_target_body, dtype=float)
+        x[-1] = getattr(self.wires, 'theta0', 0.0)
+        poses = [pose_target_in_world]
+        if self.free:
+            poses.append(pose_base_in_world or self.arm.pose_base_in_world)
+        return poses, x
+
+    # ---- kinematics -----------------------------------------------------------------------
+    def lee_pose_and_twist(self, poses, q, v):
+        """Pose of the wire frame in the world and its body twist (LOCAL)."""
+        if self.arm is None:
+            return self.pose_wires_in_world, np.zeros(6)
+        qf = self.q_full(poses, q)
+        pin.forwardKinematics(self.model, self.data, qf, v)
+        pose = pin.updateFramePlacement(self.model, self.data, self.frame_id)
+        twist = pin.getFrameVelocity(self.model, self.data, self.frame_id, pin.LOCAL).vector
+        return pose, twist
+
+    def grapple_section(self, pose_lee, pose_target):
+        """Where the grapple axis pierces the wire plane: (point in LEE, point in target, in_shaft)."""
+        rel = pose_lee.actInv(pose_target)
+        base = rel.act(self._g_base)
+        axis = rel.rotation @ self._g_axis
+        if abs(axis[0]) < 1e-9:
+            return None, None, False
+        lam = (self.wires.x_wire_m - base[0]) / axis[0]
+        p_lee = base + lam * axis
+        p_target = self._g_base + lam * self._g_axis
+        return p_lee, p_target, 0.0 <= lam <= self.grapple.length_m
+
+    # ---- dynamics ---------------------------------------------------------------------------
+    def contact_forces(self, theta, pose_lee, twist_lee, pose_target, twist_target, record=False):
+        """(force on the grapple in LEE coordinates, section point in LEE and target frames), and theta_dot."""
+        p_lee, p_tgt, in_shaft = self.grapple_section(pose_lee, pose_target)
+        if record:
+            self.contacts = []
+        hits = self.wires.hits(theta, p_lee[1:], self.grapple.radius_m) if in_shaft else []
+        theta_dot = 0.0
+        if self.wires.has_drive:
+            f_static = sum(self.law.static_force(self.grapple.radius_m - h.distance_m) for h in hits)
+            theta_dot = self.wires.drive_rate(theta, f_static)
+        if not hits:
+            return None, theta_dot
+        # velocity of the grapple's material point relative to the LEE's, in LEE coordinates
+        v_tgt_world = pose_target.rotation @ (twist_target[:3] + np.cross(twist_target[3:], p_tgt))
+        v_lee_world = pose_lee.rotation @ (twist_lee[:3] + np.cross(twist_lee[3:], p_lee))
+        v_rel = pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
+        f = np.zeros(3)
+        for h in hits:
+            n3 = np.array([0.0, h.normal_yz[0], h.normal_yz[1]])
+            w_yz = self.wires.wire_velocity(theta, theta_dot, h) if theta_dot else (0.0, 0.0)
+            w3 = np.array([0.0, w_yz[0], w_yz[1]])
+            slip = v_rel - w3
+            delta = self.grapple.radius_m - h.distance_m
+            delta_dot = -float(n3 @ slip)
+            f_n = self.law.normal_force(delta, delta_dot)
+            v_t = slip - (n3 @ slip) * n3
+            fi = f_n * n3 + self.law.friction(f_n, v_t)
+            f += fi
+            if record:
+                self.contacts.append(ContactSample(h.wire, delta, delta_dot, f_n, pose_lee.rotation @ fi,
+                                                   pose_lee.act(p_lee)))
+        return (f, p_lee, p_tgt), theta_dot
+
+    def derivative(self, t, poses, x, record=False):
+        q, v, qm, vm, vt = self.split(x)
+        pose_t = poses[0]
+        pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
+        c, theta_dot = self.contact_forces(x[-1], pose_lee, twist_lee, pose_t, vt, record)
+        wrench_t = np.zeros(6)
+        tau_ext = np.zeros(self.nv)
+        if c is not None:
+            f_lee, p_lee, p_tgt = c
+            f_tgt_body = pose_t.rotation.T @ (pose_lee.rotation @ f_lee)
+            wrench_t[:3] = f_tgt_body
+            wrench_t[3:] = np.cross(p_tgt, f_tgt_body)
+            if self.arm is not None:
+                w_lee = np.concatenate([-f_lee, np.cross(p_lee, -f_lee)])
+                jac = pin.computeFrameJacobian(self.model, self.data, self.q_full(poses, q), self.frame_id, pin.LOCAL)
+                tau_ext = jac.T @ w_lee
+        vt_dot = self.target.acceleration(vt, wrench_t)
+        twists = [vt]
+        x_dot = np.empty_like(x)
+        if self.arm is not None:
+            n, nv = self.n, self.nv
+            va = v[nv - n:]
+            tau_g = self.arm.joint_law.torque(qm - q, vm - va)
+            tau = tau_ext
+            tau[nv - n:] += tau_g
+            a = pin.aba(self.model, self.data, self.q_full(poses, q), v, tau)
+            am = (self.tau_c - self.arm.motor_damping_nms_per_rad * vm - tau_g) / self.arm.motor_inertia_kgm2
+            x_dot[:n] = va
+            x_dot[n:n + nv] = a
+            x_dot[n + nv:2 * n + nv] = vm
+            x_dot[2 * n + nv:3 * n + nv] = am
+            if self.free:
+                twists.append(v[:6])
+        x_dot[3 * self.n + self.nv:-1] = vt_dot
+        x_dot[-1] = theta_dot
+        return np.asarray(twists), x_dot
+
+    def step(self, t, dt, poses, x):
+        return rkmk4_step(t, dt, poses, x, self.derivative)
+
+    # ---- invariants ---------------------------------------------------------------------------
+    def energy(self, t, poses, x) -> float:
+        """Kinetic energy of links, motors and target + gearbox and wire potentials [J]."""
+        q, v, qm, vm, vt = self.split(x)
+        e = self.target.kinetic_energy(vt)
+        if self.arm is not None:
+            qf = self.q_full(poses, q)
+            mass = pin.crba(self.model, self.data, qf)
+            mass = np.triu(mass) + np.triu(mass, 1).T
+            e += 0.5 * float(v @ mass @ v) + 0.5 * self.arm.motor_inertia_kgm2 * float(vm @ vm)
+            e += self.arm.joint_law.energy(qm - q)
+        pose_lee, _ = self.lee_pose_and_twist(poses, q, v)
+        p_lee, _, in_shaft = self.grapple_section(pose_lee, poses[0])
+        if in_shaft:
+            for h in self.wires.hits(x[-1], p_lee[1:], self.grapple.radius_m):
+                e += self.law.potential(self.grapple.radius_m - h.distance_m)
+        return e
+
+    def linear_momentum(self, poses, x) -> np.ndarray:
+        """Total linear momentum of target and arm in the world frame."""
+        q, v, _, _, vt = self.split(x)
+        p = poses[0].rotation @ (self.target.mass_kg * vt[:3])
+        if self.arm is not None:
+            pin.computeCentroidalMomentum(self.model, self.data, self.q_full(poses, q), v)
+            p = p + self.data.hg.linear
+        return p

@@ -1,0 +1,25 @@
+from setuptools import find_packages, setup
+
+PACKAGE = 'hil_snare'
+
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    package_data={PACKAGE: ['scenarios/*.yaml']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='HIL stack maintainers',
+    maintainer_email='hil-dev@example.invalid',
+    description='Snare-wire capture simulators: flexible-joint SSRMS and JEMRMS, wire-grapple contact, camera-frame control, HTV capture (seeds 000 and 002).',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+        ],
+    },
+)
