@@ -91,90 +91,90 @@ def capture_metrics(scenario, hil: HilMission, rec: MissionRecord, ref_rec: Miss
     return out
 
 
-# -- plots in the style of seed 004 ---------------------------------------------------------------
-def _plt():
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    _plt().close(fig)
-    return path
-
-
+# -- plots in the style of seed 004 (hil_bringup.plot_style) -------------------------------------
 def plot_fig8_fig9(hil: MissionRecord, ref: MissionRecord, out: Path, title: str, suffix: str = '',
                    label: str = 'HIL (relative formulation)') -> list[Path]:
-    plt = _plt()
+    """Fig. 8 (relative position) and Fig. 9 (relative attitude as a rotation vector), the HIL run
+    over the absolute reference, with the error below each (position per axis, attitude as an angle)."""
+    from hil_bringup import plot_style as ps
+
+    n = min(len(hil.t), len(ref.t))
+    t = hil.t[:n]
     paths = []
-    for name, data, labels, unit, scale in (
-            (f'fig08_relative_position{suffix}.png', 'pos_base_in_client', ('x', 'y', 'z'), 'm', 1.0),
-            (f'fig09_relative_orientation{suffix}.png', 'rpy_base_in_client', ('roll', 'pitch', 'yaw'), 'rad', 1.0)):
-        fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
-        a, b = getattr(hil, data) * scale, getattr(ref, data) * scale
-        for i, ax in enumerate(axes):
-            ax.plot(hil.t, a[:, i], color='tab:blue', label=label)
-            ax.plot(ref.t, b[:, i], 'k--', label='absolute reference (GNCDE)')
-            ax.set_ylabel(f'{labels[i]} [{unit}]')
-            ax2 = ax.twinx()
-            n = min(len(a), len(b))
-            ax2.plot(hil.t[:n], (a[:n, i] - b[:n, i]), color='tab:red', lw=0.7, alpha=0.7)
-            ax2.set_ylabel('HIL - ref', color='tab:red', fontsize=8)
-        axes[0].legend(fontsize=8)
-        axes[0].set_title(f'{title}: servicer CoM relative to the client CoM')
-        axes[-1].set_xlabel('t [s]')
-        paths.append(_save(fig, out / name))
+    rot_hil, rot_ref = ps.rotation_vectors(hil.rpy_base_in_client), ps.rotation_vectors(ref.rpy_base_in_client)
+    for name, a, b, quantity, unit in (
+            (f'fig08_relative_position{suffix}.png', hil.pos_base_in_client, ref.pos_base_in_client, 'p', 'm'),
+            (f'fig09_relative_orientation{suffix}.png', rot_hil, rot_ref, 'rotation vector', 'rad')):
+        fig, axes = ps.figure(4, 1, title=f'{title}: servicer CoM relative to the client CoM (cf. seed 004 '
+                                          f'{"Fig. 8" if unit == "m" else "Fig. 9, as a rotation vector"})')
+        for i, axis in enumerate('xyz'):
+            ax = axes[i, 0]
+            ax.plot(hil.t, a[:, i], label=label, **ps.UNDER_TEST)
+            ax.plot(ref.t, b[:, i], label='absolute reference (GNCDE)', **ps.REFERENCE)
+            ps.label(ax, f'{quantity} {axis}', unit)
+        ps.legend(axes[0, 0])
+        if unit == 'm':
+            err = np.linalg.norm(a[:n] - b[:n], axis=1)
+            ps.label(axes[3, 0], 'position error |HIL - reference|', 'm', 't [s]')
+        else:
+            err = ps.angle_between(hil.rpy_base_in_client[:n], ref.rpy_base_in_client[:n])
+            ps.label(axes[3, 0], 'attitude error angle', 'rad', 't [s]')
+        ps.error_axis(axes[3, 0], t, err, 'HIL vs reference')
+        paths.append(ps.save(fig, out / name))
     return paths
 
 
 def plot_fig12(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(12, 7), sharex=True)
+    from hil_bringup import plot_style as ps
+
+    fig, axes = ps.figure(2, 2, width=12.0, row_height=3.2,
+                          title='Envisat capture (cf. seed 004 Fig. 12): OBSW errors and actuation')
     t = rec.t
     for i, axis in enumerate('xyz'):
-        axes[0, 0].plot(t, rec.tool_error[:, i] * 1e3, label=f'{axis}')
-        axes[0, 1].plot(t, rec.base_error[:, i] * 1e3, label=f'{axis}')
+        axes[0, 0].plot(t, rec.tool_error[:, i] * 1e3, label=f'dp_m,{axis}')
+        axes[0, 1].plot(t, rec.base_error[:, i] * 1e3, label=f'dp_b,{axis}')
         axes[1, 1].plot(t, rec.wrench_base_com[:, i], label=f'F_b,{axis}')
     for j in range(rec.tau_arm.shape[1]):
         axes[1, 0].plot(t, rec.tau_arm[:, j], lw=0.8, label=f'tau_{j + 1}')
-    axes[0, 0].set(ylabel='manipulator error dp_m [mm]', title='tool to grasp fixture (OBSW)')
-    axes[0, 1].set(ylabel='base error dp_b [mm]', title='base to synchronisation set point (OBSW)')
-    axes[1, 0].set(ylabel='arm torque tau [N m]', xlabel='t [s]')
-    axes[1, 1].set(ylabel='thruster force F_b [N]', xlabel='t [s]')
+    for ax, (title, quantity, unit) in zip(axes.flat, (
+            ('manipulator error: tool to grasp fixture', 'dp_m', 'mm'),
+            ('base error: to the synchronisation set point', 'dp_b', 'mm'),
+            ('arm joint torques (Eq. 22)', 'tau', 'N m'), ('thruster force on the base', 'F_b', 'N'))):
+        ax.set_title(title, fontsize=9)
+        ps.label(ax, quantity, unit)
+    for ax in axes[1]:
+        ax.set_xlabel('t [s]')
     for ax in axes.flat:
-        for name in ('approach', 'grasp'):
-            if name in phase_times:
-                ax.axvline(phase_times[name], color='k', ls='--', lw=0.8)
-        ax.legend(fontsize=7, ncol=2)
-    fig.suptitle('Envisat capture (cf. seed 004 Fig. 12); dashed: approach start and grasp')
-    return _save(fig, out / 'fig12_errors_and_actuation.png')
+        ps.mark_events(ax, phase_times, ('approach', 'grasp', 'post_grasp'))
+        ps.legend(ax, ncol=2)
+    return ps.save(fig, out / 'fig12_errors_and_actuation.png')
 
 
 def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
-    plt = _plt()
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    from hil_bringup import plot_style as ps
+
+    fig, axes = ps.figure(2, 1, width=9.0, row_height=3.0,
+                          title='Servicer velocity relative to the client (cf. seed 004 Fig. 13)')
     for i, axis in enumerate('xyz'):
-        axes[0].plot(rec.t, np.degrees(rec.twist_base_rel_client[:, 3 + i]), label=f'w_{axis}')
-        axes[1].plot(rec.t, rec.twist_base_rel_client[:, i] * 1e3, label=f'v_{axis}')
-    axes[0].axhspan(-0.05, 0.05, color='green', alpha=0.15, label='+-0.05 deg/s')
-    axes[1].axhspan(-1.0, 1.0, color='green', alpha=0.15, label='+-1 mm/s')
-    axes[0].set(ylabel='[deg/s]', title='Servicer velocity relative to the client (cf. seed 004 Fig. 13)')
-    axes[1].set(ylabel='[mm/s]', xlabel='t [s]')
-    for ax in axes:
-        if 'grasp' in phase_times:
-            ax.axvline(phase_times['grasp'], color='k', ls='--', lw=0.8)
-        ax.legend(fontsize=8, ncol=4)
-    return _save(fig, out / 'fig13_relative_velocity.png')
+        axes[0, 0].plot(rec.t, np.degrees(rec.twist_base_rel_client[:, 3 + i]), label=f'w_{axis}')
+        axes[1, 0].plot(rec.t, rec.twist_base_rel_client[:, i] * 1e3, label=f'v_{axis}')
+    axes[0, 0].axhspan(-0.05, 0.05, color='green', alpha=0.15, label='settled band +-0.05 deg/s')
+    axes[1, 0].axhspan(-1.0, 1.0, color='green', alpha=0.15, label='settled band +-1 mm/s')
+    ps.label(axes[0, 0], 'relative angular velocity', 'deg/s')
+    ps.label(axes[1, 0], 'relative linear velocity', 'mm/s', 't [s]')
+    for ax in axes.flat:
+        ps.mark_events(ax, phase_times, ('grasp',))
+        ps.legend(ax, ncol=3)
+    return ps.save(fig, out / 'fig13_relative_velocity.png')
 
 
 def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -> Path:
     """A 3-D picture of the capture in the client frame at a few instants (arm from Pinocchio FK)."""
     from hil_dynamics.servicer import ServicerModel
 
-    plt = _plt()
+    from hil_bringup import plot_style as ps
+
+    plt = ps.pyplot()
     s = scenario.servicer
     model = ServicerModel(s.urdf, s.ee_frame)
     grasp = scenario.client.pose_grasp_in_client.translation
@@ -202,7 +202,7 @@ def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -
         if k == 0:
             ax.legend(fontsize=7, loc='upper left')
     fig.suptitle('Envisat capture in the client frame (Envisat body partly drawn; servicer base, LBR iiwa 14 + gripper)')
-    return _save(fig, out / 'capture_render.png')
+    return ps.save(fig, out / 'capture_render.png')
 
 
 def _box(ax, pose: pin.SE3, size, color) -> None:

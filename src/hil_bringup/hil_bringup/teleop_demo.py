@@ -48,24 +48,17 @@ RECORD_HZ = 50.0
 
 # -- plots in the style of seed 001 Figs. 8-17 ---------------------------------------------
 def _figure(path: Path, title: str, panels):
-    """``panels`` = [(ylabel, [(t, y, label), ...]), ...] stacked vertically, time in s."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+    """``panels`` = [(ylabel with unit, [(t, y, label), ...]), ...] stacked vertically, time in s."""
+    from hil_bringup import plot_style as ps
 
-    fig, axes = plt.subplots(len(panels), 1, figsize=(7.0, 2.6 * len(panels)), sharex=True, squeeze=False)
+    fig, axes = ps.figure(len(panels), 1, width=7.0, row_height=2.6, title=title)
     for ax, (ylabel, series) in zip(axes[:, 0], panels):
         for t, y, label in series:
             ax.plot(t, y, label=label, linewidth=1.0)
         ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
-        ax.legend(loc='best', fontsize=8)
-    axes[-1, 0].set_xlabel('time [s]')
-    axes[0, 0].set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        ps.legend(ax)
+    axes[-1, 0].set_xlabel('t [s]')
+    return ps.save(fig, path)
 
 
 def plot_step(run: TeleopRun, out: Path, mass_kg: float) -> list[Path]:
