@@ -1,0 +1,1 @@
+"""Campaigns over the lockstep runners on Dask distributed (issue 14)."""

@@ -1,0 +1,332 @@
+"""One interface over the lockstep runners: ``run(scenario, overrides, seed) -> metrics``.
+
+Campaigns call every runner the same way (issue 14; issue 16 item 2's "scenario in,
+record and metrics out"). The runners themselves stay where they are
+(``hil_bringup.mission``, ``hil_bringup.twin_validation``, ``hil_teleop.lockstep``); the
+adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
+validated by the scenario's own loader), run, and reduce the run to a flat dict of
+numbers and booleans. ``runner.*`` overrides are the adapter's own knobs (:class:`Option`).
+
+================================  ============================================================
+name                              what runs
+================================  ============================================================
+``envisat_hil``                   :class:`hil_bringup.mission.HilMission` (seed 004 Fig. 7, ideal
+                                  robots) with F/T noise and command delay
+                                  (:class:`hil_campaign.envisat.ImperfectLabMission`)
+``envisat_absolute``              :class:`hil_bringup.mission.AbsoluteMission`, the reference
+``envisat_twin_unforced``         :func:`hil_bringup.twin_validation.run_unforced_validation`
+                                  (seed 004 Figs. 8-9 with the MuJoCo twin in the loop)
+``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
+``client_unforced``               the client alone, Eq. (2) torque-free (a cheap real runner for
+                                  engine tests and the overhead benchmark)
+================================  ============================================================
+
+Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import yaml
+
+from hil_campaign.overrides import Option, OverrideError, load_with_overrides, resolve_options, split_overrides
+from hil_common.fields import ScenarioError
+
+
+@dataclass(frozen=True)
+class ScenarioSource:
+    """A scenario's raw YAML mapping and where it came from (shipped to workers as data, so a
+    cluster's workers need not see the campaign's files)."""
+
+    source: str
+    data: dict
+
+    @classmethod
+    def resolve(cls, name_or_path: str | Path, relative_to: Path | None = None) -> 'ScenarioSource':
+        """A path (absolute, or relative to ``relative_to`` then the working directory) or the name of
+        a scenario shipped with hil_bringup (``envisat_capture``)."""
+        from hil_bringup.scenario import scenario_path
+
+        text = str(name_or_path)
+        if Path(text).suffix in ('.yaml', '.yml'):
+            candidates = [Path(text)] if Path(text).is_absolute() else \
+                ([relative_to / text] if relative_to is not None else []) + [Path(text)]
+            path = next((p for p in candidates if p.is_file()), None)
+            if path is None:
+                raise ScenarioError(f"scenario file '{text}' not found (looked in: {', '.join(map(str, candidates))})")
+        else:
+            path = scenario_path(text)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f'{path}: not valid YAML ({exc})') from exc
+        if not isinstance(data, dict):
+            raise ScenarioError(f'{path}: a scenario must be a mapping')
+        return cls(text if path.suffix != Path(text).suffix else str(path), data)
+
+
+class Runner:
+    """Base of the adapters: validate overrides and options, load the scenario, simulate."""
+
+    name = ''
+    default_scenario = ''
+    description = ''
+    options: tuple[Option, ...] = ()
+    metrics: Mapping[str, str] = {}
+
+    def loader(self, path: Path):
+        raise NotImplementedError
+
+    def derived_overrides(self, raw: Mapping[str, Any], options: dict) -> dict:
+        """Scenario overrides computed from options (e.g. a tumble rate into the twist)."""
+        return {}
+
+    def simulate(self, scenario, options: dict, seed: int) -> dict:
+        raise NotImplementedError
+
+    def prepare(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any]):
+        """``(loaded scenario, options)``: every error names the override or the field."""
+        source = scenario if isinstance(scenario, ScenarioSource) else ScenarioSource.resolve(scenario)
+        fields, given = split_overrides(dict(overrides))
+        options = resolve_options(self.options, given, self.name)
+        derived = self.derived_overrides(source.data, options)
+        clash = sorted(set(derived) & set(fields))
+        if clash:
+            raise OverrideError(f"override '{clash[0]}' is also set by this runner's options; give one of them")
+        return load_with_overrides(self.loader, source.data, source.source, {**fields, **derived}), options
+
+    def run(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any] | None = None,
+            seed: int = 0) -> dict:
+        """Run once; a flat dict of this runner's metrics (numbers, booleans)."""
+        loaded, options = self.prepare(scenario, overrides or {})
+        out = self.simulate(loaded, options, int(seed))
+        missing = sorted(set(self.metrics) - set(out))
+        if missing:
+            raise RuntimeError(f'runner {self.name!r} did not produce the metrics {missing}')
+        return {k: out[k] for k in self.metrics}
+
+
+# -- Envisat ---------------------------------------------------------------------------------------
+_TUMBLE_OPTIONS = (
+    Option('tumble_rate_deg_s', None, "client spin rate, signed along the spin axis (default: the scenario's)",
+           min=-20.0, max=20.0),
+    Option('tumble_axis_tilt_deg', 0.0, "tilt of the spin axis about client x from the scenario's axis",
+           min=-90.0, max=90.0),
+    Option('record_every_s', 0.05, 'record decimation', min=0.001, max=10.0),
+)
+
+_CAPTURE_METRICS = {
+    'capture_success': 'gripper latched and stayed latched',
+    'grasp_time_s': 'latch time [s] (NaN: no grasp)',
+    'peak_contact_force_n': 'peak contact force on the tool [N]',
+    'peak_contact_torque_nm': 'peak contact torque on the tool [N m]',
+    'momentum_error_linear': 'largest relative change of the linear momentum after the grasp',
+    'momentum_error_angular': 'largest relative change of the angular momentum after the grasp',
+    'settle_time_s': 'relative velocity settled (1 mm/s, 0.05 deg/s) after the grasp [s]',
+    'final_relative_speed_mm_s': 'servicer speed relative to the client at the end [mm/s]',
+    'final_relative_rate_deg_s': 'servicer rate relative to the client at the end [deg/s]',
+    'max_thrust_n': 'largest thruster force component [N]',
+    'max_joint_torque_nm': 'largest arm joint torque [N m]',
+    'client_table_exit_s': "client table command leaves its workspace box [s] (NaN: never)",
+}
+
+
+class _EnvisatRunner(Runner):
+    default_scenario = 'envisat_capture'
+
+    def loader(self, path: Path):
+        from hil_bringup.scenario import load_scenario
+
+        return load_scenario(path)
+
+    def derived_overrides(self, raw, options):
+        from hil_campaign.envisat import tumble_twist
+
+        if options['tumble_rate_deg_s'] is None and options['tumble_axis_tilt_deg'] == 0.0:
+            return {}
+        twist = (raw.get('client') or {}).get('twist_client_body_0')
+        if not isinstance(twist, list) or len(twist) != 6:
+            raise OverrideError("override 'runner.tumble_rate_deg_s': the scenario's client.twist_client_body_0 "
+                                'is not a list of 6 numbers')
+        return {'client.twist_client_body_0': tumble_twist(twist, options['tumble_rate_deg_s'],
+                                                           options['tumble_axis_tilt_deg'])}
+
+
+class EnvisatHilRunner(_EnvisatRunner):
+    name = 'envisat_hil'
+    description = 'Envisat capture, HIL loop with ideal robots (seed 004 Fig. 7), F/T noise and command delay'
+    options = _TUMBLE_OPTIONS + (
+        Option('ft_noise_force_n', 0.0, 'F/T noise, standard deviation per force axis [N]', min=0.0, max=100.0),
+        Option('ft_noise_torque_nm', 0.0, 'F/T noise, standard deviation per torque axis [N m]', min=0.0, max=100.0),
+        Option('command_delay_s', 0.0, 'robot command transport delay [s] (whole admittance periods)', min=0.0, max=1.0),
+    )
+    metrics = _CAPTURE_METRICS
+
+    def simulate(self, scenario, options, seed):
+        from hil_campaign.envisat import ImperfectLabMission, capture_metrics
+
+        try:
+            mission = ImperfectLabMission(scenario, options['ft_noise_force_n'], options['ft_noise_torque_nm'],
+                                          options['command_delay_s'], seed)
+        except ValueError as exc:
+            raise OverrideError(f"override 'runner.command_delay_s': {exc}") from None
+        rec = mission.run(scenario.mission['duration_s'], options['record_every_s'])
+        return capture_metrics(mission, rec, mission.peak_contact_force_n, mission.peak_contact_torque_nm)
+
+
+class EnvisatAbsoluteRunner(_EnvisatRunner):
+    name = 'envisat_absolute'
+    description = 'Envisat capture, absolute reference ("GNCDE"): free-floating servicer and client in orbit'
+    options = _TUMBLE_OPTIONS
+    metrics = _CAPTURE_METRICS
+
+    def simulate(self, scenario, options, seed):
+        from hil_bringup.mission import AbsoluteMission
+        from hil_campaign.envisat import capture_metrics
+
+        mission = AbsoluteMission(scenario)
+        rec = mission.run(scenario.mission['duration_s'], options['record_every_s'])
+        return capture_metrics(mission, rec)
+
+
+class EnvisatTwinUnforcedRunner(_EnvisatRunner):
+    name = 'envisat_twin_unforced'
+    description = 'unforced validation with the MuJoCo lab twin in the loop against the absolute reference (seed 004 Figs. 8-9)'
+    options = (
+        Option('duration_s', None, "run length [s] (default: the scenario's unforced_validation.duration_s)",
+               min=0.01, max=3600.0),
+        Option('delay_compensation', True, "the motion tables' predictor of the robots' response delay"),
+        Option('record_every_s', 0.1, 'record decimation', min=0.001, max=10.0),
+    )
+    metrics = {
+        'measured_position_error_m': 'max |relative position measured on the robots - reference| [m]',
+        'measured_angle_error_rad': 'max relative attitude error, measured on the robots [rad]',
+        'integrated_position_error_m': 'idem from the admittances\' Eq. (23) states [m]',
+        'integrated_angle_error_rad': 'idem [rad]',
+        'relative_motion_range_m': 'largest range of the reference relative position over the run [m]',
+        'table_faults': 'motion-table faults counted over the run',
+    }
+
+    def derived_overrides(self, raw, options):
+        return {}
+
+    def simulate(self, scenario, options, seed):
+        import dataclasses
+
+        from hil_bringup.twin_validation import run_unforced_validation, validation_scenario, validation_twin_config
+
+        # The twin's F/T noise is seeded per run (sensor i: seed + i).
+        config = validation_twin_config(validation_scenario(scenario))
+        robots = tuple(dataclasses.replace(r, ft=dataclasses.replace(r.ft, seed=seed + 1 + i)) if r.ft is not None else r
+                       for i, r in enumerate(config.robots))
+        arm = dataclasses.replace(config.arm, wrist_ft=dataclasses.replace(config.arm.wrist_ft, seed=seed))
+        out = run_unforced_validation(scenario, options['duration_s'], options['record_every_s'],
+                                      twin_config=dataclasses.replace(config, robots=robots, arm=arm),
+                                      delay_compensation=options['delay_compensation'])
+        m, i = out['measured_vs_reference'], out['integrated_vs_reference']
+        return {'measured_position_error_m': m['max_position_error_m'], 'measured_angle_error_rad': m['max_angle_error_rad'],
+                'integrated_position_error_m': i['max_position_error_m'], 'integrated_angle_error_rad': i['max_angle_error_rad'],
+                'relative_motion_range_m': float(max(out['relative_motion_range_m'])),
+                'table_faults': float(sum(sum(c.values()) for c in out['table_faults'].values()))}
+
+
+# -- teleop (seed 001) -----------------------------------------------------------------------------
+class TeleopRunner(Runner):
+    name = 'teleop'
+    default_scenario = 'massive_payload_teleop'
+    description = 'delayed teleoperation of a massive payload, HILS 2 with the scripted operator (seed 001)'
+    options = (Option('duration_s', None, "run length [s] (default: the scenario's, last pull + delay + settle)",
+                      min=0.01, max=3600.0),)
+    metrics = {
+        'alignment_error_m': 'max |x_vir(t - delay) - x_s(t)| along the pulls (seed 001 Figs. 16-17) [m]',
+        'mean_abs_force_slave_n': 'mean |f_s,x| [N]',
+        'mean_abs_force_virtual_n': 'mean |f_vir,x| [N]',
+        'force_mse_n2': 'Eq. (11): mean ||f_s||^2 [N^2]',
+        'stale_fraction': 'fraction of steps the slave saw a stale command',
+        'payload_travel_m': 'payload displacement along x at the end [m]',
+    }
+
+    def loader(self, path: Path):
+        from hil_teleop.scenario import load_teleop_scenario
+
+        return load_teleop_scenario(path)
+
+    def simulate(self, scenario, options, seed):
+        import dataclasses
+
+        from hil_teleop.experiments import hils2_agreement
+        from hil_teleop.lockstep import mse, run_teleop
+
+        config = dataclasses.replace(scenario.config, seed=seed)
+        duration = options['duration_s'] if options['duration_s'] is not None else scenario.duration_s()
+        if duration <= config.delay_s:
+            raise OverrideError(f"override 'runner.duration_s': {duration} s must exceed the delay ({config.delay_s} s) "
+                                'to compare the virtual arm with the slave')
+        run = run_teleop(config, scenario.operator(), duration)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', RuntimeWarning)     # pull windows beyond a short run are empty
+            agreement = hils2_agreement(run)
+        return {'alignment_error_m': agreement.max_position_error_m,
+                'mean_abs_force_slave_n': agreement.mean_abs_force_slave_n,
+                'mean_abs_force_virtual_n': agreement.mean_abs_force_virtual_n,
+                'force_mse_n2': mse(run.f_s[:, :3]), 'stale_fraction': float(np.mean(run.stale)),
+                'payload_travel_m': float(run.x_payload[-1, 0] - run.x_payload[0, 0])}
+
+
+# -- a cheap real runner ---------------------------------------------------------------------------
+class ClientUnforcedRunner(Runner):
+    name = 'client_unforced'
+    default_scenario = 'envisat_capture'
+    description = "the client alone, torque-free (seed 004 Eq. 2) in orbit, from the scenario's client section"
+    options = (Option('duration_s', 1.0, 'simulated time [s]', min=0.0, max=1e5),
+               Option('dt_s', 0.01, 'integration step [s]', min=1e-5, max=10.0))
+    metrics = {
+        'final_position_x_m': 'client CoM in orbit at the end, x [m]',
+        'final_position_y_m': 'idem y [m]',
+        'final_position_z_m': 'idem z [m]',
+        'rotation_angle_rad': 'rotation angle of the client attitude at the end, |log3 R| [rad]',
+        'energy_drift_rel': 'relative change of the kinetic energy (0 for the exact solution)',
+        'momentum_drift_rel': 'relative change of the orbit-frame momentum [p; L] (0 for the exact solution)',
+    }
+
+    def loader(self, path: Path):
+        from hil_bringup.scenario import load_scenario
+
+        return load_scenario(path)
+
+    def simulate(self, scenario, options, seed):
+        import pinocchio as pin
+
+        from hil_dynamics.client import AbsoluteRigidBody
+
+        c = scenario.client
+        body = AbsoluteRigidBody(c.body, c.twist_client_body_0)
+        e0 = c.body.kinetic_energy(body.twist_body)
+        h0 = c.body.momentum_in_parent(body.pose_in_orbit, body.twist_body)
+        n = int(round(options['duration_s'] / options['dt_s']))
+        for _ in range(n):
+            body.step(np.zeros(6), options['dt_s'])
+        e1 = c.body.kinetic_energy(body.twist_body)
+        h1 = c.body.momentum_in_parent(body.pose_in_orbit, body.twist_body)
+        p = body.pose_in_orbit.translation
+        scale = float(np.linalg.norm(h0))
+        return {'final_position_x_m': float(p[0]), 'final_position_y_m': float(p[1]), 'final_position_z_m': float(p[2]),
+                'rotation_angle_rad': float(np.linalg.norm(pin.log3(body.pose_in_orbit.rotation))),
+                'energy_drift_rel': float(abs(e1 - e0) / e0) if e0 > 0 else 0.0,
+                'momentum_drift_rel': float(np.linalg.norm(h1 - h0) / scale) if scale > 0 else 0.0}
+
+
+RUNNERS: dict[str, Runner] = {r.name: r for r in (EnvisatHilRunner(), EnvisatAbsoluteRunner(),
+                                                  EnvisatTwinUnforcedRunner(), TeleopRunner(), ClientUnforcedRunner())}
+
+
+def get_runner(name: str) -> Runner:
+    try:
+        return RUNNERS[name]
+    except KeyError:
+        raise OverrideError(f'unknown runner {name!r} (runners: {sorted(RUNNERS)})') from None
