@@ -4,14 +4,21 @@ The fastest arrangement measured by ``bench/bench_envisat.py`` (``fused``): the 
 objects as ``client_admittance_node`` (:class:`hil_dynamics.client.ClientAdmittance`, via its
 ``build_rule``) and ``motion_table_node`` (:class:`hil_motion_table.table.MotionTable`, via its
 ``build_table``), run back to back in the F/T subscription's callback, so there is no timer
-and no DDS hop between them. The loop is clocked by the sensor: one Eq. (11) step of
-``1 / rate_hz`` per sample, and only the newest sample is kept (a late callback skips, it
-does not queue).
+and no DDS hop between them. The rule with its safety policy is
+:class:`hil_bringup.client_hot_path.ClientHotPath`: Eq. (11) in steps of ``1 / rate_hz``
+paced on the monotonic clock (a sample with no step due commands nothing; a late one runs
+the steps due), the table's limits on its own monotonic clock, wrenches in another frame
+than ``wrench_frame_id`` refused and counted, a wrench above ``max_force_n`` /
+``max_torque_nm`` or non-finite latches a fault (hold) until ``client/hot_path/reset``, and
+stale ``joint_states`` hold until they are fresh again for ``joint_states_recover_s``
+(``auto_recover``). Only the newest sample is kept (a late callback skips, it does not queue).
 
 Topics: in ``client/ft/wrench``, ``client/joint_states``; out
 ``client/forward_position_controller/commands`` (the robot command), ``client/state``
 (Odometry, Eq. 23, every ``state_decimation``-th sample) and ``client/table/pose_cmd`` (``g_c``,
-same decimation, for recording). Parameters: those of both nodes, plus ``realtime_priority``
+same decimation, for recording), ``client/hot_path/status`` (DiagnosticStatus: ERROR and the
+reason while holding, every 0.5 s and on change); service ``client/hot_path/reset``
+(std_srvs/Trigger). Parameters: those of both nodes, plus ``realtime_priority``
 and ``cpu_affinity`` (:mod:`hil_common.realtime`: SCHED_FIFO for every thread of the node, as a
 lab runs its control loop). If the F/T stream stops (a sensor fault) nothing is commanded and
 the position-controlled robot holds.
@@ -21,20 +28,22 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 
-import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 
 from hil_admittance import client_admittance_node as client_node
+from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
-from hil_dynamics.se3 import transform_wrench
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.messages import flange_target_from_body_motion, home_pose, reorder
 
@@ -43,27 +52,43 @@ PARAMS = [*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in {
           Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
                 'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
                 min=0, max=99),
-          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023)]
+          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
+          Param('max_force_n', 1.0e4, 'A wrench whose force magnitude exceeds this latches a fault (hold) [N]',
+                min=1e-6),
+          Param('max_torque_nm', 5.0e3, 'A wrench whose torque magnitude exceeds this latches a fault (hold) [N m]',
+                min=1e-6),
+          Param('wrench_frame_id', 'ft_sensor', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame); "
+                'other frames are refused and counted, an empty one is accepted and counted'),
+          Param('joint_states_recover_s', 0.5, 'After stale joint_states, command again once they have been fresh '
+                'this long [s]', min=0.0, max=60.0),
+          Param('auto_recover', True, 'Recover from stale joint_states on its own (else only client/hot_path/reset)')]
 
 
 class ClientHotPathNode(Node):
     def __init__(self):
         super().__init__('client_hot_path')
         p = declare_parameters(self, PARAMS)
-        self.rule, self.pose_sensor_in_client = client_node.build_rule(p)
+        admittance, pose_sensor_in_client = client_node.build_rule(p)
         self.table = table_node.build_table(p)
         self.home = home_pose(self.table.kin) if p['command_frame'] == 'home' else None
         self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
+        self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p['rate_hz'],
+                                  max_catch_up=p['max_catch_up'], max_force_n=p['max_force_n'],
+                                  max_torque_nm=p['max_torque_nm'], wrench_frame_id=p['wrench_frame_id'],
+                                  joint_states_timeout_s=p['joint_states_timeout_s'],
+                                  recover_after_s=p['joint_states_recover_s'], auto_recover=p['auto_recover'],
+                                  table_target=self.table_target)
         self.names = tuple(self.table.kin.joint_names)
-        self.dt = 1.0 / p['rate_hz']
         self.decimation = p['state_decimation']
-        self.q_measured = None
         self.samples = 0
-        self.rejected = 0
+        self.last_status = None
         self.frames = (p['orbit_frame'], p['nominal_frame'], p['client_frame'])
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
+        self.pub_status = self.create_publisher(DiagnosticStatus, 'client/hot_path/status', 10)
+        self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
+        self.create_timer(0.5, self.publish_status)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1)   # newest sample only
         # Everything built so far (models, rules, rclpy entities) lives as long as the node: move it
@@ -75,25 +100,27 @@ class ClientHotPathNode(Node):
             ok, message = make_realtime(p['realtime_priority'], cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
+    def table_target(self, pose_client_in_nominal):
+        """The table's target for ``g_c`` (command_frame)."""
+        if self.home is None:
+            return pose_client_in_nominal
+        return flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose_client_in_nominal)
+
     def on_joints(self, msg):
-        q = reorder(msg.name, msg.position, self.names)
-        if q is None:
-            self.rejected += 1
-            return
-        self.q_measured = q
-        if not self.table.initialized:
-            self.table.initialize(q)
+        self.rule.joint_states(reorder(msg.name, msg.position, self.names), time.monotonic())
 
     def on_wrench(self, msg):
-        wrench = wrench_from_msg(msg.wrench)
-        if self.q_measured is None or not np.all(np.isfinite(wrench)):
-            self.rejected += self.q_measured is not None
+        out = self.rule.wrench(wrench_from_msg(msg.wrench), msg.header.frame_id, time.monotonic())
+        if out is None:
             return
-        state = self.rule.step(transform_wrench(self.pose_sensor_in_client, wrench), self.dt)
-        pose = state.pose_client_in_nominal
-        target = flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose) if self.home else pose
-        out = self.table.step(target, q_measured=self.q_measured, t=state.t)
         self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
+        status = (out.holding, out.reason, self.rule.latched)
+        if status != self.last_status:
+            self.last_status = status
+            self.publish_status()
+        if out.state is None:
+            return
+        state, pose = out.state, out.state.pose_client_in_nominal
         self.samples += 1
         if self.samples % self.decimation == 0:
             stamp = self.get_clock().now().to_msg()
@@ -107,6 +134,20 @@ class ClientHotPathNode(Node):
             cmd.header.stamp, cmd.header.frame_id = stamp, self.frames[1]
             pose_to_msg(pose, cmd.pose)
             self.pub_pose.publish(cmd)
+
+
+    def publish_status(self) -> None:
+        level, message, values = self.rule.status(time.monotonic())
+        msg = DiagnosticStatus(level=bytes([level]), name='client_hot_path', message=message,
+                               hardware_id=self.table.kin.__class__.__name__)
+        msg.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        self.pub_status.publish(msg)
+
+    def on_reset(self, request, response):
+        response.success, response.message = self.rule.reset(time.monotonic())
+        self.last_status = None
+        self.publish_status()
+        return response
 
 
 def main(args=None) -> int:

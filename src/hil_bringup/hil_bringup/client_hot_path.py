@@ -1,0 +1,199 @@
+"""The fused client hot path as one rule (plain Python, no rclpy): wrench sample -> Eq. (11) -> table command.
+
+:class:`ClientHotPath` wraps the client admittance (seed 004 Eq. 11,
+:class:`hil_dynamics.client.ClientAdmittance`) and the motion table
+(:class:`hil_motion_table.table.MotionTable`) with the safety policy the separate nodes
+have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
+
+* **time**: Eq. (11) advances in fixed steps of ``1 / rate_hz`` paced on the caller's
+  monotonic clock (:class:`hil_common.pacing.StepPacer`), not one step per sample: a
+  sensor faster than ``rate_hz`` gives samples with no step due (no command; the newest
+  sample is used at the next step), a slower one gives several steps per sample (at most
+  ``max_catch_up``; more are dropped and counted). Simulated time keeps up with real time
+  whatever the sensor's rate, as in ``client_admittance_node``; refusing a mismatched
+  stream instead would stop a lab whose sensor runs at another rate for no safety gain.
+  The table's speed limits run on its own clock (``build_table``), so the commands are
+  bounded whatever this pacing does;
+* **input checks**: a wrench whose ``frame_id`` is not ``wrench_frame_id`` is refused and
+  counted (an empty one is accepted and counted as unframed); a non-finite wrench, or one
+  whose force or torque magnitude exceeds ``max_force_n`` / ``max_torque_nm``, **latches a
+  fault** before it can reach the state: the state stays finite and the table holds;
+* **joint states**: an :class:`hil_common.freshness.InputWatch` (``joint_states_timeout_s``;
+  nothing is commanded before the first joint state; recovery after ``recover_after_s`` of
+  fresh joint states, or by :meth:`reset` only without ``auto_recover``): while they are
+  stale the table holds and Eq. (11) is frozen (its steps are consumed, not replayed);
+* **hold**: every sample that is due while latched or stale returns the held command
+  (``holding``), so the robot is told explicitly to stay; :meth:`reset` clears the latch
+  when its cause is gone (and the table's latched faults).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+
+from hil_common.freshness import InputWatch
+from hil_common.pacing import StepPacer
+from hil_dynamics.client import ClientAdmittance, ClientState
+from hil_dynamics.se3 import transform_wrench
+from hil_motion_table.table import MotionTable
+
+OK, WARN, ERROR = 0, 1, 2   # DiagnosticStatus levels
+
+
+@dataclass
+class HotPathCommand:
+    """A robot command: the table output, or the held command."""
+
+    q_command: np.ndarray
+    holding: bool
+    state: ClientState | None       # the admittance state after this sample's steps (None if frozen)
+    steps: int                       # Eq. (11) steps run for this sample
+    reason: str = ''
+
+
+class ClientHotPath:
+    def __init__(self, admittance: ClientAdmittance, pose_sensor_in_client: pin.SE3, table: MotionTable, *,
+                 rate_hz: float, max_catch_up: int = 20, max_force_n: float = 1.0e4, max_torque_nm: float = 5.0e3,
+                 wrench_frame_id: str = 'ft_sensor', joint_states_timeout_s: float = 0.1,
+                 recover_after_s: float = 0.5, auto_recover: bool = True,
+                 table_target: Callable[[pin.SE3], pin.SE3] | None = None):
+        if not (max_force_n > 0 and max_torque_nm > 0):
+            raise ValueError('max_force_n and max_torque_nm must be > 0')
+        self.admittance = admittance
+        self.pose_sensor_in_client = pose_sensor_in_client
+        self.table = table
+        self.dt = 1.0 / rate_hz
+        self.max_catch_up = int(max_catch_up)
+        self.max_force_n = float(max_force_n)
+        self.max_torque_nm = float(max_torque_nm)
+        self.wrench_frame_id = wrench_frame_id
+        self.table_target = table_target or (lambda pose: pose)
+        self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
+                                 auto_recover=auto_recover)
+        self.pacer: StepPacer | None = None
+        self.q_measured: np.ndarray | None = None
+        self.latched = ''            # reason of the latched wrench fault ('' = none)
+        self.latched_detail = ''
+        self.last_wrench = np.zeros(6)     # the newest accepted sample (zero-order hold)
+        self.newest_wrench = np.zeros(6)   # the newest sample, accepted or not (reset judges it)
+        self.last_reason = ''
+        self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'steps': 0, 'refused_frame': 0, 'unframed': 0,
+                         'refused_joint_states': 0, 'wrench_faults': 0, 'no_joint_states': 0, 'not_due': 0}
+
+    # -- inputs -------------------------------------------------------------------------------
+    def joint_states(self, q, now_s: float) -> bool:
+        """Measured joints (in the table's order, or None if the message did not have them)."""
+        if q is None or not np.all(np.isfinite(q)):
+            self.counters['refused_joint_states'] += 1
+            return False
+        self.q_measured = np.asarray(q, dtype=float)
+        if not self.table.initialized:
+            self.table.initialize(self.q_measured)
+        self.joints.sample(now_s)
+        return True
+
+    def _trip(self, reason: str, detail: str) -> None:
+        self.counters['wrench_faults'] += 1
+        if not self.latched:
+            self.latched, self.latched_detail = reason, detail
+
+    def refusal(self, wrench) -> tuple[str, str] | None:
+        """(reason, detail) if this wrench must not reach Eq. (11), else None."""
+        if not np.all(np.isfinite(wrench)):
+            return 'nonfinite_wrench', 'a non-finite wrench sample'
+        force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
+        if force > self.max_force_n or torque > self.max_torque_nm:
+            return 'wrench_limit', (f'|f| = {force:.4g} N, |tau| = {torque:.4g} N m (max_force_n {self.max_force_n:g}, '
+                                    f'max_torque_nm {self.max_torque_nm:g})')
+        return None
+
+    def wrench(self, wrench_sensor, frame_id: str, now_s: float) -> HotPathCommand | None:
+        """One F/T sample (sensor frame) at ``now_s``: the robot command, or None if nothing is due
+        (refused sample, no joint states yet, or no Eq. (11) step due yet)."""
+        self.counters['samples'] += 1
+        if frame_id and frame_id != self.wrench_frame_id:
+            self.counters['refused_frame'] += 1
+            return None
+        if not frame_id:
+            self.counters['unframed'] += 1
+        wrench = np.array(wrench_sensor, dtype=float).reshape(6)
+        self.newest_wrench = wrench
+        refused = self.refusal(wrench)
+        if refused:
+            self._trip(*refused)
+        elif not self.latched:
+            self.last_wrench = wrench
+        if self.q_measured is None:
+            self.counters['no_joint_states'] += 1
+            return None
+        if self.pacer is None:
+            self.pacer = StepPacer(self.dt, now_s - self.dt, self.max_catch_up)
+        steps = self.pacer.due(now_s)
+        if steps == 0:
+            self.counters['not_due'] += 1
+            return None
+        joints = self.joints.update(now_s)
+        if self.latched or not self.joints.usable:
+            reason = self.latched or f'joint_states {joints}'
+            return self._held(reason)
+        wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
+        for _ in range(steps):
+            state = self.admittance.step(wrench_com, self.dt)
+        self.counters['steps'] += steps
+        out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
+                              t=now_s, measurement_age=now_s - self.joints.last_s)
+        self.counters['commands'] += 1
+        reason = ', '.join(out.faults or self.table.latched_faults)
+        if out.holding:
+            self.counters['held'] += 1
+        self.last_reason = reason
+        return HotPathCommand(out.q_command, out.holding, state, steps, reason)
+
+    def _held(self, reason: str) -> HotPathCommand:
+        self.counters['held'] += 1
+        self.counters['commands'] += 1
+        self.last_reason = reason
+        return HotPathCommand(self.table.q_command, True, None, 0, reason)
+
+    # -- reset and status ---------------------------------------------------------------------
+    def reset(self, now_s: float) -> tuple[bool, str]:
+        """Clear the latched wrench fault (if the newest wrench is acceptable again), the table's
+        latched faults, and (manual policy) the joint-state watch."""
+        ok_joints, joints_message = self.joints.reset(now_s)
+        was = self.latched
+        if was:
+            refused = self.refusal(self.newest_wrench)
+            if refused:
+                return False, f'cannot reset: the newest wrench is still refused ({refused[0]}: {refused[1]})'
+            self.latched, self.latched_detail = '', ''
+            self.last_wrench = self.newest_wrench
+        self.table.reset()
+        self.last_reason = ''
+        message = (f'cleared {was}' if was else 'no wrench fault latched') + f'; {joints_message}'
+        return ok_joints, message
+
+    def status(self, now_s: float) -> tuple[int, str, dict]:
+        """(level, message, values) for a DiagnosticStatus."""
+        joints = self.joints.update(now_s) if self.q_measured is not None else 'waiting'
+        table_faults = self.table.latched_faults
+        if self.latched:
+            level, message = ERROR, f'holding: {self.latched}: {self.latched_detail} (call reset)'
+        elif table_faults:
+            level, message = ERROR, 'holding: ' + ', '.join(table_faults) + ' (call reset)'
+        elif joints in ('stale', 'recovering'):
+            level, message = ERROR, 'holding: ' + self.joints.describe(now_s)
+        elif joints in ('waiting', 'no_data'):
+            level, message = WARN, self.joints.describe(now_s) if self.q_measured is None else 'waiting'
+        else:
+            level, message = OK, 'commanding'
+        values = {**self.counters, **self.joints.counters(),
+                  'overruns': self.pacer.overruns if self.pacer else 0,
+                  'sim_time_s': self.admittance.state.t,
+                  'fault': self.latched or 'none', 'table_faults': ','.join(table_faults) or 'none',
+                  'max_force_n': self.max_force_n, 'max_torque_nm': self.max_torque_nm,
+                  'wrench_frame_id': self.wrench_frame_id}
+        return level, message, values

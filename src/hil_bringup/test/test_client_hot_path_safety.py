@@ -1,0 +1,127 @@
+"""Issue 15 item 2: the fused client hot path at parity with the separate nodes, through the real node on DDS.
+
+* wrenches at ~250 Hz with ``rate_hz`` 50: Eq. (11) runs at real time and the flange stays
+  within 0.5 m/s (one step per sample would run the client 5x faster than real time);
+* ``joint_states`` stop: the node holds (the same command), its status says why, and it
+  recovers on its own once they are fresh again;
+* a 1e9 N wrench: a latched fault, finite commands, the status says so, a reset is refused
+  while the wrench persists and clears the fault once it is gone; a wrench in another frame
+  is refused and counted.
+"""
+
+import time
+
+import numpy as np
+import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
+
+from hil_bringup.scenario import client_admittance_parameters, load_scenario
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_motion_table.messages import make_kinematics
+
+V_MAX = 0.5
+
+
+def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
+    params = {**client_admittance_parameters(load_scenario('envisat_capture')), 'rate_hz': 50.0, 'robot': 'ur10e',
+              'command_frame': 'home', 'max_linear_speed': V_MAX, 'joint_states_timeout_s': 0.2,
+              'joint_states_recover_s': 0.3, 'max_force_n': 5.0e4, 'state_decimation': 1}
+    path = tmp_path / 'hot_path.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+    proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path), '-r', '__ns:=/hps'))
+    kin = make_kinematics('ur10e')
+    try:
+        with test_node('hot_path_safety_probe') as (node, executor):
+            commands, statuses = [], []
+            node.create_subscription(Float64MultiArray, '/hps/client/forward_position_controller/commands',
+                                     lambda m: commands.append((time.monotonic(), np.array(m.data))), 1000)
+            node.create_subscription(DiagnosticStatus, '/hps/client/hot_path/status', statuses.append, 100)
+            pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
+            reset = node.create_client(Trigger, '/hps/client/hot_path/reset')
+            io = {'joints': True, 'force': 2000.0, 'frame': 'ft_sensor'}
+
+            def robot():       # the robot: measured = last command
+                if io['joints']:
+                    q = commands[-1][1] if commands else kin.q_home
+                    pub_js.publish(JointState(name=list(kin.joint_names), position=[float(v) for v in q]))
+
+            def sensor():      # ~250 Hz, 5x rate_hz
+                msg = WrenchStamped()
+                msg.header.frame_id = io['frame']
+                msg.wrench.force.x = io['force']
+                pub_ft.publish(msg)
+
+            def call_reset():
+                future = reset.call_async(Trigger.Request())
+                assert spin_until(executor, future.done, 10.0)
+                return future.result()
+
+            def since(t0):
+                return [(t, q) for t, q in commands if t >= t0]
+
+            def wait(seconds):
+                spin_until(executor, lambda: False, seconds)
+
+            node.create_timer(0.01, robot)
+            node.create_timer(0.004, sensor)
+            assert spin_until(executor, lambda: reset.service_is_ready() and len(commands) > 5, 30.0), proc.poll()
+
+            # 1. real time: 2000 N on 7828 kg for 2.5 s is 0.64 m/s at 5x time, but 0.64 m travelled
+            #    in real time would need... the flange stays within V_MAX against real time
+            t0 = time.monotonic()
+            wait(2.5)
+            run = since(t0)
+            t = np.array([c[0] for c in run])
+            flange = np.array([kin.forward(c[1]).translation for c in run])
+            assert np.linalg.norm(flange[-1] - flange[0]) > 0.05           # it is being pushed
+            for i in range(len(run) - 10):
+                j = i + 10
+                assert np.linalg.norm(flange[j] - flange[i]) <= V_MAX * (t[j] - t[i] + 0.1), (i, t[j] - t[i])
+            rate = len(run) / (t[-1] - t[0])
+            assert rate < 60.0, rate                                      # commands at rate_hz, not per sample
+            io['force'] = 0.0
+
+            # 2. joint_states stop: hold (one command repeated), status ERROR naming them
+            io['joints'] = False
+            wait(0.5)
+            t1 = time.monotonic()
+            wait(1.0)
+            held = since(t1)
+            assert len(held) > 10 and all(np.array_equal(q, held[0][1]) for _, q in held)
+            assert statuses[-1].level == DiagnosticStatus.ERROR and 'joint_states' in statuses[-1].message
+            io['joints'] = True                                            # fresh again: recovers on its own
+            assert spin_until(executor, lambda: statuses[-1].level == DiagnosticStatus.OK, 5.0), statuses[-1].message
+
+            # 3. a wrench in another frame is refused and counted
+            io['frame'] = 'servicer_ft_sensor'
+            wait(0.5)
+            io['frame'] = 'ft_sensor'
+            # 4. 1e9 N: latched fault, finite held commands, status says so; reset refused while it persists
+            io['force'] = 1.0e9
+            assert spin_until(executor, lambda: 'wrench_limit' in statuses[-1].message, 5.0), statuses[-1].message
+            assert statuses[-1].level == DiagnosticStatus.ERROR
+            t2 = time.monotonic()
+            wait(1.0)
+            latched = since(t2)
+            assert len(latched) > 10 and all(np.all(np.isfinite(q)) and np.array_equal(q, latched[0][1])
+                                             for _, q in latched)
+            values = {kv.key: kv.value for kv in statuses[-1].values}
+            assert int(values['refused_frame']) > 10, values
+            response = call_reset()
+            assert not response.success and 'still refused' in response.message
+            io['force'] = 0.0
+            wait(0.2)
+            response = call_reset()
+            assert response.success, response.message
+            assert spin_until(executor, lambda: statuses[-1].level == DiagnosticStatus.OK, 5.0), statuses[-1].message
+            values = {kv.key: kv.value for kv in statuses[-1].values}
+            assert float(values['sim_time_s']) < 1.2 * (time.monotonic() - t0) + 1.0   # never ran ahead of real time
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
