@@ -29,6 +29,16 @@ import numpy as np
 DEG = math.pi / 180.0
 
 
+_ARC_CACHE: dict = {}
+
+
+def _arc_basis(n: int):
+    if n not in _ARC_CACHE:
+        u = np.linspace(math.pi, 0.0, n)
+        _ARC_CACHE[n] = (np.cos(u)[:, None], np.sin(u)[:, None])
+    return _ARC_CACHE[n]
+
+
 def elliptic_arc(a_yz, b_yz, sag_ratio: float, n: int) -> np.ndarray:
     """Half-ellipse from ``a_yz`` to ``b_yz`` bowed to the right of ``b - a`` by ``sag_ratio`` x half-chord."""
     a_yz = np.asarray(a_yz, dtype=float)
@@ -36,8 +46,8 @@ def elliptic_arc(a_yz, b_yz, sag_ratio: float, n: int) -> np.ndarray:
     mid = 0.5 * (a_yz + b_yz)
     half = 0.5 * (b_yz - a_yz)
     right = np.array([half[1], -half[0]])         # rotate half-chord by -90 deg
-    u = np.linspace(math.pi, 0.0, n)
-    return mid + np.outer(np.cos(u), half) + sag_ratio * np.outer(np.sin(u), right)
+    cu, su = _arc_basis(n)
+    return mid + cu * half + (sag_ratio * su) * right
 
 
 def half_ellipse_length(a: float, b: float) -> float:
@@ -99,10 +109,27 @@ class WireSet:
         """d(curve points)/dt, or None when the wires do not move."""
         return None
 
+    def anchors(self, theta: float) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """(a, b) anchors of each wire, for a cheap far-away test; None to skip the test."""
+        return None
+
     def hits(self, theta: float, p_yz: np.ndarray, reach_m: float) -> list[WireHit]:
         """Wires closer than ``reach_m`` to the grapple axis at ``p_yz``."""
         out = []
-        for i, pts in enumerate(self.curves(theta)):
+        anchors = self.anchors(theta)
+        curves = None
+        for i in range(self.n_wires):
+            if anchors is not None:
+                # the curve lies in the strip between its chord and the chord shifted right by sag x half-chord
+                a, b = anchors[i]
+                ch = b - a
+                ln = math.hypot(ch[0], ch[1])
+                left = (ch[0] * (p_yz[1] - a[1]) - ch[1] * (p_yz[0] - a[0])) / ln
+                if left > reach_m or left < -(0.5 * self.sag_ratio * ln + reach_m):
+                    continue
+            if curves is None:
+                curves = self.curves(theta)
+            pts = curves[i]
             dist, c, k, s = closest_on_polyline(pts, p_yz)
             if dist >= reach_m:
                 continue
@@ -173,6 +200,11 @@ class LeeSnare(WireSet):
         self.phi = np.array([90.0, 210.0, 330.0]) * DEG
         self._cache_theta = None
 
+    def anchors(self, theta: float):
+        r = self.ring_radius_m
+        return [(r * np.array([math.cos(phi), math.sin(phi)]), r * np.array([math.cos(phi + theta), math.sin(phi + theta)]))
+                for phi in self.phi]
+
     def nominal_rate(self) -> float:
         return (self.theta1 - self.theta0) / self.tightening_time_s
 
@@ -196,11 +228,24 @@ class LeeSnare(WireSet):
     def curve_rates(self, theta: float, theta_dot: float):
         if theta_dot == 0.0:
             return None
-        eps = 1e-7
-        c0 = self.curves(theta)
-        c1 = self.curves(theta + eps)
-        self.curves(theta)          # leave the cache at theta
-        return [(b - a) * (theta_dot / eps) for a, b in zip(c0, c1)]
+        cu, su = _arc_basis(self.n_samples)
+        out = []
+        for phi in self.phi:
+            # only the moving anchor b moves: d mid = d half = b'/2, d right = rot(-90) b'/2
+            db = self.ring_radius_m * theta_dot * np.array([-math.sin(phi + theta), math.cos(phi + theta)])
+            out.append(0.5 * (1.0 + cu) * db + (0.5 * self.sag_ratio * su) * np.array([db[1], -db[0]]))
+        return out
+
+    def wire_velocity(self, theta: float, theta_dot: float, hit: WireHit) -> np.ndarray:
+        if theta_dot == 0.0:
+            return np.zeros(2)
+        cu, su = _arc_basis(self.n_samples)
+        phi = self.phi[hit.wire]
+        db = self.ring_radius_m * theta_dot * np.array([-math.sin(phi + theta), math.cos(phi + theta)])
+        k, s = hit.segment, hit.s
+        c = (1.0 - s) * cu[k, 0] + s * cu[k + 1, 0]
+        sn = (1.0 - s) * su[k, 0] + s * su[k + 1, 0]
+        return 0.5 * (1.0 + c) * db + 0.5 * self.sag_ratio * sn * np.array([db[1], -db[0]])
 
     def chord_offset_m(self, theta: float) -> float:
         """Distance of each chord from the LEE axis, ``R cos(theta/2)`` (negative once past the axis)."""

@@ -20,7 +20,7 @@ from hil_snare.contact import SnareWireLaw
 from hil_snare.control import CameraFrameController
 from hil_snare.geometry import LeeSnare, closest_on_polyline
 from hil_snare.joints import SsrmsGearbox
-from hil_snare.system import ArmConfig, SnareSystem
+from hil_snare.system import ArmConfig, SnareSystem, _cross
 from hil_snare.targets import htv
 
 DEG = math.pi / 180.0
@@ -135,8 +135,8 @@ def relative_state(system: SnareSystem, t, poses, x):
     p_lee, p_tgt, in_shaft = system.grapple_section(pose_lee, poses[0])
     if p_lee is None:
         return np.full(3, np.nan), np.full(3, np.nan), False
-    v_tgt_world = poses[0].rotation @ (vt[:3] + np.cross(vt[3:], p_tgt))
-    v_lee_world = pose_lee.rotation @ (twist_lee[:3] + np.cross(twist_lee[3:], p_lee))
+    v_tgt_world = poses[0].rotation @ (vt[:3] + _cross(vt[3:], p_tgt))
+    v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
     return p_lee, pose_lee.rotation.T @ (v_tgt_world - v_lee_world), in_shaft
 
 

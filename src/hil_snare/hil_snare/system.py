@@ -71,6 +71,10 @@ class ContactSample:
     point_world: np.ndarray
 
 
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 class SnareSystem:
     """State, derivative and one RK step of arm + wires + target.
 
@@ -100,6 +104,7 @@ class SnareSystem:
             self.n = arm.spec.n_joints
             self.nv = self.model.nv
             self.tau_c = np.zeros(self.n)
+            self.tau_link_bias = np.zeros(self.nv)    # a constant external joint torque (tests, preloads)
         else:
             self.model = None
             self.free = False
@@ -177,8 +182,8 @@ class SnareSystem:
         if not hits:
             return None, theta_dot
         # velocity of the grapple's material point relative to the LEE's, in LEE coordinates
-        v_tgt_world = pose_target.rotation @ (twist_target[:3] + np.cross(twist_target[3:], p_tgt))
-        v_lee_world = pose_lee.rotation @ (twist_lee[:3] + np.cross(twist_lee[3:], p_lee))
+        v_tgt_world = pose_target.rotation @ (twist_target[:3] + _cross(twist_target[3:], p_tgt))
+        v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
         v_rel = pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
         f = np.zeros(3)
         for h in hits:
@@ -208,9 +213,9 @@ class SnareSystem:
             f_lee, p_lee, p_tgt = c
             f_tgt_body = pose_t.rotation.T @ (pose_lee.rotation @ f_lee)
             wrench_t[:3] = f_tgt_body
-            wrench_t[3:] = np.cross(p_tgt, f_tgt_body)
+            wrench_t[3:] = _cross(p_tgt, f_tgt_body)
             if self.arm is not None:
-                w_lee = np.concatenate([-f_lee, np.cross(p_lee, -f_lee)])
+                w_lee = np.concatenate([-f_lee, _cross(p_lee, -f_lee)])
                 jac = pin.computeFrameJacobian(self.model, self.data, self.q_full(poses, q), self.frame_id, pin.LOCAL)
                 tau_ext = jac.T @ w_lee
         vt_dot = self.target.acceleration(vt, wrench_t)
@@ -220,7 +225,7 @@ class SnareSystem:
             n, nv = self.n, self.nv
             va = v[nv - n:]
             tau_g = self.arm.joint_law.torque(qm - q, vm - va)
-            tau = tau_ext
+            tau = tau_ext + self.tau_link_bias
             tau[nv - n:] += tau_g
             a = pin.aba(self.model, self.data, self.q_full(poses, q), v, tau)
             am = (self.tau_c - self.arm.motor_damping_nms_per_rad * vm - tau_g) / self.arm.motor_inertia_kgm2
