@@ -1,0 +1,130 @@
+"""``docking_designer``: the minimum simulated mass for a facility's loop delay (seed 003 Eqs. 23-29).
+
+    docking_designer --delay-ms 10 --stiffness 5000 --damping 100 [--mass 2.0] [--simulate]
+    docking_designer --fig6 fig6.png [--k-range 100 1e5] [--b-range 10 2000] [--grid 50]
+
+For one (Delta, k, b) it prints the Routh-Hurwitz conditions of Eq. (26) (at ``--mass`` if
+given, else at the exact minimum mass), the minimum mass by Eq. (29) (first-order Pade, the
+seed), by second-order Pade, by the exact delay margin (recommended), and with
+``--simulate`` by bisection on a time-domain simulation of the exact-delay loop. With
+``--mass`` it says whether that mass is safe. ``--fig6`` draws the map in the style of
+seed 003 Fig. 6 (m_min over contact stiffness and damping for Delta = 5, 10, 15 ms).
+Exit status: 0 stable / report done, 1 the given mass is unstable, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hil_docking.designer import (delay_bound_s, exact_map, m_min_exact, m_min_pade, m_min_pade1, m_min_simulated,
+                                  pade1_map, routh_hurwitz)
+
+FIG6_DELAYS_S = (0.005, 0.010, 0.015)
+
+
+def draw_fig6(path: Path, k_range=(1e2, 1e5), b_range=(10.0, 2000.0), grid: int = 50, delays_s=FIG6_DELAYS_S) -> Path:
+    """Seed 003 Fig. 6 style: log10 m_min (exact, filled) and Eq. (29) (dashed) over (k, b)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    ks = np.geomspace(*k_range, grid)
+    bs = np.geomspace(*b_range, grid)
+    fig, axes = plt.subplots(1, len(delays_s), figsize=(5.0 * len(delays_s), 4.4), sharey=True, squeeze=False)
+    levels = np.arange(-3, 4.01, 0.5)
+    for ax, d in zip(axes[0], delays_s):
+        exact = exact_map(d, ks, bs)
+        pade = pade1_map(d, ks, bs)
+        cs = ax.contourf(ks, bs, np.log10(exact).T, levels=levels, cmap='viridis', extend='both')
+        cl = ax.contour(ks, bs, np.log10(pade).T, levels=levels[::2], colors='w', linestyles='--', linewidths=0.8)
+        ax.clabel(cl, fmt=lambda v: f'{10 ** v:g} kg', fontsize=7)
+        ax.plot(ks, ks * d, 'r-', linewidth=1.2, label=r'$b = k\Delta$: no stable mass below')
+        ax.set_xscale('log')
+        ax.set_yscale('log')
+        ax.set_ylim(*b_range)
+        ax.set_xlabel('contact stiffness k [N/m]')
+        ax.set_title(f'Delta = {d * 1e3:g} ms')
+    axes[0, 0].set_ylabel('contact damping b [N s/m]')
+    axes[0, 0].legend(loc='lower right', fontsize=7)
+    fig.colorbar(cs, ax=axes[0].tolist(), label='log10 m_min [kg] (exact delay; dashed: Eq. 29, Pade-1)')
+    fig.suptitle('Minimum simulated mass for stability (seed 003 Fig. 6)')
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report(delay_s: float, k: float, b: float, mass_kg: float | None, simulate: bool, out=None) -> int:
+    out = sys.stdout if out is None else out
+    bound = delay_bound_s(k, b)
+    exact = m_min_exact(delay_s, k, b)
+    pade1 = float(m_min_pade1(delay_s, k, b))
+    pade2 = m_min_pade(delay_s, k, b, order=2)
+    print(f'loop delay Delta = {delay_s * 1e3:.4g} ms, contact k = {k:g} N/m, b = {b:g} N s/m '
+          f'(delay bound b/k = {bound * 1e3:.4g} ms)', file=out)
+    print('minimum simulated (equivalent) mass:', file=out)
+    print(f'  Eq. (29), first-order Pade (seed 003)  {pade1:12.6g} kg   ({(pade1 / exact - 1) * 100:+.1f} % vs exact: '
+          f'{"optimistic" if pade1 < exact else "conservative"})', file=out)
+    print(f'  second-order Pade                      {pade2:12.6g} kg   ({(pade2 / exact - 1) * 100:+.2f} %)', file=out)
+    print(f'  exact delay margin (use this)          {exact:12.6g} kg', file=out)
+    if simulate:
+        sim = m_min_simulated(delay_s, k, b)
+        print(f'  time-domain simulation, exact delay    {sim:12.6g} kg   ({(sim / exact - 1) * 100:+.2f} %, '
+              'bisection to 1 %)', file=out)
+    m_eval = exact if mass_kg is None else mass_kg
+    rh = routh_hurwitz(delay_s, k, b, m_eval)
+    print(f'Routh-Hurwitz, Eq. (26) (with the erratum 1/2 on k m Delta), at m = {m_eval:.6g} kg (Pade-1 model):', file=out)
+    print(f'  m - b Delta/2                      = {rh.first:+.6g}', file=out)
+    print(f'  b - k Delta/2                      = {rh.second:+.6g}', file=out)
+    print(f'  (m - b Delta/2)(b - k Delta/2) - k m Delta/2 = {rh.third:+.6g}   -> {"stable" if rh.stable else "UNSTABLE"}',
+          file=out)
+    if mass_kg is None:
+        return 0
+    safe = mass_kg > exact
+    print(f'verdict for m = {mass_kg:g} kg: {"STABLE" if safe else "UNSTABLE"} with the exact delay '
+          f'(margin {(mass_kg / exact - 1) * 100:+.1f} %)', file=out)
+    return 0 if safe else 1
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog='docking_designer', description=__doc__.split('\n\n')[0])
+    parser.add_argument('--delay-ms', type=float, help='total loop delay Delta = Delta_1 + Delta_2 [ms]')
+    parser.add_argument('--stiffness', type=float, help='orbital contact stiffness k [N/m]')
+    parser.add_argument('--damping', type=float, help='orbital contact damping b [N s/m]')
+    parser.add_argument('--mass', type=float, default=None, help='simulated equivalent mass to check [kg]')
+    parser.add_argument('--simulate', action='store_true', help='also bisect on a time-domain simulation (a few s)')
+    parser.add_argument('--fig6', type=Path, default=None, help='draw the Fig. 6 map to this PNG')
+    parser.add_argument('--k-range', type=float, nargs=2, default=(1e2, 1e5), metavar=('K_MIN', 'K_MAX'))
+    parser.add_argument('--b-range', type=float, nargs=2, default=(10.0, 2000.0), metavar=('B_MIN', 'B_MAX'))
+    parser.add_argument('--grid', type=int, default=50)
+    args = parser.parse_args(argv)
+    status = 0
+    try:
+        one = (args.delay_ms, args.stiffness, args.damping)
+        if any(v is not None for v in one):
+            if any(v is None for v in one):
+                raise ValueError('--delay-ms, --stiffness and --damping go together')
+            if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0.0):
+                raise ValueError(f'mass_kg must be finite and > 0, got {args.mass!r}')
+            status = report(args.delay_ms * 1e-3, args.stiffness, args.damping, args.mass, args.simulate)
+        elif args.fig6 is None:
+            parser.print_help()
+            return 2
+        if args.fig6 is not None:
+            for name, (lo, hi) in (('--k-range', args.k_range), ('--b-range', args.b_range)):
+                if not (0.0 < lo < hi):
+                    raise ValueError(f'{name} must be 0 < min < max, got {lo!r} {hi!r}')
+            print(f'wrote {draw_fig6(args.fig6, tuple(args.k_range), tuple(args.b_range), args.grid)}')
+    except ValueError as exc:
+        print(f'docking_designer: error: {exc}', file=sys.stderr)
+        return 2
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
