@@ -198,11 +198,11 @@ def envisat_main(scenario, args) -> int:
     metrics = envisat_demo.run(scenario, out_dir, args.duration, args.unforced)
     ros_seconds = 15.0 if args.ros_seconds is None else args.ros_seconds
     if ros_seconds > 0:
-        print(f'[ROS] the node set of envisat_capture.launch.py (hil_bringup.graphs.envisat_graph) on {describe()}, '
+        print(f'[4/4] live: the node set of envisat_capture.launch.py (hil_bringup.graphs.envisat_graph) on {describe()}, '
               f'{ros_seconds:.0f} s once ready', flush=True)
         expect = envisat_demo.live_expectations(metrics['capture']['phase_times_s'], ros_seconds)
         metrics['ros_graph'] = envisat_demo.ros_graph_part(scenario, out_dir, ros_seconds, expect)
-        metrics['files'].append('graph.mcap')
+        metrics['files'] += ['live/', 'live_nodes/']
     (out_dir / 'metrics.json').write_text(json.dumps(metrics, indent=2))
     print('\nSummary')
     for line in envisat_demo.summary(metrics):

@@ -10,7 +10,8 @@
 
 Writes ``metrics.json``, ``fig08_relative_position.png``, ``fig09_relative_orientation.png``,
 ``fig12_errors_and_actuation.png``, ``fig13_relative_velocity.png``, ``capture_render.png``
-and ``capture.mcap/`` (rosbag2, MCAP storage) into the run folder.
+and ``capture/`` (a rosbag2 bag: ``capture_0.mcap`` and ``metadata.yaml``) into the run folder; the
+live part adds ``live/`` (its recording), ``live_nodes/`` (node logs, parameters, ``live_summary.json``).
 """
 
 from __future__ import annotations
@@ -27,21 +28,6 @@ from hil_bringup.twin_validation import run_unforced_validation
 SEED_GRASP_TIME_S = 32.6
 SEED_APPROACH_START_S = 9.1
 SEED_ABSOLUTE_LIMIT_S = 14.0
-
-
-def progress_printer(label: str, total_s: float, every_s: float = 10.0):
-    state = {'next': 0.0, 't0': time.monotonic(), 'phase': None}
-
-    def report(t: float, mission) -> None:
-        phase = mission.command.phase if mission.command is not None else 'unforced'
-        if t + 1e-9 >= state['next'] or phase != state['phase'] or t >= total_s - 1e-9:
-            wall = time.monotonic() - state['t0']
-            print(f'  {label}: {t:6.1f} / {total_s:.0f} s  phase {phase:10s} gripper {mission.contact.state:8s} '
-                  f'({t / wall if wall > 0 else 0.0:4.1f}x real time)', flush=True)
-            state['phase'] = phase
-            if t + 1e-9 >= state['next']:
-                state['next'] += every_s
-    return report
 
 
 def settle_time(rec: MissionRecord, after_s: float, speed_m_s: float = 1e-3, rate_deg_s: float = 0.05) -> float | None:
@@ -278,73 +264,85 @@ def record_capture_mcap(rec: MissionRecord, joint_names, path: Path, rate_hz: fl
 
 
 # -- the demo --------------------------------------------------------------------------------------
-def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float | None = None) -> dict:
+def _run_with_progress(mission, label: str, duration_s: float, **kw):
+    from hil_bringup.console import Progress
+
+    with Progress(label, duration_s) as bar:
+        return mission.run(duration_s, progress=bar, **kw)
+
+
+def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float | None = None,
+        stages: int = 4) -> dict:
+    """The lockstep part of the demo: stages 1-3 of ``stages`` (the live graph is the last)."""
+    from hil_bringup.console import Progress
+
     out.mkdir(parents=True, exist_ok=True)
     duration_s = duration_s or scenario.mission['duration_s']
     unforced_s = scenario.mission['unforced_duration_s'] if unforced_s is None else unforced_s
     metrics: dict = {'scenario': scenario.name, 'source': scenario.source}
     files = []
     if unforced_s > 0:
-        print(f'[1/3] unforced validation, F_b = tau = 0, {unforced_s:.0f} s (seed 004 Figs. 8-9)', flush=True)
-        hil_u = HilMission(scenario, forced=False).run(unforced_s, record_every_s=0.1,
-                                                       progress=progress_printer('HIL      ', unforced_s, 20.0))
-        ref_u = AbsoluteMission(scenario, forced=False).run(unforced_s, record_every_s=0.1,
-                                                            progress=progress_printer('reference', unforced_s, 20.0))
+        print(f'[1/{stages}] unforced validation, F_b = tau = 0, {unforced_s:.0f} s, HIL (relative formulation) '
+              f'and the absolute reference (seed 004 Figs. 8-9)', flush=True)
+        hil_u = _run_with_progress(HilMission(scenario, forced=False), 'HIL      ', unforced_s, record_every_s=0.1)
+        ref_u = _run_with_progress(AbsoluteMission(scenario, forced=False), 'reference', unforced_s, record_every_s=0.1)
         metrics['unforced'] = {**compare_relative_pose(hil_u, ref_u), 'target_position_m': 1e-4, 'target_angle_rad': 2e-4,
                                'seed004_hardware_position_m': 1e-3, 'seed004_hardware_angle_rad': 2e-3}
         files += plot_fig8_fig9(hil_u, ref_u, out, f'Unforced, {unforced_s:.0f} s')
     if unforced_s > 0 and scenario.unforced_validation is not None:
         v = scenario.unforced_validation
-        print(f'[1/3] unforced validation with the lab twin in the loop (servo delay and lag, F/T noise and offsets), '
-              f'{v.duration_s:.0f} s at the seed\'s -1 deg/s', flush=True)
-        twin = run_unforced_validation(scenario, record_every_s=0.1,
-                                       progress=progress_printer('HIL+twin ', v.duration_s, 20.0))
+        print(f'[2/{stages}] unforced validation with the lab twin in the loop (servo delay and lag, F/T noise and '
+              f'offsets), {v.duration_s:.0f} s at the seed\'s -1 deg/s', flush=True)
+        with Progress('HIL+twin ', v.duration_s) as bar:
+            twin = run_unforced_validation(scenario, record_every_s=0.1, progress=bar)
         metrics['unforced_twin_in_the_loop'] = {
             **twin['measured_vs_reference'], 'integrated_vs_reference': twin['integrated_vs_reference'],
             'relative_motion_range_m': twin['relative_motion_range_m'], 'table_faults': twin['table_faults'],
             'target_position_m': 1e-4, 'target_angle_rad': 2e-4}
         files += plot_fig8_fig9(twin['hil'], twin['reference'], out, f'Unforced, twin in the loop, {v.duration_s:.0f} s',
                                 suffix='_twin', label='HIL, measured on the twin robots')
-    print(f'[2/3] capture with the example OBSW, {duration_s:.0f} s (seed 004 Figs. 12-13)', flush=True)
+    print(f'[3/{stages}] capture with the example OBSW, {duration_s:.0f} s (seed 004 Figs. 12-13), HIL and the '
+          f'absolute reference; then plots and capture/ (rosbag2, MCAP)', flush=True)
     hil = HilMission(scenario)
-    rec = hil.run(duration_s, progress=progress_printer('HIL      ', duration_s))
+    rec = _run_with_progress(hil, 'HIL      ', duration_s)
     ref = AbsoluteMission(scenario)
-    ref_rec = ref.run(duration_s, progress=progress_printer('reference', duration_s, 25.0))
+    ref_rec = _run_with_progress(ref, 'reference', duration_s)
     metrics['capture'] = capture_metrics(scenario, hil, rec, ref_rec)
     phase_times = hil.controller.phase_times
     files += [plot_fig12(rec, phase_times, out), plot_fig13(rec, phase_times, out),
               render_capture(scenario, rec, phase_times, out)]
-    print('[3/3] writing capture.mcap (rosbag2, MCAP storage)', flush=True)
-    metrics['recording'] = {'capture.mcap': record_capture_mcap(rec, hil.model.joint_names, out / 'capture.mcap')}
-    metrics['files'] = [p.name for p in files] + ['capture.mcap']
+    metrics['recording'] = {'capture': record_capture_mcap(rec, hil.model.joint_names, out / 'capture')}
+    metrics['files'] = [p.name for p in files] + ['capture/']
     return metrics
 
 
 def summary(metrics: dict) -> list[str]:
+    from hil_bringup.console import angle, duration, length, number
+
     lines = []
     if 'unforced' in metrics:
         u = metrics['unforced']
-        lines.append(f"unforced {u['duration_s']:.0f} s: HIL vs absolute reference {u['max_position_error_m'] * 1e3:.2e} mm, "
-                     f"{u['max_angle_error_rad']:.2e} rad (target 0.1 mm / 0.0002 rad; seed 004 hardware 1 mm / 0.002 rad)")
+        lines.append(f"unforced {duration(u['duration_s'])}: HIL vs absolute reference {length(u['max_position_error_m'])}, "
+                     f"{angle(u['max_angle_error_rad'])} (target 0.1 mm / 0.2 mrad; seed 004 hardware 1 mm / 2 mrad)")
     if 'unforced_twin_in_the_loop' in metrics:
         u = metrics['unforced_twin_in_the_loop']
-        lines.append(f"unforced {u['duration_s']:.0f} s, twin in the loop, measured on the robots: "
-                     f"{u['max_position_error_m'] * 1e3:.2e} mm, {u['max_angle_error_rad']:.2e} rad "
-                     f"(target 0.1 mm / 0.0002 rad)")
+        lines.append(f"unforced {duration(u['duration_s'])}, twin in the loop, measured on the robots: "
+                     f"{length(u['max_position_error_m'])}, {angle(u['max_angle_error_rad'])} (target 0.1 mm / 0.2 mrad)")
     c = metrics['capture']
     pt = c['phase_times_s']
-    lines.append('phases: ' + ', '.join(f'{k} {v:.2f} s' for k, v in pt.items())
+    lines.append('phases: ' + ', '.join(f'{k} {duration(v)}' for k, v in pt.items())
                  + f" (seed 004: approach {SEED_APPROACH_START_S} s, grasp {SEED_GRASP_TIME_S} s)")
     if 'relative_velocity_settled_at_s' in c:
-        lines.append(f"relative velocity < 1 mm/s and 0.05 deg/s from {c['relative_velocity_settled_at_s']} s; "
-                     f"momentum drift after the grasp: linear {c['momentum_drift_after_grasp']['linear_relative']:.1e}, "
-                     f"angular {c['momentum_drift_after_grasp']['angular_relative']:.1e}")
+        lines.append(f"relative velocity < 1 mm/s and 0.05 deg/s from {duration(c['relative_velocity_settled_at_s'])}; "
+                     f"momentum drift after the grasp: linear {number(c['momentum_drift_after_grasp']['linear_relative'], 2)}, "
+                     f"angular {number(c['momentum_drift_after_grasp']['angular_relative'], 2)} (relative)")
     w = c['workspace']
-    lines.append(f"workspace: relative client table exit {w['relative_client_table_exit_s']}, servicer table exit "
-                 f"{w['relative_servicer_table_exit_s']}; absolute formulation would exit at {w['absolute_client_exit_s']} s "
-                 f"(client) / {w['absolute_servicer_exit_s']} s (servicer) (seed 004: {SEED_ABSOLUTE_LIMIT_S} s)")
+    lines.append(f"workspace: relative formulation: client table exit {duration(w['relative_client_table_exit_s'])}, "
+                 f"servicer table exit {duration(w['relative_servicer_table_exit_s'])}; absolute formulation would exit at "
+                 f"{duration(w['absolute_client_exit_s'])} (client) / {duration(w['absolute_servicer_exit_s'])} (servicer) "
+                 f"(seed 004: {SEED_ABSOLUTE_LIMIT_S} s)")
     h = c['hil_vs_reference']
-    lines.append(f"capture HIL vs reference: {h['max_position_error_m']:.1e} m, {h['max_angle_error_rad']:.1e} rad")
+    lines.append(f"capture HIL vs reference: {length(h['max_position_error_m'])}, {angle(h['max_angle_error_rad'])}")
     return lines
 
 
@@ -405,15 +403,15 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     graph = envisat_graph(args, scenario=scenario)
     report = LiveReport(expectations if expectations is not None else LiveExpectations())
     topics = [(name, getattr(importlib.import_module(module), cls)) for name, module, cls in GRAPH_TOPICS]
-    running = RunningGraph(graph, out / 'graph', say=say)
-    summary_path = out / 'graph' / 'live_summary.json'
+    running = RunningGraph(graph, out / 'live_nodes', say=say)
+    summary_path = out / 'live_nodes' / 'live_summary.json'
     with test_node('hil_envisat_recorder') as (node, executor):
         t0 = [None]
 
         def now():
             return 0.0 if t0[0] is None else time.monotonic() - t0[0]
 
-        recorder = TopicRecorder(node, out / 'graph.mcap', topics, latched=LATCHED_TOPICS)
+        recorder = TopicRecorder(node, out / 'live', topics, latched=LATCHED_TOPICS)
         from diagnostic_msgs.msg import DiagnosticStatus
         from std_msgs.msg import String
         node.create_subscription(String, 'obsw/phase', lambda m: report.phase(now(), m.data), LATCHED_QOS)
@@ -450,9 +448,9 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     for topic, n in counts.items():
         report.counts[topic.lstrip('/')] = n
     summary = report.finish(duration, results, log_levels)
-    summary['graph.mcap'] = counts
+    summary['recording'] = {'live': counts}
     summary['stages_ready_s'] = {k: round(v, 2) for k, v in running.ready_s.items()}
-    summary['nodes_log_dir'] = str(out / 'graph' / 'logs')
+    summary['nodes_log_dir'] = str(out / 'live_nodes' / 'logs')
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     import json
     summary_path.write_text(json.dumps(summary, indent=2))
