@@ -58,10 +58,7 @@ PARAMS = [*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in {
           Param('max_torque_nm', 5.0e3, 'A wrench whose torque magnitude exceeds this latches a fault (hold) [N m]',
                 min=1e-6),
           Param('wrench_frame_id', 'ft_sensor', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame); "
-                'other frames are refused and counted, an empty one is accepted and counted'),
-          Param('joint_states_recover_s', 0.5, 'After stale joint_states, command again once they have been fresh '
-                'this long [s]', min=0.0, max=60.0),
-          Param('auto_recover', True, 'Recover from stale joint_states on its own (else only client/hot_path/reset)')]
+                'other frames are refused and counted, an empty one is accepted and counted')]
 
 
 class ClientHotPathNode(Node):

@@ -21,13 +21,21 @@ Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
   time stamp (commanded pose interpolated in the recent command history);
 * out ``table/status`` (diagnostic_msgs/DiagnosticStatus): ERROR with the fault names while
   holding, WARN with the clamps, OK otherwise; plus counters;
-* service ``table/reset`` (std_srvs/Trigger): clear latched faults;
+* service ``table/reset`` (std_srvs/Trigger): clear latched faults (refused while joint_states are stale);
+
+Input freshness (:class:`hil_common.freshness.InputWatch`): poses before the first joint state
+are counted (``no_measurement``) and nothing is commanded; joint states older than
+``joint_states_timeout_s`` hold the command (``stale_measurement``), and with ``auto_recover``
+(default) the table commands again once they have been fresh for ``joint_states_recover_s``;
+without it the fault latches until ``table/reset``. Speed and acceleration limits run on the
+node's monotonic clock, never on the message stamps.
 * service ``table/reset_statistics`` (std_srvs/Trigger): restart the running tracking
   statistics (RMS and maximum position/angle error) that ``table/status`` reports.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import deque
@@ -44,6 +52,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg,
                                     xyz_rpy_to_pose)
+from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_motion_table.messages import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist, home_pose,
@@ -80,6 +89,10 @@ PARAMS = [
     Param('joint_states_timeout_s', 0.1, 'Hold with a fault when the newest joint_states is older than this [s]',
           min=1e-3),
     Param('latch_faults', True, 'Hold after a fault until table/reset is called'),
+    Param('joint_states_recover_s', 0.5, 'After stale joint_states, command again once they have been fresh this '
+          'long [s]', min=0.0, max=60.0),
+    Param('auto_recover', True, 'Recover from stale joint_states on its own (else the stale fault latches '
+          'until table/reset)'),
     Param('tracking_error_decimation', 1, 'Publish every n-th tracking error (statistics use all)', min=1, max=10000),
 ]
 
@@ -93,11 +106,12 @@ def limits_from(values: dict) -> TableLimits:
 
 
 def build_table(values: dict, clock=time.monotonic) -> MotionTable:
-    """The table of a node: its speed/acceleration limits run on ``clock`` (monotonic), never on stamps."""
+    """The table of a node: its speed/acceleration limits run on ``clock`` (monotonic), never on stamps;
+    with ``auto_recover`` stale joint states hold without latching (the node's InputWatch decides)."""
     kin = make_kinematics(values['robot'])
     return MotionTable(kin, limits_from(values), period=values['period_s'],
                        prediction_horizon=values['prediction_horizon_s'], latch_faults=values['latch_faults'],
-                       clock=clock)
+                       clock=clock, self_clearing=('stale_measurement',) if values.get('auto_recover') else ())
 
 
 class MotionTableNode(Node):
@@ -118,6 +132,9 @@ class MotionTableNode(Node):
         self.pending = deque()
         self.tracking = TrackingStats()
         self.q_measured, self.q_measured_at = None, 0.0
+        # nothing is judged before the first joint state; stale ones hold until fresh for joint_states_recover_s
+        self.joints = InputWatch('joint_states', p['joint_states_timeout_s'], recover_after_s=p['joint_states_recover_s'],
+                                 auto_recover=p['auto_recover'])
         self.twist_ff, self.twist_stamp = None, None
         self.counters = {'bad_pose': 0, 'bad_joint_states': 0, 'no_measurement': 0}
         self.last_status = None
@@ -142,6 +159,7 @@ class MotionTableNode(Node):
             return
         self.q_measured = q
         self.q_measured_at = time.monotonic()
+        self.joints.sample(self.q_measured_at)
         if not self.table.initialized:
             self.table.initialize(q)
             if self.home_from_start:
@@ -192,8 +210,10 @@ class MotionTableNode(Node):
                 twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
         # The limits run on the table's monotonic clock (build_table), never on the message
         # stamps: a wrong clock, sim time or a replay must not loosen them.
-        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist,
-                              measurement_age=time.monotonic() - self.q_measured_at)
+        now = time.monotonic()
+        self.joints.update(now)
+        age = now - self.q_measured_at if self.joints.usable else math.inf   # recovering: still holding
+        out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, measurement_age=age)
         if np.all(np.isfinite(pose.translation)):
             self.history.add(t, pose)
             self.publish_tracking_errors()
@@ -222,12 +242,14 @@ class MotionTableNode(Node):
         clamps = self.last_status[1] if self.last_status else ()
         if faults:
             msg.level, msg.message = DiagnosticStatus.ERROR, 'holding: ' + ', '.join(faults)
+            if 'stale_measurement' in faults:
+                msg.message += f' ({self.joints.describe(time.monotonic())})'
         elif clamps:
             msg.level, msg.message = DiagnosticStatus.WARN, 'clamped: ' + ', '.join(clamps)
         else:
             msg.level, msg.message = DiagnosticStatus.OK, 'tracking'
         counts = {**self.table.stats.fault_counts, **{f'clamp_{k}': v for k, v in self.table.stats.clamp_counts.items()},
-                  **self.counters, 'steps': self.table.stats.steps}
+                  **self.counters, **self.joints.counters(), 'steps': self.table.stats.steps}
         rms, peak, median = self.tracking.rms, self.tracking.max, self.tracking.percentile(50)
         counts.update({'tracking_samples': self.tracking.n, 'tracking_rms_position_m': float(rms[0]),
                        'tracking_max_position_m': float(peak[0]), 'tracking_median_position_m': float(median[0]),
@@ -242,9 +264,11 @@ class MotionTableNode(Node):
         return response
 
     def on_reset(self, request, response):
-        self.table.reset()
+        ok, joints = self.joints.reset(time.monotonic())
+        if ok:
+            self.table.reset()
         self.last_status = None
-        response.success, response.message = True, 'latched faults cleared'
+        response.success, response.message = ok, ('latched faults cleared; ' if ok else 'refused: ') + joints
         return response
 
 

@@ -100,7 +100,9 @@ class MotionTable:
     seconds, e.g. ``time.monotonic``) makes the table time its own steps: the speed and
     acceleration limits then hold against the real time between commands whatever the
     caller passes as ``t`` (every node uses it; lockstep runners, whose simulated time *is*
-    the robot's time, pass ``t`` instead). ``prediction_horizon``
+    the robot's time, pass ``t`` instead). ``self_clearing``: faults that hold while present
+    but do not latch (a node whose input-freshness policy recovers on its own passes
+    ``('stale_measurement',)``). ``prediction_horizon``
     [s] > 0 enables delay compensation; ``twist_filter_hz`` is the cut-off of the
     first-order filter on the finite-difference twist estimate.
     """
@@ -109,7 +111,7 @@ class MotionTable:
 
     def __init__(self, kinematics, limits: TableLimits, period: float = 0.004, prediction_horizon: float = 0.0,
                  twist_filter_hz: float = 20.0, latch_faults: bool = True,
-                 clock: Callable[[], float] | None = None):
+                 clock: Callable[[], float] | None = None, self_clearing: tuple[str, ...] = ()):
         if not period > 0:
             raise ValueError('period must be > 0')
         if prediction_horizon < 0:
@@ -121,6 +123,7 @@ class MotionTable:
         self.twist_filter_hz = float(twist_filter_hz)
         self.latch_faults = latch_faults
         self.clock = clock
+        self.self_clearing = frozenset(self_clearing)   # faults that hold while present but never latch
         span = kinematics.q_max - kinematics.q_min
         self.q_lo = kinematics.q_min + limits.joint_margin * span
         self.q_hi = kinematics.q_max - limits.joint_margin * span
@@ -181,7 +184,7 @@ class MotionTable:
         for name in faults:
             self.stats.fault_counts[name] += 1
         if self.latch_faults:
-            self._latched = tuple(sorted(set(self._latched) | set(faults)))
+            self._latched = tuple(sorted(set(self._latched) | (set(faults) - self.self_clearing)))
         self._qd_cmd = np.zeros_like(self._qd_cmd)
         self._q_ik_prev = None
         return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=pose, holding=True,
