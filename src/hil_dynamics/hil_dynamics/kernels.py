@@ -273,11 +273,14 @@ def rk_stage(poses, x, twists, rates, u_prev, c, use_dexp, poses_out, x_out, u_o
 
 
 @njit(**_OPTS)
-def rk_final(poses, x, k1, k2, k3, k4, a1, a2, a3, a4, h, poses_out, x_out):
-    """The RKMK4 update ``g exp6(h/6 (k1 + 2 k2 + 2 k3 + k4))``, ``x + h/6 (a1 + 2 a2 + 2 a3 + a4)``."""
+def rk_final(poses, x, k1, k2, k3, k4_raw, u3, a1, a2, a3, a4, h, poses_out, x_out):
+    """The RKMK4 update ``g exp6(h/6 (k1 + 2 k2 + 2 k3 + k4))``, ``x + h/6 (a1 + 2 a2 + 2 a3 + a4)``,
+    with ``k4 = dexp^-1(u3) k4_raw``."""
     h6 = h / 6.0
     u = np.empty(6)
+    k4 = np.empty((poses.shape[0], 6))
     for j in range(poses.shape[0]):
+        _dexp_inv(u3[j], k4_raw[j], k4[j])
         for i in range(6):
             u[i] = (k1[j, i] + (k2[j, i] + k3[j, i]) * 2.0 + k4[j, i]) * h6
         _mul_exp(poses[j], u, poses_out[j])
@@ -359,3 +362,34 @@ def xyzquat_into(g, out):
         w, x, y, z = (r10 - r01) / s, (r02 + r20) / s, (r12 + r21) / s, 0.25 * s
     n = np.sqrt(w * w + x * x + y * y + z * z)
     out[3], out[4], out[5], out[6] = x / n, y / n, z / n, w / n
+
+
+@njit(**_OPTS)
+def lockstep_solve(m_o, m_g, bias_base, ff_bias_s, ff_bias_b, grav, bias_ground, tau, f_b, delta_dot,
+                   w_ff1, w_ff23, w_grav, lhs, rhs, sol):
+    """Seed 004 Eqs. (18), (22), (20) at one instant, solved for ``sol = [V_s_dot; ddq]``.
+
+    Rows 0-5 (Eq. 18): ``M_b V_s_dot + M_bq ddq = F_b - M_b Delta_dot - bias_base[:6]`` with
+    ``bias_base = C v - J^T F_e`` of the orbit model at ``V_b``. Arm rows (Eq. 20 of the
+    ground arm, its own mass matrix ``m_g``): ``A_qs V_s_dot + A_qq ddq = tau_q - bias_ground``
+    with Eq. (22) ``tau_q = tau + w_grav grav - w_ff1 M_bq^T Delta_dot + w_ff23 (ff_bias_s -
+    ff_bias_b)`` (``grav`` is Pinocchio's generalised gravity, ``-G``; the ``ff_bias`` are
+    ``C(V, dq) [V; dq]`` of the feed-forward's model, whose difference is ``tau_ff2 + tau_ff3``).
+    """
+    nv = m_o.shape[0]
+    for i in range(6):
+        s = f_b[i] - bias_base[i]
+        for j in range(6):
+            s -= m_o[i, j] * delta_dot[j]
+        rhs[i] = s
+        for j in range(nv):
+            lhs[i, j] = m_o[i, j]
+    for i in range(6, nv):
+        ff1 = 0.0
+        for j in range(6):
+            ff1 -= m_o[i, j] * delta_dot[j]
+        tau_q = tau[i - 6] + w_grav * grav[i] + w_ff1 * ff1 + w_ff23 * (ff_bias_s[i] - ff_bias_b[i])
+        rhs[i] = tau_q - bias_ground[i]
+        for j in range(nv):
+            lhs[i, j] = m_g[i, j]
+    solve_into(lhs, rhs, sol)

@@ -25,7 +25,8 @@ from typing import Callable, Optional, Union
 import numpy as np
 import pinocchio as pin
 
-from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics import kernels
+from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
                                    ServicerState, _vector)
 
@@ -34,6 +35,14 @@ Input = Union[np.ndarray, Callable[[float], np.ndarray]]
 # The OBSW joint torques: a constant vector, or a joint controller ``(t, q_arm, dq_arm) -> tau``
 # evaluated on the measured arm state (seed 004 Fig. 6: the OBSW closes the loop).
 TorqueInput = Union[np.ndarray, Callable[[float, np.ndarray, np.ndarray], np.ndarray]]
+
+
+def _zero_forces(count: int) -> pin.StdVec_Force:
+    """External forces for ``rnea``/``aba`` as Pinocchio's own vector: a Python list costs a conversion per call."""
+    out = pin.StdVec_Force()
+    for _ in range(count):
+        out.append(pin.Force.Zero())
+    return out
 
 
 class GroundArmOnMovingBase:
@@ -60,7 +69,7 @@ class GroundArmOnMovingBase:
         self._ee_joint = frame.parentJoint
         self._ee_placement = frame.placement
         self._zero_acc = np.zeros(model.nv)
-        self._fext_list = [pin.Force.Zero() for _ in range(model.njoints)]
+        self._fext_list = _zero_forces(model.njoints)
         self._q = np.empty(model.nq)
         self._v = np.empty(model.nv)
 
@@ -145,7 +154,128 @@ class ServicerHilLockstep:
         return vn_dot, sol[:6], sol[6:], torques
 
     def step(self, dt: float, wrench_base_com: Input, tau_obsw: TorqueInput, wrench_ee: Input) -> LockstepState:
-        """Advance the closed loop by ``dt`` [s] (inputs evaluated at every integrator stage)."""
+        """Advance the closed loop by ``dt`` [s] (inputs evaluated at every integrator stage).
+
+        Runs the fused path (:meth:`_step_fused`: six Pinocchio calls per stage, arrays
+        allocated once, compiled glue) unless the feed-forward has ``tau_ff2`` and
+        ``tau_ff3`` switched differently, which only :meth:`step_reference` computes.
+        ``test_fast_paths`` checks that both agree to 1e-12.
+        """
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
+        if self.feedforward.use_ff2 != self.feedforward.use_ff3:
+            return self.step_reference(dt, wrench_base_com, tau_obsw, wrench_ee)
+        return self._step_fused(dt, wrench_base_com, tau_obsw, wrench_ee)
+
+    def _fused_setup(self):
+        """Work arrays and Pinocchio data of :meth:`_step_fused`, allocated once."""
+        adm, ff, ground, n = self.admittance, self.feedforward, self.ground_arm, self.n
+        om = adm.model.model
+        w = type('FusedWork', (), {})()
+        w.rk = FusedRKMK4(2, 12 + 2 * n)
+        w.om, w.d_mass, w.d_base, w.d_s = om, om.createData(), om.createData(), om.createData()
+        w.same_ff_model = ff.model is adm.model
+        w.fm = ff.model.model
+        w.d_ff_b, w.d_ff_s = w.fm.createData(), w.fm.createData()
+        w.lab_model, w.lab_data = ff._lab_model, ff._lab_model.createData()
+        w.gm, w.d_gm, w.d_gr = ground.model, ground.model.createData(), ground.model.createData()
+        w.cfg_o = pin.neutral(om)
+        w.cfg_lab = np.empty(om.nq)
+        w.cfg_ground = np.empty(ground.model.nq)
+        w.vel_b, w.vel_s = np.empty(om.nv), np.empty(om.nv)
+        w.zero_o, w.zero_g = np.zeros(om.nv), np.zeros(ground.model.nv)
+        frame = om.frames[adm.model.ee_frame_id]
+        w.ee_joint_o, w.ee_placement_o = frame.parentJoint, frame.placement
+        w.fext_o, w.fext_g = _zero_forces(om.njoints), _zero_forces(ground.model.njoints)
+        w.nominal_in_lab = kernels.pose_array(ff.pose_nominal_in_lab)
+        w.pose_lab = np.empty(12)
+        body = adm.nominal_body
+        w.mass, w.inertia9 = body.mass_kg, np.ascontiguousarray(body.inertia_com_kgm2).reshape(9).copy()
+        w.inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
+        w.vn_dot, w.delta, w.delta_dot = np.empty(6), np.empty(6), np.empty(6)
+        w.lhs, w.rhs, w.sol = np.empty((6 + n, 6 + n)), np.empty(6 + n), np.empty(6 + n)
+        w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * n)
+        w.last_f_e = None
+        return w
+
+    def _step_fused(self, dt: float, wrench_base_com: Input, tau_obsw: TorqueInput, wrench_ee: Input) -> LockstepState:
+        """:meth:`step_reference` restructured: per stage, ``crba`` and ``rnea`` (with ``F_e`` as an
+        external force) on the orbit model give the Eq. (18) rows; ``rnea`` at ``V_s`` gives
+        ``tau_ff2 + tau_ff3`` as a difference of Coriolis forces; ``computeGeneralizedGravity`` gives
+        ``G``; ``crba`` and ``rnea`` on the ground model give Eq. (20); one compiled solve."""
+        w = getattr(self, '_fused', None)
+        if w is None:
+            w = self._fused = self._fused_setup()
+        n, ff, ground = self.n, self.feedforward, self.ground_arm
+        crba, rnea, nle, gravity = pin.crba, pin.rnea, pin.nonLinearEffects, pin.computeGeneralizedGravity
+        stage_kin, solve, xyzquat, pose_mul = (kernels.servicer_stage_kinematics, kernels.lockstep_solve,
+                                               kernels.xyzquat_into, kernels.pose_mul_into)
+        nominal_acc = kernels.nominal_acceleration_into
+        w_ff1 = 1.0 if ff.use_ff1 else 0.0
+        w_ff23 = 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0
+        w_grav = 1.0 if ff.use_gravity else 0.0
+        at = self._at
+        const_f_b = None if callable(wrench_base_com) else _vector(wrench_base_com, 6, 'wrench_base_com')
+        const_f_e = None if callable(wrench_ee) else _vector(wrench_ee, 6, 'wrench_ee')
+        const_tau = None if callable(tau_obsw) else _vector(tau_obsw, n, 'tau_obsw')
+
+        def set_fext(f_e):
+            if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
+                w.fext_o[w.ee_joint_o] = w.ee_placement_o.act(pin.Force(f_e))
+                w.fext_g[ground._ee_joint] = ground._ee_placement.act(pin.Force(f_e))
+                w.last_f_e = np.array(f_e, dtype=float)
+            return w.fext_o
+
+        def derivative(t, poses, x, twists_out, rates_out):
+            v_n, v_s, q, dq = x[:6], x[6:12], x[12:12 + n], x[12 + n:]
+            f_b = const_f_b if const_f_b is not None else at(wrench_base_com, t)
+            f_e = const_f_e if const_f_e is not None else at(wrench_ee, t)
+            tau = const_tau if const_tau is not None else np.asarray(tau_obsw(t, q, dq), dtype=float)
+            nominal_acc(v_n, w.mass, w.inertia9, w.inertia_inv9, w.vn_dot)                # Eq. (4)
+            stage_kin(poses[1], v_n, v_s, w.vn_dot, w.delta, w.vel_b, w.delta_dot)          # Eq. (15)
+            w.vel_b[6:] = dq
+            w.vel_s[:6] = v_s
+            w.vel_s[6:] = dq
+            cfg = w.cfg_o
+            cfg[7:] = q
+            fext = set_fext(f_e)
+            m_o = crba(w.om, w.d_mass, cfg)
+            bias_b = rnea(w.om, w.d_base, cfg, w.vel_b, w.zero_o, fext)                     # C v - J^T F_e at V_b
+            if w.same_ff_model:
+                bias_s = rnea(w.om, w.d_s, cfg, w.vel_s, w.zero_o, fext)                    # idem at V_s
+                ff_b = bias_b
+            else:
+                bias_s = nle(w.fm, w.d_ff_s, cfg, w.vel_s)
+                ff_b = nle(w.fm, w.d_ff_b, cfg, w.vel_b)
+            pose_mul(w.nominal_in_lab, poses[1], w.pose_lab)                                # arm base in the lab
+            xyzquat(w.pose_lab, w.cfg_lab)
+            w.cfg_lab[7:] = q
+            grav = gravity(w.lab_model, w.lab_data, w.cfg_lab) if w_grav else w.zero_o       # -G of Eq. (20)
+            m_g = crba(w.gm, w.d_gm, w.cfg_lab)
+            bias_g = rnea(w.gm, w.d_gr, w.cfg_lab, w.vel_s, w.zero_g, w.fext_g)   # Eq. (20) bias
+            solve(m_o, m_g, bias_b, bias_s, ff_b, grav, bias_g, tau, f_b, w.delta_dot, w_ff1, w_ff23, w_grav,
+                  w.lhs, w.rhs, w.sol)
+            twists_out[0] = v_n
+            twists_out[1] = v_s
+            rates_out[:6] = w.vn_dot
+            rates_out[6:12] = w.sol[:6]
+            rates_out[12:12 + n] = dq
+            rates_out[12 + n:] = w.sol[6:]
+
+        s = self.admittance.state
+        kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
+        kernels.pose_array(s.pose_base_in_nominal, w.poses[1])
+        x = w.x
+        x[:6], x[6:12], x[12:12 + n], x[12 + n:] = s.twist_nominal_body, s.twist_base_rel_body, self.q_arm, self.dq_arm
+        poses, x = w.rk.step(s.t, dt, w.poses, x, derivative)
+        self.admittance.state = ServicerState(s.t + dt, kernels.array_pose(poses[0]), x[:6].copy(),
+                                              kernels.array_pose(poses[1]), x[6:12].copy())
+        self.q_arm = x[12:12 + n].copy()
+        self.dq_arm = x[12 + n:].copy()
+        return self.state
+
+    def step_reference(self, dt: float, wrench_base_com: Input, tau_obsw: TorqueInput, wrench_ee: Input) -> LockstepState:
+        """The readable step: :meth:`accelerations` (the rules' own methods) under :func:`rkmk4_step`."""
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
         n = self.n

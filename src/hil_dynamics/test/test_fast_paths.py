@@ -81,3 +81,75 @@ def test_client_compiled_step_refuses_a_non_finite_wrench_and_keeps_the_state():
     with pytest.raises(ValueError, match='wrench must be finite'):
         rule.step(np.array([0.0, np.nan, 0.0, 0.0, 0.0, 0.0]), 1e-3)
     assert rule.state is before
+
+
+def test_fused_rkmk4_matches_generic_rkmk4():
+    """:class:`FusedRKMK4` (compiled stage transitions) against :func:`rkmk4_step` on a coupled system."""
+    from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
+
+    rng = np.random.default_rng(4)
+    mix = rng.normal(0.0, 0.3, (12, 12))
+
+    def twists_rates(poses_trans, x):
+        rates = np.tanh(mix @ x) + 0.1 * np.concatenate((poses_trans[0], poses_trans[1], poses_trans[0], poses_trans[1]))
+        return x.reshape(2, 6), rates
+
+    def ref_derivative(t, poses, x):
+        return twists_rates([g.translation for g in poses], x)
+
+    def fused_derivative(t, poses, x, twists_out, rates_out):
+        twists, rates = twists_rates([poses[0, 9:], poses[1, 9:]], x)
+        twists_out[:] = twists
+        rates_out[:] = rates
+
+    fused = FusedRKMK4(2, 12)
+    for _ in range(20):
+        poses = [_random_pose(rng), _random_pose(rng)]
+        x = rng.normal(0.0, 0.5, 12)
+        h = 10.0 ** rng.uniform(-4.0, -1.0)
+        ref_poses, ref_x = rkmk4_step(0.0, h, poses, x, ref_derivative)
+        arr = np.stack([kernels.pose_array(g) for g in poses])
+        out_poses, out_x = fused.step(0.0, h, arr, x, fused_derivative)
+        assert np.abs(out_x - ref_x).max() < TOL
+        for a, b in zip(out_poses, ref_poses):
+            assert _pose_diff(kernels.array_pose(a), b) < TOL
+
+
+def _lbr_lockstep(share_model: bool):
+    """The LBR iiwa 14 servicer loop of seed 004 Fig. 6 with a tilted lab mounting."""
+    from hil_dynamics.models import servicer_lbr_urdf
+    from hil_dynamics.servicer_lockstep import build_servicer_loop
+
+    loop = build_servicer_loop(servicer_lbr_urdf(), 'lbr_flange', RigidBody(8000.0, [17000.0, 124000.0, 129000.0]),
+                               [0.01, -0.02, 0.005, 0.002, -0.04, 0.01], pin.SE3.Identity(), np.zeros(6),
+                               [0.3, -0.5, 0.2, 1.2, -0.4, 0.6, 0.1], np.zeros(7),
+                               pose_nominal_in_lab=pin.SE3(pin.rpy.rpyToMatrix(0.2, -0.1, 0.4), np.array([0.5, 1.0, 1.5])))
+    if share_model:
+        loop.feedforward.model = loop.admittance.model
+    return loop
+
+
+@pytest.mark.parametrize('share_model', [False, True], ids=['own_ff_model', 'shared_model'])
+def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
+    """Eqs. (18), (22), (20) closed (seed 004 Fig. 6): fused step against the rules' own methods."""
+    from hil_dynamics.servicer import ServicerState
+
+    rng = np.random.default_rng(5)
+    loop = _lbr_lockstep(share_model)
+    n = loop.n
+    worst = 0.0
+    for _ in range(6):
+        state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
+                              pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
+        q0, dq0 = loop.q_arm + rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.2, n)
+        f_b, tau, f_e = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
+        dt = 10.0 ** rng.uniform(-4.0, -1.5)
+        out = []
+        for step in (loop.step, loop.step_reference):
+            loop.admittance.state, loop.q_arm, loop.dq_arm = copy.deepcopy(state), q0.copy(), dq0.copy()
+            s = step(dt, f_b, tau, f_e)
+            out.append((s.servicer.pose_base_in_nominal.homogeneous, s.servicer.pose_nominal_in_orbit.homogeneous,
+                        s.servicer.twist_base_rel_body, s.servicer.twist_nominal_body, s.q_arm, s.dq_arm))
+        for a, b in zip(*out):
+            worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+    assert worst < TOL
