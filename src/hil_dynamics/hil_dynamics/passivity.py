@@ -1,0 +1,188 @@
+"""Time-domain passivity observer and controller for one HIL admittance (seed 004 §IV-B, §VI).
+
+Seed 004 Eq. (28) states that the HIL facility is passive as long as the power at the
+contact port, ``(V_a - V_c)^T F_e``, stays within what the OBSW dissipates. Two things on a
+real facility break this (seed 004 §VI and its ref. [18], De Stefano, Balachandran & Secchi,
+IEEE T-RO 36(1) 2020): the robot does not move as commanded (delay and tracking lag:
+Assumption 1 fails) and the admittance is integrated in discrete time. Both generate energy
+that the simulated spacecraft does not have. This module observes that energy and removes
+it, the time-domain passivity approach of Hannaford & Ryu (IEEE T-RO 18(1) 2002) applied to
+an admittance-type (force in, motion out) port as in [18].
+
+One port, ``n`` coordinates (6 for a spacecraft twist, 1 for a test rig). Per sample ``k``,
+with the measured wrench ``F_k`` (the environment on the mock-up) held over the step:
+
+* port energy (delay and tracking): the model moves with the commanded twist ``V``, the
+  mock-up with the measured twist ``Ṽ``; over the step from sample ``k-1`` to ``k`` the model
+  receives ``F_k-1^T (V_k-1 + V_k)/2 dt`` (the wrench is held), while the environment gives
+  only ``(F_k-1 + F_k)^T/2 (Ṽ_k-1 + Ṽ_k)/2 dt``; the difference is what the loop creates (for
+  constant twists simply ``F^T (V - Ṽ) dt``; the trapezoid also sees the half sample of
+  delay the held wrench adds, e.g. ``k dx^2 / 2`` per step on a sampled spring). A step is
+  accounted when its end sample arrives;
+* integration energy: what the discrete integrator adds on top of the work of the wrench it
+  was given (:func:`integration_energy`, passed in by the caller, 0 if not known);
+* dissipated energy: the controller's damping wrench ``F_pc = -beta M V`` (``M`` the model's
+  inertia, ``beta`` a rate in 1/s, so linear and angular axes are weighted consistently),
+  held over the step, removes ``beta (M V_k-1)^T (V_k-1 + V_k)/2 dt`` from the model.
+
+``E_obs = sum(port + integration - dissipated)`` is the energy the loop generated so far (> 0:
+active). The controller applies, for the coming step, the smallest ``beta`` that dissipates the
+whole excess at the current twist (Ryu, Kwon & Hannaford, IEEE T-RO 20(2)
+2004), capped at ``max_rate_per_s`` (keep ``max_rate_per_s * dt < 1`` so the damping itself
+stays stable in discrete time). When nothing is observed it does nothing: ``beta = 0`` and the
+simulated dynamics are untouched.
+
+Plain Python, no rclpy. Twists, wrenches and ``M`` must use one frame and one point (the
+port's): for the client of seed 004 Eq. (11), the relative twist ``V_c`` commanded to the
+table, its measured value, and the wrench ``F_c`` at the CoM; for the servicer of Eq. (18),
+``V_s`` and the generalised base wrench ``J_b^T F_e``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ['PassivityController', 'PassivityOutput', 'integration_energy']
+
+
+@dataclass
+class PassivityOutput:
+    """Result of one :meth:`PassivityController.update` (energies cumulative since the start) [J]."""
+
+    energy_observed_j: float       # E_obs: port + integration - dissipated (> 0: the loop is active)
+    energy_port_j: float           # sum F^T (V - Ṽ) dt: delay and tracking
+    energy_integration_j: float    # sum of the integrator's energy
+    energy_dissipated_j: float     # sum beta V^T M V dt removed by the controller
+    rate_per_s: float              # beta for the coming step [1/s]
+    wrench_pc: np.ndarray          # -beta M V: add to the model's input wrench for the coming step
+
+    def as_list(self) -> list[float]:
+        """``[E_obs, E_port, E_integration, E_dissipated, beta]`` (the ``*/passivity`` topic layout)."""
+        return [self.energy_observed_j, self.energy_port_j, self.energy_integration_j, self.energy_dissipated_j,
+                self.rate_per_s]
+
+
+def integration_energy(mass_matrix, twist_before, twist_after, wrench_applied, dt: float, displacement=None) -> float:
+    """Energy a discrete integrator created in one step of ``M V_dot + C(V) V = F`` [J].
+
+    ``1/2 V^T M V`` is the rigid body's storage (seed 004 Eq. 25 with ``V = V_t``; the Coriolis
+    term does no work, the passivity property of Eq. 2). The environment does the work
+    ``F^T d`` on the body, ``d`` the displacement the integrator commanded in the step (a
+    twist times time, e.g. ``log6(g_k^-1 g_k+1)``; default ``(V_before + V_after)/2 dt``,
+    exact for a velocity that changes linearly in the step). The returned value is
+    ``Delta W - F^T d``: positive when the integrator moved the body so that it gained more
+    energy than the wrench gave (explicit Euler does, ref. [18] of seed 004).
+    ``wrench_applied`` is everything the model was given in the step (measured wrench plus
+    the controller's ``F_pc``).
+    """
+    m = np.atleast_2d(np.asarray(mass_matrix, dtype=float))
+    v0 = np.atleast_1d(np.asarray(twist_before, dtype=float))
+    v1 = np.atleast_1d(np.asarray(twist_after, dtype=float))
+    f = np.atleast_1d(np.asarray(wrench_applied, dtype=float))
+    d = 0.5 * (v0 + v1) * float(dt) if displacement is None else np.atleast_1d(np.asarray(displacement, dtype=float))
+    stored = 0.5 * float(v1 @ m @ v1 - v0 @ m @ v0)
+    return stored - float(f @ d)
+
+
+class PassivityController:
+    """Passivity observer (always) and controller (``enabled``) of one admittance port.
+
+    Parameters
+    ----------
+    mass_matrix:
+        The model's inertia at the port (n x n, or n diagonal values): weights the damping
+        ``F_pc = -beta M V``.
+    max_rate_per_s:
+        Largest damping rate ``beta`` [1/s]; ``max_rate_per_s * dt < 1`` keeps it stable.
+    enabled:
+        False: observe only (``beta`` stays 0).
+    threshold_j:
+        Observed energy tolerated before the controller acts [J] (e.g. the energy the sensor
+        noise alone produces); 0 dissipates every observed excess.
+    """
+
+    def __init__(self, mass_matrix, max_rate_per_s: float, enabled: bool = True, threshold_j: float = 0.0):
+        m = np.asarray(mass_matrix, dtype=float)
+        m = np.diag(m) if m.ndim == 1 else np.atleast_2d(m)
+        if m.shape[0] != m.shape[1] or not np.all(np.isfinite(m)):
+            raise ValueError(f'mass_matrix must be a finite square matrix or a vector of diagonal values, got {m.tolist()}')
+        if not np.allclose(m, m.T) or np.linalg.eigvalsh(0.5 * (m + m.T))[0] <= 0.0:
+            raise ValueError('mass_matrix must be symmetric positive definite')
+        max_rate_per_s, threshold_j = float(max_rate_per_s), float(threshold_j)
+        if not np.isfinite(max_rate_per_s) or max_rate_per_s < 0.0:
+            raise ValueError(f'max_rate_per_s must be finite and >= 0, got {max_rate_per_s!r}')
+        if not np.isfinite(threshold_j) or threshold_j < 0.0:
+            raise ValueError(f'threshold_j must be finite and >= 0, got {threshold_j!r}')
+        self.mass_matrix = m
+        self.n = m.shape[0]
+        self.max_rate_per_s = max_rate_per_s
+        self.enabled = bool(enabled)
+        self.threshold_j = threshold_j
+        self.energy_port_j = 0.0
+        self.energy_integration_j = 0.0
+        self.energy_dissipated_j = 0.0
+        self.rate_per_s = 0.0           # beta of the current step
+        self.wrench_pc = np.zeros(self.n)
+        self.max_observed_j = 0.0
+        self._previous = None
+
+    @property
+    def energy_observed_j(self) -> float:
+        return self.energy_port_j + self.energy_integration_j - self.energy_dissipated_j
+
+    def _vec(self, value, name: str) -> np.ndarray:
+        arr = np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
+        if arr.shape[0] != self.n or not np.all(np.isfinite(arr)):
+            raise ValueError(f'{name} must be {self.n} finite numbers, got {arr.tolist()}')
+        return arr
+
+    def update(self, twist_measured, twist_commanded, wrench, dt: float,
+               integration_energy_j: float = 0.0) -> PassivityOutput:
+        """Account the coming sample of length ``dt`` [s] and return the damping for it.
+
+        Call it once per step, before the model's step: ``twist_commanded`` is the model's
+        (commanded) twist now, ``twist_measured`` the robot's measured one at the port,
+        ``wrench`` the measured wrench held over the step (without ``F_pc``), and
+        ``integration_energy_j`` what the integrator created in the previous step. The
+        returned ``wrench_pc = -beta M V`` must be added to the model's input for this step;
+        its dissipation is accounted here. Malformed input raises ValueError naming it and
+        leaves the state untouched.
+        """
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
+        v_meas = self._vec(twist_measured, 'twist_measured')
+        v_cmd = self._vec(twist_commanded, 'twist_commanded')
+        f = self._vec(wrench, 'wrench')
+        if not np.isfinite(integration_energy_j):
+            raise ValueError(f'integration_energy_j must be finite, got {integration_energy_j!r}')
+        # The step that ended now (from the previous sample to this one), with both its ends known:
+        # the model moved by the mean commanded twist under the held wrench; the environment
+        # gave the trapezoid of the wrench over the mean measured twist (the zero-order hold of
+        # the wrench is itself half a sample of delay, which the model does not see).
+        if self._previous is not None:
+            f_prev, v_cmd_prev, v_meas_prev, dt_prev, beta_prev, m_v_prev = self._previous
+            v_mean = 0.5 * (v_cmd_prev + v_cmd)
+            model = float(f_prev @ v_mean)
+            environment = 0.25 * float((f_prev + f) @ (v_meas_prev + v_meas))
+            self.energy_port_j += (model - environment) * dt_prev
+            # The damping wrench -beta M V_k-1 was held over that step: its work on the model.
+            self.energy_dissipated_j += beta_prev * float(m_v_prev @ v_mean) * dt_prev
+        self.energy_integration_j += float(integration_energy_j)
+        m_v = self.mass_matrix @ v_cmd
+        kinetic2 = float(v_cmd @ m_v)                 # V^T M V
+        excess = self.energy_observed_j
+        self.max_observed_j = max(self.max_observed_j, excess)
+        beta = 0.0
+        if self.enabled and excess > self.threshold_j:
+            beta = min(self.max_rate_per_s, excess / (kinetic2 * dt)) if kinetic2 > 0.0 else self.max_rate_per_s
+        # What the damping will remove over the coming step at this twist (accounted exactly,
+        # with the step's mean twist, at the next call).
+        pending = beta * kinetic2 * dt
+        self._previous = (f, v_cmd, v_meas, dt, beta, m_v)
+        self.rate_per_s = beta
+        self.wrench_pc = -beta * m_v
+        excess -= pending
+        return PassivityOutput(excess, self.energy_port_j, self.energy_integration_j, self.energy_dissipated_j + pending,
+                               beta, self.wrench_pc.copy())
