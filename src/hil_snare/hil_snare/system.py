@@ -166,6 +166,7 @@ class SnareSystem:
         lam = (self.wires.x_wire_m - base[0]) / axis[0]
         p_lee = base + lam * axis
         p_target = self._g_base + lam * self._g_axis
+        self._axis_lee = axis
         return p_lee, p_target, 0.0 <= lam <= self.grapple.length_m
 
     # ---- dynamics ---------------------------------------------------------------------------
@@ -186,15 +187,21 @@ class SnareSystem:
         v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
         v_rel = pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
         f = np.zeros(3)
+        axis = self._axis_lee
         for h in hits:
+            # The in-plane distance's gradient w.r.t. a rigid motion of the shaft, taken at the
+            # material point under the section: the in-plane normal minus its share along the
+            # axis, i.e. perpendicular to the shaft. Forces along it derive from the wire potential.
             n3 = np.array([0.0, h.normal_yz[0], h.normal_yz[1]])
+            n3[0] = -(n3 @ axis) / axis[0]
             w_yz = self.wires.wire_velocity(theta, theta_dot, h) if theta_dot else (0.0, 0.0)
             w3 = np.array([0.0, w_yz[0], w_yz[1]])
             slip = v_rel - w3
             delta = self.grapple.radius_m - h.distance_m
             delta_dot = -float(n3 @ slip)
             f_n = self.law.normal_force(delta, delta_dot)
-            v_t = slip - (n3 @ slip) * n3
+            u = n3 / math.sqrt(n3 @ n3)
+            v_t = slip - (u @ slip) * u
             fi = f_n * n3 + self.law.friction(f_n, v_t)
             f += fi
             if record:
