@@ -40,7 +40,10 @@ setup(
             'client_hot_path_node = hil_bringup.client_hot_path_node:main',
             'scripted_wrench_node = hil_bringup.scripted_wrench_node:main',
             'teleop_demo = hil_bringup.teleop_demo:main',
+            'hil_bag_recover = hil_bringup.bag:main',
+            'recorder_node = hil_bringup.recorder_node:main',
             'wait_for_ready = hil_bringup.wait_for_ready:main',
+            'live_view_node = hil_bringup.live_view_node:main',
         ],
     },
 )

@@ -1,22 +1,28 @@
-"""rosbag2 recordings in MCAP storage, readable by ``ros2 bag`` and Foxglove (via ``rosbags``).
+"""rosbag2 recordings (MCAP storage) of rclpy messages, readable by ``ros2 bag``, ``rosbags`` and Foxglove.
+
+A recording is a bag folder named as ROS names it: ``capture/`` holding ``capture_0.mcap``
+and ``metadata.yaml`` (:mod:`hil_bringup.bag`, which also makes it crash-safe: small chunks,
+a periodic flush, ``metadata.yaml`` written early, ``hil_bag_recover`` for a torn file).
 
 * :class:`McapWriter` writes rclpy messages (serialised with rclpy, i.e. the CDR bytes an
   rmw puts on the wire, which is what rosbag2 stores) with explicit receive times.
 * :class:`TopicRecorder` subscribes an rclpy node to a list of ``(topic, type)`` and writes
-  every message as it arrives; :meth:`TopicRecorder.close` flushes and finalises the bag
-  (metadata.yaml and the MCAP summary) and reports how many messages each topic got, so a
-  run that ends on a fault still leaves a complete, readable bag.
+  every message as it arrives (a timer flushes an idle bag too); :meth:`TopicRecorder.close`
+  finalises the bag and reports how many messages each topic got, so a run that ends on a
+  fault still leaves a complete, readable bag.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from hil_bringup.bag import BagWriter, bag_file
 
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+__all__ = ['LATCHED_QOS', 'McapWriter', 'TopicRecorder', 'bag_file', 'qos_metadata', 'read_counts', 'type_name']
 
 
 def type_name(msg_class) -> str:
@@ -25,39 +31,73 @@ def type_name(msg_class) -> str:
     return f'{module[0]}/msg/{msg_class.__name__}'
 
 
+def qos_metadata(qos: QoSProfile) -> list[dict]:
+    """``offered_qos_profiles`` of a bag (rosbag2 v9 form) for an rclpy profile, so a player re-offers it."""
+    def duration(d) -> dict:
+        ns = d.nanoseconds
+        return {'sec': ns // 10**9, 'nsec': ns % 10**9}
+
+    return [{'history': qos.history.name.lower(), 'depth': qos.depth,
+             'reliability': qos.reliability.name.lower(), 'durability': qos.durability.name.lower(),
+             'deadline': duration(qos.deadline), 'lifespan': duration(qos.lifespan),
+             'liveliness': qos.liveliness.name.lower(),
+             'liveliness_lease_duration': duration(qos.liveliness_lease_duration),
+             'avoid_ros_namespace_conventions': qos.avoid_ros_namespace_conventions}]
+
+
+_TYPESTORE = None
+
+
+def _definition(msgtype: str) -> tuple[str, str]:
+    """``(ros2msg definition with its dependencies, RIHS01 hash)`` of a ROS 2 Jazzy message type."""
+    global _TYPESTORE
+    from rosbags.typesys import Stores, get_typestore
+
+    if _TYPESTORE is None:
+        _TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
+    msgdef, _ = _TYPESTORE.generate_msgdef(msgtype, ros_version=2)
+    return msgdef, _TYPESTORE.hash_rihs01(msgtype)
+
+
 class McapWriter:
-    """A rosbag2 bag (MCAP storage) written from rclpy messages."""
+    """A rosbag2 bag folder (MCAP storage) written from rclpy messages; see :class:`hil_bringup.bag.BagWriter`."""
 
-    def __init__(self, path: Path, overwrite: bool = True):
-        from rosbags.rosbag2 import StoragePlugin, Writer
-        from rosbags.typesys import Stores, get_typestore
+    def __init__(self, path: Path, overwrite: bool = True, **options):
+        self.bag = BagWriter(path, overwrite=overwrite, library='hil_bringup.recorder', **options)
+        self.path = self.bag.path
 
-        self.path = Path(path)
-        if self.path.exists() and overwrite:
-            shutil.rmtree(self.path)
-        self.typestore = get_typestore(Stores.ROS2_JAZZY)
-        self._writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
-        self._writer.open()
-        self._connections: dict[str, object] = {}
-        self.counts: dict[str, int] = {}
-        self.closed = False
+    @property
+    def file(self) -> Path:
+        return self.bag.file
+
+    @property
+    def closed(self) -> bool:
+        return self.bag.closed
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.bag.counts()
+
+    def add_topic(self, topic: str, msg_class, qos: QoSProfile | None = None):
+        """Register ``topic`` before its first message (``metadata.yaml`` lists it at once)."""
+        existing = self.bag.topics.get(topic)
+        if existing is not None:
+            return existing
+        name = type_name(msg_class)
+        msgdef, rihs01 = _definition(name)
+        return self.bag.add_topic(topic, name, msgdef, rihs01=rihs01, qos=qos_metadata(qos) if qos else ())
 
     def write(self, topic: str, msg, t_ns: int) -> None:
         from rclpy.serialization import serialize_message
 
-        conn = self._connections.get(topic)
-        if conn is None:
-            conn = self._writer.add_connection(topic, type_name(type(msg)), typestore=self.typestore)
-            self._connections[topic] = conn
-            self.counts[topic] = 0
-        self._writer.write(conn, int(t_ns), serialize_message(msg))
-        self.counts[topic] += 1
+        entry = self.bag.topics.get(topic) or self.add_topic(topic, type(msg))
+        self.bag.write(entry, int(t_ns), serialize_message(msg))
+
+    def flush_if_due(self) -> None:
+        self.bag.flush_if_due()
 
     def close(self) -> dict[str, int]:
-        if not self.closed:
-            self._writer.close()
-            self.closed = True
-        return dict(self.counts)
+        return self.bag.close()
 
 
 def read_counts(path: Path) -> dict[str, int]:
@@ -69,27 +109,38 @@ def read_counts(path: Path) -> dict[str, int]:
 
 
 class TopicRecorder:
-    """Record ``topics`` (``[(name, msg_class), ...]``) seen by ``node`` into an MCAP bag."""
+    """Record ``topics`` (``[(name, msg_class), ...]``) seen by ``node`` into a bag folder ``path``."""
 
-    def __init__(self, node, path: Path, topics, latched=()):
+    def __init__(self, node, path: Path, topics, latched=(), flush_period_s: float = 0.5, **options):
         self.node = node
-        self.writer = McapWriter(path)
+        self.writer = McapWriter(path, flush_period_s=flush_period_s, **options)
         self.received: dict[str, int] = {}
         self._subs = []
+        self._names: dict[str, str] = {}
         for name, msg_class in topics:
-            qos = LATCHED_QOS if name in latched else 100
-            self.received[name] = 0
-            self._subs.append(node.create_subscription(msg_class, name, lambda m, n=name: self._on(n, m), qos))
+            self.add(name, msg_class, LATCHED_QOS if name in latched else QoSProfile(depth=100))
+        self.writer.bag.flush()
+        self._timer = node.create_timer(flush_period_s, self.writer.flush_if_due)
+
+    def add(self, name: str, msg_class, qos: QoSProfile) -> None:
+        """Subscribe to one more topic (``metadata.yaml`` lists it from the next flush)."""
+        self.received[name] = 0
+        self._names[name] = self.node.resolve_topic_name(name)
+        self.writer.add_topic(self._names[name], msg_class, qos)
+        self._subs.append(self.node.create_subscription(msg_class, name, lambda m, n=name: self._on(n, m), qos))
 
     def _on(self, name: str, msg) -> None:
         if self.writer.closed:
             return
         self.received[name] += 1
-        self.writer.write(self.node.resolve_topic_name(name), msg, self.node.get_clock().now().nanoseconds)
+        self.writer.write(self._names[name], msg, self.node.get_clock().now().nanoseconds)
 
     def close(self) -> dict[str, int]:
         """Stop listening and finalise the bag; returns messages written per topic."""
         for sub in self._subs:
             self.node.destroy_subscription(sub)
         self._subs = []
+        if self._timer is not None:
+            self.node.destroy_timer(self._timer)
+            self._timer = None
         return self.writer.close()
