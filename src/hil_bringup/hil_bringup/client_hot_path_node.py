@@ -46,6 +46,7 @@ from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.messages import flange_target_from_body_motion, home_pose, reorder
+from hil_motion_table.table import home_for_nominal_frame
 
 PARAMS = [*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in {q.name for q in client_node.PARAMS}],
           Param('state_decimation', 4, 'Publish client/state and client/table/pose_cmd every n-th sample', min=1, max=1000),
@@ -69,6 +70,8 @@ class ClientHotPathNode(Node):
         self.table = table_node.build_table(p)
         self.home = home_pose(self.table.kin) if p['command_frame'] == 'home' else None
         self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
+        if p['command_frame'] == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
+            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p['pose_nominal_in_base_xyz_rpy']), self.pose_body_in_flange)
         self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p['rate_hz'],
                                   max_catch_up=p['max_catch_up'], max_force_n=p['max_force_n'],
                                   max_torque_nm=p['max_torque_nm'], wrench_frame_id=p['wrench_frame_id'],

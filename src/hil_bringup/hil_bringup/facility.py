@@ -89,7 +89,8 @@ class Facility:
     pose_servicer_sensor_in_flange: pin.SE3
     gripper: dict                           # open_half_m, closing_time_s, grip_force_n, finger_stiffness_n_m
     ft_deadband: np.ndarray
-    arm_friction_compensation: float
+    arm_coulomb_friction_nm: float
+    arm_torque_loop_gain: float
 
 
 def _known(sec: Fields, keys) -> None:
@@ -137,13 +138,14 @@ def load_facility(name_or_path: str | Path) -> Facility:
     if np.any(deadband < 0):
         raise ft.error('deadband', f'every width must be >= 0, got {deadband.tolist()}')
     arm = top.section('arm')
-    _known(arm, ('friction_compensation',))
+    _known(arm, ('coulomb_friction_nm', 'torque_loop_gain'))
     return Facility(
         name=top.string('facility'), source=str(path), pose_nominal_in_lab=_pose(top, 'pose_nominal_in_lab'),
         robot_models=models, pose_base_in_lab=bases,
         pose_client_sensor_in_flange=_pose(cm, 'pose_sensor_in_flange'), pose_grasp_in_sensor=_pose(cm, 'pose_grasp_in_sensor'),
         ring=ring, pose_servicer_sensor_in_flange=_pose(sm, 'pose_sensor_in_flange'), gripper=gripper,
-        ft_deadband=deadband, arm_friction_compensation=arm.number('friction_compensation', min=0.0, max=1.0))
+        ft_deadband=deadband, arm_coulomb_friction_nm=arm.number('coulomb_friction_nm', min=0.0),
+        arm_torque_loop_gain=arm.number('torque_loop_gain', min=0.0, max=1000.0))
 
 
 @dataclass
@@ -167,8 +169,14 @@ class LabCalibration:
     q_table_0: dict = field(default_factory=dict)
 
     def flange_target(self, ns: str, pose_body_in_nominal: pin.SE3) -> pin.SE3:
-        """``pose_flange_in_base`` that puts table ``ns``'s body at ``pose_body_in_nominal``."""
-        return self.pose_nominal_in_base[ns] * pose_body_in_nominal * self.pose_body_in_flange[ns].inverse()
+        """``pose_flange_in_base`` that puts table ``ns``'s body at ``pose_body_in_nominal``: what the
+        motion-table node does with ``command_frame: nominal`` (the same two functions)."""
+        from hil_motion_table.messages import flange_target_from_body_motion
+        from hil_motion_table.table import home_for_nominal_frame
+
+        y = self.pose_body_in_flange[ns]
+        return flange_target_from_body_motion(home_for_nominal_frame(self.pose_nominal_in_base[ns], y), y,
+                                              pose_body_in_nominal)
 
     def body_in_nominal(self, ns: str, pose_flange_in_base: pin.SE3) -> pin.SE3:
         """The inverse of :meth:`flange_target`: where a measured flange puts the body."""
@@ -274,7 +282,8 @@ def twin_config(cal: LabCalibration, servo=None, ft=None, wrist_ft=None, timeste
     gripper = RingGripperConfig(pose_tool_in_flange_xyz_rpy=tuple(xyz_rpy(s.servicer.pose_tool_in_flange)),
                                 **{k: float(v) for k, v in f.gripper.items()})
     arm = ArmConfig(q_initial=tuple(map(float, s.servicer.q_arm_0)), wrist_ft=wrist_ft or FtConfig(seed=7),
-                    gripper=gripper, friction_compensation=f.arm_friction_compensation)
+                    gripper=gripper, coulomb_friction=f.arm_coulomb_friction_nm,
+                    torque_loop_gain=f.arm_torque_loop_gain)
     return TwinConfig(robots=tuple(robots), timestep=timestep, arm=arm)
 
 

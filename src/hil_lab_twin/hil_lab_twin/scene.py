@@ -122,11 +122,12 @@ class ArmConfig:
     q_initial: tuple = (0.0, 0.6, 0.0, -1.2, 0.0, 0.9, 0.0)
     wrist_ft: FtConfig = FtConfig(seed=7)
     gripper: RingGripperConfig | None = None      # None: the plain two-finger gripper of mjcf.gripper
-    # Friction compensation of the torque interface (an LBR iiwa's torque mode with its joint
-    # torque sensors): the fraction of the Coulomb friction it cancels, and the joint speed
-    # [rad/s] below which the compensation fades (tanh), so it cannot chatter at rest.
-    friction_compensation: float = 0.0
-    friction_compensation_speed_rad_s: float = 0.01
+    # The torque interface's joint-torque loop (an LBR iiwa's torque mode: each joint's output
+    # torque sensor feeds back with gain K_T). The gear friction sits inside that loop, so the
+    # link sees it divided by (1 + K_T) (Albu-Schaeffer, Ott, Hirzinger, IJRR 26(1) 2007, Sec. 3:
+    # torque feedback scales the motor inertia and friction by 1/(1 + K_T)). 0: no torque loop,
+    # the full Coulomb/viscous friction acts on the link.
+    torque_loop_gain: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,8 @@ class TwinConfig:
             robot.check()
         if self.arm.gripper is not None:
             self.arm.gripper.check('arm.gripper')
-        if not 0.0 <= self.arm.friction_compensation <= 1.0:
-            raise ValueError('arm.friction_compensation must be in [0, 1]')
+        if not self.arm.torque_loop_gain >= 0.0:
+            raise ValueError('arm.torque_loop_gain must be >= 0')
         if self.press is not None and self.press.target not in names:
             raise ValueError(f'press.target {self.press.target!r} is not a robot namespace')
         if self.grip is not None:
@@ -379,8 +380,9 @@ def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBui
 
     arm = lbr_iiwa14_arm('lbr_')
     n = len(arm.joints)
-    chain = mjcf.chain_from_arm(arm, f'{ns}_arm', [arm_config.viscous_friction] * n, [arm_config.coulomb_friction] * n,
-                                [arm_config.armature] * n)
+    loop = 1.0 + arm_config.torque_loop_gain       # friction the link sees through the joint-torque loop
+    chain = mjcf.chain_from_arm(arm, f'{ns}_arm', [arm_config.viscous_friction / loop] * n,
+                                [arm_config.coulomb_friction / loop] * n, [arm_config.armature] * n)
     base = arm.base_link
     lines = [f'<body name="{ns}_arm_base" pos="{sensor_top}">',
              f'<site name="{sensor}_site" size="0.01" rgba="1 0 0 1"/>',

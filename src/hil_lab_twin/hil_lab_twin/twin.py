@@ -66,8 +66,6 @@ class _TorqueArm:
     finger_act_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     rejected: int = 0
     accepted: int = 0
-    friction_comp: np.ndarray | None = None      # Coulomb torque the torque interface cancels [N m]
-    friction_speed: float = 0.01
     finger_target: float = 0.0                   # ramped finger command (ring gripper) [m]
     finger_goal: float = 0.0
     finger_rate: float = 0.0                     # [m/s]; 0: no ring gripper
@@ -141,9 +139,6 @@ class LabTwin:
                 finger_act_ids=np.array([mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
                                                            f'{ns}_arm_finger_{s}_servo') for s in ('left', 'right')]))
             self.data.qpos[arm.qpos_adr] = build.arm_q_initial
-            if arm_cfg.friction_compensation > 0:
-                arm.friction_comp = arm_cfg.friction_compensation * self.model.dof_frictionloss[arm.dof_adr].copy()
-                arm.friction_speed = arm_cfg.friction_compensation_speed_rad_s
             grip = arm_cfg.gripper
             if grip is not None:
                 arm.finger_open = arm.finger_target = arm.finger_goal = grip.open_half_m
@@ -479,8 +474,6 @@ class LabTwin:
             for _kind, tau in arm.delay.pop_due(t):
                 arm.effort = tau
             d.ctrl[arm.act_ids] = arm.effort
-            if arm.friction_comp is not None:
-                d.ctrl[arm.act_ids] += arm.friction_comp * np.tanh(d.qvel[arm.dof_adr] / arm.friction_speed)
             if arm.finger_rate > 0:
                 step = arm.finger_rate * self.dt
                 arm.finger_target += float(np.clip(arm.finger_goal - arm.finger_target, -step, step))

@@ -57,7 +57,7 @@ from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_motion_table.messages import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist, home_pose,
                                        make_kinematics, reorder)
-from hil_motion_table.table import MotionTable, TableLimits, tracking_error
+from hil_motion_table.table import MotionTable, TableLimits, home_for_nominal_frame, tracking_error
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
 
@@ -68,8 +68,12 @@ def _box_check(values):
 PARAMS = [
     Param('robot', 'ur10e', 'Robot model of this table', choices=ROBOTS),
     Param('output', 'forward_position', 'Controller to command', choices=('forward_position', 'joint_trajectory')),
-    Param('command_frame', 'base', "Frame of table/pose_cmd: 'base' or 'home' (relative to the home flange pose)",
-          choices=('base', 'home')),
+    Param('command_frame', 'base', "Frame of table/pose_cmd: 'base', 'home' (relative to the home flange pose) or "
+          "'nominal' (the body's pose in the lab's nominal frame, pose_nominal_in_base_xyz_rpy)",
+          choices=('base', 'home', 'nominal')),
+    Param('pose_nominal_in_base_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+          "With command_frame 'nominal': pose of the nominal frame in the robot's base [m, rad] (the lab "
+          'calibration, hil_bringup.facility)', length=6),
     Param('home_from_start', False, "With command_frame 'home': the home pose is the flange pose at the first measured "
           "joint states (the robot's start) instead of the model's home configuration"),
     Param('pose_body_in_flange_xyz_rpy', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -128,6 +132,8 @@ class MotionTableNode(Node):
         self.home = home_pose(self.kin) if p['command_frame'] == 'home' else None
         self.home_from_start = p['command_frame'] == 'home' and p['home_from_start']
         self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
+        if p['command_frame'] == 'nominal':
+            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p['pose_nominal_in_base_xyz_rpy']), self.pose_body_in_flange)
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
         self.tracking = TrackingStats()

@@ -306,3 +306,13 @@ def tracking_error(pose_cmd_in_base: pin.SE3, pose_measured_in_base: pin.SE3) ->
     position = float(np.linalg.norm(pose_measured_in_base.translation - pose_cmd_in_base.translation))
     angle = float(np.linalg.norm(pin.log3(pose_cmd_in_base.rotation.T @ pose_measured_in_base.rotation)))
     return position, angle
+
+
+def home_for_nominal_frame(pose_nominal_in_base: pin.SE3, pose_body_in_flange: pin.SE3) -> pin.SE3:
+    """``command_frame: nominal``: the "home" flange pose ``N Y^-1`` for which
+    :func:`hil_motion_table.messages.flange_target_from_body_motion` (``home Y g Y^-1``) puts the
+    body at ``g`` in the nominal frame: ``pose_flange_in_base = N g Y^-1`` with
+    ``N = pose_nominal_in_base`` (the lab calibration, :mod:`hil_bringup.facility`) and
+    ``Y = pose_body_in_flange``. Both tables commanding in the one nominal frame make the
+    mock-ups' relative pose the simulated one (seed 004 Eq. 23, ``g_n`` cancels)."""
+    return pose_nominal_in_base * pose_body_in_flange.inverse()

@@ -1,0 +1,255 @@
+"""The Envisat capture closed through the lab twin's contact, lockstep (issue 11, items 2-3).
+
+The facility loop of seed 004 Fig. 7 with the MuJoCo lab twin as the lab, calibrated by
+:mod:`hil_bringup.facility`, and no software contact (no :class:`GraspContact` in the loop):
+
+* client chain: twin ``client_ft`` -> :class:`~hil_bringup.twin_validation.FtChain` (tare,
+  mock-up weight, dead band) -> :class:`ClientAdmittance` (Eq. 11) -> UR10e
+  :class:`MotionTable` commanding the client CoM's pose ``g_c`` in the nominal frame;
+* servicer chain: twin ``servicer_wrist_ft`` -> ``FtChain`` (gripper weight) ->
+  :class:`ServicerAdmittance` (Eq. 18) with the arm's *measured* joints -> KR 120
+  ``MotionTable`` commanding the servicer base's pose ``g_s`` in the nominal frame; the OBSW
+  torques through Eq. (22) (:class:`ArmFeedForward`, without its gravity term: the arm's torque
+  mode compensates gravity) -> the twin's torque-controlled arm (with its joint friction and
+  the torque interface's friction compensation, :class:`hil_lab_twin.scene.ArmConfig`);
+* the example OBSW (:class:`hil_admittance.obsw.ObswController`) reads the Eq. (23) states;
+  when it latches the grasp, the twin's gripper closes physically on the ring's lip and
+  MuJoCo computes the contact; both F/T sensors read it.
+
+Hooks for the passivity observer/controller and the post-grasp re-basing (another module):
+``wrench_hook(mission, wrench_client_com, wrench_flange) -> (wrench_client_com, wrench_flange)``
+is applied to the processed wrenches before the admittances, and ``step_hook(mission)`` runs
+after every step. Plain Python, no rclpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
+from hil_bringup.mission import AbsoluteMission, HilMission, _initial, _Mission
+from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
+from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, FtChain
+from hil_dynamics.client import ClientAdmittance
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance
+from hil_lab_twin.lockstep import response_delay
+from hil_lab_twin.twin import LabTwin
+from hil_motion_table.messages import make_kinematics
+from hil_motion_table.table import MotionTable, TableLimits
+
+SEED = {'approach_start_s': 9.1, 'grasp_latch_s': 32.6}     # seed 004 §V
+
+
+class TwinGripper:
+    """The gripper's state as the record reports it (``open``, ``closing``, ``closed``), from the twin."""
+
+    def __init__(self, twin: LabTwin, arm: str, lip_half_m: float):
+        self.twin, self.arm, self.lip_half = twin, arm, lip_half_m
+        self.commanded = False
+        self.closed_at: float | None = None
+
+    @property
+    def state(self) -> str:
+        if not self.commanded:
+            return 'open'
+        fingers = self.twin.finger_positions(self.arm)
+        if self.closed_at is None and np.all(fingers < self.lip_half + 1e-3) and self.twin.data.ncon > 0:
+            self.closed_at = self.twin.time
+        return 'closed' if self.closed_at is not None else 'closing'
+
+    def close(self) -> None:
+        if not self.commanded:
+            self.twin.close_gripper(self.arm)
+            self.commanded = True
+
+
+class TwinCaptureMission(_Mission):
+    """The Envisat capture with the lab twin in the loop (see the module docstring)."""
+
+    def __init__(self, scenario: MissionScenario, facility=None, controller=None, twin_config_override=None,
+                 delay_compensation: bool = True, tare_s: float = 0.2):
+        super().__init__(scenario, controller, None, forced=True)
+        c = scenario.client
+        self.cal: LabCalibration = calibrate(facility or load_facility('envisat_lab'), scenario)
+        init, _ = _initial(scenario)
+        self.twin = LabTwin(twin_config_override or twin_config(self.cal))
+        self.twin_steps = int(round(self.dt / self.twin.dt))
+        if not np.isclose(self.twin_steps * self.twin.dt, self.dt):
+            raise ValueError('the admittance period must be a whole number of twin steps')
+        self.client_rule = ClientAdmittance(c.body, c.twist_client_body_0)
+        self.servicer_rule = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
+                                                init.twist_base_rel_body)
+        # The twin's world is the lab: the nominal frame lies where the calibration says (gravity of Eq. 20).
+        self.feedforward = ArmFeedForward(self.model, self.cal.facility.pose_nominal_in_lab, TWIN_GRAVITY_M_S2,
+                                          use_gravity=False)
+        self.tables = {}
+        for ns in ('client', 'servicer'):
+            horizon = response_delay(self.twin.servo_config(ns)) if delay_compensation else 0.0
+            table = MotionTable(make_kinematics(self.cal.facility.robot_models[ns]), TableLimits((-3.0,) * 3, (3.0,) * 3),
+                                period=self.dt, prediction_horizon=horizon)
+            table.initialize(self.twin.joint_state(ns).positions)
+            self.tables[ns] = table
+        # The wrist sensor relative to the arm's flange (URDF EE frame), from the twin at start.
+        s = scenario.servicer
+        cfg = self.model._identity_config(self.twin.joint_state('servicer_arm').positions)
+        pin.framesForwardKinematics(self.model.model, self.model.data, cfg)
+        pose_flange_in_arm_base = pose_arm_mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
+        self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
+            self.twin.body_pose_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
+        deadband = self.cal.facility.ft_deadband
+        self.client_ft = FtChain(self.twin, 'client_ft', 'client_mockup', deadband)
+        self.wrist_ft = FtChain(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', deadband)
+        self._tare(tare_s)
+        self.contact = TwinGripper(self.twin, 'servicer_arm', 0.5 * self.cal.facility.ring['lip_thickness_m'])
+        arm = self.twin.joint_state('servicer_arm')
+        self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
+        self.wrench_hook = None
+        self.step_hook = None
+        self.lab = {'t': [], 'tool_in_grasp_error': [], 'wrench_client_at_grasp': [], 'wrench_gripper_at_grasp': [],
+                    'gripper': []}
+
+    def _tare(self, seconds: float) -> None:
+        n = max(1, int(round(seconds / self.twin.dt)))
+        for chain in (self.client_ft, self.wrist_ft):
+            chain.bias.start(n)
+        for _ in range(n):
+            self.twin.step()
+            self.client_ft.tare_sample()
+            self.wrist_ft.tare_sample()
+
+    # -- _Mission interface ----------------------------------------------------------------
+    def lab_states(self):
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
+                self.q_arm, self.dq_arm)
+
+    def onboard_states(self):
+        g_t, v_t = self.client_rule.state.absolute()
+        g_b, v_b = self.servicer_rule.state.absolute()
+        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
+
+    def table_commands(self):
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        return ((cs.pose_client_in_nominal * self.pose_grasp_in_client).translation.copy(),
+                ss.pose_base_in_nominal.translation.copy())
+
+    def table_poses(self):
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        return pin.SE3ToXYZQUAT(cs.pose_client_in_nominal), pin.SE3ToXYZQUAT(ss.pose_base_in_nominal)
+
+    def simulated_tool_in_grasp(self) -> pin.SE3:
+        """The tool's pose relative to the grasp frame from the admittances' states (Eq. 23's relative pose)."""
+        g_c, _, g_s, v_s, q, dq = self.lab_states()
+        pose_tool, _ = self.tool_pose_twist(g_s, v_s, q, dq)
+        return (g_c * self.pose_grasp_in_client).actInv(pose_tool)
+
+    def measured_tool_in_grasp(self) -> pin.SE3:
+        """The same pose measured in the twin: the gripper's tool site relative to the ring's grasp site."""
+        return self.twin.site_pose_in_world('client_grapple').actInv(self.twin.site_pose_in_world('servicer_arm_tool'))
+
+    def wrenches_at_grasp(self):
+        """Processed client and wrist F/T wrenches (on the mock-up, on the gripper), moved to the grasp
+        frame of the twin (its axes, about its origin): equal and opposite while grasped."""
+        grasp = self.twin.site_pose_in_world('client_grapple')
+        out = []
+        for chain, site in ((self.client_ft, 'client_ft_site'), (self.wrist_ft, 'servicer_wrist_ft_site')):
+            pose_sensor_in_grasp = grasp.actInv(self.twin.site_pose_in_world(site))
+            out.append(pose_sensor_in_grasp.act(pin.Force(chain.wrench())).vector)
+        return out[0], out[1]
+
+    def step(self) -> None:
+        if self.k % self.obsw_every == 0 and self.controller is not None:
+            self.command = self.controller.update(self.t, *self.onboard_states())
+            self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
+            if self.command.close_gripper:
+                self.contact.close()
+        self.advance(self.wrench_base_com, self.tau_arm, None, None)
+        self.k += 1
+        self.t = self.k * self.dt
+        if self.step_hook is not None:
+            self.step_hook(self)
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        # The contact is physical in the twin: the rules read the processed F/T samples.
+        w_client = transform_wrench(self.cal.pose_sensor_in_client, self.client_ft.wrench())
+        w_flange = transform_wrench(self.pose_wrist_sensor_in_flange, self.wrist_ft.wrench())
+        if self.wrench_hook is not None:
+            w_client, w_flange = self.wrench_hook(self, w_client, w_flange)
+        self.wrench_tool = self.pose_tool_in_flange.actInv(pin.Force(w_flange)).vector   # recorded: on the tool
+        cs = self.client_rule.step(w_client, self.dt)
+        ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, w_flange)
+        torques = self.feedforward.torques(tau_arm, self.q_arm, self.dq_arm, ss.pose_base_in_nominal,
+                                           ss.twist_base_rel_body, ss.twist_nominal_body,
+                                           self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
+        bodies = {'client': cs.pose_client_in_nominal, 'servicer': ss.pose_base_in_nominal}
+        for ns, table in self.tables.items():
+            out = table.step(self.cal.flange_target(ns, bodies[ns]), q_measured=self.twin.joint_state(ns).positions,
+                             t=self.twin.time)
+            self.twin.command_positions(ns, out.q_command)
+        self.twin.command_efforts('servicer_arm', torques.tau_q)
+        self.twin.step(self.twin_steps)
+        arm = self.twin.joint_state('servicer_arm')
+        self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
+        self.q_arm, self.dq_arm = arm.positions, arm.velocities
+
+    def _record(self) -> None:
+        super()._record()
+        err = self.simulated_tool_in_grasp().actInv(self.measured_tool_in_grasp())
+        wc, wg = self.wrenches_at_grasp()
+        self.lab['t'].append(self.t)
+        self.lab['tool_in_grasp_error'].append([float(np.linalg.norm(err.translation)),
+                                                float(np.linalg.norm(pin.log3(err.rotation)))])
+        self.lab['wrench_client_at_grasp'].append(wc)
+        self.lab['wrench_gripper_at_grasp'].append(wg)
+        self.lab['gripper'].append(self.contact.state)
+
+    def lab_record(self) -> dict:
+        return {k: (np.array(v) if k != 'gripper' else list(v)) for k, v in self.lab.items()}
+
+    def faults(self) -> dict:
+        return {ns: {k: n for k, n in t.stats.fault_counts.items() if n} for ns, t in self.tables.items()}
+
+
+# -- the figures of issue 11 item 3 --------------------------------------------------------------------
+def capture_figures(rec, controller, after_grasp_s: float = 2.0) -> dict:
+    """Approach start, grasp latch, relative velocity after the grasp, peak contact wrench, momentum."""
+    times = dict(controller.phase_times)
+    t = np.asarray(rec.t)
+    out = {'approach_start_s': times.get('approach'), 'grasp_latch_s': times.get('grasp'),
+           'post_grasp_s': times.get('post_grasp')}
+    rel = np.asarray(rec.twist_base_rel_client)
+    mom = np.asarray(rec.momentum_orbit)
+    wrench = np.asarray(rec.wrench_tool)
+    if out['grasp_latch_s'] is not None:
+        latch = out['grasp_latch_s']
+        before = t < latch
+        after = t >= latch + after_grasp_s
+        out['relative_speed_after_grasp_m_s'] = float(np.linalg.norm(rel[after, :3], axis=1).max()) if after.any() else None
+        out['relative_rate_after_grasp_rad_s'] = float(np.linalg.norm(rel[after, 3:], axis=1).max()) if after.any() else None
+        out['momentum_before'] = mom[before][-1].tolist()
+        out['momentum_after'] = mom[-1].tolist()
+        out['momentum_change'] = [float(np.linalg.norm(mom[-1, :3] - mom[before][-1, :3])),
+                                  float(np.linalg.norm(mom[-1, 3:] - mom[before][-1, 3:]))]
+        contact = t >= latch
+        out['peak_contact_force_n'] = float(np.linalg.norm(wrench[contact, :3], axis=1).max())
+        out['peak_contact_torque_nm'] = float(np.linalg.norm(wrench[contact, 3:], axis=1).max())
+    return out
+
+
+def run_side_by_side(scenario: MissionScenario, duration_s: float, facility=None, record_every_s: float = 0.05,
+                     ideal: bool = True, absolute: bool = True, progress=None) -> dict:
+    """The twin capture, and optionally the ideal-robot lockstep and the absolute reference, with their figures."""
+    out = {}
+    twin = TwinCaptureMission(scenario, facility)
+    rec = twin.run(duration_s, record_every_s, progress)
+    out['twin'] = {'figures': capture_figures(rec, twin.controller), 'record': rec, 'lab': twin.lab_record(),
+                   'faults': twin.faults(), 'mission': twin}
+    for name, enabled, cls in (('ideal', ideal, HilMission), ('absolute', absolute, AbsoluteMission)):
+        if enabled:
+            mission = cls(scenario)
+            r = mission.run(duration_s, record_every_s)
+            out[name] = {'figures': capture_figures(r, mission.controller), 'record': r}
+    out['seed'] = dict(SEED)
+    return out
