@@ -397,9 +397,14 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     from hil_common.network import free_udp_ports
     from hil_common.ros_testing import spin_until, test_node
 
+    import socket
+
     ports = free_udp_ports(2)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:    # the live view's WebSocket port
+        sock.bind(('127.0.0.1', 0))
+        view_port = sock.getsockname()[1]
     args = {'scenario': str(scenario.source), 'client_ft_port': str(ports[0]), 'servicer_ft_port': str(ports[1]),
-            **(launch_arguments or {})}
+            'live_view_port': str(view_port), **(launch_arguments or {})}
     graph = envisat_graph(args, scenario=scenario)
     report = LiveReport(expectations if expectations is not None else LiveExpectations())
     topics = [(name, getattr(importlib.import_module(module), cls)) for name, module, cls in GRAPH_TOPICS]
@@ -427,6 +432,9 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
                 report.failed_to_start(str(exc))
             else:
                 t0[0] = time.monotonic()
+                if args.get('live_view', 'true') == 'true':
+                    say(f'  live 3-D view: Foxglove -> Open connection -> ws://127.0.0.1:{args["live_view_port"]} '
+                        f'(topic /lab_scene); RViz: MarkerArray live_view/markers in lab_world')
                 if on_running is not None:
                     on_running(running, node, executor)
                 next_report = 0.0

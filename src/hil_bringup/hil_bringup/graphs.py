@@ -221,6 +221,7 @@ def _float_arg(args: Mapping[str, str], name: str, lo: float, hi: float) -> floa
 ROBOTS = ('ur10e', 'kr120r2500pro', 'hexapod')
 ENVISAT_ARGS = (
     Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
+    Arg('facility', 'envisat_lab', 'lab calibration: facility name or YAML path (hil_bringup.facility)'),
     Arg('use_sim', 'true', 'MuJoCo lab twin (true) or the real facility (false)', ('true', 'false')),
     Arg('robot', 'ur10e', 'robot carrying the client mock-up', ROBOTS),
     Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
@@ -237,6 +238,8 @@ ENVISAT_ARGS = (
     Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
     Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+    Arg('live_view', 'true', 'the live 3-D view: RViz markers and a Foxglove WebSocket server', ('true', 'false')),
+    Arg('live_view_port', '8765', 'port of the live view\'s Foxglove WebSocket server on 127.0.0.1 (0: markers only)'),
 )
 
 #: Five noise standard deviations of the twin's F/T sensors (hil_lab_twin FtConfig: 0.05 N,
@@ -329,6 +332,10 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     controller = (args['controller_package'], args['controller_executable'])
     example = controller == ('hil_admittance', 'obsw_controller_node')
     stack.append(NodeSpec(*controller, 'obsw_controller', parameters=obsw_parameters(scenario) if example else {}))
+    if args['live_view'] == 'true':
+        stack.append(NodeSpec('hil_bringup', 'live_view_node', 'live_view', parameters={
+            'facility': args['facility'], 'scenario': args['scenario'],
+            'foxglove_port': _int_arg(args, 'live_view_port', 0, 65535)}))
     return Graph('envisat_capture', (
         Stage('lab', tuple(lab), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),

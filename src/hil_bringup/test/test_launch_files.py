@@ -33,6 +33,7 @@ SCHEMAS = {
     'ft_sensor_node': 'hil_sensors.ft_driver', 'motion_table_node': 'hil_motion_table.motion_table_node',
     'teleop_master_node': 'hil_teleop.teleop_master_node', 'delay_line_node': 'hil_teleop.delay_line_node',
     'slave_law_node': 'hil_teleop.slave_law_node', 'grip_contact_node': 'hil_teleop.grip_contact_node',
+    'live_view_node': 'hil_bringup.live_view_node',
 }
 #: Every combination of the arguments that change the node set.
 VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path'), combo)))
@@ -107,7 +108,7 @@ def test_the_envisat_graph_starts_by_readiness_and_its_constants_are_in_one_plac
     assert {t for t, _ in lab.ready.topics} == {'client/joint_states', 'servicer/joint_states', 'servicer_arm/joint_states'}
     assert {n.fqn for n in io.nodes} == {'/client/ft_sensor', '/servicer/ft_sensor', '/servicer/motion_table'}
     assert {t for t, _ in io.ready.topics} == {'client/ft/wrench', 'servicer/ft/wrench'}
-    assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_admittance', '/obsw_controller'}
+    assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_admittance', '/obsw_controller', '/live_view'}
     twin = graph.node('/lab_twin').parameters
     for who, sensor in (('client', 'client_ft'), ('servicer', 'servicer_wrist_ft')):
         ft = graph.node(f'/{who}/ft_sensor').parameters
