@@ -393,3 +393,71 @@ def lockstep_solve(m_o, m_g, bias_base, ff_bias_s, ff_bias_b, grav, bias_ground,
         for j in range(nv):
             lhs[i, j] = m_g[i, j]
     solve_into(lhs, rhs, sol)
+
+
+@njit(**_OPTS)
+def inverse_into(a, out):
+    """``out = a^-1`` by Gauss-Jordan elimination with partial pivoting (``a`` is overwritten)."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = 1.0 if i == j else 0.0
+    for k in range(n):
+        p = k
+        best = abs(a[k, k])
+        for i in range(k + 1, n):
+            if abs(a[i, k]) > best:
+                best = abs(a[i, k])
+                p = i
+        if p != k:
+            for j in range(n):
+                a[k, j], a[p, j] = a[p, j], a[k, j]
+                out[k, j], out[p, j] = out[p, j], out[k, j]
+        piv = a[k, k]
+        for j in range(n):
+            a[k, j] /= piv
+            out[k, j] /= piv
+        for i in range(n):
+            if i != k:
+                f = a[i, k]
+                if f != 0.0:
+                    for j in range(n):
+                        a[i, j] -= f * a[k, j]
+                        out[i, j] -= f * out[k, j]
+
+
+@njit(**_OPTS)
+def admittance_constants(mass, jac, f_e, f_b, ddq, m_b, m_b_inv, const):
+    """Eq. (18) terms held over a step: ``M_b^-1`` and ``M_b^-1 (J_b^T F_e + F_b - M_bq ddq)``."""
+    nv = mass.shape[0]
+    for i in range(6):
+        for j in range(6):
+            m_b[i, j] = mass[i, j]
+    inverse_into(m_b, m_b_inv)
+    rhs = np.empty(6)
+    for i in range(6):
+        s = f_b[i]
+        for k in range(6):
+            s += jac[k, i] * f_e[k]
+        for j in range(6, nv):
+            s -= mass[i, j] * ddq[j - 6]
+        rhs[i] = s
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += m_b_inv[i, j] * rhs[j]
+        const[i] = s
+
+
+@njit(**_OPTS)
+def admittance_rates(const, m_b_inv, bias, delta_dot, vn_dot, x, twists_out, rates_out):
+    """Eq. (18) solved for ``V_s_dot = const - M_b^-1 (C_b V_b + C_bq dq) - Delta V_s_dot``; twists and rates
+    of the state ``x = [V_n; V_s]`` for :class:`hil_dynamics.lie_integrators.FusedRKMK4`."""
+    for i in range(6):
+        twists_out[0, i] = x[i]
+        twists_out[1, i] = x[6 + i]
+        rates_out[i] = vn_dot[i]
+        s = const[i] - delta_dot[i]
+        for j in range(6):
+            s -= m_b_inv[i, j] * bias[j]
+        rates_out[6 + i] = s

@@ -38,7 +38,8 @@ import numpy as np
 import pinocchio as pin
 
 from hil_dynamics.client import relative_mapping
-from hil_dynamics.lie_integrators import rkmk4
+from hil_dynamics import kernels
+from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4
 from hil_dynamics.rigid_body import RigidBody
 
 STANDARD_GRAVITY_M_S2 = 9.80665
@@ -276,6 +277,23 @@ class ServicerAdmittance:
                                    _vector(twist_base_rel_body_0, 6, 'twist_base_rel_body_0'))
         self._zero_wrench = np.zeros(6)
 
+    def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal_body=None) -> ServicerState:
+        """Switch to another nominal keeping ``g_b``, ``V_b`` (Eq. 23); ``nominal_body`` gives its
+        Eq. (4) mass properties (None keeps the current ones). See :mod:`hil_dynamics.rebase`."""
+        from hil_dynamics.rebase import rebase_relative
+
+        s = self.state
+        twist_nominal_body = _vector(twist_nominal_body, 6, 'twist_nominal_body')
+        g_s, v_s = rebase_relative(s.pose_nominal_in_orbit, s.twist_nominal_body, s.pose_base_in_nominal,
+                                   s.twist_base_rel_body, pose_nominal_in_orbit, twist_nominal_body)
+        if nominal_body is not None:
+            self.nominal_body = nominal_body
+            # A compiled step may have cached the client's nominal: integrate with the readable one.
+            if hasattr(type(self), 'step_reference'):
+                self.step = self.step_reference
+        self.state = ServicerState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_s, v_s)
+        return self.state
+
     def nominal_acceleration(self, twist_nominal_body) -> np.ndarray:
         """``V_n_dot`` of Eq. (4): the unforced rigid-body motion of the nominal."""
         return self.nominal_body.acceleration(twist_nominal_body, self._zero_wrench)
@@ -315,7 +333,63 @@ class ServicerAdmittance:
         ``wrench_base_com`` is ``F_b`` from the OBSW and ``wrench_ee`` the measured ``F_e``
         (EE frame). All are held constant over the step (zero-order hold of samples), so the
         Eq. (12) matrices are computed once and only the Coriolis terms per RKMK stage.
+
+        This is the fused form of :meth:`step_reference` (same terms, one ``nonLinearEffects``
+        per stage, compiled glue, work arrays allocated once); ``test_fast_paths`` checks that
+        both agree to 1e-12.
         """
+        if not dt > 0.0:
+            raise ValueError(f'dt must be > 0, got {dt!r}')
+        n = self.model.n
+        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
+        w = self.__dict__.get('_fused')
+        if w is None:
+            w = self._fused = self._fused_setup()
+        model = self.model
+        pm = model.model
+        cfg = w.cfg
+        cfg[7:] = q
+        mass = pin.crba(pm, w.d_mass, cfg)
+        jac = pin.computeFrameJacobian(pm, w.d_jac, cfg, model.ee_frame_id, pin.LOCAL)
+        kernels.admittance_constants(mass, jac, f_e, f_b, ddq, w.m_b, w.m_b_inv, w.const)
+        w.vel[6:] = dq
+        nominal_acc, stage_kin, rates, nle = (kernels.nominal_acceleration_into, kernels.servicer_stage_kinematics,
+                                              kernels.admittance_rates, pin.nonLinearEffects)
+
+        def derivative(t, poses, x, twists_out, rates_out):
+            nominal_acc(x[:6], w.mass, w.inertia9, w.inertia_inv9, w.vn_dot)                 # Eq. (4)
+            stage_kin(poses[1], x[:6], x[6:], w.vn_dot, w.delta, w.vel_b, w.delta_dot)       # Eq. (15)
+            bias = nle(pm, w.d_nle, cfg, w.vel)                                              # C_b V_b + C_bq dq
+            rates(w.const, w.m_b_inv, bias, w.delta_dot, w.vn_dot, x, twists_out, rates_out)  # Eq. (18)
+
+        s = self.state
+        kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
+        kernels.pose_array(s.pose_base_in_nominal, w.poses[1])
+        w.x[:6], w.x[6:] = s.twist_nominal_body, s.twist_base_rel_body
+        poses, x = w.rk.step(s.t, dt, w.poses, w.x, derivative)
+        self.state = ServicerState(s.t + dt, kernels.array_pose(poses[0]), x[:6].copy(),
+                                   kernels.array_pose(poses[1]), x[6:].copy())
+        return self.state
+
+    def _fused_setup(self):
+        """Work arrays and Pinocchio data of :meth:`step`, allocated once."""
+        pm = self.model.model
+        w = type('FusedWork', (), {})()
+        w.rk = FusedRKMK4(2, 12)
+        w.d_mass, w.d_jac, w.d_nle = pm.createData(), pm.createData(), pm.createData()
+        w.cfg, w.vel = pin.neutral(pm), np.zeros(pm.nv)
+        w.vel_b = w.vel[:6]
+        body = self.nominal_body
+        w.mass, w.inertia9 = body.mass_kg, np.ascontiguousarray(body.inertia_com_kgm2).reshape(9).copy()
+        w.inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
+        w.vn_dot, w.delta, w.delta_dot, w.const = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+        w.m_b, w.m_b_inv = np.empty((6, 6)), np.empty((6, 6))
+        w.poses, w.x = np.empty((2, 12)), np.empty(12)
+        return w
+
+    def step_reference(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
+        """The readable form of :meth:`step` on ``pin.SE3``/``pin.Motion`` with :func:`rkmk4`."""
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
@@ -415,7 +489,61 @@ class ArmFeedForward:
 
         ``mass_matrix`` (the Eq. 12 ``M`` at ``q_arm``) may be passed when already computed.
         Raises ValueError naming ``tau_obsw``, ``q_arm`` or ``dq_arm`` if one is malformed.
+
+        Fused form of :meth:`torques_reference`: ``C(q, v)`` is linear in ``v``, so
+        ``tau_ff2 = C([V_s - V_b; 0])_q dq`` needs one Coriolis matrix instead of two, and
+        ``tau_ff2 + tau_ff3 = (C(v_s) v_s - C(v_b) v_b)_q`` is a difference of two
+        ``nonLinearEffects``. ``test_fast_paths`` checks both forms agree to 1e-12.
         """
+        model = self.model
+        n = model.n
+        tau_obsw, q_arm, dq_arm = _vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
+        w = self.__dict__.get('_fused')
+        if w is None:
+            pm = model.model
+            w = self._fused = type('FusedWork', (), {})()
+            w.d_mass, w.d_cor, w.d_s, w.d_b = pm.createData(), pm.createData(), pm.createData(), pm.createData()
+            w.cfg, w.vel_s, w.vel_b, w.vel_d = pin.neutral(pm), np.zeros(pm.nv), np.zeros(pm.nv), np.zeros(pm.nv)
+            w.twist_b = w.vel_b[:6]
+            w.pose, w.delta, w.delta_dot = np.empty(12), np.empty(6), np.empty(6)
+            w.pose_lab, w.cfg_lab = np.empty(12), np.empty(pm.nq)
+            w.nominal_in_lab = kernels.pose_array(self.pose_nominal_in_lab)
+        pm = model.model
+        kernels.pose_array(pose_base_in_nominal, w.pose)
+        v_s = np.asarray(twist_base_rel_body, dtype=float)
+        kernels.servicer_stage_kinematics(w.pose, np.asarray(twist_nominal_body, dtype=float), v_s,
+                                          np.asarray(accel_nominal_body, dtype=float), w.delta, w.twist_b, w.delta_dot)
+        cfg = w.cfg
+        cfg[7:] = q_arm
+        zero = np.zeros(n)
+        tau_ff1 = zero
+        if self.use_ff1:
+            mass = pin.crba(pm, w.d_mass, cfg) if mass_matrix is None else mass_matrix
+            tau_ff1 = -(mass[6:, :6] @ w.delta_dot)
+        tau_ff2 = tau_ff3 = zero
+        if self.use_ff2 or self.use_ff3:
+            w.vel_d[:6] = -w.delta                                           # V_s - V_b
+            ff2 = pin.computeCoriolisMatrix(pm, w.d_cor, cfg, w.vel_d)[6:, 6:] @ dq_arm
+            if self.use_ff2:
+                tau_ff2 = ff2
+            if self.use_ff3:
+                w.vel_s[:6] = v_s
+                w.vel_s[6:] = dq_arm
+                w.vel_b[6:] = dq_arm
+                tau_ff3 = (pin.nonLinearEffects(pm, w.d_s, cfg, w.vel_s)[6:]
+                           - pin.nonLinearEffects(pm, w.d_b, cfg, w.vel_b)[6:] - ff2)
+        gravity = zero
+        if self.use_gravity:
+            kernels.pose_mul_into(w.nominal_in_lab, w.pose, w.pose_lab)
+            kernels.xyzquat_into(w.pose_lab, w.cfg_lab)
+            w.cfg_lab[7:] = q_arm
+            gravity = -pin.computeGeneralizedGravity(self._lab_model, self._lab_data, w.cfg_lab)[6:]
+        tau_q = tau_obsw - gravity + tau_ff1 + tau_ff2 + tau_ff3
+        return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
+
+    def torques_reference(self, tau_obsw, q_arm, dq_arm, pose_base_in_nominal: pin.SE3, twist_base_rel_body,
+                          twist_nominal_body, accel_nominal_body, mass_matrix=None) -> ArmTorques:
+        """The readable form of :meth:`torques`: Eq. (22) term by term from the Eq. (12) blocks."""
         model = self.model
         n = model.n
         tau_obsw, q_arm, dq_arm = _vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))

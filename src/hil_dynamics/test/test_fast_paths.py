@@ -153,3 +153,48 @@ def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
         for a, b in zip(*out):
             worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
     assert worst < TOL
+
+
+def test_servicer_admittance_fused_step_matches_reference_step():
+    """The node's Eq. (18) step with held samples: fused against readable."""
+    from hil_dynamics.servicer import ServicerState
+
+    loop = _lbr_lockstep(False)
+    adm = loop.admittance
+    rng = np.random.default_rng(6)
+    worst = 0.0
+    for _ in range(10):
+        state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
+                              pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
+        args = (rng.uniform(-2.0, 2.0, 7), rng.normal(0.0, 0.3, 7), rng.normal(0.0, 0.3, 7), rng.normal(0.0, 50.0, 6),
+                rng.normal(0.0, 30.0, 6))
+        dt = 10.0 ** rng.uniform(-4.0, -1.5)
+        out = []
+        for step in (adm.step, adm.step_reference):
+            adm.state = copy.deepcopy(state)
+            for _ in range(2):
+                s = step(dt, *args)
+            out.append((s.pose_base_in_nominal.homogeneous, s.pose_nominal_in_orbit.homogeneous,
+                        s.twist_base_rel_body, s.twist_nominal_body))
+        for a, b in zip(*out):
+            worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+    assert worst < TOL
+
+
+@pytest.mark.parametrize('switches', [{}, {'use_ff2': False}, {'use_ff3': False}, {'use_ff1': False, 'use_gravity': False}],
+                         ids=['all', 'no_ff2', 'no_ff3', 'no_ff1_no_g'])
+def test_arm_feedforward_fused_torques_match_reference_terms(switches):
+    """Eq. (22) term by term: fused (one Coriolis matrix, two Coriolis forces) against the Eq. (12) blocks."""
+    from hil_dynamics.servicer import ArmFeedForward
+
+    adm = _lbr_lockstep(False).admittance
+    ff = ArmFeedForward(adm.model, pin.SE3(pin.rpy.rpyToMatrix(0.2, -0.1, 0.4), np.array([0.5, 1.0, 1.5])), **switches)
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        args = (rng.normal(0.0, 20.0, 7), rng.uniform(-2.0, 2.0, 7), rng.normal(0.0, 0.5, 7),
+                pin.SE3(pin.exp3(rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.2, 6),
+                rng.normal(0.0, 0.2, 6), rng.normal(0.0, 0.05, 6))
+        a, b = ff.torques(*args), ff.torques_reference(*args)
+        scale = max(1.0, float(np.abs(b.tau_q).max()))
+        for name in ('tau_q', 'tau_ff1', 'tau_ff2', 'tau_ff3', 'gravity'):
+            assert np.abs(getattr(a, name) - getattr(b, name)).max() < TOL * scale, name
