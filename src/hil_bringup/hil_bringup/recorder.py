@@ -93,6 +93,14 @@ class McapWriter:
         entry = self.bag.topics.get(topic) or self.add_topic(topic, type(msg))
         self.bag.write(entry, int(t_ns), serialize_message(msg))
 
+    def write_serialized(self, topic: str, type_name_: str, data: bytes, t_ns: int) -> None:
+        """Write a message already serialised to CDR (e.g. by a rosbags typestore) of type ``pkg/msg/Type``."""
+        entry = self.bag.topics.get(topic)
+        if entry is None:
+            msgdef, rihs01 = _definition(type_name_)
+            entry = self.bag.add_topic(topic, type_name_, msgdef, rihs01=rihs01)
+        self.bag.write(entry, int(t_ns), data)
+
     def flush_if_due(self) -> None:
         self.bag.flush_if_due()
 

@@ -9,18 +9,18 @@ Runs, with the rule objects of :mod:`hil_teleop` and the scenario YAML:
 * HILS 1 (scenario payload, 0.01 m/s for 20 s, no delay)        -> ``fig12_force_virtual.png``, ``fig13_position_virtual.png``
 * HILS 2 (the scenario: scripted operator, delay)               -> ``fig14_force_position.png`` ... ``fig17_position_aligned.png``
 
-and records HILS 2 to ``hils2.mcap`` (rosbag2, MCAP storage) on the topics the ROS graph
+and records HILS 2 to the bag ``hils2/`` (rosbag2, MCAP storage: ``hils2_0.mcap``, ``metadata.yaml``) on the topics the ROS graph
 uses (``teleop/f_m``, ``teleop/x_vir``, ``teleop/f_vir``, ``slave/ft/wrench``, ``slave/x_s``,
 ``payload/pose``), so the same tools read the simulation and a lab run. ``--quick`` skips
 the 60 s comparison. Plots through matplotlib's Agg backend.
 
 With the lab twin in the loop (:mod:`hil_teleop.twin_lockstep`: KR 120 slave gripping the
 mock-up on the UR10e payload table, F/T sensors, motion tables), it also runs the 3000 kg step
-and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin.mcap`` and a rendered
+and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin/`` and a rendered
 ``twin/facility.png`` (``--no-twin`` skips them).
 
 ``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
-over DDS on loopback, in real time, printing progress, and records it to ``ros_graph.mcap``
+over DDS on loopback, in real time, printing progress, and records it to the bag ``ros_graph/``
 with ``ros_fig14``/``ros_fig17`` plots: ``--graph twin`` (default, ``sim:=true``: the MuJoCo lab
 twin serving both F/T sensors over RDT/UDP to ``ft_sensor_node``, two ``motion_table_node``,
 teleop master, delay line, slave law on the slave's joint states, client admittance as the
@@ -114,9 +114,10 @@ def plot_hils2(run: TeleopRun, out: Path, label: str) -> list[Path]:
 
 # -- MCAP recording --------------------------------------------------------------------------
 def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_hz: float = RECORD_HZ) -> Path:
-    """Write ``run`` to a rosbag2 MCAP bag at ``rate_hz`` (stamps = simulated time from 0)."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    """Write ``run`` to the bag folder ``path`` (rosbag2, MCAP storage) at ``rate_hz`` (stamps = simulated time from 0)."""
     from rosbags.typesys import Stores, get_typestore
+
+    from hil_bringup.recorder import McapWriter
 
     ts = get_typestore(Stores.ROS2_JAZZY)
     T = ts.types
@@ -147,16 +148,15 @@ def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_h
               ('/slave/x_s', 'geometry_msgs/msg/PoseStamped', run.x_s, pose),
               ('/payload/pose', 'geometry_msgs/msg/PoseStamped', run.x_payload, pose)]
     every = max(1, int(round(1.0 / (rate_hz * run.dt))))
-    if path.exists():
-        import shutil
-        shutil.rmtree(path)
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-        conns = [(writer.add_connection(name, msgtype, typestore=ts), msgtype, data, make)
-                 for name, msgtype, data, make in topics]
+    writer = McapWriter(path)
+    try:
         for k in range(0, len(run.t), every):
             t = float(run.t[k])
-            for conn, msgtype, data, make in conns:
-                writer.write(conn, int(round(t * 1e9)), ts.serialize_cdr(make(t, [float(v) for v in data[k]]), msgtype))
+            for name, msgtype, data, make in topics:
+                writer.write_serialized(name, msgtype, ts.serialize_cdr(make(t, [float(v) for v in data[k]]), msgtype),
+                                        int(round(t * 1e9)))
+    finally:
+        writer.close()
     return path
 
 
@@ -196,7 +196,6 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
     import time
 
     from geometry_msgs.msg import PoseStamped, WrenchStamped
-    from rclpy.serialization import serialize_message
 
     from hil_bringup.graph_runner import RunningGraph
     from hil_bringup.graphs import replace_parameters, teleop_graph
@@ -230,18 +229,17 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
             results = running.stop()
     data['_outputs'] = [r.output for r in results]
     if bag is not None:
-        from rosbags.rosbag2 import StoragePlugin, Writer
-        from rosbags.typesys import Stores, get_typestore
+        from hil_bringup.recorder import McapWriter
 
-        ts = get_typestore(Stores.ROS2_JAZZY)
-        if bag.exists():
-            import shutil
-            shutil.rmtree(bag)
-        with Writer(bag, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        writer = McapWriter(bag)
+        try:
             for topic, msgtype in RECORDED:
-                conn = writer.add_connection('/' + topic, msgtype, typestore=ts)
-                for t_ns, msg in data[topic]:
-                    writer.write(conn, t_ns, serialize_message(msg))
+                writer.add_topic('/' + topic, types[msgtype])
+            for t_ns, topic, msg in sorted(((t_ns, topic, msg) for topic, _ in RECORDED for t_ns, msg in data[topic]),
+                                           key=lambda row: row[0]):
+                writer.write('/' + topic, msg, t_ns)
+        finally:
+            writer.close()
     return data
 
 
@@ -295,7 +293,7 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: boo
     x_vir, x_s = hils2.aligned(hils2.x_vir, hils2.x_s)
     results['hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
     results['hils2_peak_force_N'] = float(np.abs(hils2.f_s[:, 0]).max())
-    files.append(record_mcap(hils2, out / 'hils2.mcap'))
+    files.append(record_mcap(hils2, out / 'hils2'))
     if twin:
         from hil_teleop.twin_lockstep import run_teleop_twin
 
@@ -314,7 +312,7 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: boo
         x_vir, x_s = thils2.aligned(thils2.x_vir, thils2.x_s)
         results['twin_hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())
         results['twin_hils2_peak_force_N'] = float(np.abs(thils2.f_s[:, 0]).max())
-        files.append(record_mcap(thils2, twin_out / 'hils2_twin.mcap'))
+        files.append(record_mcap(thils2, twin_out / 'hils2_twin'))
         try:                                    # the facility at the end of HILS 2 (needs EGL)
             thils2.twin_side.twin.render_png(twin_out / 'facility.png', 960, 720)
             files.append(twin_out / 'facility.png')
@@ -356,7 +354,7 @@ def main(argv=None) -> int:
             print(f'  {elapsed:5.1f}/{duration:.0f} s  slave x_s {x}  f_s,x {f}  '
                   f'({len(xs)} x_s, {len(fs)} wrenches)', flush=True)
         print(f'ROS graph ({args.graph}) for {duration:.0f} s on loopback DDS ...', flush=True)
-        data = run_graph(scenario, duration, out / 'ros_graph.mcap', sim=args.graph,
+        data = run_graph(scenario, duration, out / 'ros_graph', sim=args.graph,
                          rate_hz=args.rate if args.graph == 'twin' else None, progress=progress)
         for topic, _ in RECORDED:
             print(f'{topic}: {len(data[topic])} messages')
@@ -365,7 +363,7 @@ def main(argv=None) -> int:
             print(f'payload displacement (admittance g_c, body z = towards the slave): {payload[-1] - payload[0]:.4f} m')
         files = plot_graph(data, out, scenario.config.delay_s, f'{scenario.config.payload_mass_kg:.0f} kg, '
                            f'{scenario.config.delay_s:g} s delay, {args.graph}')
-        print('wrote:\n  ' + '\n  '.join(str(p) for p in [out / 'ros_graph.mcap', *files]))
+        print('wrote:\n  ' + '\n  '.join(str(p) for p in [out / 'ros_graph', *files]))
         return 0
     results = run_demo(scenario, Path(args.out), args.quick, twin=not args.no_twin,
                        say=lambda m: print(m, flush=True))

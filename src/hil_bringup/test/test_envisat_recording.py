@@ -22,7 +22,7 @@ def test_fault_mid_run_holds_and_the_bag_keeps_every_message(tmp_path):
     params.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**servicer_admittance_parameters(scenario),
                                                                   'rate_hz': 500.0}}}))
     proc = start_node('hil_admittance', 'servicer_admittance_node', ros_args=('--params-file', str(params)))
-    bag = tmp_path / 'run.mcap'
+    bag = tmp_path / 'run'
     try:
         with test_node('recorder_probe') as (node, executor):
             recorder = TopicRecorder(node, bag, [('servicer/table/pose_cmd', PoseStamped), ('servicer/state', Odometry),
@@ -48,6 +48,7 @@ def test_fault_mid_run_holds_and_the_bag_keeps_every_message(tmp_path):
     finally:
         out = stop_process(proc)
     assert alive, out
+    assert sorted(p.name for p in bag.iterdir()) == ['metadata.yaml', 'run_0.mcap']   # as rosbag2 names them
     # Nothing lost: the bag holds exactly what was received, and it reads back.
     assert {k.lstrip('/'): v for k, v in written.items()} == received
     assert {k.lstrip('/'): v for k, v in read_counts(bag).items()} == received
