@@ -10,6 +10,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/scenarios', ['scenarios/cisas_docking.yaml']),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

@@ -1,0 +1,56 @@
+"""The seed 003 docking mission in lockstep: CW approach, compensated impact, post-impact leg."""
+
+import numpy as np
+import pytest
+
+from hil_common.fields import ScenarioError
+from hil_docking.contact import equivalent_mass
+from hil_docking.mission import APPROACH, CONTACT, POST_IMPACT, run_mission
+from hil_docking.scenario import load_docking_scenario, scenario_path
+
+
+@pytest.fixture(scope='module')
+def scenario():
+    return load_docking_scenario()
+
+
+def test_mission_reaches_the_port_and_the_compensated_impact_has_the_orbital_restitution(scenario):
+    run = run_mission(scenario)
+    s = run.summary
+    k_port = int(round(scenario.approach_duration_s / scenario.control_period_s))
+    assert run.phase[k_port - 1] == APPROACH and CONTACT in run.phase and run.phase[-1] == POST_IMPACT
+    # The approach leg ends at the docking point (CW two-impulse transfer, no force before contact).
+    assert np.allclose(run.state_lvlh[k_port, 0:3], 0.0, atol=1e-12)
+    assert s['closing_speed_in_m_s'] == pytest.approx(scenario.closing_speed_m_s, rel=1e-9)
+    # The facility with the virtual force reproduces the orbital impact: restitution and duration
+    # (the 1 ms sampling of the loop costs ~0.2 %).
+    assert s['restitution'] == pytest.approx(s['restitution_orbital'], rel=5e-3)
+    assert s['contact_duration_s'] == pytest.approx(s['contact_duration_orbital_s'], abs=3 * scenario.control_period_s)
+    # Eq. (30): the impulse is m (1 + gamma) v_in for the relative motion, and splits as -J/m_C, +J/m_T.
+    m = equivalent_mass(scenario.chaser_mass_kg, scenario.target_mass_kg)
+    assert s['impulse_n_s'] == pytest.approx(m * (1 + s['restitution']) * s['closing_speed_in_m_s'], rel=1e-3)
+    assert s['dv_chaser_m_s'] - s['dv_target_m_s'] == pytest.approx(-s['impulse_n_s'] / m, rel=1e-12)
+    # The robot lags the simulation by the loop delay.
+    n_d = scenario.delay_steps
+    assert np.allclose(run.robot_position_lvlh[n_d + 100], run.state_lvlh[100, 0:3], atol=1e-15)
+    # Post-impact leg: the chaser moves back out along the docking axis.
+    assert run.state_lvlh[-1, 0:3] @ scenario.docking_axis_lvlh < -0.1
+
+
+def test_uncompensated_facility_gives_the_wrong_restitution(scenario):
+    s = run_mission(scenario, compensation='none').summary
+    assert s['restitution'] > 1.1 * s['restitution_orbital']
+
+
+def test_scenario_errors_name_the_field(tmp_path):
+    text = scenario_path().read_text()
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(text.replace('compensation: pole', 'compensation: magic'))
+    with pytest.raises(ScenarioError, match='facility.compensation'):
+        load_docking_scenario(bad)
+    bad.write_text(text.replace('loop_delay_s: 0.010', 'loop_delay_s: 0.0105'))
+    with pytest.raises(ScenarioError, match='facility.loop_delay_s'):
+        load_docking_scenario(bad)
+    bad.write_text(text.replace('chaser_mass_kg: 100.0', 'chaser_mass_kg: -1.0'))
+    with pytest.raises(ScenarioError, match='spacecraft.chaser_mass_kg'):
+        load_docking_scenario(bad)
