@@ -76,8 +76,8 @@ class WireHit:
     """The closest point of one wire to the grapple axis, in the wire plane."""
 
     wire: int
-    distance_m: float          # from the grapple axis to the wire curve
-    normal_yz: np.ndarray      # unit, from the wire toward the grapple axis
+    distance_m: float          # signed distance from the wire curve to the grapple axis (> 0 on the left)
+    normal_yz: np.ndarray      # unit, the wire's left normal at its closest point
     segment: int               # closest segment of the polyline and the parameter on it
     s: float
 
@@ -114,31 +114,39 @@ class WireSet:
         return None
 
     def hits(self, theta: float, p_yz: np.ndarray, reach_m: float) -> list[WireHit]:
-        """Wires closer than ``reach_m`` to the grapple axis at ``p_yz``."""
+        """Wires whose signed distance to the grapple axis at ``p_yz`` is below ``reach_m``.
+
+        Contact is one-sided: the grapple lives on the left of every wire (traversed from its
+        first to its second anchor; inside the LEE's triangle, on the concave side of a loose
+        wire). ``distance_m`` is signed (negative once the axis is past the curve), so the
+        penetration ``reach - distance`` keeps growing however deep the wire is pushed; the
+        normal always points to the left side.
+        """
         out = []
         anchors = self.anchors(theta)
         curves = None
         for i in range(self.n_wires):
             if anchors is not None:
-                # the curve lies in the strip between its chord and the chord shifted right by sag x half-chord
+                # the curve lies right of its chord: a point left of the chord by > reach cannot touch it
                 a, b = anchors[i]
                 ch = b - a
-                ln = math.hypot(ch[0], ch[1])
-                left = (ch[0] * (p_yz[1] - a[1]) - ch[1] * (p_yz[0] - a[0])) / ln
-                if left > reach_m or left < -(0.5 * self.sag_ratio * ln + reach_m):
+                left = (ch[0] * (p_yz[1] - a[1]) - ch[1] * (p_yz[0] - a[0])) / math.hypot(ch[0], ch[1])
+                if left > reach_m:
                     continue
             if curves is None:
                 curves = self.curves(theta)
             pts = curves[i]
             dist, c, k, s = closest_on_polyline(pts, p_yz)
-            if dist >= reach_m:
+            seg = pts[k + 1] - pts[k]
+            side = seg[0] * (p_yz[1] - c[1]) - seg[1] * (p_yz[0] - c[0])
+            signed = dist if side >= 0.0 else -dist
+            if signed >= reach_m:
                 continue
             if dist > 1e-12:
-                n = (p_yz - c) / dist
-            else:  # axis exactly on the wire: push along the curve's left normal
-                seg = pts[k + 1] - pts[k]
-                n = np.array([-seg[1], seg[0]]) / math.hypot(*seg)
-            out.append(WireHit(i, dist, n, k, s))
+                n = (p_yz - c) / signed
+            else:  # axis exactly on the wire: its left normal
+                n = np.array([-seg[1], seg[0]]) / math.hypot(seg[0], seg[1])
+            out.append(WireHit(i, signed, n, k, s))
         return out
 
     def wire_velocity(self, theta: float, theta_dot: float, hit: WireHit) -> np.ndarray:

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
-from hil_snare.arms import SSRMS_TABLE1
-from hil_snare.contact import SnareWireLaw
+from hil_common.fields import ScenarioError
+from hil_dynamics.rigid_body import RigidBody
+from hil_snare.arms import JEMRMS_MAIN_ARM, SSRMS_TABLE1
+from hil_snare.contact import LooseWireLaw, SnareWireLaw
 from hil_snare.control import CameraFrameController
-from hil_snare.geometry import LeeSnare, closest_on_polyline
-from hil_snare.joints import SsrmsGearbox
+from hil_snare.geometry import LeeSnare, SingleWire, closest_on_polyline
+from hil_snare.joints import BandedJoint, SsrmsGearbox
 from hil_snare.system import ArmConfig, SnareSystem, _cross
-from hil_snare.targets import htv
+from hil_snare.targets import air_table_target, htv, payload_500kg
 
 DEG = math.pi / 180.0
 
@@ -76,8 +78,12 @@ def corner_position(snare: LeeSnare, radius_m: float, gap_m: float, corner_deg: 
     return lo * u
 
 
-class ScenarioInputError(ValueError):
+class ScenarioInputError(ScenarioError):
     """The initial state contradicts the scenario (e.g. the grapple is not inside the snare)."""
+
+
+class IntegrationDiverged(RuntimeError):
+    """The fixed-step integration left its stability region (the state is no longer finite)."""
 
 
 def build_htv_capture(cfg: HtvCaptureConfig):
@@ -172,6 +178,9 @@ def run(system: SnareSystem, ctrl, poses, x, duration_s: float, dt_s: float, con
             break
         poses, x = system.step(t, dt_s, poses, x)
         t = (k + 1) * dt_s
+        if not np.all(np.isfinite(x)):
+            raise IntegrationDiverged(f'the state is not finite at t = {t:.4f} s with dt = {dt_s * 1e3:g} ms: '
+                                      'the wire contact got stiffer than the step allows (docs/snare.md, step-size study)')
     return trace, poses, x
 
 
@@ -203,3 +212,100 @@ def capture_outcome(system: SnareSystem, trace: Trace, settle_s: float = 1.0, sp
     if speed > speed_tol_mps:
         return Outcome(False, f'relative speed {speed:.4f} m/s after the wires closed', float(speed), float(r_axis))
     return Outcome(True, 'captured', float(speed), float(r_axis))
+
+
+def bisect_capture_limit(make_config, lo_mps: float, hi_mps: float, iterations: int, settle_s: float = 1.0,
+                         speed_tol_mps: float = 0.005):
+    """Coarse bisection of the case study's limiting LEE speed.
+
+    ``make_config(v)`` returns the :class:`HtvCaptureConfig` for speed ``v``. Returns
+    ``(lo, hi, log)``: the last captured and the first failed speed (``hi`` is None when even
+    ``hi_mps`` is captured), and ``[(v, Outcome)]``.
+    """
+    log = []
+
+    def captured(v):
+        cfg = make_config(v)
+        system, ctrl, poses, x = build_htv_capture(cfg)
+        trace, _, _ = run(system, ctrl, poses, x, cfg.duration_s, cfg.dt_s, cfg.control_period_s, record_every=10)
+        out = capture_outcome(system, trace, settle_s, speed_tol_mps)
+        log.append((v, out))
+        return out.captured
+
+    if not captured(lo_mps):
+        return None, lo_mps, log
+    if captured(hi_mps):
+        return hi_mps, None, log
+    lo, hi = lo_mps, hi_mps
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if captured(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, log
+
+
+# ---- seed 002 ----------------------------------------------------------------------------------
+
+@dataclass
+class ContactExperimentConfig:
+    """Seed 002 §4.3 (run 1): the 8.9 kg air-table target hits one loose wire at s = 90 mm."""
+
+    speed_mps: float = 0.1                 # seed 002 does not state it (Fig. 14 not in our text)
+    probe_offset_m: float = 0.03           # probe beside the CoM line: the contact spins the target
+    law: LooseWireLaw = field(default_factory=lambda: LooseWireLaw.at_position(90))
+    wire_length_m: float = 0.180           # L (Table 5)
+    wire_span_m: float = 0.175             # l (Table 5)
+    dt_s: float = 2e-4
+    duration_s: float = 1.0
+
+
+def build_contact_experiment(cfg: ContactExperimentConfig):
+    """World: the table (z up). The wire frame has x vertical: its plane is horizontal at the probe's height."""
+    half = 0.5 * cfg.wire_span_m
+    wire = SingleWire((0.0, -half), (0.0, half), cfg.wire_length_m)
+    rot = np.column_stack([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # wire x = world z, y = world x
+    body, grapple = air_table_target(probe_tip_m=(0.25, cfg.probe_offset_m, 0.0))
+    system = SnareSystem(body, grapple, wire, cfg.law, None, pose_wires_in_world=pin.SE3(rot, np.zeros(3)))
+    # probe 20 mm before the wire (on its concave side), aimed at the middle: s = 90 mm (Table 5)
+    pose_target = pin.SE3(np.eye(3), np.array([-0.25 - 0.02, -cfg.probe_offset_m, 0.0]))
+    poses, x = system.initial_state(pose_target, np.array([cfg.speed_mps, 0, 0, 0, 0, 0]))
+    return system, None, poses, x
+
+
+@dataclass
+class JemrmsCaptureConfig:
+    """Seed 002 §5 (run 2): the 500 kg payload moves along the LEE's y into its one wire."""
+
+    speed_mps: float = 0.02                # seed 002 states 10 m/s; see docs/snare.md for why we do not use it
+    joints_deg: tuple = (0.0, 30.0, -60.0, 30.0, 0.0, 0.0)
+    motor_inertia_kgm2: float = 100.0      # assumption (JEMRMS motor data not public)
+    motor_damping_nms_per_rad: float = 500.0  # assumption
+    kp: float = 120.0
+    kd: float = 240.0
+    law: LooseWireLaw = field(default_factory=lambda: LooseWireLaw.at_position(90))
+    joint_law: BandedJoint = field(default_factory=BandedJoint.jemrms_table2)
+    start_gap_m: float = 0.01
+    dt_s: float = 5e-4
+    control_period_s: float = 0.01
+    duration_s: float = 4.0
+
+
+def build_jemrms_capture(cfg: JemrmsCaptureConfig):
+    arm = ArmConfig(JEMRMS_MAIN_ARM, cfg.joint_law, cfg.motor_inertia_kgm2, cfg.motor_damping_nms_per_rad)
+    half = 0.0875
+    wire = SingleWire((0.0, half), (0.0, -half), 0.180, x_wire_m=-0.30)   # along LEE z, bowed toward -y
+    body, grapple, pose_gf_in_body = payload_500kg()
+    system = SnareSystem(body, grapple, wire, cfg.law, arm)
+    q0 = np.asarray(cfg.joints_deg, dtype=float) * DEG
+    pin.framesForwardKinematics(system.model, system.data, q0)
+    pose_lee = system.data.oMf[system.frame_id]
+    # GF tip 0.1 m beyond the wire plane, on the wire's convex (+y) side, moving along -y into it
+    sag = wire.sag_ratio * half
+    pose_gf_in_lee = pin.SE3(np.eye(3), np.array([-0.20, -sag + grapple.radius_m + cfg.start_gap_m, 0.0]))
+    pose_body = pose_lee * pose_gf_in_lee * pose_gf_in_body.inverse()
+    v_world = pose_lee.rotation @ np.array([0.0, -cfg.speed_mps, 0.0])
+    poses, x = system.initial_state(pose_body, np.concatenate([pose_body.rotation.T @ v_world, np.zeros(3)]), q0)
+    ctrl = CameraFrameController(system.model, q0, cfg.kp, cfg.kd)
+    return system, ctrl, poses, x
