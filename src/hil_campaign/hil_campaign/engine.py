@@ -25,6 +25,7 @@ import socket
 import sys
 import time
 import traceback
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,8 +100,10 @@ class _Engine:
                 self.client = Client(self.scheduler, timeout='30s')
             else:
                 n = self.workers or available_cpus()
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                            silence_logs=logging.ERROR)
+                # loopback only; no dashboard (its HTTP endpoint on an ephemeral port, not 8787)
+                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host='127.0.0.1',
+                                            dashboard_address=None, scheduler_kwargs={'dashboard_address': '127.0.0.1:0'},
+                                            silence_logs=logging.ERROR, preload=['hil_campaign.preload'])
                 self.client = Client(self.cluster)
         return self.client
 
@@ -164,7 +167,9 @@ def run_campaign(campaign: Campaign, out_dir: str | Path, scheduler: str | None 
                     continue
                 payload = {'runner': campaign.runner, 'scenario': campaign.scenario,
                            'overrides': campaign.overrides_for(spec), 'seed': spec.seed}
-                future = engine.get().submit(execute_run, payload, key=f'hil-run-{spec.run_id}', pure=False)
+                # a fresh key per submission: a rerun never meets the tasks of an interrupted client
+                future = engine.get().submit(execute_run, payload, key=f'hil-run-{spec.run_id}-{uuid.uuid4().hex[:8]}',
+                                             pure=False)
                 pending[future.key] = (spec, future)
                 if completed is None:
                     completed = as_completed([future])

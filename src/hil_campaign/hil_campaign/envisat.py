@@ -10,10 +10,14 @@ lab adds, so :class:`ImperfectLabMission` wraps it without changing its rules:
   (sensor frame, moved to the client CoM by the constant transform of seed 004 §III-A).
   Seeded per run, so a run is reproducible.
 * **Command delay**: the robots realise the admittances' commanded motion ``d`` seconds
-  late (a pure transport delay, whole admittance periods): the contact, and so the
-  measured wrench, is evaluated on the bodies where the robots are, i.e. at the
-  admittance states of ``d / dt`` steps ago. This is the delay that injects energy into an
-  admittance-based HIL loop (seed 004 §IV and the delay compensation of its ref. [19]).
+  late (a pure transport delay, rounded to whole admittance periods): the contact, and so
+  the measured wrench, is evaluated on the bodies where the robots are, i.e. at the
+  admittance states of ``round(d / dt)`` steps ago. This is the delay that injects energy
+  into an admittance-based HIL loop (seed 004 §IV and the delay compensation of its ref. [19]).
+* **Divergence**: a loop made unstable (by the delay, say) ends the run as an outcome, not
+  an error: when the contact wrench is no longer finite or exceeds ``divergence_force_n``
+  (well beyond any gripper's rating), :class:`Diverged` stops the run and the metrics are
+  those of the record so far, with ``diverged_at_s`` set.
 
 :func:`capture_metrics` reduces a run to the numbers a campaign tabulates. Plain Python,
 no rclpy.
@@ -30,6 +34,14 @@ from hil_bringup.mission import HilMission, MissionRecord
 from hil_dynamics.se3 import transform_wrench
 
 
+class Diverged(RuntimeError):
+    """The contact wrench left the plausible range: the simulated loop is unstable."""
+
+    def __init__(self, t: float, wrench):
+        super().__init__(f'contact wrench {np.round(np.asarray(wrench, dtype=float), 1).tolist()} at t = {t:.3f} s')
+        self.t = float(t)
+
+
 def _copy_states(states):
     return tuple(pin.SE3(s) if isinstance(s, pin.SE3) else np.array(s, dtype=float) for s in states)
 
@@ -42,14 +54,12 @@ class ImperfectLabMission(HilMission):
     """
 
     def __init__(self, scenario, ft_noise_force_n: float = 0.0, ft_noise_torque_nm: float = 0.0,
-                 command_delay_s: float = 0.0, seed: int = 0):
+                 command_delay_s: float = 0.0, seed: int = 0, divergence_force_n: float = np.inf):
         super().__init__(scenario)
         self.noise_std = np.array([ft_noise_force_n] * 3 + [ft_noise_torque_nm] * 3, dtype=float)
         self.rng = np.random.default_rng(seed)
         self.delay_steps = int(round(command_delay_s / self.dt))
-        if abs(self.delay_steps * self.dt - command_delay_s) > 1e-9:
-            raise ValueError(f'command_delay_s = {command_delay_s} is not a whole number of admittance periods '
-                             f'({self.dt} s)')
+        self.divergence_force_n = float(divergence_force_n)
         self._realised = deque([_copy_states(super().lab_states())] * (self.delay_steps + 1),
                                maxlen=self.delay_steps + 1)
         self.peak_contact_force_n = 0.0
@@ -66,8 +76,11 @@ class ImperfectLabMission(HilMission):
 
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
         w = np.asarray(self.wrench_tool, dtype=float)
-        self.peak_contact_force_n = max(self.peak_contact_force_n, float(np.linalg.norm(w[:3])))
-        self.peak_contact_torque_nm = max(self.peak_contact_torque_nm, float(np.linalg.norm(w[3:])))
+        force, torque = float(np.linalg.norm(w[:3])), float(np.linalg.norm(w[3:]))
+        if not np.isfinite(force + torque) or max(force, torque) > self.divergence_force_n:
+            raise Diverged(self.t, w)
+        self.peak_contact_force_n = max(self.peak_contact_force_n, force)
+        self.peak_contact_torque_nm = max(self.peak_contact_torque_nm, torque)
         wrench_flange = np.asarray(wrench_flange, dtype=float) + self._noise()
         noise_client_sensor = self._noise()
         if noise_client_sensor.any():
@@ -96,7 +109,7 @@ def tumble_twist(twist_client_body_0, rate_deg_s: float | None, axis_tilt_deg: f
 
 
 def capture_metrics(mission, rec: MissionRecord, peak_force_n: float | None = None,
-                    peak_torque_nm: float | None = None) -> dict:
+                    peak_torque_nm: float | None = None, diverged_at_s: float | None = None) -> dict:
     """Capture success, grasp time, peak contact wrench, post-grasp momentum error of one run.
 
     * ``capture_success``: the gripper latched on the launch adapter ring and stayed latched.
@@ -110,6 +123,8 @@ def capture_metrics(mission, rec: MissionRecord, peak_force_n: float | None = No
       client at the end; ``settle_time_s``: when the relative velocity settled after the grasp.
     * ``client_table_exit_s``: when the client table's command leaves its workspace box (NaN:
       never), as ``envisat_demo`` reports it.
+    * ``diverged_at_s``: when the run was stopped as unstable (:class:`Diverged`; NaN: it was not).
+      A diverged run is no capture.
     """
     from hil_bringup.envisat_demo import momentum_drift, settle_time
 
@@ -118,7 +133,8 @@ def capture_metrics(mission, rec: MissionRecord, peak_force_n: float | None = No
     post = mission.controller.phase_times.get('post_grasp') if mission.controller is not None else None
     wrench = np.asarray(rec.wrench_tool, dtype=float)
     out = {
-        'capture_success': bool(contact.latched),
+        'capture_success': bool(contact.latched) and diverged_at_s is None,
+        'diverged_at_s': nan if diverged_at_s is None else float(diverged_at_s),
         'grasp_time_s': nan if contact.latch_time_s is None else float(contact.latch_time_s),
         'peak_contact_force_n': float(peak_force_n if peak_force_n is not None else np.linalg.norm(wrench[:, :3], axis=1).max()),
         'peak_contact_torque_nm': float(peak_torque_nm if peak_torque_nm is not None else np.linalg.norm(wrench[:, 3:], axis=1).max()),

@@ -133,6 +133,7 @@ _CAPTURE_METRICS = {
     'max_thrust_n': 'largest thruster force component [N]',
     'max_joint_torque_nm': 'largest arm joint torque [N m]',
     'client_table_exit_s': "client table command leaves its workspace box [s] (NaN: never)",
+    'diverged_at_s': 'the run stopped as unstable at this time [s] (NaN: it did not)',
 }
 
 
@@ -163,20 +164,24 @@ class EnvisatHilRunner(_EnvisatRunner):
     options = _TUMBLE_OPTIONS + (
         Option('ft_noise_force_n', 0.0, 'F/T noise, standard deviation per force axis [N]', min=0.0, max=100.0),
         Option('ft_noise_torque_nm', 0.0, 'F/T noise, standard deviation per torque axis [N m]', min=0.0, max=100.0),
-        Option('command_delay_s', 0.0, 'robot command transport delay [s] (whole admittance periods)', min=0.0, max=1.0),
+        Option('command_delay_s', 0.0, 'robot command transport delay [s] (rounded to admittance periods)',
+               min=0.0, max=1.0),
+        Option('divergence_force_n', 1e4, 'contact force or torque [N, N m] beyond which the run is stopped as unstable',
+               min=1.0),
     )
     metrics = _CAPTURE_METRICS
 
     def simulate(self, scenario, options, seed):
-        from hil_campaign.envisat import ImperfectLabMission, capture_metrics
+        from hil_campaign.envisat import Diverged, ImperfectLabMission, capture_metrics
 
+        mission = ImperfectLabMission(scenario, options['ft_noise_force_n'], options['ft_noise_torque_nm'],
+                                      options['command_delay_s'], seed, options['divergence_force_n'])
         try:
-            mission = ImperfectLabMission(scenario, options['ft_noise_force_n'], options['ft_noise_torque_nm'],
-                                          options['command_delay_s'], seed)
-        except ValueError as exc:
-            raise OverrideError(f"override 'runner.command_delay_s': {exc}") from None
-        rec = mission.run(scenario.mission['duration_s'], options['record_every_s'])
-        return capture_metrics(mission, rec, mission.peak_contact_force_n, mission.peak_contact_torque_nm)
+            rec = mission.run(scenario.mission['duration_s'], options['record_every_s'])
+            diverged = None
+        except Diverged as stop:
+            rec, diverged = mission.record.finish(), stop.t
+        return capture_metrics(mission, rec, mission.peak_contact_force_n, mission.peak_contact_torque_nm, diverged)
 
 
 class EnvisatAbsoluteRunner(_EnvisatRunner):
