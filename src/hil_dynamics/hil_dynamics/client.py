@@ -145,7 +145,9 @@ class ClientAdmittance:
             kernels.pose_array(s.pose_client_in_nominal, g_c)
             v_n[:] = s.twist_nominal_body
             v_c[:] = s.twist_client_rel_body
-        kernels.client_rkmk4_step(g_n, v_n, g_c, v_c, held, self._mass, self._inertia9, self._inertia_inv9, dt)
+        nominal = self.__dict__.get('_nominal') or self.body       # a re-based nominal's Eq. (4) inertia
+        kernels.client_rkmk4_step(g_n, v_n, g_c, v_c, held, self._mass, self._inertia9, self._inertia_inv9,
+                                  nominal.mass_matrix, nominal.mass_matrix_inv, dt)
         self.state = ClientState(s.t + dt, kernels.array_pose(g_n), v_n.copy(), kernels.array_pose(g_c), v_c.copy())
         self._arrays_of = self.state
         return self.state

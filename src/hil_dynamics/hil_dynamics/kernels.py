@@ -155,16 +155,39 @@ def _rigid_accel(v, mass, inertia, inertia_inv, wrench, out):
 
 
 @njit(**_OPTS)
-def nominal_acceleration_into(v_n, mass, inertia, inertia_inv, out):
-    """``V_n_dot`` of seed 004 Eq. (4) (unforced rigid body) into ``out``."""
-    _rigid_accel(v_n, mass, inertia, inertia_inv, np.zeros(6), out)
+def _body_accel(v, m6, m6_inv, wrench, out):
+    """``M^-1 (F - V x* (M V))`` of seed 004 Eq. (2) for any 6x6 spatial inertia ``M`` (CoM anywhere)."""
+    h = np.empty(6)
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += m6[i, j] * v[j]
+        h[i] = s
+    c1 = _cross(v[3], v[4], v[5], h[0], h[1], h[2])            # w x h_f
+    c2 = _cross(v[0], v[1], v[2], h[0], h[1], h[2])            # v x h_f
+    c3 = _cross(v[3], v[4], v[5], h[3], h[4], h[5])            # w x h_tau
+    r = np.empty(6)
+    for i in range(3):
+        r[i] = wrench[i] - c1[i]
+        r[3 + i] = wrench[3 + i] - c2[i] - c3[i]
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += m6_inv[i, j] * r[j]
+        out[i] = s
 
 
 @njit(**_OPTS)
-def _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, an, ac):
-    """``(V_n_dot, V_c_dot)`` of seed 004 Eqs. (4), (11) (:meth:`ClientAdmittance.accelerations`)."""
-    zero = np.zeros(6)
-    _rigid_accel(v_n, mass, inertia, inertia_inv, zero, an)                 # Eq. (4)
+def nominal_acceleration_into(v_n, m6, m6_inv, out):
+    """``V_n_dot`` of seed 004 Eq. (4) (unforced body of spatial inertia ``m6``) into ``out``."""
+    _body_accel(v_n, m6, m6_inv, np.zeros(6), out)
+
+
+@njit(**_OPTS)
+def _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, an, ac):
+    """``(V_n_dot, V_c_dot)`` of seed 004 Eqs. (4), (11) (:meth:`ClientAdmittance.accelerations`);
+    the nominal's spatial inertia ``nom_m6`` is the client's own unless the nominal was re-based."""
+    _body_accel(v_n, nom_m6, nom_m6_inv, np.zeros(6), an)                   # Eq. (4)
     delta = np.empty(6)
     _act_inv_motion(g_c, v_n, delta)                                        # Eq. (6)
     v_t = np.empty(6)
@@ -179,12 +202,13 @@ def _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, an, ac):
 
 
 @njit(**_OPTS)
-def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h):
+def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, h):
     """One RKMK4 step of seed 004 Eqs. (4) + (11) with a held wrench, in place.
 
     The same stages as :meth:`hil_dynamics.client.ClientAdmittance.step` (reference); ``g_n,
     g_c`` are 12-array poses, ``v_n, v_c`` twists, ``inertia``/``inertia_inv`` 12-arrays whose
-    first 9 entries are ``I_com`` and its inverse.
+    first 9 entries are ``I_com`` and its inverse; ``nom_m6``/``nom_m6_inv`` the nominal's 6x6 spatial
+    inertia (Eq. 4) and its inverse.
     """
     h2 = 0.5 * h
     a1n, a1c, a2n, a2c = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
@@ -194,7 +218,7 @@ def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h)
     k4n, k4c = np.empty(6), np.empty(6)
     gc = np.empty(12)
     # stage 1
-    _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, a1n, a1c)
+    _client_accel(g_c, v_n, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, a1n, a1c)
     for i in range(6):
         un[i] = v_n[i] * h2
         uc[i] = v_c[i] * h2
@@ -202,7 +226,7 @@ def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h)
         vc[i] = v_c[i] + a1c[i] * h2
     # stage 2
     _mul_exp(g_c, uc, gc)
-    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a2n, a2c)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, a2n, a2c)
     _dexp_inv(un, vn, k2n)
     _dexp_inv(uc, vc, k2c)
     for i in range(6):
@@ -212,7 +236,7 @@ def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h)
         vc[i] = v_c[i] + a2c[i] * h2
     # stage 3
     _mul_exp(g_c, uc, gc)
-    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a3n, a3c)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, a3n, a3c)
     _dexp_inv(un, vn, k3n)
     _dexp_inv(uc, vc, k3c)
     for i in range(6):
@@ -222,7 +246,7 @@ def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, h)
         vc[i] = v_c[i] + a3c[i] * h
     # stage 4
     _mul_exp(g_c, uc, gc)
-    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, a4n, a4c)
+    _client_accel(gc, vn, vc, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, a4n, a4c)
     _dexp_inv(un, vn, k4n)
     _dexp_inv(uc, vc, k4c)
     h6 = h / 6.0

@@ -354,11 +354,12 @@ class ServicerAdmittance:
         jac = pin.computeFrameJacobian(pm, w.d_jac, cfg, model.ee_frame_id, pin.LOCAL)
         kernels.admittance_constants(mass, jac, f_e, f_b, ddq, w.m_b, w.m_b_inv, w.const)
         w.vel[6:] = dq
+        nom_m6, nom_m6_inv = self.nominal_matrices()
         nominal_acc, stage_kin, rates, nle = (kernels.nominal_acceleration_into, kernels.servicer_stage_kinematics,
                                               kernels.admittance_rates, pin.nonLinearEffects)
 
         def derivative(t, poses, x, twists_out, rates_out):
-            nominal_acc(x[:6], w.mass, w.inertia9, w.inertia_inv9, w.vn_dot)                 # Eq. (4)
+            nominal_acc(x[:6], nom_m6, nom_m6_inv, w.vn_dot)                 # Eq. (4)
             stage_kin(poses[1], x[:6], x[6:], w.vn_dot, w.delta, w.vel_b, w.delta_dot)       # Eq. (15)
             bias = nle(pm, w.d_nle, cfg, w.vel)                                              # C_b V_b + C_bq dq
             rates(w.const, w.m_b_inv, bias, w.delta_dot, w.vn_dot, x, twists_out, rates_out)  # Eq. (18)
@@ -372,6 +373,12 @@ class ServicerAdmittance:
                                    kernels.array_pose(poses[1]), x[6:].copy())
         return self.state
 
+    def nominal_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(M, M^-1)`` (6x6) of the body whose unforced motion is the nominal (Eq. 4), read at every
+        step so that a re-based nominal is honoured."""
+        nominal = self.__dict__.get('_nominal') or self.nominal_body
+        return nominal.mass_matrix, nominal.mass_matrix_inv
+
     def _fused_setup(self):
         """Work arrays and Pinocchio data of :meth:`step`, allocated once."""
         pm = self.model.model
@@ -380,9 +387,6 @@ class ServicerAdmittance:
         w.d_mass, w.d_jac, w.d_nle = pm.createData(), pm.createData(), pm.createData()
         w.cfg, w.vel = pin.neutral(pm), np.zeros(pm.nv)
         w.vel_b = w.vel[:6]
-        body = self.nominal_body
-        w.mass, w.inertia9 = body.mass_kg, np.ascontiguousarray(body.inertia_com_kgm2).reshape(9).copy()
-        w.inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
         w.vn_dot, w.delta, w.delta_dot, w.const = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
         w.m_b, w.m_b_inv = np.empty((6, 6)), np.empty((6, 6))
         w.poses, w.x = np.empty((2, 12)), np.empty(12)

@@ -189,9 +189,6 @@ class ServicerHilLockstep:
         w.fext_o, w.fext_g = _zero_forces(om.njoints), _zero_forces(ground.model.njoints)
         w.nominal_in_lab = kernels.pose_array(ff.pose_nominal_in_lab)
         w.pose_lab = np.empty(12)
-        body = adm.nominal_body
-        w.mass, w.inertia9 = body.mass_kg, np.ascontiguousarray(body.inertia_com_kgm2).reshape(9).copy()
-        w.inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
         w.vn_dot, w.delta, w.delta_dot = np.empty(6), np.empty(6), np.empty(6)
         w.lhs, w.rhs, w.sol = np.empty((6 + n, 6 + n)), np.empty(6 + n), np.empty(6 + n)
         w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * n)
@@ -211,6 +208,7 @@ class ServicerHilLockstep:
         stage_kin, solve, xyzquat, pose_mul = (kernels.servicer_stage_kinematics, kernels.lockstep_solve,
                                                kernels.xyzquat_into, kernels.pose_mul_into)
         nominal_acc = kernels.nominal_acceleration_into
+        nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
         w_ff1 = 1.0 if ff.use_ff1 else 0.0
         w_ff23 = 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0
         w_grav = 1.0 if ff.use_gravity else 0.0
@@ -231,7 +229,7 @@ class ServicerHilLockstep:
             f_b = const_f_b if const_f_b is not None else at(wrench_base_com, t)
             f_e = const_f_e if const_f_e is not None else at(wrench_ee, t)
             tau = const_tau if const_tau is not None else np.asarray(tau_obsw(t, q, dq), dtype=float)
-            nominal_acc(v_n, w.mass, w.inertia9, w.inertia_inv9, w.vn_dot)                # Eq. (4)
+            nominal_acc(v_n, nom_m6, nom_m6_inv, w.vn_dot)                # Eq. (4)
             stage_kin(poses[1], v_n, v_s, w.vn_dot, w.delta, w.vel_b, w.delta_dot)          # Eq. (15)
             w.vel_b[6:] = dq
             w.vel_s[:6] = v_s
