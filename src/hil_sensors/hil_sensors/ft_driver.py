@@ -26,9 +26,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from hil_common.freshness import NO_DATA, OK, RECOVERING, STALE, WAITING, InputWatch
 from hil_common.params import Param, ParameterError, validate
 from hil_sensors import rdt
-from hil_sensors.processing import (AXES, ZERO6, FaultLatch, LowPassFilter, SoftwareBias, ToolGravity,
+from hil_sensors.processing import (AXES, ZERO6, FaultLatch, LowPassFilter, RateMeter, SoftwareBias, ToolGravity,
                                     WrenchTransform, all_finite, overload_axis, soft_deadband)
 
 # Linux: SO_TIMESTAMPNS (== SCM_TIMESTAMPNS); Python 3.11 does not export the constant.
@@ -78,8 +79,13 @@ PARAMETERS: tuple[Param, ...] = (
     Param('local_port', 0, 'local UDP port the driver sends from and receives on (0: any free port)', min=0, max=65535),
     Param('rdt_mode', 'realtime', 'realtime: one record per datagram; buffered: several records per datagram',
           choices=('realtime', 'buffered')),
-    Param('sensor_rate_hz', 7000.0, 'RDT output rate set on the sensor; designs the filter and stamps buffered records',
-          min=1.0, max=100000.0),
+    Param('sensor_rate_hz', 0.0, 'RDT output rate set on the sensor (designs the filter, stamps buffered records); '
+          '0: measure it on the stream and design the filter for the measured rate (the processed wrench is withheld '
+          'for the first rate_measure_s); > 0: a measured rate off by more than rate_tolerance latches a fault',
+          min=0.0, max=100000.0),
+    Param('rate_tolerance', 0.25, 'relative difference between the measured and the declared sensor_rate_hz that '
+          'latches a rate fault', min=0.001, max=10.0),
+    Param('rate_measure_s', 0.25, 'stream time over which the rate is measured at start', min=0.01, max=60.0),
     Param('publish_rate_hz', 0.0, 'maximum publication rate of the wrench topics; 0 publishes every new sample',
           min=0.0, max=100000.0),
     Param('sensor_frame', 'ft_sensor', 'frame_id of the raw wrench (and of the processed one without target_frame)',
@@ -129,8 +135,14 @@ PARAMETERS: tuple[Param, ...] = (
     Param('overload.enabled', True, 'latch a fault when any raw axis exceeds its limit'),
     Param('overload.limits', [500.0, 500.0, 1500.0, 50.0, 50.0, 50.0],
           'per-axis limits |Fx| |Fy| |Fz| (N) |Tx| |Ty| |Tz| (Nm) on the raw wrench', length=6, min=1e-9),
-    Param('stale_timeout_ms', 100.0, 'latch a fault when no valid sample arrived for this long', min=1.0,
-          max=600000.0),
+    Param('stale_timeout_ms', 100.0, 'latch a fault when no valid sample arrived for this long (once the first '
+          'sample has arrived)', min=1.0, max=600000.0),
+    Param('start_timeout_s', 10.0, 'waiting for the first sample is not a fault; after this long the status says '
+          'clearly that no sample arrived (still not latched: the first sample ends it)', min=0.01, max=3600.0),
+    Param('stale_recovery.auto', True, 'clear a stale fault on its own once samples have been healthy for '
+          'stale_recovery.healthy_s (false: only the reset_fault service clears it)'),
+    Param('stale_recovery.healthy_s', 1.0, 'healthy stream time before a stale fault clears on its own',
+          min=0.0, max=3600.0),
     Param('reject_status_errors', True, 'drop records whose status word is not 0 (they are counted and reported)'),
     Param('diagnostics_period_s', 1.0, 'period of the diagnostics publication', min=0.01, max=3600.0),
     Param('socket_rcvbuf_bytes', 0, 'SO_RCVBUF of the UDP socket (0: system default); bounds the worst-case backlog',
@@ -142,7 +154,7 @@ PARAMETERS: tuple[Param, ...] = (
 def check_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a full parameter set (defaults for missing ones); errors name the parameter."""
     cfg = validate(PARAMETERS, values)
-    if cfg['low_pass.enabled'] and not cfg['low_pass.cutoff_hz'] < 0.5 * cfg['sensor_rate_hz']:
+    if cfg['low_pass.enabled'] and cfg['sensor_rate_hz'] > 0 and not cfg['low_pass.cutoff_hz'] < 0.5 * cfg['sensor_rate_hz']:
         raise ParameterError(
             f"parameter 'low_pass.cutoff_hz': {cfg['low_pass.cutoff_hz']} Hz must be below half of "
             f"sensor_rate_hz ({0.5 * cfg['sensor_rate_hz']} Hz)")
@@ -206,8 +218,14 @@ class LatencyStats:
 
 
 COUNTER_NAMES = ('datagrams', 'records', 'accepted', 'malformed', 'foreign', 'status_error_records',
-                 'nonfinite', 'published', 'overloads', 'stale_events', 'saturation_events', 'tares',
-                 'hardware_biases', 'pose_updates', 'pose_rejected', 'start_requests')
+                 'nonfinite', 'published', 'overloads', 'stale_events', 'stale_recoveries', 'start_timeouts',
+                 'saturation_events', 'tares', 'hardware_biases', 'pose_updates', 'pose_rejected', 'start_requests')
+
+#: The fastest RDT output rate of a Net F/T (ATI 9620-05-NET FT manual: 7000 Hz); bounds the
+#: sequence plausibility check until the rate is known.
+MAX_RDT_RATE_HZ = 7000.0
+#: Spacing assumed for the records of one buffered datagram until the rate is measured.
+ASSUMED_RATE_HZ = 1000.0
 
 
 # --------------------------------------------------------------------------- driver
@@ -222,16 +240,23 @@ class FtDriver:
         self.calibration = calibration if calibration is not None else resolve_calibration(self.cfg)
         self.scales = self.calibration.scales()
         self.sensor_addr = (self.cfg['sensor_ip'], self.cfg['sensor_port'])
-        self.period_ns = int(round(1e9 / self.cfg['sensor_rate_hz']))
+        declared = self.cfg['sensor_rate_hz']
+        self.rate_hz: float | None = declared or None         # the rate the filter is designed for
+        self.measured_rate_hz: float | None = None
+        self.rate_meter = RateMeter(self.cfg['rate_measure_s'])
+        self.period_ns = int(round(1e9 / (declared or ASSUMED_RATE_HZ)))
         self.stale_ns = int(self.cfg['stale_timeout_ms'] * 1e6)
+        self.watch = InputWatch('stream', self.cfg['stale_timeout_ms'] * 1e-3, self.cfg['start_timeout_s'],
+                                self.cfg['stale_recovery.healthy_s'], self.cfg['stale_recovery.auto'])
         # while stale, the start command is re-sent this often
         self.restart_ns = max(self.stale_ns, 500_000_000)
         self.last_start_ns = 0
-        self.tracker = rdt.SequenceTracker()
+        self.tracker = rdt.SequenceTracker(rate_hz=declared or MAX_RDT_RATE_HZ)
         self.bias = SoftwareBias()
         self.bias_enabled = self.cfg['software_bias.enabled']
-        self.filter = (LowPassFilter(self.cfg['low_pass.cutoff_hz'], self.cfg['sensor_rate_hz'], self.cfg['low_pass.order'])
-                       if self.cfg['low_pass.enabled'] else None)
+        self.filter = (LowPassFilter(self.cfg['low_pass.cutoff_hz'], declared, self.cfg['low_pass.order'])
+                       if self.cfg['low_pass.enabled'] and declared else None)
+        self.filter_pending = self.cfg['low_pass.enabled'] and not declared   # designed once the rate is measured
         self.gravity = (ToolGravity(self.cfg['gravity_compensation.tool_mass_kg'],
                                     self.cfg['gravity_compensation.tool_com_m'],
                                     self.cfg['gravity_compensation.gravity_mps2'],
@@ -257,7 +282,9 @@ class FtDriver:
         self.sock: socket.socket | None = None
         self.kernel_timestamps = False
         self._fault_events: list[tuple[bool, str, str]] = []
-        self._stale = False
+        self._latch_causes: set[str] = set()   # every cause tripped since the latch (auto-clear only for 'stale')
+        self.notices: list[str] = []           # one-off reports for the log (start timeout, rate measured)
+        self._stale_seen = 0
 
     # ----------------------------------------------------------------- chain report
     def describe_chain(self) -> list[str]:
@@ -266,20 +293,27 @@ class FtDriver:
         lines = [f'scale: {c.counts_per_force:g} counts/{c.force_unit}, {c.counts_per_torque:g} counts/{c.torque_unit} '
                  f'(from {c.source})',
                  f"rdt: {self.cfg['rdt_mode']} streaming from {self.sensor_addr[0]}:{self.sensor_addr[1]} "
-                 f"at {self.cfg['sensor_rate_hz']:g} Hz, publish "
+                 + (f"at {self.cfg['sensor_rate_hz']:g} Hz (declared; checked against the measured rate), publish "
+                    if self.cfg['sensor_rate_hz'] else 'at the rate measured on the stream, publish ')
                  + (f"at most {self.cfg['publish_rate_hz']:g} Hz" if self.cfg['publish_rate_hz'] else 'every new sample'),
                  'hardware bias: ' + ('on start' if self.cfg['hardware_bias.on_start'] else 'on request (service)'),
                  'software bias (tare): ' + (f"ON, {self.cfg['software_bias.samples']} samples"
                                              + (', on start' if self.cfg['software_bias.on_start'] else '')
                                              if self.bias_enabled else 'OFF'),
                  'gravity compensation: ' + (f'ON, {self.gravity.describe()}' if self.gravity else 'OFF'),
-                 'low-pass filter: ' + (f'ON, {self.filter.describe()}' if self.filter else 'OFF'),
+                 'low-pass filter: ' + (f'ON, {self.filter.describe()}' if self.filter else
+                                        f"ON, cut-off {self.cfg['low_pass.cutoff_hz']:g} Hz, designed for the rate "
+                                        f"measured over the first {self.cfg['rate_measure_s']:g} s" if self.filter_pending
+                                        else 'OFF'),
                  'dead band: ' + (f'ON, widths {list(self.deadband)}' if self.deadband else 'OFF'),
                  'target frame: ' + (f"ON, {self.output_frame}: {self.transform.describe()}" if self.transform
                                      else f"OFF (processed wrench in {self.output_frame})"),
                  'overload latch: ' + (f'ON, limits {list(self.limits)}' if self.limits else 'OFF'),
-                 f"stale latch: ON, {self.cfg['stale_timeout_ms']:g} ms (start command re-sent every "
-                 f"{self.restart_ns / 1e9:g} s while stale)",
+                 f"stale latch: ON, {self.cfg['stale_timeout_ms']:g} ms once the first sample has arrived (start "
+                 f"timeout {self.cfg['start_timeout_s']:g} s reported, not latched; start command re-sent every "
+                 f"{self.restart_ns / 1e9:g} s while waiting or stale); "
+                 + (f"cleared on its own after {self.cfg['stale_recovery.healthy_s']:g} s of healthy samples"
+                    if self.cfg['stale_recovery.auto'] else 'cleared by reset_fault only'),
                  'status errors: ' + ('records dropped, counted' if self.reject_status else 'counted, records used')]
         return lines
 
@@ -325,11 +359,14 @@ class FtDriver:
         self.tracker.reset()
         if self.filter:
             self.filter.reset()
+        self.rate_meter.reset()
         self.newest = None
         self.has_new_sample = False
         self.streaming = True
         self.stream_started_ns = now
         self.last_valid_ns = 0
+        self.watch.start(now * 1e-9)
+        self._stale_seen = self.watch.stale_events
         self._send_start(now)
         if self.bias_enabled and self.cfg['software_bias.on_start']:
             self.bias.start(self.cfg['software_bias.samples'])
@@ -412,9 +449,13 @@ class FtDriver:
         c = self.counters
         c['records'] += 1
         seq, status = rec[0], rec[2]
-        kind = self.tracker.observe(seq)
+        kind = self.tracker.observe(seq, stamp_ns)
         if kind is not rdt.SEQ_NEW and kind is not rdt.SEQ_RESYNC:
             return
+        if kind is rdt.SEQ_RESYNC:
+            self.rate_meter.reset()
+        if self.rate_meter.add(seq, stamp_ns) is not None:
+            self._rate_measured(self.rate_meter.rate_hz, arrival_ns)
         if status:
             c['status_error_records'] += 1
             self.last_status = status
@@ -453,6 +494,7 @@ class FtDriver:
             processed = soft_deadband(processed, self.deadband)
         c['accepted'] += 1
         self.last_valid_ns = arrival_ns
+        self.watch.sample(arrival_ns * 1e-9)
         self.newest = Sample(seq, status, stamp_ns, arrival_ns, raw, processed)
         self.has_new_sample = True
 
@@ -460,21 +502,64 @@ class FtDriver:
     def _trip(self, reason: str, detail: str, now_ns: int) -> None:
         if self.fault.trip(reason, detail, now_ns):
             self._fault_events.append((True, reason, detail))
+        self._latch_causes.add(reason)
+
+    def _clear(self, message: str) -> str:
+        was = f'{self.fault.reason}: {self.fault.detail}'
+        self.fault.reset()
+        self._latch_causes = set()
+        if self.filter:
+            self.filter.reset()
+        self._fault_events.append((False, 'reset', f'{message} (was {was})'))
+        return was
+
+    def _rate_measured(self, rate: float, now_ns: int) -> None:
+        """The stream's rate is known: check it against the declared one, or design the filter for it."""
+        self.measured_rate_hz = rate
+        self.tracker.rate_hz = rate
+        declared, tol, cutoff = self.cfg['sensor_rate_hz'], self.cfg['rate_tolerance'], self.cfg['low_pass.cutoff_hz']
+        if declared:
+            if abs(rate - declared) > tol * declared:
+                acts = f'; the {cutoff:g} Hz low-pass acts at {cutoff * rate / declared:.4g} Hz' if self.filter else ''
+                self._trip('rate', f'measured stream rate {rate:.1f} Hz differs from sensor_rate_hz {declared:g} Hz '
+                           f'by more than {tol:.0%}{acts}: set sensor_rate_hz to the rate of the sensor', now_ns)
+            self.notices.append(f'stream rate measured: {rate:.1f} Hz (sensor_rate_hz {declared:g} Hz)')
+            return
+        self.rate_hz = rate
+        self.period_ns = int(round(1e9 / rate))
+        if self.filter_pending:
+            if not cutoff < 0.5 * rate:
+                self._trip('rate', f'low_pass.cutoff_hz {cutoff:g} Hz is not below half the measured stream rate '
+                           f'{rate:.1f} Hz', now_ns)
+                return
+            self.filter = LowPassFilter(cutoff, rate, self.cfg['low_pass.order'])
+            self.filter_pending = False
+        self.notices.append(f'stream rate measured: {rate:.1f} Hz'
+                            + (f'; low-pass {self.filter.describe()}' if self.filter else ''))
 
     def check_stale(self, now_ns: int) -> bool:
-        """Latch the stale fault if streaming and no valid sample for stale_timeout_ms."""
+        """Judge the stream's freshness (:class:`hil_common.freshness.InputWatch`): waiting for the
+        first sample is no fault (after ``start_timeout_s`` it is reported, not latched); a stale
+        stream latches ``stale``, which clears on its own after ``stale_recovery.healthy_s`` of
+        healthy samples (``stale_recovery.auto``) unless another cause latched too."""
         if not self.streaming:
-            self._stale = False
             return False
-        ref = self.last_valid_ns or self.stream_started_ns
-        age = now_ns - ref
-        stale = age > self.stale_ns
-        if stale and not self._stale:
+        now_s = now_ns * 1e-9
+        before = self.watch.state
+        state = self.watch.update(now_s)
+        if state == NO_DATA and before != NO_DATA:
+            self.counters['start_timeouts'] += 1
+            self.notices.append(f'{self.watch.describe(now_s)} from {self.sensor_addr[0]}:{self.sensor_addr[1]}')
+        if self.watch.stale_events > self._stale_seen:
+            self._stale_seen = self.watch.stale_events
             self.counters['stale_events'] += 1
-            what = 'no sample since streaming started' if not self.last_valid_ns else 'no sample'
-            self._trip('stale', f'{what} for {age / 1e6:.1f} ms (limit {self.cfg["stale_timeout_ms"]:g} ms)', now_ns)
-        self._stale = stale
-        if stale and now_ns - self.last_start_ns >= self.restart_ns:
+            age = self.watch.age(now_s)
+            self._trip('stale', f'no sample for {age * 1e3:.1f} ms (limit {self.cfg["stale_timeout_ms"]:g} ms)'
+                       if state == STALE else 'a gap longer than stale_timeout_ms', now_ns)
+        if state == OK and self.fault.active and self._latch_causes == {'stale'}:
+            self.counters['stale_recoveries'] += 1
+            self._clear(f"cleared on its own after {self.cfg['stale_recovery.healthy_s']:g} s of healthy samples")
+        if state in (WAITING, NO_DATA, STALE) and now_ns - self.last_start_ns >= self.restart_ns:
             # The sensor rebooted, came up after us or lost our request (UDP): ask again.
             # Its sequence restarts at 1, so the accounting restarts too.
             self.tracker.reset()
@@ -482,7 +567,7 @@ class FtDriver:
                 self._send_start(now_ns)
             except OSError:
                 pass
-        return stale
+        return state == STALE
 
     def take_fault_events(self) -> list[tuple[bool, str, str]]:
         """(latched?, reason, detail) events since the last call, for the fault topic."""
@@ -495,9 +580,12 @@ class FtDriver:
             return True, 'no fault latched'
         now = self.clock_ns()
         if self.streaming:
-            ref = self.last_valid_ns or self.stream_started_ns
-            if now - ref > self.stale_ns:
-                return False, f'cannot reset: stream still stale (no sample for {(now - ref) / 1e6:.1f} ms)'
+            state = self.watch.update(now * 1e-9)
+            if state == STALE or (state in (WAITING, NO_DATA) and 'stale' in self._latch_causes):
+                age = self.watch.age(now * 1e-9)
+                return False, (f'cannot reset: stream still stale (no sample for {age * 1e3:.1f} ms)' if age < math.inf
+                               else 'cannot reset: stream still stale (no sample since streaming started)')
+            self.watch.reset(now * 1e-9)
         if self.newest is not None and self.limits is not None:
             axis = overload_axis(self.newest.raw, self.limits)
             if axis >= 0:
@@ -505,11 +593,12 @@ class FtDriver:
                                f'{self.limits[axis]:.6g}')
         if self.last_status & rdt.STATUS_SATURATION:
             return False, 'cannot reset: sensor still reports saturation'
-        was = f'{self.fault.reason}: {self.fault.detail}'
-        self.fault.reset()
-        if self.filter:
-            self.filter.reset()
-        self._fault_events.append((False, 'reset', f'cleared ({was})'))
+        if 'rate' in self._latch_causes:
+            # measure again (a mismatch that persists latches again after rate_measure_s)
+            self.rate_meter.restart()
+            if not self.cfg['sensor_rate_hz'] and self.cfg['low_pass.enabled']:
+                self.filter, self.filter_pending = None, True
+        was = self._clear('cleared')
         return True, f'fault cleared (was {was})'
 
     # ----------------------------------------------------------------- inputs from the node
@@ -543,7 +632,7 @@ class FtDriver:
     def processed_output(self, sample: Sample) -> list[float] | None:
         """The processed wrench to publish (target frame), or None while it must be withheld:
         a fault is latched, or gravity compensation has no orientation yet."""
-        if self.fault.active:
+        if self.fault.active or self.filter_pending:
             return None
         if self.gravity is not None and not self.gravity.has_orientation:
             return None
@@ -570,6 +659,11 @@ class FtDriver:
             'fault_reason': self.fault.reason,
             'fault_detail': self.fault.detail,
             'fault_count': self.fault.count,
+            'stream_state': self.watch.state if self.streaming else 'not streaming',
+            'stream_detail': self.watch.describe(now * 1e-9),
+            'measured_rate_hz': self.measured_rate_hz if self.measured_rate_hz is not None else math.nan,
+            'filter_rate_hz': self.filter.sample_rate_hz if self.filter is not None else math.nan,
+            'filter_pending': self.filter_pending,
             'bias_active': self.bias.active and self.bias_enabled,
             'bias': list(self.bias.bias),
             'bias_collecting': self.bias.collecting,

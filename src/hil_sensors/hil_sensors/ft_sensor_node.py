@@ -14,7 +14,9 @@ Interfaces (relative names: put the node in a namespace such as ``client``):
   * ``ft/wrench``      geometry_msgs/WrenchStamped, processed (tare, gravity, filter,
                        target frame); withheld while a fault is latched;
   * ``ft/fault``       diagnostic_msgs/DiagnosticStatus, transient-local: ERROR when a
-                       fault latches (overload, stale, saturation), OK when reset;
+                       fault latches (overload, stale, saturation, rate), OK when reset
+                       (a stale fault resets on its own after ``stale_recovery.healthy_s``
+                       of healthy samples; waiting for the first sample is no fault);
   * ``/diagnostics``   diagnostic_msgs/DiagnosticArray every ``diagnostics_period_s``;
   * services (std_srvs/Trigger): ``ft/tare``, ``ft/clear_tare``, ``ft/hardware_bias``,
     ``ft/reset_fault``;
@@ -220,10 +222,13 @@ class FtSensorNode(LifecycleNode):
                     driver.drain()
                     driver.check_stale(time.time_ns())
                     events = driver.take_fault_events()
+                    notices, driver.notices = driver.notices, []
                     sample = driver.take_sample()
                     if sample is not None and min_interval and sample.stamp_ns - self._last_pub_ns < min_interval:
                         sample = None   # decimated: the next newer sample will be published
                     out = driver.processed_output(sample) if sample is not None else None
+                for notice in notices:
+                    log.warn(notice) if 'no sample' in notice else log.info(notice)
                 for latched, reason, detail in events:
                     self._publish_fault(latched, reason, detail)
                     if latched:
@@ -374,6 +379,15 @@ class FtSensorNode(LifecycleNode):
         elif snap['last_status']:
             status.level = DiagnosticStatus.ERROR
             status.message = 'sensor status: ' + ', '.join(snap['last_status_bits'])
+        elif snap['stream_state'] == 'no_data':
+            status.level = DiagnosticStatus.ERROR
+            status.message = snap['stream_detail']
+        elif snap['stream_state'] == 'waiting':
+            status.level = DiagnosticStatus.WARN
+            status.message = snap['stream_detail']
+        elif snap['filter_pending']:
+            status.level = DiagnosticStatus.WARN
+            status.message = 'measuring the stream rate (processed wrench withheld)'
         elif snap['gravity_ready'] is False:
             status.level = DiagnosticStatus.WARN
             status.message = 'waiting for the pose input (processed wrench withheld)'
@@ -398,6 +412,9 @@ class FtSensorNode(LifecycleNode):
             'status_bits_seen': ','.join(snap['status_bits_seen']) or 'none',
             'fault': snap['fault_reason'] or 'none', 'fault_detail': snap['fault_detail'],
             'fault_count': snap['fault_count'], 'overloads': snap['overloads'], 'stale_events': snap['stale_events'],
+            'stale_recoveries': snap['stale_recoveries'], 'start_timeouts': snap['start_timeouts'],
+            'stream_state': snap['stream_state'], 'measured_rate_hz': snap['measured_rate_hz'],
+            'filter_rate_hz': snap['filter_rate_hz'],
             'software_bias_enabled': bias_enabled, 'bias_active': snap['bias_active'], 'bias': snap['bias'],
             'tares': snap['tares'], 'hardware_biases': snap['hardware_biases'],
             'gravity_ready': snap['gravity_ready'], 'pose_updates': snap['pose_updates'],

@@ -7,7 +7,8 @@ Per record, in this order (every step except the scaling can be switched off):
 3. **software bias (tare)**: subtract a stored offset, the mean of N samples taken on request;
 4. **tool gravity compensation**: subtract the tool's weight, ``f_g = m R_ws^T g`` and
    ``tau_g = c x f_g`` in the sensor frame, with ``R_ws`` from the latest pose input;
-5. **low-pass filter**: Butterworth, order 1 or 2, designed for the sensor's output rate;
+5. **low-pass filter**: Butterworth, order 1 or 2, designed for the sensor's output rate (the
+   declared one, or the rate :class:`RateMeter` measures on the stream);
 6. **dead band** (off by default): :func:`soft_deadband` per axis, so an admittance does not
    integrate sensor noise into a random-walk drift;
 7. **frame transform**: a constant change of frame, ``F_target = Ad_{g^-1}^T F_sensor`` with
@@ -110,6 +111,59 @@ class LowPassFilter:
 
     def describe(self) -> str:
         return f'Butterworth order {self.order}, cut-off {self.cutoff_hz:g} Hz at {self.sample_rate_hz:g} Hz'
+
+
+# --------------------------------------------------------------------------- stream rate
+
+class RateMeter:
+    """The stream's sample rate, measured: sequence numbers advanced per second of arrival time.
+
+    Counting sequence numbers (not received records) makes lost datagrams no error, and the
+    kernel receive times make it insensitive to how late the driver reads them. A sender that
+    stalls and then catches up in a burst only *delays* records, so the rate is taken between
+    the two least-delayed records of the first and the last third of the window (the lower
+    envelope of arrival time versus sequence number). :meth:`add` returns the rate once,
+    when ``window_s`` and ``min_records`` have been covered by a stretch without a gap longer
+    than ``max_gap_s`` (a pause restarts the window)."""
+
+    def __init__(self, window_s: float = 0.25, min_records: int = 20, max_gap_s: float = 0.05):
+        self.window_ns = int(window_s * 1e9)
+        self.min_records = int(min_records)
+        self.max_gap_ns = int(max_gap_s * 1e9)
+        self.rate_hz: float | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Restart the current window (the stream restarted)."""
+        self._points: list[tuple[int, int]] = []   # (sequence numbers since the first, arrival ns)
+        self._seq0 = 0
+
+    def restart(self) -> None:
+        """Forget the measured rate too: measure again."""
+        self.rate_hz = None
+        self.reset()
+
+    def add(self, seq: int, stamp_ns: int) -> float | None:
+        if self.rate_hz is not None:
+            return None
+        pts = self._points
+        if not pts or not 0 <= stamp_ns - pts[-1][1] <= self.max_gap_ns:
+            self._seq0 = seq
+            self._points = [(0, stamp_ns)]
+            return None
+        pts.append(((seq - self._seq0) & 0xFFFFFFFF, stamp_ns))
+        if stamp_ns - pts[0][1] < self.window_ns or len(pts) < self.min_records or pts[-1][0] == 0:
+            return None
+        k_end, t_end = pts[-1]
+        rough = k_end / ((t_end - pts[0][1]) * 1e-9)
+        third = len(pts) // 3
+
+        def least_delayed(points):
+            return min(points, key=lambda p: p[1] - p[0] / rough * 1e9)
+        (ka, ta), (kb, tb) = least_delayed(pts[:third]), least_delayed(pts[-third:])
+        self.rate_hz = (kb - ka) / ((tb - ta) * 1e-9) if tb > ta and kb > ka else rough
+        self._points = []
+        return self.rate_hz
 
 
 # --------------------------------------------------------------------------- tare

@@ -232,16 +232,24 @@ class SequenceTracker:
     * ``lost``: sequence numbers skipped and not (yet) received;
     * ``out_of_order``: records that arrived after a newer one and filled a gap;
     * ``duplicates``: records whose sequence number was already received;
-    * ``rejected``: records far outside the window (a stray or corrupt datagram, or the
-      first record after a restart); a jump is only believed when the next record
-      continues it (``resyncs`` counts those), so one bad datagram cannot wreck the counts.
+    * ``rejected``: implausible records: far outside the window, or (given arrival times) a
+      forward jump the stream could not have made in the time elapsed since it started at
+      ``rate_hz`` (x ``RATE_MARGIN``, + ``SLACK`` records), nor since the newest record. A jump is only believed when
+      ``CONFIRM - 1`` further records continue it in sequence (``resyncs`` counts those; the
+      confirming record is the first one used), so garbage, even two consecutive garbage
+      records, cannot wreck the counts, and ``lost`` never exceeds what the elapsed time allows.
     """
 
-    def __init__(self, window: int = 4096, max_forward_gap: int = 1 << 20):
+    CONFIRM = 3          # records in sequence (the candidate and two more) that confirm a jump
+    RATE_MARGIN = 1.5    # the stream may run this much faster than rate_hz
+    SLACK = 64           # records of slack on the elapsed-time bound
+
+    def __init__(self, window: int = 4096, max_forward_gap: int = 1 << 20, rate_hz: float | None = None):
         if window < 1 or max_forward_gap < window:
             raise ValueError('need 1 <= window <= max_forward_gap')
         self.window = window
         self.max_forward_gap = max_forward_gap
+        self.rate_hz = rate_hz        # bound on the stream rate for the plausibility check (None: no bound)
         self.reset()
 
     def reset(self) -> None:
@@ -249,6 +257,10 @@ class SequenceTracker:
         self.last: int | None = None
         self._missing: set[int] = set()
         self._candidate: int | None = None
+        self._candidate_run = 0
+        self._origin_ns: int | None = None   # arrival time of the first record of this stream
+        self._last_ns: int | None = None     # arrival time of the newest record used
+        self._span = 0                        # sequence numbers advanced since then
         if not hasattr(self, 'received'):
             self.clear_counters()
 
@@ -264,19 +276,33 @@ class SequenceTracker:
         return {'received': self.received, 'lost': self.lost, 'out_of_order': self.out_of_order,
                 'duplicates': self.duplicates, 'rejected': self.rejected, 'resyncs': self.resyncs}
 
-    def observe(self, seq: int) -> str:
+    def _plausible(self, ahead: int, now_ns: int | None) -> bool:
+        if ahead > self.max_forward_gap:
+            return False
+        if now_ns is None or self.rate_hz is None or self._origin_ns is None:
+            return True
+        per_s = self.rate_hz * self.RATE_MARGIN
+        since_last_s = max(0, now_ns - self._last_ns) * 1e-9
+        since_origin_s = max(0, now_ns - self._origin_ns) * 1e-9
+        return ahead <= since_last_s * per_s + self.SLACK and self._span + ahead <= since_origin_s * per_s + self.SLACK
+
+    def observe(self, seq: int, now_ns: int | None = None) -> str:
+        """Classify one record; ``now_ns`` (its arrival time) enables the elapsed-time bound."""
         seq &= UINT32_MASK
         self.received += 1
         last = self.last
         if last is None:
-            self.last = seq
+            self._start(seq, now_ns)
             return SEQ_NEW
         ahead = (seq - last) & UINT32_MASK
         if ahead == 0:
             self.duplicates += 1
             return SEQ_DUPLICATE
-        if ahead <= self.max_forward_gap:
+        if ahead <= (UINT32_MASK >> 1) and self._plausible(ahead, now_ns):
             self._advance(seq, ahead)
+            self._span += ahead
+            if now_ns is not None:
+                self._last_ns = now_ns
             return SEQ_NEW
         behind = (last - seq) & UINT32_MASK
         if behind <= self.window:
@@ -287,20 +313,30 @@ class SequenceTracker:
                 return SEQ_LATE
             self.duplicates += 1
             return SEQ_DUPLICATE
-        # Far away in either direction: believe it only if the next record continues it.
+        # Implausible: believe it only if the next records continue it.
         cand = self._candidate
         if cand is not None and ((seq - cand) & UINT32_MASK) == 1:
-            # The candidate was genuine after all (sensor restart, or an outage longer
-            # than max_forward_gap): restart the accounting from it, count no loss.
-            self.rejected -= 1
-            self.resyncs += 1
-            self._missing.clear()
-            self._candidate = None
-            self.last = seq
-            return SEQ_RESYNC
+            self._candidate = seq
+            self._candidate_run += 1
+            if self._candidate_run >= self.CONFIRM:
+                # The jump was genuine (sensor restart, or an outage longer than the bound):
+                # restart the accounting from it, count no loss.
+                self.rejected -= self.CONFIRM - 1
+                self.resyncs += 1
+                self._missing.clear()
+                self._start(seq, now_ns)
+                return SEQ_RESYNC
+            self.rejected += 1
+            return SEQ_REJECTED
         self._candidate = seq
+        self._candidate_run = 1
         self.rejected += 1
         return SEQ_REJECTED
+
+    def _start(self, seq: int, now_ns: int | None) -> None:
+        self.last = seq
+        self._candidate, self._candidate_run = None, 0
+        self._origin_ns, self._last_ns, self._span = now_ns, now_ns, 0
 
     def _advance(self, seq: int, ahead: int) -> None:
         gap = ahead - 1
@@ -310,7 +346,7 @@ class SequenceTracker:
             for s in range(start, self.last + ahead):
                 self._missing.add(s & UINT32_MASK)
         self.last = seq
-        self._candidate = None
+        self._candidate, self._candidate_run = None, 0
         if len(self._missing) > self.window:
             # Forget gaps older than the window: a record that late counts as a duplicate.
             self._missing = {s for s in self._missing if ((seq - s) & UINT32_MASK) <= self.window}

@@ -111,7 +111,7 @@ def test_fault_latch_keeps_first_cause():
     ({'sensor_ip': 'sensor.local'}, "'sensor_ip'"),
     ({'sensor_port': 0}, "'sensor_port'"),
     ({'rdt_mode': 'fast'}, "'rdt_mode'"),
-    ({'low_pass.cutoff_hz': 4000.0}, "'low_pass.cutoff_hz'"),
+    ({'low_pass.cutoff_hz': 4000.0, 'sensor_rate_hz': 7000.0}, "'low_pass.cutoff_hz'"),
     ({'calibration.force_unit': 'stone'}, "'calibration.force_unit'"),
     ({'overload.limits': [1.0, 2.0]}, "'overload.limits'"),
     ({'overload.limits': [1.0, 1.0, 1.0, 1.0, 1.0, -1.0]}, "'overload.limits'"),

@@ -151,11 +151,29 @@ def test_sequence_stray_datagram_does_not_spoil_counts_and_restart_resyncs():
     assert t.observe(1) == 'duplicate'                    # within the window: looks like a duplicate
     t2 = rdt.SequenceTracker(window=100, max_forward_gap=1000)
     feed(t2, range(5000, 5100))
-    assert t2.observe(1) == 'rejected'
-    assert t2.observe(2) == 'resync'
-    assert t2.observe(3) == 'new'
-    assert t2.counters() == {'received': 103, 'lost': 0, 'out_of_order': 0, 'duplicates': 0, 'rejected': 0,
+    assert feed(t2, [1, 2, 3, 4]) == ['rejected', 'rejected', 'resync', 'new']   # three in sequence confirm
+    assert t2.counters() == {'received': 104, 'lost': 0, 'out_of_order': 0, 'duplicates': 0, 'rejected': 0,
                              'resyncs': 1}
+
+
+def test_two_garbage_records_in_a_row_are_no_resync():
+    """Issue 15: two consecutive garbage records (even in sequence with each other) are not data."""
+    t = rdt.SequenceTracker(window=100, max_forward_gap=1000)
+    feed(t, range(1, 51))
+    assert feed(t, [3_000_000_000, 3_000_000_001]) == ['rejected', 'rejected']
+    assert feed(t, [51, 52]) == ['new', 'new']
+    assert (t.lost, t.rejected, t.resyncs) == (0, 2, 0)
+
+
+def test_forward_jumps_bounded_by_the_elapsed_time():
+    """With arrival times, a jump the stream could not have made at rate_hz is no loss but a candidate."""
+    period = 1_000_000                                   # 1 kHz
+    t = rdt.SequenceTracker(rate_hz=1000.0)
+    for k in range(100):
+        assert t.observe(1 + k, k * period) == 'new'
+    assert t.observe(100 + 500_000, 100 * period) == 'rejected'     # 0.5 million ahead after 0.1 s
+    assert t.observe(102, 101 * period) == 'new' and t.lost == 1   # one genuinely lost (101)
+    assert t.observe(102 + 300, 400 * period) == 'new' and t.lost == 300   # an outage of 0.3 s: plausible
 
 
 def test_sequence_large_gap_counted_and_window_bounded():
