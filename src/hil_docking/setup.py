@@ -21,6 +21,7 @@ setup(
     entry_points={
         'console_scripts': [
             'docking_designer = hil_docking.designer_cli:main',
+            'docking_demo = hil_docking.demo:main',
         ],
     },
 )
