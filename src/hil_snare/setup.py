@@ -1,3 +1,5 @@
+from glob import glob
+
 from setuptools import find_packages, setup
 
 PACKAGE = 'hil_snare'
@@ -7,10 +9,10 @@ setup(
     name=PACKAGE,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
-    package_data={PACKAGE: ['scenarios/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/scenarios', sorted(glob('scenarios/*.yaml'))),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

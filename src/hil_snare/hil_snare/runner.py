@@ -57,6 +57,7 @@ class HtvCaptureConfig:
     initial_angle_deg: float = 130.0
     final_angle_deg: float = 200.0
     tightening_time_s: float = 5.0
+    stall_force_n: float = 500.0
     dt_s: float = 2e-3
     control_period_s: float = 0.01
     duration_s: float = 10.0
@@ -90,7 +91,7 @@ def build_htv_capture(cfg: HtvCaptureConfig):
     """Return ``(system, controller, poses, x)`` for seed 000's HTV capture."""
     arm = ArmConfig(SSRMS_TABLE1, cfg.gearbox, cfg.motor_inertia_kgm2, cfg.motor_damping_nms_per_rad)
     snare = LeeSnare(cfg.ring_radius_m, cfg.sag_ratio, cfg.initial_angle_deg, cfg.final_angle_deg,
-                     cfg.tightening_time_s, cfg.x_wire_m)
+                     cfg.tightening_time_s, cfg.x_wire_m, stall_force_n=cfg.stall_force_n)
     body, grapple, pose_gf_in_htv = htv()
     system = SnareSystem(body, grapple, snare, cfg.law, arm)
     q0 = np.asarray(cfg.joints_deg, dtype=float) * DEG
