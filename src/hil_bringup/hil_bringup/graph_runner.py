@@ -119,22 +119,12 @@ class RunningGraph:
     # -- stop ---------------------------------------------------------------------------------------
     def stop(self, timeout_s: float = 10.0) -> list[NodeResult]:
         """SIGINT every node (as launch does), then SIGTERM/SIGKILL stragglers; collect outputs."""
+        from hil_common.ros_testing import stop_processes
+
         if self.results is not None:
             return self.results
-        for _, proc, _ in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(2)
-        deadline = time.monotonic() + timeout_s
-        for _, proc, _ in self.procs:
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=3.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        # A Ctrl-C during this shutdown is held until every node is stopped (no orphans).
+        stop_processes([proc for _, proc, _ in reversed(self.procs)], timeout_s)
         for fh in self._logs:
             fh.close()
         self.results = [NodeResult(spec, proc.returncode, path.read_text(errors='replace'))

@@ -3,7 +3,14 @@
 * :func:`node_executable` finds an executable the way launch_ros does
   (``<prefix>/lib/<package>/<executable>``);
 * :func:`start_node` / :func:`stop_process` run it as a subprocess with ROS arguments and
-  collect its output on exit (SIGTERM, then SIGKILL after a timeout);
+  collect its output on exit (SIGTERM, then SIGKILL after a timeout). A started node dies
+  with its parent: it gets SIGTERM when the thread that started it dies (Linux
+  ``PR_SET_PDEATHSIG``, so start nodes from a thread that lives as long as they should, e.g.
+  the main thread), even by SIGKILL, and it runs in its own process group, so the terminal's
+  Ctrl-C reaches only the parent, which stops its nodes in order;
+* :func:`stop_processes` stops a set of them (SIGINT as launch does, then SIGTERM, SIGKILL),
+  and :func:`signals_deferred` holds SIGINT/SIGTERM while a shutdown runs, so another
+  Ctrl-C cannot cut it short and leave nodes running;
 * :func:`test_node` is a context manager giving an rclpy node and executor in their own
   context, torn down cleanly;
 * :func:`spin_until` spins until a predicate holds or a timeout passes.
@@ -12,10 +19,35 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import signal
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
+
+PR_SET_PDEATHSIG = 1          # linux/prctl.h
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM):
+    """A ``preexec_fn``: the child gets ``sig`` when its parent dies (also when the parent died first)."""
+    libc = _libc()                # loaded before the fork: the child only calls into it
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent_pid:    # the parent died between fork and prctl
+            os.kill(os.getpid(), sig)
+    return preexec
 
 
 def node_executable(package: str, executable: str) -> Path:
@@ -37,18 +69,75 @@ def start_node(package: str, executable: str, *params: str, capture: bool = True
         args += ['-p', p]
     args += list(ros_args)
     out = log if log is not None else (subprocess.PIPE if capture else subprocess.DEVNULL)
-    return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+                            preexec_fn=die_with_parent(os.getpid()), process_group=0)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL whatever is left in the node's process group (processes it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def stop_process(proc: subprocess.Popen, timeout_s: float = 10.0) -> str:
     """Terminate, wait, kill if needed; return what it printed."""
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
+    with signals_deferred():
+        proc.terminate()
+        try:
+            out, _ = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        _kill_group(proc)
     return out or ''
+
+
+@contextlib.contextmanager
+def signals_deferred(signals=(signal.SIGINT, signal.SIGTERM)):
+    """Hold ``signals`` while the body (a shutdown that must finish) runs.
+
+    A held signal is not delivered afterwards (the process is already shutting down, and what
+    follows, e.g. closing a bag, must run too); the body gets the list of held signals. Only
+    the main thread can change handlers; elsewhere the body runs unprotected.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+    previous = {}
+    for sig in signals:
+        previous[sig] = signal.signal(sig, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if received:
+            print(f'[shutdown] {len(received)} signal(s) held until the shutdown finished', file=sys.stderr, flush=True)
+
+
+def stop_processes(procs, timeout_s: float = 10.0, first=signal.SIGINT) -> None:
+    """Stop every process: ``first`` (SIGINT, as launch does) to all, then SIGTERM and SIGKILL to
+    stragglers, and SIGKILL to what is left of their process groups. SIGINT/SIGTERM to this
+    process are held until all are stopped (:func:`signals_deferred`)."""
+    procs = list(procs)
+    with signals_deferred():
+        for proc in procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(first)
+        deadline = time.monotonic() + timeout_s
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=3.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            _kill_group(proc)
 
 
 @contextlib.contextmanager
