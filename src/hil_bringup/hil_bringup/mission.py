@@ -31,6 +31,7 @@ from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
 from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
 from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
 from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.rebase import NominalRebase
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
 
@@ -247,6 +248,9 @@ class HilMission(_Mission):
         ff = ArmFeedForward(ServicerModel(s.urdf, s.ee_frame), nominal_in_lab, gravity_m_s2)
         ground = GroundArmOnMovingBase(s.urdf, s.ee_frame, gravity_m_s2)
         self.servicer = ServicerHilLockstep(adm, ff, ground, s.q_arm_0, np.zeros(self.model.n))
+        # Post-grasp re-basing of the nominal onto the stack (hil_dynamics.rebase; scenario 'rebase').
+        params = getattr(scenario, 'rebase', None)
+        self.rebase = NominalRebase(params.ramp_s) if params is not None and params.enabled and forced else None
 
     def lab_states(self):
         cs, ss = self.client.state, self.servicer.admittance.state
@@ -267,6 +271,11 @@ class HilMission(_Mission):
         return pin.SE3ToXYZQUAT(cs.pose_client_in_nominal), pin.SE3ToXYZQUAT(ss.pose_base_in_nominal)
 
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        if self.rebase is not None:
+            post = self.controller.phase_times.get('post_grasp') if self.controller is not None else None
+            if post is not None and self.t >= post + self.scenario.rebase.after_post_grasp_s - 1e-9:
+                self.rebase.start(self.t)
+            self.rebase.update(self.t, self.client, self.servicer.admittance, self.servicer.q_arm, self.servicer.dq_arm)
         self.client.step(wrench_client_com, self.dt)
         self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
 

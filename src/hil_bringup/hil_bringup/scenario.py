@@ -88,6 +88,8 @@ class MissionScenario:
     pose_servicer_base_in_lab_0: pin.SE3 | None = None
     mission: dict = field(default_factory=dict)
     unforced_validation: object = None     # hil_bringup.twin_validation.UnforcedValidation
+    rebase: object = None                  # hil_dynamics.rebase.RebaseParams (None: no re-basing)
+    passivity: object = None               # PassivityParams (None: observer off)
 
 
 def _client(sec: Fields) -> ClientScenario:
@@ -171,7 +173,7 @@ def _dataclass_from(sec: Fields, cls):
 
 #: The sections a mission scenario may have; any other top-level key is refused by name.
 TOP_LEVEL_KEYS = ('scenario', 'client', 'nominal', 'servicer', 'contact', 'obsw', 'lab', 'rates', 'mission',
-                  'unforced_validation', 'demo')
+                  'unforced_validation', 'demo', 'rebase', 'passivity')
 
 
 def load_scenario(path_or_name: str | Path) -> MissionScenario:
@@ -216,9 +218,46 @@ def load_scenario(path_or_name: str | Path) -> MissionScenario:
         mission = top.section('mission')
         scenario.mission = {'duration_s': mission.number('duration_s', positive=True),
                             'unforced_duration_s': mission.number('unforced_duration_s', positive=True)}
+        if top.has('rebase'):
+            scenario.rebase = _rebase(top.section('rebase'))
+        if top.has('passivity'):
+            scenario.passivity = _passivity(top.section('passivity'))
         if top.has('unforced_validation'):
             scenario.unforced_validation = _unforced_validation(top.section('unforced_validation'))
     return scenario
+
+
+def _rebase(sec: Fields):
+    from hil_dynamics.rebase import RebaseParams
+
+    unknown = sorted(set(sec.data) - {'enabled', 'after_post_grasp_s', 'ramp_s'})
+    if unknown:
+        raise sec.error(unknown[0], 'is not a known field (known: after_post_grasp_s, enabled, ramp_s)')
+    enabled = sec.data.get('enabled', True)
+    if not isinstance(enabled, bool):
+        raise sec.error('enabled', f'expected true or false, got {enabled!r}')
+    return RebaseParams(enabled, sec.number('after_post_grasp_s', min=0.0, max=600.0),
+                        sec.number('ramp_s', positive=True, max=600.0))
+
+
+@dataclass
+class PassivityParams:
+    """Passivity observer and controller of both admittances (hil_dynamics.passivity)."""
+
+    enabled: bool = True
+    max_rate_per_s: float = 100.0
+    threshold_j: float = 0.0
+
+
+def _passivity(sec: Fields) -> PassivityParams:
+    unknown = sorted(set(sec.data) - {'enabled', 'max_rate_per_s', 'threshold_j'})
+    if unknown:
+        raise sec.error(unknown[0], 'is not a known field (known: enabled, max_rate_per_s, threshold_j)')
+    enabled = sec.data.get('enabled', True)
+    if not isinstance(enabled, bool):
+        raise sec.error('enabled', f'expected true or false, got {enabled!r}')
+    return PassivityParams(enabled, sec.number('max_rate_per_s', min=0.0, max=10_000.0),
+                           sec.number('threshold_j', min=0.0))
 
 
 def _unforced_validation(sec: Fields):

@@ -91,6 +91,7 @@ class ClientAdmittance:
         self.body = body
         self._minv = body.mass_matrix_inv
         self._inertia = body.inertia
+        self._nominal = None       # a re-based nominal (hil_dynamics.rebase); None: the client's own (Eq. 4)
         g0 = pin.SE3.Identity() if pose_client_in_orbit_0 is None else pin.SE3(pose_client_in_orbit_0)
         self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
         self._v_n = pin.Motion(twist0)
@@ -107,7 +108,9 @@ class ClientAdmittance:
                       wrench_client_com: pin.Force) -> tuple[pin.Motion, pin.Motion]:
         """``(V_n_dot, V_c_dot)`` from Eq. (4) and Eq. (11) (Motion objects, body frames)."""
         minv, vxiv = self._minv, self._inertia.vxiv
-        vn_dot = pin.Motion(minv @ (-vxiv(twist_nominal)).vector)                       # Eq. (4)
+        nominal = self._nominal
+        vn_dot = pin.Motion(minv @ (-vxiv(twist_nominal)).vector if nominal is None       # Eq. (4)
+                            else nominal.mass_matrix_inv @ (-nominal.inertia.vxiv(twist_nominal)).vector)
         delta = pose_client_in_nominal.actInv(twist_nominal)                            # Eq. (6)
         # Eq. (11): M V_c_dot = F_c - C(V_t) V_t - M Delta_dot, V_t = V_c + Delta (Eq. 23),
         # Delta_dot = Ad_{g_c^-1} V_n_dot - [V_c, Delta].
@@ -129,9 +132,26 @@ class ClientAdmittance:
         """
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
-        if not callable(wrench_client_com):
+        if not callable(wrench_client_com) and self._nominal is None:
             return self._step_compiled(wrench_client_com, dt)
         return self.step_reference(wrench_client_com, dt)
+
+    def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal=None) -> ClientState:
+        """Switch to another nominal keeping ``g_t``, ``V_t`` (Eq. 23); ``nominal`` gives its Eq. (4)
+        mass properties (:class:`hil_dynamics.rebase.NominalBody`; None keeps the current ones).
+        After a re-basing the step runs :meth:`step_reference` (the compiled kernel assumes the
+        client's own nominal). See :mod:`hil_dynamics.rebase`.
+        """
+        from hil_dynamics.rebase import rebase_relative
+
+        s = self.state
+        twist_nominal_body = np.asarray(twist_nominal_body, dtype=float).reshape(6).copy()
+        g_c, v_c = rebase_relative(s.pose_nominal_in_orbit, s.twist_nominal_body, s.pose_client_in_nominal,
+                                   s.twist_client_rel_body, pose_nominal_in_orbit, twist_nominal_body)
+        if nominal is not None:
+            self._nominal = nominal
+        self.state = ClientState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_c, v_c)
+        return self.state
 
     def _step_compiled(self, wrench_client_com, dt: float) -> ClientState:
         """:meth:`step_reference` with a held wrench, as one compiled kernel (same stages)."""
