@@ -7,16 +7,29 @@ and exit code 2, runs ``start(node)`` if given (e.g. lifecycle autostart; a fals
 ends with exit code 1), spins on ``executor_factory()`` (default single-threaded), and on
 Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it. An error
 raised by a callback after the signal already shut the context down is part of the
-shutdown, not a crash, and is not reported.
+shutdown, not a crash, and is not reported. A Ctrl-C at any moment, also while the node is
+being built or shut down, ends with exit code 0 and no traceback (imports before ``run_node``
+are covered by :func:`hil_common.interrupts.quiet_interrupts` in the package ``__init__``).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Callable
 
+from hil_common.interrupts import Interrupted
 from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
+
+INTERRUPTS = (KeyboardInterrupt, Interrupted)
+
+
+def _ignore_sigint() -> None:
+    """While shutting down, a second Ctrl-C must not interrupt the clean-up."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_node(factory: Callable[[], object], name: str, args=None, *,
@@ -35,16 +48,21 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         print(f'{name}: invalid parameter: {exc}', file=sys.stderr, flush=True)
         rclpy.try_shutdown()
         return 2
-    node.get_logger().info(describe())
-    executor = executor_factory() if executor_factory is not None else SingleThreadedExecutor()
-    executor.add_node(node)
+    except INTERRUPTS:
+        _ignore_sigint()
+        rclpy.try_shutdown()
+        return 0
+    executor = None
     code = 0
     try:
+        node.get_logger().info(describe())
+        executor = executor_factory() if executor_factory is not None else SingleThreadedExecutor()
+        executor.add_node(node)
         if start is not None and not start(node):
             code = 1
         else:
             executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except (*INTERRUPTS, ExternalShutdownException):
         pass
     except Exception:  # noqa: BLE001
         # A callback that was running when the signal shut the context down fails on its
@@ -52,10 +70,12 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         if rclpy.ok():
             raise
     finally:
+        _ignore_sigint()
         close = getattr(node, 'close', None)
         if callable(close):
             close()
-        executor.shutdown()
+        if executor is not None:
+            executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
     return code

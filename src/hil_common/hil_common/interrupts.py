@@ -1,0 +1,47 @@
+"""A quiet Ctrl-C for node executables, from their first import on (no rclpy, no imports of ours).
+
+A node process that gets SIGINT while it is still importing its modules or building its node
+(a launch shutting down while the graph starts) would print a raw ``KeyboardInterrupt``
+traceback. :func:`quiet_interrupts` (called first thing in a package's ``__init__``) replaces
+Python's default SIGINT handler by one that raises :class:`Interrupted`, a ``SystemExit`` with
+code 0: it unwinds like ``KeyboardInterrupt`` but ends the process silently.
+:func:`hil_common.ros_main.run_node` catches it to shut rclpy down cleanly. It only acts in the
+package's own executables (``<prefix>/lib/<package>/<executable>``, how launch_ros and
+``./dev`` run them), so importing the package in pytest or a notebook changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+class Interrupted(SystemExit):
+    """SIGINT: unwind and exit with code 0, without a traceback."""
+
+    def __init__(self):
+        super().__init__(0)
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted()
+
+
+def is_executable_of(package: str) -> bool:
+    """This process runs one of ``package``'s executables (``.../lib/<package>/<executable>``)."""
+    return bool(sys.argv) and os.path.basename(os.path.dirname(os.path.abspath(sys.argv[0]))) == package
+
+
+def quiet_interrupts(package: str) -> bool:
+    """Install the quiet SIGINT handler if this process is one of ``package``'s executables and SIGINT
+    still has Python's default handler (in the main thread); returns whether it did."""
+    if not is_executable_of(package):
+        return False
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _raise_interrupted)
+            return True
+    except ValueError:      # not the main thread
+        pass
+    return False
