@@ -26,13 +26,11 @@ from typing import Callable
 
 import numpy as np
 
-from hil_docking.contact import (equivalent_mass, impact_closed_form, post_impact_state,
-                                 velocity_changes, virtual_gains)
-from hil_docking.cw import CWModel, CWRelativeAdmittance, two_impulse_transfer
-from hil_docking.designer import m_min_exact
+from hil_docking.contact import impact_closed_form, post_impact_state, velocity_changes
+from hil_docking.facility_rule import APPROACH, CONTACT, POST_IMPACT, DockingFacility
 from hil_docking.scenario import DockingScenario
 
-APPROACH, CONTACT, POST_IMPACT = 'approach', 'contact', 'post_impact'
+__all__ = ['APPROACH', 'CONTACT', 'POST_IMPACT', 'MissionRun', 'run_mission']
 
 
 @dataclass
@@ -50,92 +48,67 @@ class MissionRun:
 
 def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = None,
                 compensation: str | None = None) -> MissionRun:
+    """Run the mission with ideal robots: the robot realises the simulated state ``Delta`` later and
+    the facility's contact force is its lumped model ``f_L`` (Eqs. 16-18) of the robot's state."""
     say = progress or (lambda _msg: None)
-    comp = sc.compensation if compensation is None else compensation
-    cw = CWModel.at_altitude(sc.altitude_m)
-    axis = sc.docking_axis_lvlh
-    transfer = two_impulse_transfer(cw, sc.start_lvlh_m, np.zeros(3), sc.approach_duration_s,
-                                    vf=sc.closing_speed_m_s * axis)
-    m_eq = equivalent_mass(sc.chaser_mass_kg, sc.target_mass_kg)
-    lumped = sc.facility.lumped
+    rule = DockingFacility(sc, compensation)
+    comp, transfer, lumped, gains, m_eq, axis = (rule.compensation, rule.transfer, rule.lumped, rule.gains,
+                                                 rule.mass_kg, rule.axis)
     dt, n_delay = sc.control_period_s, sc.delay_steps
-    effective_delay = sc.loop_delay_s + 0.5 * dt
-    gains = virtual_gains(sc.orbital_contact, lumped, effective_delay, m_eq, compensation=comp)
-    applied = gains.applied(lumped)
-    m_min = m_min_exact(effective_delay, applied.stiffness_n_m, applied.damping_ns_m)
     say(f'approach: CW two-impulse transfer {sc.start_lvlh_m.tolist()} m -> 0 in {sc.approach_duration_s:g} s, '
         f'dv1 = {np.round(transfer.dv1, 4).tolist()} m/s, dv2 = {np.round(transfer.dv2, 4).tolist()} m/s')
     say(f'contact: m = {m_eq:g} kg, k = {sc.orbital_contact.stiffness_n_m:g} N/m, b = {sc.orbital_contact.damping_ns_m:g} '
         f'N s/m; facility k_L = {lumped.stiffness_n_m:g}, b_L = {lumped.damping_ns_m:g}; virtual k_V = '
         f'{gains.stiffness_n_m:.4g}, b_V = {gains.damping_ns_m:.4g} (eps = {gains.epsilon_ns_m:.4g}, {comp}); '
-        f'designer m_min = {m_min:.3g} kg for Delta = {effective_delay * 1e3:g} ms')
-    if not m_eq > m_min:
-        raise ValueError(f'equivalent mass {m_eq:g} kg is below the stable minimum {m_min:.4g} kg for this facility')
-
-    adm = CWRelativeAdmittance(cw, m_eq, np.concatenate([sc.start_lvlh_m, np.zeros(3)]))
-    adm.apply_impulse(transfer.dv1)
-    burns = [(0.0, transfer.dv1.copy())]
-    current = adm.state_lvlh
+        f'designer m_min = {rule.m_min_kg:.3g} kg for Delta = {rule.effective_delay_s * 1e3:g} ms')
+    current = rule.state_lvlh
     history = deque([current.copy()] * (n_delay + 1), maxlen=n_delay + 1)
-    n_approach = int(round(sc.approach_duration_s / dt))
     contact_cap = int(np.ceil(20.0 * impact_closed_form(m_eq, sc.orbital_contact).duration_s / dt)) + 4 * n_delay
     n_post = int(round(sc.post_impact_duration_s / dt))
     rows_t, rows_s, rows_r, rows_fl, rows_fv, rows_p = [], [], [], [], [], []
-    phase, touched, k, k_end = APPROACH, False, 0, None
-    impulse, first_contact_state, contact_start = 0.0, None, None
-    v_in = None
+    k_end = None
     while True:
-        t = k * dt
-        if k == n_approach:
-            adm.apply_impulse(transfer.dv2)
-            burns.append((t, transfer.dv2.copy()))
-            current = adm.state_lvlh
+        t = rule.t
+        n_burns = len(rule.burns)
+        current = rule.begin_tick()
+        if len(rule.burns) > n_burns:
             history[-1] = current.copy()
-            v_in = float(current[3:6] @ axis)
-            phase = CONTACT
-            say(f't = {t:.3f} s: second burn, closing at {v_in:.4f} m/s')
+            say(f't = {t:.3f} s: second burn, closing at {rule.closing_speed_in_m_s:.4f} m/s')
         robot = history[0]                                  # the simulated state Delta ago
         x_r, v_r = float(robot[0:3] @ axis), float(robot[3:6] @ axis)
-        if x_r > 0.0:
-            f_l = float(lumped.force(x_r, v_r))
-            f_v = float(gains.stiffness_n_m * x_r + gains.damping_ns_m * v_r)
-            if not touched:
-                touched, contact_start = True, t
-                first_contact_state = current.copy()
-        else:
-            f_l = f_v = 0.0
-            if touched and phase == CONTACT:
-                phase, k_end = POST_IMPACT, k + n_post
-                v_out = float(current[3:6] @ axis)
-                say(f't = {t:.3f} s: separation after {t - contact_start:.3f} s, impulse {impulse:.4g} N s, '
-                    f'restitution {-v_out / v_in:.4f}')
+        f_l = float(lumped.force(x_r, v_r)) if x_r > 0.0 else 0.0
+        phase_before = rule.phase
+        state_next = rule.step(f_l, robot[0:3], robot[3:6])
+        if rule.phase == POST_IMPACT and phase_before == CONTACT:
+            k_end = rule.k - 1 + n_post
+            v_out = float(current[3:6] @ axis)
+            say(f't = {t:.3f} s: separation after {t - rule.contact_start_s:.3f} s, impulse {rule.impulse_n_s:.4g} N s, '
+                f'restitution {-v_out / rule.closing_speed_in_m_s:.4f}')
         rows_t.append(t)
         rows_s.append(current.copy())
         rows_r.append(robot[0:3].copy())
         rows_fl.append(f_l)
-        rows_fv.append(f_v)
-        rows_p.append(phase)
-        if k_end is not None and k >= k_end:
+        rows_fv.append(rule.last_force_virtual_n)
+        rows_p.append(rule.phase)
+        if k_end is not None and rule.k - 1 >= k_end:
             break
-        if phase == CONTACT and k - n_approach > contact_cap:
+        if rule.phase == CONTACT and rule.k - rule.n_approach > contact_cap:
             raise RuntimeError('the robot did not leave contact: check the contact damping (over-damped?)')
-        f = f_l + f_v
-        impulse += f * dt
-        current = adm.step(-f * axis, dt)
-        history.append(current.copy())
-        k += 1
+        history.append(state_next.copy())
     states = np.array(rows_s)
     t_arr = np.array(rows_t)
     closed = impact_closed_form(m_eq, sc.orbital_contact)
+    v_in = rule.closing_speed_in_m_s
     v_out = float(states[-1, 3:6] @ axis)
+    impulse = rule.impulse_n_s
     # Seed 003 §V shortcut: dv = J/m at the first contact, position frozen, then Eq. (12).
-    shortcut0 = post_impact_state(first_contact_state, axis, impulse, m_eq)
-    shortcut_end = cw.propagate(shortcut0, t_arr[-1] - contact_start)
+    shortcut0 = post_impact_state(rule.first_contact_state, axis, impulse, m_eq)
+    shortcut_end = rule.cw.propagate(shortcut0, t_arr[-1] - rule.contact_start_s)
     dv_c, dv_t = velocity_changes(impulse, sc.chaser_mass_kg, sc.target_mass_kg)
     summary = {
         'dv1_m_s': transfer.dv1.tolist(), 'dv2_m_s': transfer.dv2.tolist(), 'total_dv_m_s': transfer.total_dv,
         'equivalent_mass_kg': m_eq, 'compensation': comp, 'k_V_n_m': gains.stiffness_n_m, 'b_V_ns_m': gains.damping_ns_m,
-        'epsilon_ns_m': gains.epsilon_ns_m, 'm_min_exact_kg': m_min, 'closing_speed_in_m_s': v_in,
+        'epsilon_ns_m': gains.epsilon_ns_m, 'm_min_exact_kg': rule.m_min_kg, 'closing_speed_in_m_s': v_in,
         'restitution': -v_out / v_in, 'restitution_orbital': closed.restitution, 'impulse_n_s': impulse,
         'contact_duration_s': float(np.sum(np.array(rows_fl) != 0.0) * dt), 'contact_duration_orbital_s': closed.duration_s,
         'dv_chaser_m_s': dv_c, 'dv_target_m_s': dv_t,
@@ -145,4 +118,4 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
     say(f'post-impact leg: {sc.post_impact_duration_s:g} s, ends at {np.round(states[-1, 0:3], 4).tolist()} m; '
         f'impulsive shortcut (Eq. 30 + Eq. 12) off by {summary["third_leg_shortcut_error_m"] * 1e3:.2f} mm')
     return MissionRun(sc, t_arr, states, np.array(rows_r), np.array(rows_fl), np.array(rows_fv), np.array(rows_p),
-                      burns, summary)
+                      list(rule.burns), summary)
