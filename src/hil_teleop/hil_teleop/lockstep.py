@@ -25,7 +25,7 @@ from hil_dynamics.rigid_body import RigidBody
 from hil_teleop.coordinates import pose_from_x, x_from_pose
 from hil_teleop.delay_line import DelayLine, HeldCommand
 from hil_teleop.gains import TeleopGains
-from hil_teleop.slave_law import SlaveLaw
+from hil_teleop.slave_law import SlaveLaw, SlaveSide
 from hil_teleop.slave_side import GripContact, PayloadInTheLoop, SlaveArm
 from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
 
@@ -136,7 +136,8 @@ def run_teleop(config: TeleopConfig, operator: Callable[[float], np.ndarray], du
     arm = SlaveArm(pose_grip_0, c.arm_droop, c.arm_tau_s)
     contact = GripContact(c.grip_contact_k, c.grip_contact_d)
     link = earth_and_link(c)
-    venv, law, uplink, downlink, held = link.venv, link.law, link.uplink, link.downlink, link.held
+    venv, uplink, downlink, held = link.venv, link.uplink, link.downlink, link.held
+    slave = SlaveSide(link.law, pose_grip_0)
     n = int(round(duration_s / dt))
     rec = {k: np.zeros((n, 6)) for k in ('f_m', 'x_vir', 'v_vir', 'f_vir', 'x_tv', 'v_s_r', 'v_s_c', 'v_s', 'x_s',
                                           'f_s', 'x_p', 'v_p', 'x_s_earth')}
@@ -160,10 +161,9 @@ def run_teleop(config: TeleopConfig, operator: Callable[[float], np.ndarray], du
         f_s = contact.wrench(arm.pose, arm.v, grip_pose, grip_v)
         x_s = x_from_pose(arm.pose)
         f_m_d, x_vir_d = (None, None) if cmd_in is None else cmd_in
-        cmd = law.command(f_m_d, x_vir_d, x_s, f_s)
+        cmd = slave.step(f_m_d, x_vir_d, x_s, f_s, dt, v_s_measured=arm.v)   # the velocity-commanded arm
         arm.step(cmd.v_s_c, f_s, dt)
         payload.step(f_s, dt)
-        law.observe_velocity(arm.v)
         downlink.send(t, (x_s, f_s))
         for _, (xs_msg, _) in downlink.receive(t + 1e-9):
             x_s_earth = xs_msg

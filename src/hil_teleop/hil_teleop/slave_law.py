@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hil_teleop.coordinates import b_matrix, position_difference
+from hil_teleop.coordinates import advance_pose_world, b_matrix, position_difference
 from hil_teleop.gains import TeleopGains
 
 
@@ -79,3 +79,35 @@ class SlaveLaw:
         coupling = k_c * (b_matrix(x_s[3:]) @ position_difference(x_vir, x_s)) if k_c.any() else zero
         damping = -gains.d_eff * (self.v_prev - self.v_prev2)
         return SlaveCommand(v_r + ff + coupling + damping, v_r, ff, coupling, damping, False)
+
+
+class SlaveSide:
+    """One control period of the orbit side: observe ``v_s``, Eq. (3), advance the commanded pose.
+
+    The one implementation of the slave's observe -> command -> advance step, used by the
+    slave-law node and both teleop runners (ideal arm and lab twin):
+
+    1. ``v_s(t - dt)`` of Eq. (3)'s damping term is the *measured* slave velocity when there
+       is one (forward kinematics of the joint states, or the simulated arm); without a
+       measurement it is the command just issued (Appendix A: ``v_s ~= v_s,c``);
+    2. :meth:`SlaveLaw.command` evaluates Eq. (3) (zero velocity on a stale command);
+    3. the commanded end-effector pose advances by ``v_s,c dt`` (world-aligned), which a
+       position-controlled slave robot then tracks.
+    """
+
+    def __init__(self, law: SlaveLaw, pose_ee_cmd):
+        import pinocchio as pin
+
+        self.law = law
+        self.pose_ee_cmd = pin.SE3(pose_ee_cmd)
+
+    def step(self, f_m_delayed, x_vir_delayed, x_s, f_s, dt: float, v_s_measured=None) -> SlaveCommand:
+        """Raises ValueError on malformed or non-finite inputs (the commanded pose does not move then)."""
+        if v_s_measured is not None:
+            self.law.observe_velocity(v_s_measured)
+            cmd = self.law.command(f_m_delayed, x_vir_delayed, x_s, f_s)
+        else:
+            cmd = self.law.command(f_m_delayed, x_vir_delayed, x_s, f_s)
+            self.law.observe_velocity(cmd.v_s_c)
+        self.pose_ee_cmd = advance_pose_world(self.pose_ee_cmd, cmd.v_s_c, dt)
+        return cmd

@@ -48,11 +48,11 @@ from hil_common.conversions import (pose_from_msg, pose_to_msg, seconds_to_stamp
 from hil_common.params import ParameterError
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
-from hil_teleop.coordinates import advance_pose_world, body_twist, pose_from_x, x_from_pose
+from hil_teleop.coordinates import body_twist, pose_from_x, x_from_pose
 from hil_teleop.delay_line import HeldCommand
 from hil_teleop.node_params import GAIN_PARAMS, gains_from
 from hil_common.pacing import StepPacer
-from hil_teleop.slave_law import SlaveLaw
+from hil_teleop.slave_law import SlaveLaw, SlaveSide
 from hil_teleop.slave_measurement import MeasuredSlave
 
 PARAMS = GAIN_PARAMS + [
@@ -79,14 +79,13 @@ class SlaveLawNode(Node):
     def __init__(self):
         super().__init__('slave_law')
         p = declare_parameters(self, PARAMS)
-        self.law = SlaveLaw(gains_from(p))
+        self.side = SlaveSide(SlaveLaw(gains_from(p)), pose_from_x(p['x_s0']))   # commanded end-effector pose
         self.dt = 1.0 / p['rate_hz']
         self.held_f_m = HeldCommand(p['delay_s'], p['command_timeout_s'])
         self.held_x_vir = HeldCommand(p['delay_s'], p['command_timeout_s'])
         self.held_wrench = HeldCommand(0.0, p['wrench_timeout_s'])
         self.ft_frame = p['ft_frame']
         self.ft_sign = p['ft_sign']
-        self.pose = pose_from_x(p['x_s0'])          # commanded end-effector pose
         self.kin, self.slave = None, None
         if p['slave_robot'] != 'none':
             from hil_motion_table.messages import make_kinematics
@@ -149,7 +148,7 @@ class SlaveLawNode(Node):
             return self._reject('joint_states', ValueError('missing joints, velocities or non-finite values'))
         if self.slave is None:                      # end-effector axes parallel to the base at the start
             self.slave = MeasuredSlave.aligned_at(self.kin, q, self.ee_in_flange_xyz)
-            self.pose = self.slave.pose(q)
+            self.side.pose_ee_cmd = self.slave.pose(q)
         self.held_joints.update(self._now(), (q, qd))
 
     def _measure(self, now):
@@ -175,22 +174,17 @@ class SlaveLawNode(Node):
         elif self.ft_frame == 'base':
             f_s = wrench
         else:
-            r = self.pose.rotation if measured is None else measured[2]
+            r = self.side.pose_ee_cmd.rotation if measured is None else measured[2]
             f_s = np.concatenate((r @ wrench[:3], r @ wrench[3:]))
         n = self.pacer.due(now)
         for _ in range(n):                          # fixed dt, catching up on late timer callbacks
-            x_s = x_from_pose(self.pose) if measured is None else measured[0]
-            if measured is not None:
-                self.law.observe_velocity(measured[1])                # v_s measured (FK of the joint states)
-            try:
-                cmd = self.law.command(f_m, x_vir, x_s, f_s)
+            x_s = x_from_pose(self.side.pose_ee_cmd) if measured is None else measured[0]
+            try:                                    # v_s measured (FK of the joint states), else v_s ~= v_s,c
+                cmd = self.side.step(f_m, x_vir, x_s, f_s, self.dt, None if measured is None else measured[1])
             except ValueError as exc:
                 self._reject('input', exc)
                 return
             v = cmd.v_s_c
-            if measured is None:
-                self.law.observe_velocity(v)                          # Appendix A: v_s ~= v_s,c
-            self.pose = advance_pose_world(self.pose, v, self.dt)
         if n == 0:
             return
         if cmd.stale:
@@ -199,14 +193,14 @@ class SlaveLawNode(Node):
         for m in (self.msg_pose, self.msg_twist):     # stamped with the time of the last step
             seconds_to_stamp(self.pacer.step_time(self.pacer.steps_done), m.header.stamp)
         if measured is None:
-            pose_to_msg(self.pose, self.msg_pose.pose)
-            twist_to_msg(body_twist(self.pose, v), self.msg_twist.twist)
+            pose_to_msg(self.side.pose_ee_cmd, self.msg_pose.pose)
+            twist_to_msg(body_twist(self.side.pose_ee_cmd, v), self.msg_twist.twist)
             self.pub_pose.publish(self.msg_pose)
             self.pub_x_s.publish(self.msg_pose)
         else:
-            flange = self.slave.flange_pose(self.pose)
+            flange = self.slave.flange_pose(self.side.pose_ee_cmd)
             pose_to_msg(flange, self.msg_pose.pose)
-            twist_to_msg(self.slave.pose_ee_in_flange.act(pin.Motion(body_twist(self.pose, v))).vector,
+            twist_to_msg(self.slave.pose_ee_in_flange.act(pin.Motion(body_twist(self.side.pose_ee_cmd, v))).vector,
                          self.msg_twist.twist)
             self.pub_pose.publish(self.msg_pose)
             pose_to_msg(pose_from_x(measured[0]), self.msg_x_s.pose)

@@ -47,8 +47,9 @@ from hil_lab_twin.twin import LabTwin
 from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import SoftwareBias
-from hil_teleop.coordinates import advance_pose_world, x_from_pose
+from hil_teleop.coordinates import x_from_pose
 from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
+from hil_teleop.slave_law import SlaveSide
 from hil_teleop.slave_measurement import MeasuredSlave
 
 # Pose of the payload "CoM" (the grapple: seed 001 grips the payload at its CoM, as the ideal
@@ -150,9 +151,9 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
     start = side.slave.measure(q0.positions, q0.velocities)
     c = dataclasses.replace(config, x_grip_0=tuple(float(v) for v in start.x_s))
     link = earth_and_link(c)
-    venv, law, uplink, downlink, held = link.venv, link.law, link.uplink, link.downlink, link.held
-    pose_ee_cmd = start.pose_ee_in_base
-    last_flange_cmd = side.slave.flange_pose(pose_ee_cmd)
+    venv, uplink, downlink, held = link.venv, link.uplink, link.downlink, link.held
+    slave = SlaveSide(link.law, start.pose_ee_in_base)
+    last_flange_cmd = side.slave.flange_pose(slave.pose_ee_cmd)
     n = int(round(duration_s / dt))
     rec = {k: np.zeros((n, 6)) for k in ('f_m', 'x_vir', 'v_vir', 'f_vir', 'x_tv', 'v_s_r', 'v_s_c', 'v_s', 'x_s',
                                           'f_s', 'x_p', 'v_p', 'x_s_earth', 'f_p', 'f_grip')}
@@ -176,11 +177,9 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
         joints = twin.joint_state('slave')
         meas = side.slave.measure(joints.positions, joints.velocities)
         f_s = side.slave_wrench()
-        law.observe_velocity(meas.v_s)              # v_s(t - dt) of Eq. (3), measured
         f_m_d, x_vir_d = (None, None) if cmd_in is None else cmd_in
-        cmd = law.command(f_m_d, x_vir_d, meas.x_s, f_s)
-        pose_ee_cmd = advance_pose_world(pose_ee_cmd, cmd.v_s_c, dt)
-        flange_cmd = side.slave.flange_pose(pose_ee_cmd)
+        cmd = slave.step(f_m_d, x_vir_d, meas.x_s, f_s, dt, v_s_measured=meas.v_s)   # v_s(t - dt) measured
+        flange_cmd = side.slave.flange_pose(slave.pose_ee_cmd)
         # slave flange: measured now versus the command of the previous period
         tracking[k] = float(np.linalg.norm(side.slave.kin.forward(joints.positions).translation
                                            - last_flange_cmd.translation))
