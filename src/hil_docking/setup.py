@@ -22,6 +22,7 @@ setup(
         'console_scripts': [
             'docking_designer = hil_docking.designer_cli:main',
             'docking_demo = hil_docking.demo:main',
+            'docking_facility_node = hil_docking.docking_facility_node:main',
         ],
     },
 )

@@ -1,0 +1,60 @@
+"""The docking facility node over real rclpy/DDS (loopback-only profile, own domain)."""
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_docking.cw import CWModel, two_impulse_transfer
+from hil_docking.scenario import load_docking_scenario
+
+
+@pytest.fixture
+def ros():
+    with test_node('test_hil_docking') as pair:
+        yield pair
+
+
+def test_node_flies_the_cw_approach_with_the_robot_in_the_loop(ros):
+    """The test plays an ideal robot: it feeds every command back as the measured pose, with no
+    contact force. Every command must lie on the CW transfer arc (one per tick, t = k dt) and
+    the chaser must advance along it."""
+    node, executor = ros
+    sc = load_docking_scenario()
+    cw = CWModel.at_altitude(sc.altitude_m)
+    transfer = two_impulse_transfer(cw, sc.start_lvlh_m, np.zeros(3), sc.approach_duration_s,
+                                    vf=sc.closing_speed_m_s * sc.docking_axis_lvlh)
+    n = int(round(sc.approach_duration_s / sc.control_period_s))
+    arc = np.array([transfer.state_at(cw, k * sc.control_period_s)[0:3] for k in range(n + 1)])
+    proc = start_node('hil_docking', 'docking_facility_node', 'pose_timeout_s:=1.0')
+    try:
+        commands = []
+        pose_pub = node.create_publisher(PoseStamped, 'facility/robot_pose_lvlh', 10)
+        wrench_pub = node.create_publisher(WrenchStamped, 'facility/ft/wrench', 10)
+
+        def on_command(msg):
+            p = msg.pose.position
+            commands.append(np.array([p.x, p.y, p.z]))
+            pose_pub.publish(msg)                 # the ideal robot reproduces the command
+            wrench_pub.publish(WrenchStamped())   # no contact
+        node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 10)
+        assert spin_until(executor, lambda: len(commands) > 0, 30.0), 'no command from the node'
+        assert spin_until(executor, lambda: np.linalg.norm(commands[-1] - sc.start_lvlh_m) > 0.05, 30.0), \
+            'the chaser does not advance'
+    finally:
+        out = stop_process(proc)
+    got = np.array(commands)
+    on_arc = got[np.linalg.norm(got - sc.start_lvlh_m, axis=1) < np.linalg.norm(sc.start_lvlh_m)]
+    distance = np.min(np.linalg.norm(on_arc[:, None, :] - arc[None, :, :], axis=2), axis=1)
+    assert distance.max() < 1e-9, out
+    assert 'm_min' in out
+
+
+def test_node_refuses_a_bad_compensation_naming_the_parameter():
+    proc = start_node('hil_docking', 'docking_facility_node', 'compensation:=magic')
+    try:
+        proc.wait(timeout=30.0)
+    finally:
+        out = stop_process(proc)
+    assert proc.returncode != 0
+    assert 'compensation' in out
