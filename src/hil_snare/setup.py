@@ -22,6 +22,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
+            'snare_demo = hil_snare.demo:main',
         ],
     },
 )

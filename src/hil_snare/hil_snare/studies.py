@@ -46,3 +46,34 @@ def step_size_study(steps_ms=(0.5, 1.0, 2.0, 4.0), reference_ms=0.25, duration_s
 if __name__ == '__main__':
     if sys.argv[1:] == ['step']:
         step_size_study()
+
+
+def case_study(lo=0.03, hi=0.6, iterations=5, out=print):
+    """Seed 000 §6: bisection of the limiting LEE speed, nominal and with mu, c, tightening time varied."""
+    import dataclasses
+
+    from hil_snare.contact import SnareWireLaw
+    from hil_snare.runner import IntegrationDiverged, bisect_capture_limit
+
+    variants = {'nominal (Table 4)': {}, 'mu 0.04': {'law': SnareWireLaw(mu=0.04)}, 'mu 0.16': {'law': SnareWireLaw(mu=0.16)},
+                'c 0.4e7': {'law': SnareWireLaw(c_kg_per_sm2=0.415e7)}, 'c 1.7e7': {'law': SnareWireLaw(c_kg_per_sm2=1.66e7)},
+                'tightening 3 s': {'tightening_time_s': 3.0}, 'tightening 8 s': {'tightening_time_s': 8.0}}
+    results = {}
+    for name, over in variants.items():
+        def make(v, over=over):
+            cfg = HtvCaptureConfig(grapple_in_corner=True, lee_velocity_mps=(0.0, 0.0, v), duration_s=6.0)
+            cfg = dataclasses.replace(cfg, **over)
+            cfg.duration_s = cfg.tightening_time_s + 1.0
+            return cfg
+        try:
+            lo_v, hi_v, log = bisect_capture_limit(make, lo, hi, iterations)
+        except IntegrationDiverged as exc:
+            out(f'{name}: diverged ({exc})')
+            continue
+        results[name] = (lo_v, hi_v, log)
+        out(f'{name}: captured up to {lo_v}, failed at {hi_v}; ' + '; '.join(f'{v:.3f}: {o.reason}' for v, o in log))
+    return results
+
+
+if __name__ == '__main__' and sys.argv[1:] == ['case']:
+    case_study()

@@ -1,0 +1,201 @@
+"""``snare_demo``: runs 1-4 of issue 12 in the lockstep runner, with progress, plots and an MCAP bag.
+
+    ./dev run snare_demo [--out runs/snare_demo] [--only htv_capture ...] [--no-bag]
+
+For each scenario it prints progress once per simulated second, writes the figures in the style
+of the seeds' (run 1: seed 002 Figs. 14-16; run 2: Figs. 20-21; run 3: seed 000 Fig. 13 and a
+Fig. 14-like sequence of the wires and the grapple; run 4: the case study at 0.32 m/s) to
+``<out>/<scenario>.png`` and records the grapple's relative pose, the wire forces and the joint
+angles to the bag ``<out>/<scenario>/`` (``hil_bringup.recorder.McapWriter``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hil_snare.runner import capture_outcome, run
+from hil_snare.scenario import load_snare_scenario
+
+SCENARIOS = ('contact_experiment', 'jemrms_capture', 'htv_capture', 'htv_case_study')
+
+
+def _record_bag(path: Path, trace, joint_names):
+    from geometry_msgs.msg import PointStamped, Vector3Stamped
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from hil_bringup.recorder import McapWriter
+
+    a = trace.arrays()
+    bag = McapWriter(path)
+    for i, t in enumerate(a['t']):
+        ns = int(round(t * 1e9))
+        stamp_sec, stamp_ns = divmod(ns, 10 ** 9)
+        p = PointStamped()
+        p.header.stamp.sec, p.header.stamp.nanosec = stamp_sec, stamp_ns
+        p.header.frame_id = 'lee'
+        if np.all(np.isfinite(a['rel_position_m'][i])):
+            p.point.x, p.point.y, p.point.z = (float(v) for v in a['rel_position_m'][i])
+        bag.write('snare/grapple_section_in_lee', p, ns)
+        v = Vector3Stamped()
+        v.header = p.header
+        if np.all(np.isfinite(a['rel_velocity_mps'][i])):
+            v.vector.x, v.vector.y, v.vector.z = (float(u) for u in a['rel_velocity_mps'][i])
+        bag.write('snare/grapple_velocity_in_lee', v, ns)
+        f = Float64MultiArray()
+        f.data = [float(u) for u in a['normal_force_n'][i]]
+        bag.write('snare/wire_normal_force', f, ns)
+        if joint_names:
+            js = JointState()
+            js.header.stamp = p.header.stamp
+            js.name = list(joint_names)
+            js.position = [float(u) for u in a['joints_rad'][i]]
+            bag.write('snare/joint_states', js, ns)
+    return bag.close()
+
+
+def _plot(name, system, trace, path: Path, snapshots):
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    a = trace.arrays()
+    t = a['t']
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    ax = axes[0, 0]
+    for k, lab in ((1, 'y'), (2, 'z')):
+        ax.plot(t, a['rel_position_m'][:, k] * 1e3, label=f'{lab} (wire plane)')
+    ax.set_xlabel('time [s]')
+    ax.set_ylabel('grapple section in wire frame [mm]')
+    ax.set_title('relative position (cf. seed 000 Fig. 13)' if 'htv' in name else 'probe / grapple position')
+    ax.legend()
+    ax = axes[0, 1]
+    for k, lab in enumerate('xyz'):
+        ax.plot(t, a['rel_velocity_mps'][:, k], label=f'v_{lab}')
+    ax.set_xlabel('time [s]')
+    ax.set_ylabel('relative velocity [m/s]')
+    ax.set_title('velocity (cf. seed 002 Fig. 14)' if name == 'contact_experiment' else 'relative velocity')
+    ax.legend()
+    ax = axes[1, 0]
+    for k in range(a['normal_force_n'].shape[1]):
+        ax.plot(t, a['normal_force_n'][:, k], label=f'wire {k}')
+    ax.set_xlabel('time [s]')
+    ax.set_ylabel('normal force [N]')
+    ax.set_title('wire force (cf. seed 002 Fig. 16 / 21)')
+    ax.legend()
+    ax = axes[1, 1]
+    if system.arm is not None:
+        j = np.degrees(a['joints_rad'] - a['joints_rad'][0])
+        for k in range(j.shape[1]):
+            ax.plot(t, j[:, k], label=f'joint {k + 1}')
+        ax.set_ylabel('joint angle change [deg]')
+        ax.set_title('joint angles (cf. seed 002 Fig. 20)')
+        ax.legend(fontsize=7)
+    else:
+        ax.plot(t, a['target_yaw_rate'], label='yaw rate')
+        ax.set_ylabel('angular velocity [rad/s]')
+        ax.set_title('angular velocity (cf. seed 002 Fig. 15)')
+    ax.set_xlabel('time [s]')
+    fig.suptitle(name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    if snapshots:
+        fig, axes = plt.subplots(1, len(snapshots), figsize=(3 * len(snapshots), 3.2))
+        for ax, (ts, curves, p) in zip(np.atleast_1d(axes), snapshots):
+            for c in curves:
+                ax.plot(c[:, 0] * 1e3, c[:, 1] * 1e3, 'k-')
+            ring = getattr(system.wires, 'ring_radius_m', None)
+            if ring:
+                u = np.linspace(0, 2 * math.pi, 100)
+                ax.plot(ring * 1e3 * np.cos(u), ring * 1e3 * np.sin(u), color='0.7')
+            if np.all(np.isfinite(p)):
+                ax.add_patch(plt.Circle((p[1] * 1e3, p[2] * 1e3), system.grapple.radius_m * 1e3, color='tab:red'))
+            ax.set_aspect('equal')
+            ax.set_title(f't = {ts:.1f} s')
+            ax.set_xlabel('y [mm]')
+        fig.suptitle(f'{name}: wires and grapple in the wire plane (cf. seed 000 Fig. 14)')
+        fig.tight_layout()
+        fig.savefig(path.with_name(path.stem + '_sequence.png'), dpi=90)
+        plt.close(fig)
+
+
+def run_scenario(name: str, out: Path, bag: bool = True, log=print) -> dict:
+    sc = load_snare_scenario(name)
+    system, ctrl, poses, x = sc.build()
+    snapshots = []
+    snap_times = np.linspace(0.0, sc.duration_s, 6)
+    yaw = []
+    state = {'next': 1.0, 'snap': 0}
+    wall0 = time.perf_counter()
+
+    def progress(t, p, v):
+        if t >= state['next'] - 1e-9:
+            f = sum(c.normal_force_n for c in system.contacts)
+            log(f'  {name}: t = {t:5.2f} s  section (y, z) = ({p[1] * 1e3:7.2f}, {p[2] * 1e3:7.2f}) mm  '
+                f'|v_rel| = {np.linalg.norm(v):.4f} m/s  wire force {f:8.2f} N')
+            state['next'] += 1.0
+
+    def hook(t, p, v):
+        progress(t, p, v)
+        yaw.append(float(system.split(state['x'])[4][5]) if 'x' in state else 0.0)
+
+    # run in chunks so that the sequence snapshots and the yaw rate are taken from the live state
+    trace_all = None
+    t0 = 0.0
+    record_every = max(1, int(round(0.01 / sc.dt_s)))
+    for t1 in list(snap_times[1:]):
+        if system.wires.has_drive or system.arm is not None or True:
+            curves = [c.copy() for c in system.wires.curves(x[-1])]
+            from hil_snare.runner import relative_state
+            p, _, _ = relative_state(system, t0, poses, x)
+            snapshots.append((t0, curves, p))
+        state['x'] = x
+        tr, poses, x = run(system, ctrl, poses, x, t1 - t0, sc.dt_s, sc.control_period_s, record_every, progress=hook)
+        tr.t = [t0 + u for u in tr.t]
+        if trace_all is None:
+            trace_all = tr
+        else:
+            for k in trace_all.__dict__:
+                getattr(trace_all, k).extend(getattr(tr, k)[1:])
+        t0 = t1
+    wall = time.perf_counter() - wall0
+    a = trace_all.arrays()
+    trace_all.target_yaw_rate = yaw[:len(trace_all.t)]
+    out.mkdir(parents=True, exist_ok=True)
+    _plot(name, system, trace_all, out / f'{name}.png', snapshots if system.wires.has_drive else [])
+    f = a['normal_force_n'].sum(axis=1)
+    result = {'scenario': name, 'sim_s': sc.duration_s, 'wall_s': wall, 'peak_force_n': float(f.max()),
+              'impulse_ns': float(np.trapezoid(f, a['t']))}
+    if sc.kind == 'htv_capture':
+        o = capture_outcome(system, trace_all)
+        result['outcome'] = o.reason
+    if bag:
+        names = [f'joint{i + 1}' for i in range(system.n)]
+        result['bag'] = str(out / name)
+        result['bag_counts'] = _record_bag(out / name, trace_all, names)
+    log(f'{name}: ' + ', '.join(f'{k} {v}' for k, v in result.items() if k != 'bag_counts'))
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--out', default='runs/snare_demo')
+    ap.add_argument('--only', nargs='*', default=list(SCENARIOS), choices=SCENARIOS)
+    ap.add_argument('--no-bag', action='store_true')
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    for name in args.only:
+        print(f'== {name}')
+        run_scenario(name, out, bag=not args.no_bag)
+    print(f'figures and bags in {out.resolve()}')
+
+
+if __name__ == '__main__':
+    main()
