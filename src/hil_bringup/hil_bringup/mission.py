@@ -30,7 +30,8 @@ from hil_admittance.obsw import ObswController
 from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
 from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
 from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
-from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics import kernels
+from hil_dynamics.lie_integrators import FusedRKMK4
 from hil_dynamics.rebase import NominalRebase
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
@@ -245,7 +246,9 @@ class HilMission(_Mission):
         nominal_in_lab = pose_nominal_in_lab(scenario)
         adm = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
                                  init.twist_base_rel_body)
-        ff = ArmFeedForward(ServicerModel(s.urdf, s.ee_frame), nominal_in_lab, gravity_m_s2)
+        # One ServicerModel for the admittance and the feed-forward: the fused lockstep step then
+        # gets tau_ff2 + tau_ff3 from the Coriolis forces it already computes (docs/performance.md).
+        ff = ArmFeedForward(self.model, nominal_in_lab, gravity_m_s2)
         ground = GroundArmOnMovingBase(s.urdf, s.ee_frame, gravity_m_s2)
         self.servicer = ServicerHilLockstep(adm, ff, ground, s.q_arm_0, np.zeros(self.model.n))
         # Post-grasp re-basing of the nominal onto the stack (hil_dynamics.rebase; scenario 'rebase').
@@ -294,10 +297,14 @@ class AbsoluteMission(_Mission):
         self.pin_model, self.pin_data = model, model.createData()
         frame = model.frames[model.getFrameId(s.ee_frame)]
         self._ee_joint, self._ee_placement = frame.parentJoint, frame.placement
-        self._fext = [pin.Force.Zero() for _ in range(model.njoints)]
+        self._fext = pin.StdVec_Force()        # Pinocchio's own vector: a list costs a conversion per call
+        for _ in range(model.njoints):
+            self._fext.append(pin.Force.Zero())
         self.pose_base_in_orbit = g_b0
         n = self.model.n
         self.x = np.concatenate((init.twist_base_body, s.q_arm_0, np.zeros(n)))
+        self._rk = FusedRKMK4(1, 6 + 2 * n)
+        self._cfg, self._vel, self._pose = np.empty(model.nq), np.empty(model.nv), np.empty((1, 12))
 
     def _split(self, x):
         n = self.model.n
@@ -314,14 +321,22 @@ class AbsoluteMission(_Mission):
         model, data = self.pin_model, self.pin_data
         self._fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_flange, dtype=float)))
         tau_full = np.concatenate((wrench_base_com, tau_arm))
+        n, cfg, vel, fext, aba, xyzquat = self.model.n, self._cfg, self._vel, self._fext, pin.aba, kernels.xyzquat_into
 
-        def derivative(t, poses, x):
-            v_b, q, dq = self._split(x)
-            cfg = np.concatenate((pin.SE3ToXYZQUAT(poses[0]), q))
-            a = pin.aba(model, data, cfg, np.concatenate((v_b, dq)), tau_full, self._fext)
-            return v_b.reshape(1, 6), np.concatenate((a[:6], dq, a[6:]))
+        def derivative(t, poses, x, twists_out, rates_out):
+            xyzquat(poses[0], cfg)
+            cfg[7:] = x[6:6 + n]
+            vel[:6] = x[:6]
+            vel[6:] = x[6 + n:]
+            a = aba(model, data, cfg, vel, tau_full, fext)
+            twists_out[0] = x[:6]
+            rates_out[:6] = a[:6]
+            rates_out[6:6 + n] = x[6 + n:]
+            rates_out[6 + n:] = a[6:]
 
-        (self.pose_base_in_orbit,), self.x = rkmk4_step(self.t, self.dt, (self.pose_base_in_orbit,), self.x, derivative)
+        kernels.pose_array(self.pose_base_in_orbit, self._pose[0])
+        poses, x = self._rk.step(self.t, self.dt, self._pose, self.x, derivative)
+        self.pose_base_in_orbit, self.x = kernels.array_pose(poses[0]), x.copy()
         self.client.step(np.asarray(wrench_client_com, dtype=float), self.dt)
 
 

@@ -256,6 +256,20 @@ class AbsoluteRigidBody:
         self.twist_body = np.asarray(twist_body_0, dtype=float).reshape(6).copy()
 
     def step(self, wrench_com: WrenchInput, dt: float) -> None:
+        """Advance by ``dt`` [s]; a held wrench runs the compiled kernel
+        (:func:`hil_dynamics.kernels.rigid_rkmk4_step`), a callable one :meth:`step_reference`."""
+        if callable(wrench_com):
+            self.step_reference(wrench_com, dt)
+            return
+        g = kernels.pose_array(self.pose_in_orbit)
+        v = self.twist_body.copy()
+        kernels.rigid_rkmk4_step(g, v, np.asarray(wrench_com, dtype=float).reshape(6), self.body.mass_matrix,
+                                 self.body.mass_matrix_inv, dt)
+        self.t += dt
+        self.pose_in_orbit, self.twist_body = kernels.array_pose(g), v
+
+    def step_reference(self, wrench_com: WrenchInput, dt: float) -> None:
+        """The readable step: :func:`rkmk4` on ``pin.SE3``/``pin.Motion``."""
         minv, inertia = self.body.mass_matrix_inv, self.body.inertia
 
         def f(t, poses, vecs):

@@ -485,3 +485,37 @@ def admittance_rates(const, m_b_inv, bias, delta_dot, vn_dot, x, twists_out, rat
         for j in range(6):
             s -= m_b_inv[i, j] * bias[j]
         rates_out[6 + i] = s
+
+
+@njit(**_OPTS)
+def rigid_rkmk4_step(g, v, wrench, m6, m6_inv, h):
+    """One RKMK4 step of seed 004 Eq. (2) in the orbit frame with a held wrench, in place
+    (:class:`hil_dynamics.client.AbsoluteRigidBody`; the stages of :func:`rkmk4` with ``k = 1``)."""
+    h2 = 0.5 * h
+    a1, a2, a3, a4 = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    k2, k3, k4 = np.empty(6), np.empty(6), np.empty(6)
+    vs, u = np.empty(6), np.empty(6)
+    _body_accel(v, m6, m6_inv, wrench, a1)
+    for i in range(6):
+        u[i] = v[i] * h2
+        vs[i] = v[i] + a1[i] * h2
+    _body_accel(vs, m6, m6_inv, wrench, a2)
+    _dexp_inv(u, vs, k2)
+    for i in range(6):
+        u[i] = k2[i] * h2
+        vs[i] = v[i] + a2[i] * h2
+    _body_accel(vs, m6, m6_inv, wrench, a3)
+    _dexp_inv(u, vs, k3)
+    for i in range(6):
+        u[i] = k3[i] * h
+        vs[i] = v[i] + a3[i] * h
+    _body_accel(vs, m6, m6_inv, wrench, a4)
+    _dexp_inv(u, vs, k4)
+    h6 = h / 6.0
+    for i in range(6):
+        u[i] = (v[i] + (k2[i] + k3[i]) * 2.0 + k4[i]) * h6
+    out = np.empty(12)
+    _mul_exp(g, u, out)
+    g[:] = out
+    for i in range(6):
+        v[i] += (a1[i] + (a2[i] + a3[i]) * 2.0 + a4[i]) * h6
