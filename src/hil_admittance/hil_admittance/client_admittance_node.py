@@ -3,7 +3,8 @@
 Topics (relative names, so a launch file can namespace or remap them):
 
 * in  ``client/ft/wrench`` (geometry_msgs/WrenchStamped): the client F/T wrench in the
-  sensor frame; transformed to the client CoM through the constant
+  sensor frame (``wrench_frame_id``: a wrench in another frame is refused and counted);
+  transformed to the client CoM through the constant
   ``pose_sensor_in_client`` (seed 004 §III-A). The newest sample is held between ticks
   (zero-order hold); a stale or missing stream is treated as zero wrench, so the
   relative command stays put (seed 004 Eq. 11 unforced) and the condition is logged.
@@ -49,6 +50,8 @@ PARAMS = [
           'Constant pose of the F/T sensor frame in the client CoM frame [m, rad]', length=6),
     Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
     Param('wrench_timeout_s', 0.05, 'A wrench older than this is treated as zero [s]', min=0.0),
+    Param('wrench_frame_id', '', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame): a wrench "
+          "in another frame is refused and counted; '' accepts any (an empty frame_id is always accepted)"),
     Param('max_catch_up', 20, 'Most steps run in one late timer callback; more are dropped and counted', min=1, max=1000),
     Param('orbit_frame', 'orbit', 'Frame id of the orbit (inertial) frame'),
     Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
@@ -76,6 +79,8 @@ class ClientAdmittanceNode(Node):
         self.wrench_com = np.zeros(6)
         self.last_wrench_ns = None
         self.rejected = 0
+        self.refused_frame = 0
+        self.wrench_frame_id = p['wrench_frame_id']
         self.stale_reported = False
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
@@ -92,6 +97,12 @@ class ClientAdmittanceNode(Node):
         self.create_timer(self.dt, self.tick)
 
     def on_wrench(self, msg):
+        frame = msg.header.frame_id
+        if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
+            self.refused_frame += 1
+            self.get_logger().warn(f"refused a wrench in frame '{frame}' (expected '{self.wrench_frame_id}'; "
+                                   f'{self.refused_frame} so far)', throttle_duration_sec=1.0)
+            return
         wrench_sensor = wrench_from_msg(msg.wrench)
         if not np.all(np.isfinite(wrench_sensor)):
             self.rejected += 1

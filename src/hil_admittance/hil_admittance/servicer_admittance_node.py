@@ -43,7 +43,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hil_admittance.node_common import arm_joints, guarded
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
-from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
@@ -52,7 +52,7 @@ from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerMo
 FAULT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 PARAMS = [
-    Param('urdf_xml', ' ', 'Servicer URDF (root link at the base CoM, seed 004 Eq. 12)'),
+    Param('urdf_xml', REQUIRED, 'Servicer URDF (root link at the base CoM, seed 004 Eq. 12)', type='str'),
     Param('ee_frame', 'lbr_flange', 'EE frame of the URDF where F_e acts'),
     Param('nominal_mass_kg', 7828.0, 'Mass of the client whose unforced motion is the nominal (Eq. 4) [kg]', min=1e-6),
     Param('nominal_inertia_com_kgm2', [17023.0, 0.0, 0.0, 0.0, 129112.0, 0.0, 0.0, 0.0, 124826.0],
@@ -68,7 +68,9 @@ PARAMS = [
     Param('gravity_m_s2', 9.80665, 'Lab gravity along lab -z [m/s^2]', min=0.0),
     Param('rate_hz', 1000.0, 'Integration and publication rate [Hz]', min=1.0, max=10000.0),
     Param('input_timeout_s', 0.05, 'F/T or OBSW commands older than this count as zero [s]', min=0.0),
-    Param('joint_names', ['lbr_joint_1'], 'Arm joint names in URDF order (empty name list: the URDF order)'),
+    Param('wrench_frame_id', '', "Expected frame_id of servicer/ft/wrench (the F/T driver's sensor_frame): a wrench "
+          "in another frame is refused and counted; '' accepts any (an empty frame_id is always accepted)"),
+    Param('joint_names', [], 'Arm joint names in URDF order (empty: the URDF order)', type='str[]'),
     Param('table_pose_from_start', False, 'Publish g_s(0)^-1 g_s (the base motion since the start, for a motion '
           "table in command_frame 'home') instead of g_s"),
     Param('orbit_frame', 'orbit', 'Frame id of the orbit frame'),
@@ -77,21 +79,32 @@ PARAMS = [
 ]
 
 
-def build_rules(values: dict):
+def _lacks_frame(urdf_xml: str, frame: str) -> bool:
+    """True if the URDF parses but has no frame ``frame`` (the error is then ``ee_frame``'s, not the URDF's)."""
+    import pinocchio as pin
+
+    try:
+        return not pin.buildModelFromXML(urdf_xml).existFrame(frame)
+    except Exception:  # noqa: BLE001 - an unparsable URDF is urdf_xml's error
+        return False
+
+
+def build_rules(p):
     """``(ServicerAdmittance, ArmFeedForward, pose_sensor_in_ee)`` from validated parameter values."""
     try:
-        model = ServicerModel(values['urdf_xml'], values['ee_frame'])
+        model = ServicerModel(p.urdf_xml, p.ee_frame)
     except Exception as exc:  # noqa: BLE001 - URDF parser errors come in several types
-        raise ParameterError(f"parameter 'urdf_xml': {exc}") from exc
+        name = 'ee_frame' if _lacks_frame(p.urdf_xml, p.ee_frame) else 'urdf_xml'
+        raise ParameterError(f"parameter '{name}': {exc}") from exc
     try:
-        body = RigidBody(values['nominal_mass_kg'], np.array(values['nominal_inertia_com_kgm2']).reshape(3, 3))
+        body = RigidBody(p.nominal_mass_kg, np.array(p.nominal_inertia_com_kgm2).reshape(3, 3))
     except ValueError as exc:
         raise ParameterError(f"parameter 'nominal_inertia_com_kgm2': {exc}") from exc
-    adm = ServicerAdmittance(model, body, values['twist_nominal_body_0'], None,
-                             xyz_rpy_to_pose(values['pose_base_in_nominal_0_xyz_rpy']), values['twist_base_rel_body_0'])
-    ff = ArmFeedForward(ServicerModel(values['urdf_xml'], values['ee_frame']),
-                        xyz_rpy_to_pose(values['pose_nominal_in_lab_xyz_rpy']), values['gravity_m_s2'])
-    return adm, ff, xyz_rpy_to_pose(values['pose_sensor_in_ee_xyz_rpy'])
+    adm = ServicerAdmittance(model, body, p.twist_nominal_body_0, None,
+                             xyz_rpy_to_pose(p.pose_base_in_nominal_0_xyz_rpy), p.twist_base_rel_body_0)
+    ff = ArmFeedForward(ServicerModel(p.urdf_xml, p.ee_frame),
+                        xyz_rpy_to_pose(p.pose_nominal_in_lab_xyz_rpy), p.gravity_m_s2)
+    return adm, ff, xyz_rpy_to_pose(p.pose_sensor_in_ee_xyz_rpy)
 
 
 class ServicerAdmittanceNode(Node):
@@ -100,16 +113,15 @@ class ServicerAdmittanceNode(Node):
         p = declare_parameters(self, PARAMS)
         self.adm, self.ff, self.pose_sensor_in_ee = build_rules(p)
         n = self.adm.model.n
-        names = list(p['joint_names'])
-        if names == ['lbr_joint_1'] or not any(names):
-            names = list(self.adm.model.joint_names)
+        names = list(p.joint_names) or list(self.adm.model.joint_names)
         if len(names) != n:
             raise ParameterError(f"parameter 'joint_names': expected {n} names, got {len(names)}")
         self.joint_names = names
-        self.dt = 1.0 / p['rate_hz']
-        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
-        self.frames = (p['orbit_frame'], p['nominal_frame'], p['base_frame'])
-        self.pose_start_inv = self.adm.state.pose_base_in_nominal.inverse() if p['table_pose_from_start'] else None
+        self.dt = 1.0 / p.rate_hz
+        self.timeout_ns = int(p.input_timeout_s * 1e9)
+        self.wrench_frame_id = p.wrench_frame_id
+        self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
+        self.pose_start_inv = self.adm.state.pose_base_in_nominal.inverse() if p.table_pose_from_start else None
         self.n = n
         self.q = self.dq = None
         self.ddq = np.zeros(n)
@@ -149,6 +161,10 @@ class ServicerAdmittanceNode(Node):
         self.inputs[key] = [value, self._now_ns()]
 
     def on_ft(self, msg):
+        frame = msg.header.frame_id
+        if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
+            self._reject(f"wrist wrench in frame '{frame}' (expected '{self.wrench_frame_id}')")
+            return
         wrench = wrench_from_msg(msg.wrench)
         if np.all(np.isfinite(wrench)):
             wrench = transform_wrench(self.pose_sensor_in_ee, wrench)

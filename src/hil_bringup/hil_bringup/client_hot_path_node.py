@@ -48,7 +48,8 @@ from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.messages import flange_target_from_body_motion, home_pose, reorder
 from hil_motion_table.table import home_for_nominal_frame
 
-PARAMS = [*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in {q.name for q in client_node.PARAMS}],
+PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id'],   # declared below, default 'ft_sensor'
+          *[p for p in table_node.PARAMS if p.name not in {q.name for q in client_node.PARAMS}],
           Param('state_decimation', 4, 'Publish client/state and client/table/pose_cmd every n-th sample', min=1, max=1000),
           Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
                 'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
