@@ -34,7 +34,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.obsw import ObswController, ObswGains
 from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_to_msg, xyz_rpy_to_pose
-from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.servicer import ServicerModel
 
@@ -55,7 +55,7 @@ def _gain_params() -> list[Param]:
 
 
 PARAMS = [
-    Param('urdf_xml', ' ', 'On-board servicer URDF (root link at the base CoM)'),
+    Param('urdf_xml', REQUIRED, 'On-board servicer URDF (root link at the base CoM)', type='str'),
     Param('ee_frame', 'lbr_flange', 'EE (flange) frame of the URDF'),
     Param('pose_tool_in_flange_xyz_rpy', [0.0, 0.0, 0.15, 0.0, 0.0, 0.0], 'Gripper tool frame on the flange', length=6),
     Param('pose_grasp_in_client_xyz_rpy', [-2.9, 0.0, 0.0, 0.0, 0.0, 0.0], 'Grasp fixture in the client CoM frame', length=6),
@@ -64,7 +64,7 @@ PARAMS = [
     Param('pose_base_in_client_desired_xyz_rpy', [-4.8, -0.2, 1.1, 0.0, 1.5707963267948966, 0.0],
           'Synchronisation set point g_bt* (base in client)', length=6),
     Param('q_hold', [0.0, 0.4, 0.0, -1.6, 0.0, -1.5, 0.0], 'Joint angles held during synchronisation [rad]'),
-    Param('joint_names', ['lbr_joint_1'], 'Arm joint names in URDF order (default: the URDF order)'),
+    Param('joint_names', [], 'Arm joint names in URDF order (empty: the URDF order)', type='str[]'),
     Param('rate_hz', 1000.0, 'OBSW rate [Hz]', min=1.0, max=10000.0),
     Param('input_timeout_s', 0.1, 'Inputs older than this stop the controller [s]', min=0.0),
     Param('base_frame', 'servicer_base_com', 'Frame id of F_b'),
@@ -80,7 +80,7 @@ def build_controller(values: dict) -> ObswController:
     kwargs = {}
     for f in dataclasses.fields(ObswGains):
         value = values[f'gains.{f.name}']
-        kwargs[f.name] = np.array(value) if isinstance(value, list) else value
+        kwargs[f.name] = np.array(value) if isinstance(value, (list, tuple)) else value
     try:
         gains = ObswGains(**kwargs)
     except ValueError as exc:
@@ -98,12 +98,11 @@ class ObswControllerNode(Node):
         super().__init__('obsw_controller')
         p = declare_parameters(self, PARAMS)
         self.rule = build_controller(p)
-        names = list(p['joint_names'])
-        self.joint_names = list(self.rule.model.joint_names) if names == ['lbr_joint_1'] else names
+        self.joint_names = list(p.joint_names) or list(self.rule.model.joint_names)
         if len(self.joint_names) != self.rule.model.n:
             raise ParameterError(f"parameter 'joint_names': expected {self.rule.model.n} names")
-        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
-        self.base_frame = p['base_frame']
+        self.timeout_ns = int(p.input_timeout_s * 1e9)
+        self.base_frame = p.base_frame
         self.client = self.servicer = self.joints = None
         self.rejected = 0
         self.waiting_reported = False
@@ -116,7 +115,7 @@ class ObswControllerNode(Node):
         self.pub_grip = self.create_publisher(Bool, 'servicer/gripper_cmd', 10)
         self.pub_phase = self.create_publisher(String, 'obsw/phase', PHASE_QOS)
         self.phase = None
-        self.create_timer(1.0 / p['rate_hz'], self.tick)
+        self.create_timer(1.0 / p.rate_hz, self.tick)
 
     def _now(self) -> int:
         return self.get_clock().now().nanoseconds

@@ -157,6 +157,7 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
 
 @pytest.mark.parametrize('executable, bad, name', [
     ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>'}, 'urdf_xml'),
+    ('servicer_admittance_node', {'urdf_xml': URDF, 'ee_frame': 'lbr_flang'}, 'ee_frame'),   # not urdf_xml
     ('obsw_controller_node', {'urdf_xml': URDF, 'gains.base_stiffness': [1.0, 2.0]}, 'gains.base_stiffness'),
     ('obsw_controller_node', {'urdf_xml': URDF, 'q_hold': [0.0, 0.1]}, 'q_hold'),
 ])
