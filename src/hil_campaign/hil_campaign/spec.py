@@ -125,10 +125,19 @@ class Campaign:
         return {**self.overrides, **spec.params}
 
     def run_id(self, params: dict, seed: int) -> str:
-        return run_id(self.runner, self.scenario, self.overrides, params, seed)
+        if getattr(self, '_digest', None) is None:
+            self._digest = _fixed_digest(self.runner, self.scenario, self.overrides)
+        return run_id(self.runner, self.scenario, self.overrides, params, seed, self._digest)
 
-    def point_seed(self, point: int) -> int:
-        return int(np.random.SeedSequence([self.seed, point]).generate_state(1)[0])
+    def _entropy(self, base: dict, draw_index: int, purpose: int) -> list[int]:
+        """Seed material from the campaign seed, the grid values and the draw: not from the position in
+        the grid, so that extending a grid keeps the seeds (and the run ids) of the points it had."""
+        digest = hashlib.sha256(json.dumps(_canonical(base), sort_keys=True).encode()).digest()
+        return [self.seed, purpose, draw_index, *np.frombuffer(digest[:16], dtype=np.uint32).tolist()]
+
+    def run_seed(self, base: dict, draw_index: int = 0) -> int:
+        """The seed of the runs at grid values ``base`` (draw ``draw_index``)."""
+        return int(np.random.SeedSequence(self._entropy(base, draw_index, 0)).generate_state(1)[0])
 
     def grid_points(self) -> list[dict]:
         names = list(self.grid)
@@ -139,15 +148,15 @@ class Campaign:
         if self.bisection is not None:
             return BisectionPlan(self, points)
         specs = []
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0x5EED]))
+        draws = self.draws if self.random else 1
         for gi, base in enumerate(points):
-            for j in range(self.draws if self.random else 1):
-                point = gi * (self.draws if self.random else 1) + j
+            for j in range(draws):
+                rng = np.random.default_rng(np.random.SeedSequence(self._entropy(base, j, 1)))
                 params = dict(base)
                 for name, (dist, args) in self.random.items():
                     params[name] = draw(rng, dist, args)
-                seed = self.point_seed(point)
-                specs.append(RunSpec(point, 0, params, seed, self.run_id(params, seed)))
+                seed = self.run_seed(base, j)
+                specs.append(RunSpec(gi * draws + j, 0, params, seed, self.run_id(params, seed)))
         return FixedPlan(specs)
 
 
@@ -163,11 +172,17 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def run_id(runner: str, scenario: ScenarioSource, overrides: dict, params: dict, seed: int) -> str:
+def _fixed_digest(runner: str, scenario: ScenarioSource, overrides: dict) -> str:
+    return hashlib.sha256(json.dumps(_canonical({'runner': runner, 'scenario': scenario.data, 'overrides': overrides}),
+                                     sort_keys=True).encode()).hexdigest()
+
+
+def run_id(runner: str, scenario: ScenarioSource, overrides: dict, params: dict, seed: int,
+           fixed_digest: str | None = None) -> str:
     """Hash of everything that determines a run's result except the code: runner, scenario
-    content, overrides, parameters and seed."""
-    payload = json.dumps(_canonical({'runner': runner, 'scenario': scenario.data, 'overrides': overrides,
-                                     'params': params, 'seed': int(seed)}), sort_keys=True)
+    content, overrides, parameters and seed (``fixed_digest``: the first three, precomputed)."""
+    fixed = fixed_digest or _fixed_digest(runner, scenario, overrides)
+    payload = json.dumps(_canonical({'fixed': fixed, 'params': params, 'seed': int(seed)}), sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -229,7 +244,7 @@ class BisectionPlan(Plan):
     def __init__(self, campaign: Campaign, points: list[dict]):
         self.c = campaign
         b = campaign.bisection
-        self.groups = [_Group(p, base, campaign.point_seed(p), b.low, b.high) for p, base in enumerate(points)]
+        self.groups = [_Group(p, base, campaign.run_seed(base), b.low, b.high) for p, base in enumerate(points)]
 
     def _spec(self, g: _Group, iteration: int, value: float) -> RunSpec:
         params = {**g.base, self.c.bisection.parameter: value}

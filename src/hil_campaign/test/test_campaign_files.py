@@ -127,8 +127,16 @@ def test_grid_is_the_cartesian_product_with_one_seed_and_id_per_point(tmp_path):
     assert [(s.run_id, s.seed) for s in again] == [(s.run_id, s.seed) for s in specs]
     other = load_campaign(write(tmp_path, with_(BASE, seed=6), 'other.yaml')).plan().initial()
     assert not {s.seed for s in other} & {s.seed for s in specs}
+    # extending the grid keeps the seeds and ids of the points it had (their results are reused)
+    wider = with_(BASE, parameters={'grid': {'client.mass_kg': [500.0, 1000.0, 2000.0, 3000.0],
+                                             'runner.dt_s': [0.01, 0.02]}})
+    kept = {(s.params['client.mass_kg'], s.params['runner.dt_s']): (s.seed, s.run_id)
+            for s in load_campaign(write(tmp_path, wider, 'wider.yaml')).plan().initial()}
+    assert all(kept[(s.params['client.mass_kg'], s.params['runner.dt_s'])] == (s.seed, s.run_id) for s in specs)
     # editing the scenario's content changes every run id (the table must not mix them)
-    assert c.run_id(specs[0].params, specs[0].seed) == specs[0].run_id
+    edited = ScenarioSource(c.scenario.source, {**c.scenario.data, 'scenario': 'edited'})
+    from hil_campaign.spec import run_id
+    assert run_id(c.runner, edited, c.overrides, specs[0].params, specs[0].seed) != specs[0].run_id
 
 
 def test_random_draws_follow_their_distribution_and_the_seed(tmp_path):
