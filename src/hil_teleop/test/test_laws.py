@@ -32,7 +32,15 @@ def test_eq3_is_the_sum_of_its_terms():
     s.observe_velocity([0.1] * 6)
     s.observe_velocity([0.3] * 6)          # v(t-dt) = 0.3, v(t-2dt) = 0.1
     cmd = s.command(F_M, X_VIR, X_S, F_S)
-    expected = (K_S * (G * F_M - F_S) + K_C * (b_matrix(X_S[3:]) @ (X_VIR - X_S)) - D * (0.3 - 0.1))
+    # B(phi) written out for world-axes angular velocity of R = Rz(yaw) Ry(pitch) Rx(roll)
+    # (independent of the code's Pinocchio Jacobian): w = E(phi) phi_dot
+    _, p, y = X_S[3:]
+    e = np.array([[math.cos(y) * math.cos(p), -math.sin(y), 0.0],
+                  [math.sin(y) * math.cos(p), math.cos(y), 0.0],
+                  [-math.sin(p), 0.0, 1.0]])
+    dx = X_VIR - X_S
+    coupling = K_C * np.concatenate((dx[:3], e @ dx[3:]))
+    expected = K_S * (G * F_M - F_S) + coupling - D * (0.3 - 0.1)
     np.testing.assert_allclose(cmd.v_s_c, expected, rtol=1e-12)
     np.testing.assert_allclose(cmd.v_s_r, K_S * G * F_M)   # Eq. (1)
     assert not cmd.stale
