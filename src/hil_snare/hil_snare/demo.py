@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hil_snare.runner import capture_outcome, run
+from hil_snare.runner import capture_outcome, relative_state, run
 from hil_snare.scenario import load_snare_scenario
 
 SCENARIOS = ('contact_experiment', 'jemrms_capture', 'htv_capture', 'htv_case_study')
@@ -98,7 +98,7 @@ def _plot(name, system, trace, path: Path, snapshots):
         ax.set_title('joint angles (cf. seed 002 Fig. 20)')
         ax.legend(fontsize=7)
     else:
-        ax.plot(t, a['target_yaw_rate'], label='yaw rate')
+        ax.plot(t, a['target_twist'][:, 5], label='yaw rate')
         ax.set_ylabel('angular velocity [rad/s]')
         ax.set_title('angular velocity (cf. seed 002 Fig. 15)')
     ax.set_xlabel('time [s]')
@@ -131,33 +131,27 @@ def run_scenario(name: str, out: Path, bag: bool = True, log=print) -> dict:
     system, ctrl, poses, x = sc.build()
     snapshots = []
     snap_times = np.linspace(0.0, sc.duration_s, 6)
-    yaw = []
-    state = {'next': 1.0, 'snap': 0}
+    state = {'next': 1.0, 't0': 0.0}
     wall0 = time.perf_counter()
 
     def progress(t, p, v):
+        t = t + state['t0']
         if t >= state['next'] - 1e-9:
             f = sum(c.normal_force_n for c in system.contacts)
             log(f'  {name}: t = {t:5.2f} s  section (y, z) = ({p[1] * 1e3:7.2f}, {p[2] * 1e3:7.2f}) mm  '
                 f'|v_rel| = {np.linalg.norm(v):.4f} m/s  wire force {f:8.2f} N')
             state['next'] += 1.0
 
-    def hook(t, p, v):
-        progress(t, p, v)
-        yaw.append(float(system.split(state['x'])[4][5]) if 'x' in state else 0.0)
-
-    # run in chunks so that the sequence snapshots and the yaw rate are taken from the live state
+    # run in chunks so that the sequence snapshots are taken from the live state
     trace_all = None
     t0 = 0.0
     record_every = max(1, int(round(0.01 / sc.dt_s)))
     for t1 in list(snap_times[1:]):
-        if system.wires.has_drive or system.arm is not None or True:
-            curves = [c.copy() for c in system.wires.curves(x[-1])]
-            from hil_snare.runner import relative_state
-            p, _, _ = relative_state(system, t0, poses, x)
-            snapshots.append((t0, curves, p))
-        state['x'] = x
-        tr, poses, x = run(system, ctrl, poses, x, t1 - t0, sc.dt_s, sc.control_period_s, record_every, progress=hook)
+        curves = [c.copy() for c in system.wires.curves(x[-1])]
+        p, _, _ = relative_state(system, t0, poses, x)
+        snapshots.append((t0, curves, p))
+        state['t0'] = t0
+        tr, poses, x = run(system, ctrl, poses, x, t1 - t0, sc.dt_s, sc.control_period_s, record_every, progress=progress)
         tr.t = [t0 + u for u in tr.t]
         if trace_all is None:
             trace_all = tr
@@ -167,7 +161,6 @@ def run_scenario(name: str, out: Path, bag: bool = True, log=print) -> dict:
         t0 = t1
     wall = time.perf_counter() - wall0
     a = trace_all.arrays()
-    trace_all.target_yaw_rate = yaw[:len(trace_all.t)]
     out.mkdir(parents=True, exist_ok=True)
     _plot(name, system, trace_all, out / f'{name}.png', snapshots if system.wires.has_drive else [])
     f = a['normal_force_n'].sum(axis=1)

@@ -131,6 +131,7 @@ class Trace:
     joints_rad: list = field(default_factory=list)
     normal_force_n: list = field(default_factory=list)    # per wire
     energy_j: list = field(default_factory=list)
+    target_twist: list = field(default_factory=list)      # body twist of the target at its CoM
 
     def arrays(self):
         return {k: np.asarray(v) for k, v in self.__dict__.items()}
@@ -171,6 +172,7 @@ def run(system: SnareSystem, ctrl, poses, x, duration_s: float, dt_s: float, con
             trace.rel_velocity_mps.append(vr)
             trace.joints_rad.append(system.split(x)[0].copy())
             trace.normal_force_n.append(f)
+            trace.target_twist.append(system.split(x)[4].copy())
             if energy:
                 trace.energy_j.append(system.energy(t, poses, x))
             if progress is not None:
