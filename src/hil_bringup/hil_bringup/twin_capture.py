@@ -230,8 +230,13 @@ def capture_figures(rec, controller, after_grasp_s: float = 2.0) -> dict:
         out['relative_rate_after_grasp_rad_s'] = float(np.linalg.norm(rel[after, 3:], axis=1).max()) if after.any() else None
         out['momentum_before'] = mom[before][-1].tolist()
         out['momentum_after'] = mom[-1].tolist()
-        out['momentum_change'] = [float(np.linalg.norm(mom[-1, :3] - mom[before][-1, :3])),
-                                  float(np.linalg.norm(mom[-1, 3:] - mom[before][-1, 3:]))]
+        # Thrusters are off from post_grasp on: the contact is internal, so any change of the summed
+        # momentum of the simulated client and servicer is what the loop (the lab) injects.
+        post = t >= out['post_grasp_s'] if out['post_grasp_s'] is not None else np.zeros_like(t, dtype=bool)
+        if post.any():
+            first = mom[post][0]
+            out['momentum_change_post_grasp'] = [float(np.linalg.norm(mom[post][-1, :3] - first[:3])),
+                                                 float(np.linalg.norm(mom[post][-1, 3:] - first[3:]))]
         contact = t >= latch
         out['peak_contact_force_n'] = float(np.linalg.norm(wrench[contact, :3], axis=1).max())
         out['peak_contact_torque_nm'] = float(np.linalg.norm(wrench[contact, 3:], axis=1).max())

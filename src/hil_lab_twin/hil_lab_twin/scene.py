@@ -338,7 +338,7 @@ def build_scene(config: TwinConfig):
         elif robot.payload == 'client_mockup':
             world += mjcf.client_mockup(ns, sensor, sensor_top)
         elif robot.payload == 'servicer_arm':
-            world += _servicer_arm(ns, sensor, sensor_top, config.arm, build, sensors, actuators)
+            world += _servicer_arm(ns, sensor, sensor_top, config.arm, build, sensors, actuators, equalities)
         else:
             world.append(f'<body name="{ns}_payload" pos="{sensor_top}"><site name="{sensor}_site" size="0.01"/>'
                          '<geom type="sphere" size="0.02" mass="0.1" contype="0" conaffinity="0"/></body>')
@@ -375,7 +375,8 @@ def build_scene(config: TwinConfig):
     return '\n'.join(parts), builds
 
 
-def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBuild, sensors, actuators) -> list[str]:
+def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBuild, sensors, actuators,
+                  equalities=None) -> list[str]:
     from hil_dynamics.models import lbr_iiwa14_arm
 
     arm = lbr_iiwa14_arm('lbr_')
@@ -402,6 +403,10 @@ def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBui
         pose_tool_in_wrist = pin.SE3(np.eye(3), np.array([0.0, 0.0, -WRIST_SENSOR_HEIGHT_M])) * pose_from_xyz_rpy(
             grip.pose_tool_in_flange_xyz_rpy)
         lines += mjcf.ring_gripper(f'{ns}_arm', wrist, wrist_top, pose_tool_in_wrist, grip.open_half_m)
+        # the two fingers move together (one drive, rack and pinion), so the closed gripper centres
+        # itself on the lip and holds it stiffly along the closing axis too
+        equalities.append(f'<joint name="{ns}_arm_finger_coupling" joint1="{ns}_arm_finger_left_joint" '
+                          f'joint2="{ns}_arm_finger_right_joint" polycoef="0 1 0 0 0" solref="0.004 1"/>')
     lines.append('</body>')  # wrist sensor body
     lines += ['</body>'] * depth
     lines.append('</body>')  # arm base
