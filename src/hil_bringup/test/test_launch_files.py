@@ -44,7 +44,7 @@ VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path'), combo)))
 
 def schema(executable):
     module = importlib.import_module(SCHEMAS[executable])
-    return getattr(module, 'PARAMS', None) or module.PARAMETERS
+    return module.PARAMS
 
 
 def build(name, given):

@@ -51,7 +51,7 @@ def test_twin_graph_parameters_are_valid_and_start_the_virtual_arm_at_the_measur
     from hil_lab_twin.scene import teleop_facility_config
     from hil_lab_twin.twin import LabTwin
     from hil_motion_table.motion_table_node import PARAMS as TABLE
-    from hil_sensors.ft_driver import PARAMETERS as FT
+    from hil_sensors.ft_driver import PARAMS as FT
     from hil_teleop.delay_line_node import PARAMS as DELAY
     from hil_teleop.slave_law_node import PARAMS as SLAVE
     from hil_teleop.teleop_master_node import PARAMS as MASTER

@@ -73,7 +73,7 @@ def _torque_unit(value: str) -> str | None:
     return None
 
 
-PARAMETERS: tuple[Param, ...] = (
+PARAMS: tuple[Param, ...] = (
     Param('sensor_ip', '127.0.0.1', 'IPv4 address of the Net F/T sensor (or of the RDT simulator)', check=_ipv4),
     Param('sensor_port', rdt.RDT_PORT, 'RDT UDP port of the sensor', min=1, max=65535),
     Param('local_port', 0, 'local UDP port the driver sends from and receives on (0: any free port)', min=0, max=65535),
@@ -153,7 +153,7 @@ PARAMETERS: tuple[Param, ...] = (
 
 def check_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a full parameter set (defaults for missing ones); errors name the parameter."""
-    cfg = validate(PARAMETERS, values)
+    cfg = validate(PARAMS, values)
     if cfg['low_pass.enabled'] and cfg['sensor_rate_hz'] > 0 and not cfg['low_pass.cutoff_hz'] < 0.5 * cfg['sensor_rate_hz']:
         raise ParameterError(
             f"parameter 'low_pass.cutoff_hz': {cfg['low_pass.cutoff_hz']} Hz must be below half of "
@@ -161,7 +161,7 @@ def check_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
     if cfg['gravity_compensation.enabled'] and cfg['gravity_compensation.tool_mass_kg'] <= 0.0:
         raise ParameterError("parameter 'gravity_compensation.tool_mass_kg': must be > 0 when "
                              'gravity_compensation.enabled is true')
-    unknown = set(values) - {p.name for p in PARAMETERS}
+    unknown = set(values) - {p.name for p in PARAMS}
     if unknown:
         raise ParameterError(f'parameter {sorted(unknown)[0]!r}: unknown parameter')
     return cfg

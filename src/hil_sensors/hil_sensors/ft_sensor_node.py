@@ -47,7 +47,7 @@ from std_srvs.srv import Trigger
 from hil_common.params import ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_sensors import rdt
-from hil_sensors.ft_driver import PARAMETERS, FtDriver, check_parameters, resolve_calibration
+from hil_sensors.ft_driver import PARAMS, FtDriver, check_parameters, resolve_calibration
 
 WRENCH_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5, reliability=ReliabilityPolicy.RELIABLE)
 FAULT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -89,7 +89,7 @@ class FtSensorNode(LifecycleNode):
     def __init__(self, node_name: str = 'ft_sensor', **kwargs):
         super().__init__(node_name, **kwargs)
         # Validated at start-up: a bad value raises ParameterError naming the parameter.
-        self.cfg = check_parameters(declare_parameters(self, PARAMETERS))
+        self.cfg = check_parameters(declare_parameters(self, PARAMS))
         self.autostart = self.cfg['autostart']
         self.lock = threading.RLock()
         self.driver: FtDriver | None = None
@@ -105,7 +105,7 @@ class FtSensorNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         log = self.get_logger()
         try:
-            self.cfg = check_parameters({p.name: self.get_parameter(p.name).value for p in PARAMETERS})
+            self.cfg = check_parameters({p.name: self.get_parameter(p.name).value for p in PARAMS})
             calibration = resolve_calibration(self.cfg)
             driver = FtDriver(self.cfg, calibration)
             driver.open()

@@ -27,7 +27,7 @@ from hil_sensors import rdt
 from hil_sensors.ft_driver import _force_unit, _ipv4, _torque_unit
 from hil_sensors.rdt_sim import ConstantSource, RdtSimulator, SineSource
 
-SIM_PARAMETERS = (
+PARAMS = (
     Param('host', '127.0.0.1', 'address the simulated sensor listens on', check=_ipv4),
     Param('port', rdt.RDT_PORT, 'RDT UDP port', min=1, max=65535),
     Param('rate_hz', 1000.0, 'records per second', min=1.0, max=100000.0),
@@ -56,7 +56,7 @@ SIM_PARAMETERS = (
 class FtSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ft_sensor_sim', **kwargs)
-        p = declare_parameters(self, SIM_PARAMETERS)
+        p = declare_parameters(self, PARAMS)
         if p['source'] == 'sine':
             source = SineSource(p['sine.amplitude'], p['sine.frequency_hz'], p['sine.offset'])
         else:

@@ -9,7 +9,7 @@ from scipy import signal
 from scipy.spatial.transform import Rotation
 
 from hil_common.params import ParameterError
-from hil_sensors.ft_driver import PARAMETERS, check_parameters
+from hil_sensors.ft_driver import PARAMS, check_parameters
 from hil_sensors.processing import (FaultLatch, LowPassFilter, SoftwareBias, ToolGravity, WrenchTransform,
                                     overload_axis, quaternion_to_matrix, soft_deadband)
 
@@ -128,7 +128,7 @@ def test_parameters_validated_with_errors_naming_the_parameter(values, message):
 def test_parameter_defaults_are_valid_and_documented():
     cfg = check_parameters({})
     assert cfg['sensor_port'] == 49152 and cfg['publish_rate_hz'] == 0.0
-    assert all(p.description for p in PARAMETERS)
+    assert all(p.description for p in PARAMS)
 
 
 def test_soft_deadband_is_zero_inside_continuous_at_the_edge_and_shifted_outside():
