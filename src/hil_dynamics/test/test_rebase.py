@@ -1,0 +1,81 @@
+"""Re-basing the nominal (seed 004 Eqs. 4, 23): the pieces of hil_dynamics.rebase against closed forms."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hil_dynamics.client import ClientAdmittance, relative_mapping
+from hil_dynamics.rebase import (NominalBody, compound_inertia_and_momentum, inertia_from_matrix, min_jerk,
+                                 rebase_relative)
+from hil_dynamics.rigid_body import RigidBody
+
+BODY = RigidBody(7828.0, [17023.0, 129112.0, 124826.0])
+
+
+def test_inertia_from_a_spatial_matrix_round_trips():
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        inertia = pin.Inertia(float(rng.uniform(1, 100)), rng.normal(size=3), np.diag(rng.uniform(1, 5, 3)))
+        inertia = pin.SE3(pin.rpy.rpyToMatrix(*rng.normal(size=3)), np.zeros(3)).act(inertia)
+        assert np.abs(inertia_from_matrix(inertia.matrix()).matrix() - inertia.matrix()).max() < 1e-12
+
+
+def test_compound_of_two_bodies_matches_the_closed_form():
+    """Two spheres on the x axis moving along y: mass, CoM, parallel-axis inertia and momentum."""
+    m1, m2, r = 3.0, 1.0, 0.1
+    s1 = pin.Inertia.FromSphere(m1, r)
+    s2 = pin.Inertia.FromSphere(m2, r)
+    p1, p2 = pin.SE3(np.eye(3), np.array([-1.0, 0, 0])), pin.SE3(np.eye(3), np.array([3.0, 0, 0]))
+    v1, v2 = np.array([0, 2.0, 0, 0, 0, 0]), np.array([0, -1.0, 0, 0, 0, 0])
+    inertia, momentum = compound_inertia_and_momentum([(p1, s1, s1.matrix() @ v1), (p2, s2, s2.matrix() @ v2)])
+    assert inertia.mass == pytest.approx(4.0)
+    assert inertia.lever == pytest.approx([0.0, 0.0, 0.0], abs=1e-12)                 # (3 * -1 + 1 * 3) / 4
+    i_sphere = 0.4 * r * r
+    assert inertia.inertia[2, 2] == pytest.approx(m1 * (i_sphere + 1.0) + m2 * (i_sphere + 9.0))
+    assert momentum[:3] == pytest.approx([0.0, 6.0 - 1.0, 0.0])
+    assert momentum[5] == pytest.approx(-1.0 * 6.0 + 3.0 * -1.0)                      # sum of x p_y
+
+
+def test_rebase_relative_keeps_the_absolute_state():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        g_n, g_rel, g_n_new = (pin.SE3.Random() for _ in range(3))
+        v_n, v_rel, v_n_new = (rng.normal(size=6) for _ in range(3))
+        g_rel_new, v_rel_new = rebase_relative(g_n, v_n, g_rel, v_rel, g_n_new, v_n_new)
+        g_a, v_a = relative_mapping(g_n, v_n, g_rel, v_rel)
+        g_b, v_b = relative_mapping(g_n_new, v_n_new, g_rel_new, v_rel_new)
+        assert np.abs(g_a.homogeneous - g_b.homogeneous).max() < 1e-12
+        assert np.abs(v_a - v_b).max() < 1e-12
+        # Same nominal pose: the relative pose (the table's command) does not move.
+        g_same, _ = rebase_relative(g_n, v_n, g_rel, v_rel, g_n, v_n_new)
+        assert np.abs(g_same.homogeneous - g_rel.homogeneous).max() < 1e-12
+
+
+def test_a_nominal_off_its_centre_of_mass_is_the_same_unforced_motion():
+    """Re-base the client onto its own unforced motion seen from a frame 3 m off its CoM:
+    ``g_c`` stays at that offset and ``V_c`` at zero for 100 s (Eq. 4 in any body-fixed frame)."""
+    rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+    for _ in range(10):
+        rule.step(np.zeros(6), 0.1)
+    g_t, v_t = rule.absolute()
+    offset = pin.SE3(pin.rpy.rpyToMatrix(0.3, -0.2, 0.5), np.array([3.0, -1.0, 0.5]))   # client CoM in the nominal
+    g_n = g_t * offset.inverse()
+    v_n = offset.act(pin.Motion(v_t)).vector
+    nominal = NominalBody(offset.act(BODY.inertia))
+    rule.rebase(g_n, v_n, nominal)
+    assert np.abs(rule.state.twist_client_rel_body).max() < 1e-15
+    for _ in range(1000):
+        rule.step(np.zeros(6), 0.1)
+    s = rule.state
+    assert np.abs(s.pose_client_in_nominal.homogeneous - offset.homogeneous).max() < 1e-9
+    assert np.abs(s.twist_client_rel_body).max() < 1e-11
+    # The nominal's own momentum in orbit is conserved (unforced).
+    h0 = g_n.act(pin.Force(nominal.mass_matrix @ v_n)).vector
+    h1 = s.pose_nominal_in_orbit.act(pin.Force(nominal.mass_matrix @ s.twist_nominal_body)).vector
+    assert np.abs(h1 - h0).max() < 1e-9 * np.abs(h0).max()
+
+
+def test_min_jerk_blend_ends():
+    assert min_jerk(0.0) == 0.0 and min_jerk(1.0) == 1.0 and min_jerk(0.5) == pytest.approx(0.5)
+    eps = 1e-6
+    assert min_jerk(eps) / eps < 1e-9 and (1.0 - min_jerk(1.0 - eps)) / eps < 1e-9
