@@ -5,15 +5,17 @@
 (:class:`hil_motion_table.table.MotionTable`) with the safety policy the separate nodes
 have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
 
-* **time**: Eq. (11) advances in fixed steps of ``1 / rate_hz`` paced on the caller's
-  monotonic clock (:class:`hil_common.pacing.StepPacer`), not one step per sample: a
-  sensor faster than ``rate_hz`` gives samples with no step due (no command; the newest
-  sample is used at the next step), a slower one gives several steps per sample (at most
-  ``max_catch_up``; more are dropped and counted). Simulated time keeps up with real time
-  whatever the sensor's rate, as in ``client_admittance_node``; refusing a mismatched
-  stream instead would stop a lab whose sensor runs at another rate for no safety gain.
-  The table's speed limits run on its own clock (``build_table``), so the commands are
-  bounded whatever this pacing does;
+* **time**: each sample integrates Eq. (11) over the time measured on the caller's
+  monotonic clock since the previous sample (in equal RKMK4 steps of at most
+  ``1 / rate_hz``; the first sample one step of ``1 / rate_hz``; more than ``max_catch_up``
+  steps' worth is dropped and counted in ``overruns``), then commands the table once. So
+  simulated time keeps up with real time whatever the sensor's rate (a 250 Hz sensor with
+  ``rate_hz`` 50 no longer runs the client 5x faster), and every sample still gets its
+  command (a fixed-step pacer would skip samples that arrive a little early and double the
+  next). Refusing a stream whose rate differs from ``rate_hz`` would stop a lab for no
+  safety gain. The table's speed limits run on its own clock (``build_table``), so the
+  commands are bounded whatever the timing; a lockstep runner passing its simulated time
+  gets exactly one ``1 / rate_hz`` step per sample;
 * **input checks**: a wrench whose ``frame_id`` is not ``wrench_frame_id`` is refused and
   counted (an empty one is accepted and counted as unframed); a non-finite wrench, or one
   whose force or torque magnitude exceeds ``max_force_n`` / ``max_torque_nm``, **latches a
@@ -21,7 +23,7 @@ have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
 * **joint states**: an :class:`hil_common.freshness.InputWatch` (``joint_states_timeout_s``;
   nothing is commanded before the first joint state; recovery after ``recover_after_s`` of
   fresh joint states, or by :meth:`reset` only without ``auto_recover``): while they are
-  stale the table holds and Eq. (11) is frozen (its steps are consumed, not replayed);
+  stale the table holds and Eq. (11) is frozen (the time passes, it is not replayed);
 * **hold**: every sample that is due while latched or stale returns the held command
   (``holding``), so the robot is told explicitly to stay; :meth:`reset` clears the latch
   when its cause is gone (and the table's latched faults).
@@ -29,6 +31,7 @@ have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,7 +39,6 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.freshness import InputWatch
-from hil_common.pacing import StepPacer
 from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.table import MotionTable
@@ -74,7 +76,8 @@ class ClientHotPath:
         self.table_target = table_target or (lambda pose: pose)
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
-        self.pacer: StepPacer | None = None
+        self.t_last: float | None = None   # caller's time of the previous sample
+        self.overruns = 0                   # rate_hz steps dropped (more than max_catch_up in one sample)
         self.q_measured: np.ndarray | None = None
         self.latched = ''            # reason of the latched wrench fault ('' = none)
         self.latched_detail = ''
@@ -130,19 +133,24 @@ class ClientHotPath:
         if self.q_measured is None:
             self.counters['no_joint_states'] += 1
             return None
-        if self.pacer is None:
-            self.pacer = StepPacer(self.dt, now_s - self.dt, self.max_catch_up)
-        steps = self.pacer.due(now_s)
-        if steps == 0:
-            self.counters['not_due'] += 1
+        elapsed = self.dt if self.t_last is None else now_s - self.t_last
+        if not elapsed > 0.0:
+            self.counters['not_due'] += 1       # two samples at one instant: the newer one waits
             return None
+        self.t_last = now_s
+        span = self.max_catch_up * self.dt
+        if elapsed > span:
+            self.overruns += int(round((elapsed - span) / self.dt))
+            elapsed = span
+        steps = max(1, math.ceil(elapsed / self.dt - 1e-9))
+        h = elapsed / steps
         joints = self.joints.update(now_s)
         if self.latched or not self.joints.usable:
             reason = self.latched or f'joint_states {joints}'
             return self._held(reason)
         wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
         for _ in range(steps):
-            state = self.admittance.step(wrench_com, self.dt)
+            state = self.admittance.step(wrench_com, h)
         self.counters['steps'] += steps
         out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
                               t=now_s, measurement_age=now_s - self.joints.last_s)
@@ -191,7 +199,7 @@ class ClientHotPath:
         else:
             level, message = OK, 'commanding'
         values = {**self.counters, **self.joints.counters(),
-                  'overruns': self.pacer.overruns if self.pacer else 0,
+                  'overruns': self.overruns,
                   'sim_time_s': self.admittance.state.t,
                   'fault': self.latched or 'none', 'table_faults': ','.join(table_faults) or 'none',
                   'max_force_n': self.max_force_n, 'max_torque_nm': self.max_torque_nm,

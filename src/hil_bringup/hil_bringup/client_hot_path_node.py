@@ -5,9 +5,9 @@ objects as ``client_admittance_node`` (:class:`hil_dynamics.client.ClientAdmitta
 ``build_rule``) and ``motion_table_node`` (:class:`hil_motion_table.table.MotionTable`, via its
 ``build_table``), run back to back in the F/T subscription's callback, so there is no timer
 and no DDS hop between them. The rule with its safety policy is
-:class:`hil_bringup.client_hot_path.ClientHotPath`: Eq. (11) in steps of ``1 / rate_hz``
-paced on the monotonic clock (a sample with no step due commands nothing; a late one runs
-the steps due), the table's limits on its own monotonic clock, wrenches in another frame
+:class:`hil_bringup.client_hot_path.ClientHotPath`: each sample integrates Eq. (11) over the
+time measured on the monotonic clock since the previous one (steps of at most ``1 / rate_hz``)
+and commands the robot once, the table's limits on its own monotonic clock, wrenches in another frame
 than ``wrench_frame_id`` refused and counted, a wrench above ``max_force_n`` /
 ``max_torque_nm`` or non-finite latches a fault (hold) until ``client/hot_path/reset``, and
 stale ``joint_states`` hold until they are fresh again for ``joint_states_recover_s``

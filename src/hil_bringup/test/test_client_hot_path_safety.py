@@ -1,7 +1,8 @@
 """Issue 15 item 2: the fused client hot path at parity with the separate nodes, through the real node on DDS.
 
-* wrenches at ~250 Hz with ``rate_hz`` 50: Eq. (11) runs at real time and the flange stays
-  within 0.5 m/s (one step per sample would run the client 5x faster than real time);
+* wrenches at ~250 Hz with ``rate_hz`` 50: Eq. (11) runs at real time (its simulated time,
+  from the status, advances like the wall clock) and the flange stays within 0.5 m/s (one
+  ``1 / rate_hz`` step per sample would run the client 5x faster than real time);
 * ``joint_states`` stop: the node holds (the same command), its status says why, and it
   recovers on its own once they are fresh again;
 * a 1e9 N wrench: a latched fault, finite commands, the status says so, a reset is refused
@@ -36,10 +37,14 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
     kin = make_kinematics('ur10e')
     try:
         with test_node('hot_path_safety_probe') as (node, executor):
-            commands, statuses = [], []
+            commands, statuses, status_at = [], [], []
+
+            def on_status(m):
+                statuses.append(m)
+                status_at.append(time.monotonic())
             node.create_subscription(Float64MultiArray, '/hps/client/forward_position_controller/commands',
                                      lambda m: commands.append((time.monotonic(), np.array(m.data))), 1000)
-            node.create_subscription(DiagnosticStatus, '/hps/client/hot_path/status', statuses.append, 100)
+            node.create_subscription(DiagnosticStatus, '/hps/client/hot_path/status', on_status, 100)
             pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
             pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
             reset = node.create_client(Trigger, '/hps/client/hot_path/reset')
@@ -71,10 +76,16 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             node.create_timer(0.004, sensor)
             assert spin_until(executor, lambda: reset.service_is_ready() and len(commands) > 5, 30.0), proc.poll()
 
-            # 1. real time: 2000 N on 7828 kg for 2.5 s is 0.64 m/s at 5x time, but 0.64 m travelled
-            #    in real time would need... the flange stays within V_MAX against real time
+            def sim_time(k):
+                return float({kv.key: kv.value for kv in statuses[k].values}['sim_time_s'])
+
+            # 1. real time: 2000 N on 7828 kg; the flange stays within V_MAX against real time
             t0 = time.monotonic()
+            k0 = len(statuses)
             wait(2.5)
+            k1 = len(statuses) - 1
+            ratio = (sim_time(k1) - sim_time(k0)) / (status_at[k1] - status_at[k0])
+            assert 0.8 < ratio < 1.2, ratio                          # simulated time runs with the wall clock
             run = since(t0)
             t = np.array([c[0] for c in run])
             flange = np.array([kin.forward(c[1]).translation for c in run])
@@ -82,8 +93,6 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             for i in range(len(run) - 10):
                 j = i + 10
                 assert np.linalg.norm(flange[j] - flange[i]) <= V_MAX * (t[j] - t[i] + 0.1), (i, t[j] - t[i])
-            rate = len(run) / (t[-1] - t[0])
-            assert rate < 60.0, rate                                      # commands at rate_hz, not per sample
             io['force'] = 0.0
 
             # 2. joint_states stop: hold (one command repeated), status ERROR naming them
@@ -119,8 +128,6 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             response = call_reset()
             assert response.success, response.message
             assert spin_until(executor, lambda: statuses[-1].level == DiagnosticStatus.OK, 5.0), statuses[-1].message
-            values = {kv.key: kv.value for kv in statuses[-1].values}
-            assert float(values['sim_time_s']) < 1.2 * (time.monotonic() - t0) + 1.0   # never ran ahead of real time
         alive = proc.poll() is None
     finally:
         out = stop_process(proc)
