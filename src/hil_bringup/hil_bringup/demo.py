@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hil_common.network import apply_network_profile, describe
+from hil_common.network import apply_network_profile, demo_domain_id, describe
 
 
 def _progress(total_s: float):
@@ -156,6 +156,7 @@ def main(argv=None) -> int:
                         help='unforced validation duration [s] (default: scenario mission.unforced_duration_s; 0 skips)')
     args = parser.parse_args(argv)
     apply_network_profile()
+    demo_domain_id()         # a random ROS domain unless ROS_DOMAIN_ID is set: two demos on one host do not cross
 
     from hil_bringup.scenario import ScenarioError, load_scenario
     try:
@@ -194,7 +195,8 @@ def envisat_main(scenario, args) -> int:
     from hil_bringup import envisat_demo
 
     out_dir = Path(args.out) / f'{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{scenario.name}'
-    print(f'HIL Envisat capture demo: scenario {scenario.source}\n  run folder {out_dir.resolve()}', flush=True)
+    print(f'HIL Envisat capture demo: scenario {scenario.source}\n  run folder {out_dir.resolve()}\n  {describe()}',
+          flush=True)
     metrics = envisat_demo.run(scenario, out_dir, args.duration, args.unforced)
     ros_seconds = 15.0 if args.ros_seconds is None else args.ros_seconds
     if ros_seconds > 0:

@@ -336,6 +336,10 @@ def main(argv=None) -> int:
     parser.add_argument('--duration', type=float, default=None, help='with --ros: wall time [s] (default: scenario)')
     args = parser.parse_args(argv)
     from hil_bringup.scenario import scenario_path
+    from hil_common.network import apply_network_profile, demo_domain_id
+
+    apply_network_profile()
+    demo_domain_id()         # a random ROS domain unless ROS_DOMAIN_ID is set
 
     path = Path(args.scenario) if args.scenario.endswith('.yaml') else scenario_path(args.scenario)
     scenario = load_teleop_scenario(path)

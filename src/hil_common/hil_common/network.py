@@ -104,3 +104,21 @@ def free_udp_ports(n: int, host: str = '127.0.0.1') -> list[int]:
         for sock in socks:
             sock.close()
     return ports
+
+
+#: Fast DDS maps domains to UDP ports 7400 + 250 * domain; the demos keep well inside the valid range.
+DEMO_DOMAIN_RANGE = (1, 100)
+
+
+def demo_domain_id(env: MutableMapping[str, str] | None = None) -> int:
+    """The ROS domain of a demo run: ``ROS_DOMAIN_ID`` if the user set one, else a random one in
+    :data:`DEMO_DOMAIN_RANGE`, written into ``env`` so the nodes the demo starts inherit it (two
+    demos on one host then do not cross)."""
+    import random
+
+    env = os.environ if env is None else env
+    if env.get('ROS_DOMAIN_ID'):
+        return int(env['ROS_DOMAIN_ID'])
+    domain = random.SystemRandom().randint(*DEMO_DOMAIN_RANGE)
+    env['ROS_DOMAIN_ID'] = str(domain)
+    return domain
