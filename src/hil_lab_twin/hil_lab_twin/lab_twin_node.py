@@ -63,8 +63,8 @@ PARAMS = [
     Param('ft_noise_torque_nm', 0.003, 'F/T torque noise standard deviation [N m]', min=0.0),
     Param('arm_viscous_friction', 0.5, 'Light-weight arm viscous joint friction [N m s/rad]', min=0.0),
     Param('arm_coulomb_friction', 0.3, 'Light-weight arm Coulomb joint friction [N m]', min=0.0),
-    Param('rdt_ports', [''], "F/T sensors served over RDT/UDP on 127.0.0.1 as 'sensor:port' (e.g. client_ft:49152); "
-          "[''] serves none", check=lambda v: check_rdt_ports(v)),
+    Param('rdt_ports', [], "F/T sensors served over RDT/UDP on 127.0.0.1 as 'sensor:port' (e.g. client_ft:49152); "
+          "empty (or ['']) serves none", type='str[]', check=lambda v: check_rdt_ports(v)),
     Param('publish_wrench', True, "Publish each F/T reading on '<sensor>/wrench_true' at publish_rate_hz"),
     Param('render_png', '', 'Write an overview PNG here at shutdown (needs MUJOCO_GL=egl); empty: none'),
 ]
@@ -92,15 +92,15 @@ def check_rdt_ports(entries) -> str | None:
     return None
 
 
-def config_from(p: dict) -> TwinConfig:
-    servo = ServoConfig(delay_s=p['delay_s'], bandwidth_hz=p['servo_bandwidth_hz'])
-    ft = FtConfig(rate_hz=p['ft_rate_hz'], noise_force_std=p['ft_noise_force_n'], noise_torque_std=p['ft_noise_torque_nm'])
+def config_from(p) -> TwinConfig:
+    servo = ServoConfig(delay_s=p.delay_s, bandwidth_hz=p.servo_bandwidth_hz)
+    ft = FtConfig(rate_hz=p.ft_rate_hz, noise_force_std=p.ft_noise_force_n, noise_torque_std=p.ft_noise_torque_nm)
     if p.get('layout', 'tables') == 'teleop':
-        grip = GripConfig('slave', 'payload', tuple(p['grip_stiffness']), tuple(p['grip_damping']))
+        grip = GripConfig('slave', 'payload', tuple(p.grip_stiffness), tuple(p.grip_damping))
         return teleop_facility_config(servo=servo, slave_ft=dataclasses.replace(ft, seed=11),
-                                      payload_ft=dataclasses.replace(ft, seed=12), grip=grip, timestep=p['timestep_s'])
+                                      payload_ft=dataclasses.replace(ft, seed=12), grip=grip, timestep=p.timestep_s)
     robots = []
-    for k, entry in enumerate(p['tables']):  # tables side by side along y, facing the servicer at the origin
+    for k, entry in enumerate(p.tables):  # tables side by side along y, facing the servicer at the origin
         ns, _, model = entry.partition(':')
         y = 2.2 * k
         if model == 'hexapod':
@@ -108,10 +108,10 @@ def config_from(p: dict) -> TwinConfig:
         else:
             robots.append(RobotConfig(ns, 'serial', model, 'client_mockup', base_xyz=(2.6, y, 0.5 if model == 'ur10e' else 0.0),
                                       base_rpy=(0.0, 0.0, math.pi), servo=servo, ft=ft))
-    if p['with_servicer']:
+    if p.with_servicer:
         robots += [dataclasses.replace(r, servo=servo, ft=ft) for r in facility_config(with_servicer=True).robots[1:]]
-    arm = ArmConfig(viscous_friction=p['arm_viscous_friction'], coulomb_friction=p['arm_coulomb_friction'])
-    return TwinConfig(robots=tuple(robots), timestep=p['timestep_s'], arm=arm)
+    arm = ArmConfig(viscous_friction=p.arm_viscous_friction, coulomb_friction=p.arm_coulomb_friction)
+    return TwinConfig(robots=tuple(robots), timestep=p.timestep_s, arm=arm)
 
 
 class LabTwinNode(Node):
@@ -119,7 +119,7 @@ class LabTwinNode(Node):
         super().__init__('lab_twin')
         p = declare_parameters(self, PARAMS)
         self.twin = LabTwin(config_from(p))
-        self.render_path = p['render_png']
+        self.render_path = p.render_png
         self.pacer = RealTimePacer(self.twin, clock=time.time)
         self.joint_pubs, self.warned = {}, set()
         for ns in self.twin.position_robots:
@@ -135,9 +135,9 @@ class LabTwinNode(Node):
             self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
                                      lambda msg, ns=ns: self.on_efforts(ns, msg), 10)
         self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
-                        for s in self.twin.ft_sensor_names} if p['publish_wrench'] else {}
+                        for s in self.twin.ft_sensor_names} if p.publish_wrench else {}
         self.rdt_servers = []
-        for entry in filter(None, p['rdt_ports']):
+        for entry in filter(None, p.rdt_ports):
             sensor, _, port = entry.partition(':')
             if sensor not in self.twin.ft_sensor_names:
                 raise ParameterError(f"parameter 'rdt_ports': no F/T sensor {sensor!r} "
@@ -145,7 +145,7 @@ class LabTwinNode(Node):
             self.rdt_servers.append(rdt_server(self.twin, sensor, int(port)))
             self.get_logger().info(f'{sensor}: RDT/UDP on 127.0.0.1:{port}')
         self.pacer.start()
-        self.create_timer(1.0 / p['publish_rate_hz'], self.tick)
+        self.create_timer(1.0 / p.publish_rate_hz, self.tick)
 
     def _rejected(self, ns: str, ok: bool) -> None:
         if not ok and ns not in self.warned:
