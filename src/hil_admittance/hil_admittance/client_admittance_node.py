@@ -73,14 +73,14 @@ class ClientAdmittanceNode(Node):
         super().__init__('client_admittance')
         p = declare_parameters(self, PARAMS)
         self.rule, self.pose_sensor_in_client = build_rule(p)
-        self.dt = 1.0 / p['rate_hz']
-        self.timeout_ns = int(p['wrench_timeout_s'] * 1e9)
-        self.frames = (p['orbit_frame'], p['nominal_frame'], p['client_frame'])
+        self.dt = 1.0 / p.rate_hz
+        self.timeout_ns = int(p.wrench_timeout_s * 1e9)
+        self.frames = (p.orbit_frame, p.nominal_frame, p.client_frame)
         self.wrench_com = np.zeros(6)
         self.last_wrench_ns = None
         self.rejected = 0
         self.refused_frame = 0
-        self.wrench_frame_id = p['wrench_frame_id']
+        self.wrench_frame_id = p.wrench_frame_id
         self.stale_reported = False
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
@@ -92,7 +92,7 @@ class ClientAdmittanceNode(Node):
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
         # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision).
         self.t0_ns = self.get_clock().now().nanoseconds
-        self.pacer = StepPacer(self.dt, 0.0, p['max_catch_up'])
+        self.pacer = StepPacer(self.dt, 0.0, p.max_catch_up)
         self.overruns_reported = 0
         self.create_timer(self.dt, self.tick)
 

@@ -69,21 +69,21 @@ class ClientHotPathNode(Node):
         p = declare_parameters(self, PARAMS)
         admittance, pose_sensor_in_client = client_node.build_rule(p)
         self.table = table_node.build_table(p)
-        self.home = home_pose(self.table.kin) if p['command_frame'] == 'home' else None
-        self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
-        if p['command_frame'] == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
-            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p['pose_nominal_in_base_xyz_rpy']), self.pose_body_in_flange)
-        self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p['rate_hz'],
-                                  max_catch_up=p['max_catch_up'], max_force_n=p['max_force_n'],
-                                  max_torque_nm=p['max_torque_nm'], wrench_frame_id=p['wrench_frame_id'],
-                                  joint_states_timeout_s=p['joint_states_timeout_s'],
-                                  recover_after_s=p['joint_states_recover_s'], auto_recover=p['auto_recover'],
+        self.home = home_pose(self.table.kin) if p.command_frame == 'home' else None
+        self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
+        if p.command_frame == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
+            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
+        self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p.rate_hz,
+                                  max_catch_up=p.max_catch_up, max_force_n=p.max_force_n,
+                                  max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
+                                  joint_states_timeout_s=p.joint_states_timeout_s,
+                                  recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
                                   table_target=self.table_target)
         self.names = tuple(self.table.kin.joint_names)
-        self.decimation = p['state_decimation']
+        self.decimation = p.state_decimation
         self.samples = 0
         self.last_status = None
-        self.frames = (p['orbit_frame'], p['nominal_frame'], p['client_frame'])
+        self.frames = (p.orbit_frame, p.nominal_frame, p.client_frame)
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
@@ -96,9 +96,9 @@ class ClientHotPathNode(Node):
         # out of the cyclic collector's reach, so a full collection does not scan it mid-loop.
         gc.collect()
         gc.freeze()
-        cpus = [c for c in p['cpu_affinity'] if c >= 0]
-        if p['realtime_priority'] or cpus:
-            ok, message = make_realtime(p['realtime_priority'], cpus)
+        cpus = [c for c in p.cpu_affinity if c >= 0]
+        if p.realtime_priority or cpus:
+            ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
     def table_target(self, pose_client_in_nominal):

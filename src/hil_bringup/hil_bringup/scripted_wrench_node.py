@@ -30,13 +30,13 @@ class ScriptedWrench(Node):
     def __init__(self):
         super().__init__('scripted_wrench')
         p = declare_parameters(self, PARAMS)
-        self.push = list(p['force_n']) + list(p['torque_nm'])
-        self.window = (p['start_s'], p['start_s'] + p['duration_s'])
+        self.push = list(p.force_n) + list(p.torque_nm)
+        self.window = (p.start_s, p.start_s + p.duration_s)
         self.t0 = self.get_clock().now().nanoseconds
         self.msg = WrenchStamped()
-        self.msg.header.frame_id = p['frame_id']
+        self.msg.header.frame_id = p.frame_id
         self.pub = self.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
-        self.create_timer(1.0 / p['rate_hz'], self.tick)
+        self.create_timer(1.0 / p.rate_hz, self.tick)
 
     def tick(self):
         now = self.get_clock().now()

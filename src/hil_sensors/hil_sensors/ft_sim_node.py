@@ -57,25 +57,25 @@ class FtSimNode(Node):
     def __init__(self, **kwargs):
         super().__init__('ft_sensor_sim', **kwargs)
         p = declare_parameters(self, PARAMS)
-        if p['source'] == 'sine':
-            source = SineSource(p['sine.amplitude'], p['sine.frequency_hz'], p['sine.offset'])
+        if p.source == 'sine':
+            source = SineSource(p.sine.amplitude, p.sine.frequency_hz, p.sine.offset)
         else:
-            source = ConstantSource(p['wrench'])
+            source = ConstantSource(p.wrench)
         self.source = source
-        if p['source'] == 'topic':
-            self.create_subscription(WrenchStamped, p['source_topic'], self._on_wrench, 10)
-        calibration = rdt.Calibration(p['counts_per_force'], p['counts_per_torque'], p['force_unit'],
-                                      p['torque_unit'], source='simulator')
-        self.sim = RdtSimulator(source, calibration=calibration, host=p['host'], port=p['port'],
-                                rate_hz=p['rate_hz'], records_per_packet=p['records_per_packet'],
-                                http_port=p['http_port'] if p['serve_calibration'] else None,
-                                noise_std=p['noise_std'], bias=p['bias'],
-                                saturation=p['saturation.limits'] if p['saturation.enabled'] else None,
-                                seed=p['seed'])
+        if p.source == 'topic':
+            self.create_subscription(WrenchStamped, p.source_topic, self._on_wrench, 10)
+        calibration = rdt.Calibration(p.counts_per_force, p.counts_per_torque, p.force_unit,
+                                      p.torque_unit, source='simulator')
+        self.sim = RdtSimulator(source, calibration=calibration, host=p.host, port=p.port,
+                                rate_hz=p.rate_hz, records_per_packet=p.records_per_packet,
+                                http_port=p.http_port if p.serve_calibration else None,
+                                noise_std=p.noise_std, bias=p.bias,
+                                saturation=p.saturation.limits if p.saturation.enabled else None,
+                                seed=p.seed)
         self.sim.start()
         self.get_logger().info(
-            f"simulated Net F/T on {p['host']}:{self.sim.port} at {p['rate_hz']:g} Hz, source {p['source']}"
-            + (f', calibration page on port {self.sim.http_port}' if p['serve_calibration'] else ''))
+            f"simulated Net F/T on {p.host}:{self.sim.port} at {p.rate_hz:g} Hz, source {p.source}"
+            + (f', calibration page on port {self.sim.http_port}' if p.serve_calibration else ''))
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         f, t = msg.wrench.force, msg.wrench.torque

@@ -56,14 +56,14 @@ class DelayLineNode(Node):
         p = declare_parameters(self, PARAMS)
         self.lines = []
         for i, (name, msg_type, topic_in, topic_out, direction) in enumerate(CHANNELS):
-            line = DelayLine(p[f'{direction}_delay_s'], capacity=p['capacity'], jitter_s=p['jitter_s'],
-                             drop_probability=p['drop_probability'], seed=p['seed'] + i)
+            line = DelayLine(p[f'{direction}_delay_s'], capacity=p.capacity, jitter_s=p.jitter_s,
+                             drop_probability=p.drop_probability, seed=p.seed + i)
             pub = self.create_publisher(msg_type, topic_out, 100)
             self.create_subscription(msg_type, topic_in, self._sender(line), 100)
             self.lines.append((name, line, pub))
         self.pub_queue = self.create_publisher(Int32MultiArray, 'delay_line/queue_length', 10)
-        self.create_timer(1.0 / p['release_hz'], self.release)
-        self.create_timer(1.0 / p['report_hz'], self.report)
+        self.create_timer(1.0 / p.release_hz, self.release)
+        self.create_timer(1.0 / p.report_hz, self.report)
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

@@ -45,8 +45,8 @@ class GripContactNode(Node):
     def __init__(self):
         super().__init__('grip_contact')
         p = declare_parameters(self, PARAMS)
-        self.contact = GripContact(p['contact_k'], p['contact_d'])
-        self.pose_payload_0 = pose_from_x(p['x_grip_0'])
+        self.contact = GripContact(p.contact_k, p.contact_d)
+        self.pose_payload_0 = pose_from_x(p.x_grip_0)
         self.pose_ee, self.twist_ee = pin.SE3(self.pose_payload_0), np.zeros(6)
         self.pose_c, self.twist_c = pin.SE3.Identity(), np.zeros(6)
         self.rejected = 0
@@ -58,7 +58,7 @@ class GripContactNode(Node):
         self.pub_payload = self.create_publisher(WrenchStamped, 'payload/ft/wrench', 10)
         self.msg_slave, self.msg_payload = WrenchStamped(), WrenchStamped()
         self.msg_slave.header.frame_id, self.msg_payload.header.frame_id = 'slave_base', 'payload_com'
-        self.create_timer(1.0 / p['rate_hz'], self.tick)
+        self.create_timer(1.0 / p.rate_hz, self.tick)
 
     def _pose(self, attr):
         def on_pose(msg):

@@ -79,19 +79,19 @@ class SlaveLawNode(Node):
     def __init__(self):
         super().__init__('slave_law')
         p = declare_parameters(self, PARAMS)
-        self.side = SlaveSide(SlaveLaw(gains_from(p)), pose_from_x(p['x_s0']))   # commanded end-effector pose
-        self.dt = 1.0 / p['rate_hz']
-        self.held_f_m = HeldCommand(p['delay_s'], p['command_timeout_s'])
-        self.held_x_vir = HeldCommand(p['delay_s'], p['command_timeout_s'])
-        self.held_wrench = HeldCommand(0.0, p['wrench_timeout_s'])
-        self.ft_frame = p['ft_frame']
-        self.ft_sign = p['ft_sign']
+        self.side = SlaveSide(SlaveLaw(gains_from(p)), pose_from_x(p.x_s0))   # commanded end-effector pose
+        self.dt = 1.0 / p.rate_hz
+        self.held_f_m = HeldCommand(p.delay_s, p.command_timeout_s)
+        self.held_x_vir = HeldCommand(p.delay_s, p.command_timeout_s)
+        self.held_wrench = HeldCommand(0.0, p.wrench_timeout_s)
+        self.ft_frame = p.ft_frame
+        self.ft_sign = p.ft_sign
         self.kin, self.slave = None, None
-        if p['slave_robot'] != 'none':
+        if p.slave_robot != 'none':
             from hil_motion_table.messages import make_kinematics
-            self.kin = make_kinematics(p['slave_robot'])
-            self.ee_in_flange_xyz = p['ee_in_flange_xyz']
-            self.held_joints = HeldCommand(0.0, p['joint_states_timeout_s'])
+            self.kin = make_kinematics(p.slave_robot)
+            self.ee_in_flange_xyz = p.ee_in_flange_xyz
+            self.held_joints = HeldCommand(0.0, p.joint_states_timeout_s)
             self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10)
         elif self.ft_frame == 'flange':
             raise ParameterError("parameter 'ft_frame': 'flange' needs slave_robot (the measured flange pose)")
@@ -107,9 +107,9 @@ class SlaveLawNode(Node):
         self.pub_x_s = self.create_publisher(PoseStamped, 'slave/x_s', 10)
         self.pub_terms = self.create_publisher(Float64MultiArray, 'teleop/slave_terms', 10)
         self.msg_pose, self.msg_twist = PoseStamped(), TwistStamped()
-        self.msg_pose.header.frame_id = p['base_frame']
+        self.msg_pose.header.frame_id = p.base_frame
         self.msg_x_s = PoseStamped()
-        self.msg_x_s.header.frame_id = p['base_frame']
+        self.msg_x_s.header.frame_id = p.base_frame
         self.msg_twist.header.frame_id = 'slave_end_effector'
         self.pacer = StepPacer(self.dt, self._now(), max_catch_up=int(1.0 / self.dt))
         self.create_timer(self.dt, self.tick)

@@ -56,19 +56,19 @@ PARAMS = GAIN_PARAMS + [
 ]
 
 
-def build_environment(p: dict) -> VirtualEnvironment:
+def build_environment(p) -> VirtualEnvironment:
     gains = gains_from(p)
     try:
-        payload = VirtualPayload(p['payload_mass_kg'], np.array(p['payload_inertia_kgm2']).reshape(3, 3), x0=p['x0'])
+        payload = VirtualPayload(p.payload_mass_kg, np.array(p.payload_inertia_kgm2).reshape(3, 3), x0=p.x0)
     except ValueError as exc:
         raise ParameterError(f"parameter 'payload_inertia_kgm2': {exc}") from exc
-    return VirtualEnvironment(gains, payload, VirtualContact(p['contact_k_t'], p['contact_d_t']), 1.0 / p['rate_hz'])
+    return VirtualEnvironment(gains, payload, VirtualContact(p.contact_k_t, p.contact_d_t), 1.0 / p.rate_hz)
 
 
-def build_operator(p: dict) -> ScriptedOperator:
-    flat = p['scripted_pushes']
+def build_operator(p) -> ScriptedOperator:
+    flat = p.scripted_pushes
     try:
-        return ScriptedOperator([Push(flat[i], flat[i + 1], tuple(flat[i + 2:i + 8]), p['scripted_ramp_s'])
+        return ScriptedOperator([Push(flat[i], flat[i + 1], tuple(flat[i + 2:i + 8]), p.scripted_ramp_s)
                                  for i in range(0, len(flat), 8)])
     except ValueError as exc:
         raise ParameterError(f"parameter 'scripted_pushes': {exc}") from exc
@@ -80,14 +80,14 @@ class TeleopMasterNode(Node):
         p = declare_parameters(self, PARAMS)
         self.p = p
         self.env = build_environment(p)
-        self.operator = build_operator(p) if p['source'] == 'scripted' else None
-        self.timeout_ns = int(p['input_timeout_s'] * 1e9)
+        self.operator = build_operator(p) if p.source == 'scripted' else None
+        self.timeout_ns = int(p.input_timeout_s * 1e9)
         self.input = np.zeros(6)
         self.input_ns = None
         self.rejected = 0
-        if p['source'] == 'ft':
+        if p.source == 'ft':
             self.create_subscription(WrenchStamped, 'master/ft/wrench', self.on_wrench, 10)
-        elif p['source'] == 'joy':
+        elif p.source == 'joy':
             self.create_subscription(Joy, 'joy', self.on_joy, 10)
         self.pub_f_m = self.create_publisher(WrenchStamped, 'teleop/f_m', 10)
         self.pub_x_vir = self.create_publisher(PoseStamped, 'teleop/x_vir', 10)
@@ -95,7 +95,7 @@ class TeleopMasterNode(Node):
         self.pub_f_vir = self.create_publisher(WrenchStamped, 'teleop/f_vir', 10)
         self.msgs = (WrenchStamped(), PoseStamped(), PoseStamped(), WrenchStamped())
         for m in self.msgs:
-            m.header.frame_id = p['base_frame']
+            m.header.frame_id = p.base_frame
         self.t0_ns = self.get_clock().now().nanoseconds
         self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
         self.create_timer(self.env.dt, self.tick)
@@ -110,13 +110,13 @@ class TeleopMasterNode(Node):
 
     def on_wrench(self, msg):
         try:
-            self._accept(force_from_wrench(wrench_from_msg(msg.wrench), deadband=self.p['ft_deadband']))
+            self._accept(force_from_wrench(wrench_from_msg(msg.wrench), deadband=self.p.ft_deadband))
         except ValueError as exc:
             self._reject(exc)
 
     def on_joy(self, msg):
         try:
-            self._accept(force_from_joy(msg.axes, self.p['joy_axis_map'], self.p['joy_scale'], self.p['joy_deadband']))
+            self._accept(force_from_joy(msg.axes, self.p.joy_axis_map, self.p.joy_scale, self.p.joy_deadband))
         except ValueError as exc:
             self._reject(exc)
 
