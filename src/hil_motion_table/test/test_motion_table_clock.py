@@ -69,3 +69,53 @@ def test_stamps_faster_than_real_time_do_not_loosen_the_limits(ros):
         real = t[j] - t[i] + 0.1
         assert np.linalg.norm(flange[j] - flange[i]) <= V_MAX * real, (i, np.linalg.norm(flange[j] - flange[i]), real)
         assert np.all(np.abs(q[j] - q[i]) <= kin.qd_max * real), (i, out[-1000:])
+
+
+def test_stale_joint_states_hold_then_recover_on_their_own(ros):
+    """Issue 15 item 6: the table holds while joint_states are stale and, by the default
+    policy, commands again once they have been fresh for joint_states_recover_s (no reset)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    node, executor = ros
+    kin = make_kinematics('ur10e')
+    home = home_pose(kin)
+    proc = start_node('hil_motion_table', 'motion_table_node', 'robot:=ur10e', 'joint_states_timeout_s:=0.2',
+                      'joint_states_recover_s:=0.3', ros_args=('-r', '__ns:=/mtrec'))
+    commands, statuses = [], []
+    node.create_subscription(Float64MultiArray, '/mtrec/forward_position_controller/commands',
+                             lambda m: commands.append(np.array(m.data)), 1000)
+    node.create_subscription(DiagnosticStatus, '/mtrec/table/status', statuses.append, 100)
+    pub_js = node.create_publisher(JointState, '/mtrec/joint_states', 10)
+    pub_pose = node.create_publisher(PoseStamped, '/mtrec/table/pose_cmd', 100)
+    io = {'joints': True, 'k': 0}
+
+    def robot():
+        if io['joints']:
+            q = commands[-1] if commands else kin.q_home
+            pub_js.publish(JointState(name=list(kin.joint_names), position=[float(v) for v in q]))
+
+    def command():  # a slow sweep along x: every command differs while it tracks
+        io['k'] += 1
+        msg = PoseStamped()
+        pose_to_msg(pin.SE3(home.rotation, home.translation + np.array([1e-4 * io['k'], 0.0, 0.0])), msg.pose)
+        pub_pose.publish(msg)
+
+    try:
+        node.create_timer(0.01, robot)
+        node.create_timer(0.01, command)
+        assert spin_until(executor, lambda: len(commands) > 20, 30.0), proc.poll()
+        io['joints'] = False
+        assert spin_until(executor, lambda: statuses and 'stale_measurement' in statuses[-1].message, 5.0)
+        n = len(commands)
+        spin_until(executor, lambda: False, 0.5)
+        held = commands[n:]
+        assert len(held) > 5 and all(np.array_equal(q, held[0]) for q in held)
+        assert statuses[-1].level == DiagnosticStatus.ERROR
+        io['joints'] = True
+        assert spin_until(executor, lambda: statuses[-1].level != DiagnosticStatus.ERROR, 5.0), statuses[-1].message
+        n = len(commands)
+        assert spin_until(executor, lambda: len(commands) > n + 5, 5.0)
+        assert not np.array_equal(commands[-1], held[0])          # moving again, without a reset
+    finally:
+        out = stop_process(proc)
+    assert 'Traceback' not in out, out
