@@ -32,6 +32,7 @@ from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
 from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4
+from hil_dynamics.passivity import PassivityController, integration_energy
 from hil_dynamics.rebase import NominalRebase
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
@@ -40,7 +41,8 @@ RECORD_FIELDS = (
     't', 'phase', 'pos_base_in_client', 'rpy_base_in_client', 'twist_base_rel_client', 'wrench_base_com', 'tau_arm',
     'base_error', 'tool_error', 'momentum_orbit', 'wrench_tool', 'grasp_cmd_client_table', 'base_cmd_servicer_table',
     'grasp_point_orbit', 'base_com_orbit', 'q_arm', 'gripper', 'pose_client_orbit', 'twist_client_body',
-    'pose_base_orbit', 'twist_base_body', 'dq_arm', 'pose_client_table', 'pose_servicer_table')
+    'pose_base_orbit', 'twist_base_body', 'dq_arm', 'pose_client_table', 'pose_servicer_table', 'passivity_client',
+    'passivity_servicer')
 
 
 @dataclass
@@ -72,6 +74,10 @@ class MissionRecord:
     dq_arm: list = field(default_factory=list)                   # [rad/s]
     pose_client_table: list = field(default_factory=list)        # g_c: client table command (NaN without robots)
     pose_servicer_table: list = field(default_factory=list)      # g_s: servicer table command (NaN without robots)
+    # Passivity observers of the two admittance ports (hil_dynamics.passivity), cumulative [J] and
+    # the damping rate [1/s]: [E_obs, E_port, E_integration, E_dissipated, beta] (NaN without robots).
+    passivity_client: list = field(default_factory=list)
+    passivity_servicer: list = field(default_factory=list)
 
     def finish(self) -> 'MissionRecord':
         for name in RECORD_FIELDS:
@@ -135,6 +141,10 @@ class _Mission:
         """``(g_c, g_s)`` commanded to the two tables as [x y z qx qy qz qw]; NaN without robots."""
         return np.full(7, np.nan), np.full(7, np.nan)
 
+    def passivity_record(self):
+        """``(client, servicer)`` passivity observer values (:meth:`PassivityOutput.as_list`); NaN without robots."""
+        return np.full(5, np.nan), np.full(5, np.nan)
+
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
         raise NotImplementedError
 
@@ -194,6 +204,9 @@ class _Mission:
         pose_c, pose_s = self.table_poses()
         r.pose_client_table.append(pose_c)
         r.pose_servicer_table.append(pose_s)
+        pc_client, pc_servicer = self.passivity_record()
+        r.passivity_client.append(pc_client)
+        r.passivity_servicer.append(pc_servicer)
 
     def step(self) -> None:
         if self.k % self.obsw_every == 0 and self.controller is not None:
@@ -238,7 +251,7 @@ class HilMission(_Mission):
     """
 
     def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
-                 forced: bool = True, gravity_m_s2: float = 9.80665):
+                 forced: bool = True, gravity_m_s2: float = 9.80665, passivity_control: bool = False):
         super().__init__(scenario, controller, dt, forced)
         c, s = scenario.client, scenario.servicer
         init, _ = _initial(scenario)
@@ -254,6 +267,16 @@ class HilMission(_Mission):
         # Post-grasp re-basing of the nominal onto the stack (hil_dynamics.rebase; scenario 'rebase').
         params = getattr(scenario, 'rebase', None)
         self.rebase = NominalRebase(params.ramp_s) if params is not None and params.enabled and forced else None
+        # Passivity observers of both admittance ports (hil_dynamics.passivity). The robots are
+        # ideal (measured twist = commanded), so they see what the loop's sampling creates: the
+        # zero-order hold of the contact wrench and, for the client, its integrator. They act
+        # (damping -beta M V) only with passivity_control=True.
+        rate = scenario.passivity.max_rate_per_s if getattr(scenario, 'passivity', None) is not None else 0.0
+        self.passivity_client = PassivityController(c.body.mass_matrix, rate, enabled=passivity_control)
+        self.passivity_servicer = PassivityController(self.model.mass_matrix(s.q_arm_0)[:6, :6], rate,
+                                                      enabled=passivity_control)
+        self._passivity_out = None
+        self._client_integration_j = 0.0
 
     def lab_states(self):
         cs, ss = self.client.state, self.servicer.admittance.state
@@ -279,8 +302,25 @@ class HilMission(_Mission):
             if post is not None and self.t >= post + self.scenario.rebase.after_post_grasp_s - 1e-9:
                 self.rebase.start(self.t)
             self.rebase.update(self.t, self.client, self.servicer.admittance, self.servicer.q_arm, self.servicer.dq_arm)
-        self.client.step(wrench_client_com, self.dt)
-        self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
+        cs, ss = self.client.state, self.servicer.admittance.state
+        out_c = self.passivity_client.update(cs.twist_client_rel_body, cs.twist_client_rel_body, wrench_client_com,
+                                            self.dt, self._client_integration_j)
+        jac_b = self.model.ee_jacobian(self.servicer.q_arm)[:, :6]
+        out_s = self.passivity_servicer.update(ss.twist_base_rel_body, ss.twist_base_rel_body, jac_b.T @ wrench_flange,
+                                              self.dt)
+        self._passivity_out = (out_c, out_s)
+        wrench_client = np.asarray(wrench_client_com, dtype=float) + out_c.wrench_pc
+        g_t0, v_t0 = cs.absolute()
+        self.client.step(wrench_client, self.dt)
+        g_t1, v_t1 = self.client.state.absolute()
+        self._client_integration_j = integration_energy(self.client.body.mass_matrix, v_t0, v_t1, wrench_client, self.dt,
+                                                        pin.log6(g_t0.actInv(g_t1)).vector)
+        self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
+
+    def passivity_record(self):
+        if self._passivity_out is None:
+            return np.zeros(5), np.zeros(5)
+        return tuple(np.array(out.as_list()) for out in self._passivity_out)
 
 
 class AbsoluteMission(_Mission):

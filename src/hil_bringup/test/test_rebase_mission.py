@@ -92,3 +92,22 @@ def test_tables_stay_in_their_boxes_after_the_grasp(run):
         reach = np.abs(p[-1] - p[0]).max() + rate * (600.0 + m.controller.phase_times['post_grasp'] - rec.t[-1])
         print(f'\n{name}: drift {rate * 1e3:.3f} mm/s after the ramp, extrapolated reach at 600 s {reach:.3f} m')
         assert reach < 0.5 * box.min()
+
+
+def test_passivity_energy_is_recorded(run):
+    """The observers of both ports go into the record; with ideal robots they see only the sampling."""
+    _, m, rec, _, _ = run
+    client, servicer = rec.passivity_client, rec.passivity_servicer
+    assert client.shape == (len(rec.pose_client_table), 5) and np.isfinite(client).all() and np.isfinite(servicer).all()
+    before = rec.t[-len(client):] < m.contact.latch_time_s
+    after = ~before
+    # No contact wrench before the latch: nothing at the ports.
+    assert np.abs(client[before, 1]).max() == 0.0 and np.abs(servicer[before, 1]).max() == 0.0
+    # Observe-only here (passivity_control=False): nothing dissipated, beta = 0.
+    assert np.all(client[:, 3] == 0.0) and np.all(servicer[:, 4] == 0.0)
+    kinetic = 0.5 * np.linalg.norm(rec.twist_client_body[-1]) ** 2 * m.scenario.client.body.mass_kg
+    print(f'\npassivity after the grasp: client E_obs {client[after, 0].min():.2e} .. {client[after, 0].max():.2e} J '
+          f'(integration {client[-1, 2]:.1e} J), servicer E_obs {servicer[after, 0].min():.2e} .. '
+          f'{servicer[after, 0].max():.2e} J')
+    assert np.abs(client[after, 1]).max() > 0.0
+    assert np.abs(client[:, 0]).max() < 1e-3 * kinetic and np.abs(servicer[:, 0]).max() < 1e-3 * kinetic
