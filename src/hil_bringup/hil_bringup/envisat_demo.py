@@ -347,22 +347,8 @@ def summary(metrics: dict) -> list[str]:
 
 
 # -- the ROS graph -----------------------------------------------------------------------------------
-GRAPH_TOPICS = (
-    ('client/ft/wrench', 'geometry_msgs.msg', 'WrenchStamped'), ('servicer/ft/wrench', 'geometry_msgs.msg', 'WrenchStamped'),
-    ('client/table/pose_cmd', 'geometry_msgs.msg', 'PoseStamped'), ('servicer/table/pose_cmd', 'geometry_msgs.msg', 'PoseStamped'),
-    ('client/state', 'nav_msgs.msg', 'Odometry'), ('servicer/state', 'nav_msgs.msg', 'Odometry'),
-    ('servicer/base_wrench_cmd', 'geometry_msgs.msg', 'WrenchStamped'), ('servicer_arm/torque_cmd', 'std_msgs.msg', 'Float64MultiArray'),
-    ('servicer_arm/forward_effort_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
-    ('client/forward_position_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
-    ('servicer/forward_position_controller/commands', 'std_msgs.msg', 'Float64MultiArray'),
-    ('servicer_arm/joint_states', 'sensor_msgs.msg', 'JointState'), ('client/joint_states', 'sensor_msgs.msg', 'JointState'),
-    ('servicer/joint_states', 'sensor_msgs.msg', 'JointState'), ('obsw/phase', 'std_msgs.msg', 'String'),
-    ('client/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'), ('servicer/ft/fault', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
-    ('servicer/table/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
-    ('client/table/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
-    ('client/hot_path/status', 'diagnostic_msgs.msg', 'DiagnosticStatus'),
-)
-LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
+from hil_bringup.graphs import ENVISAT_LATCHED_TOPICS as LATCHED_TOPICS  # noqa: E402
+from hil_bringup.graphs import ENVISAT_RECORD_TOPICS as GRAPH_TOPICS  # noqa: E402
 #: Commands that must reach the robots in a live run (the graph did nothing otherwise).
 ROBOT_COMMAND_TOPICS = ('client/forward_position_controller/commands', 'servicer/forward_position_controller/commands',
                         'servicer_arm/forward_effort_controller/commands')
@@ -388,9 +374,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     messages per topic, deadline misses, node exits and their warning counts).
     ``on_running(running_graph, node, executor)`` is called once the graph is ready (tests inspect it).
     """
-    import importlib
-
     from hil_bringup.graph_runner import GraphStartError, RunningGraph, log_levels
+    from hil_bringup.recorder_node import message_class
     from hil_bringup.graphs import envisat_graph
     from hil_bringup.live_report import LiveExpectations, LiveReport
     from hil_bringup.recorder import LATCHED_QOS, TopicRecorder
@@ -407,7 +392,7 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
             'live_view_port': str(view_port), **(launch_arguments or {})}
     graph = envisat_graph(args, scenario=scenario)
     report = LiveReport(expectations if expectations is not None else LiveExpectations())
-    topics = [(name, getattr(importlib.import_module(module), cls)) for name, module, cls in GRAPH_TOPICS]
+    topics = [(name, message_class(type_name)) for name, type_name in GRAPH_TOPICS]
     running = RunningGraph(graph, out / 'live_nodes', say=say)
     summary_path = out / 'live_nodes' / 'live_summary.json'
     with test_node('hil_envisat_recorder') as (node, executor):
@@ -420,8 +405,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
         from diagnostic_msgs.msg import DiagnosticStatus
         from std_msgs.msg import String
         node.create_subscription(String, 'obsw/phase', lambda m: report.phase(now(), m.data), LATCHED_QOS)
-        for name, _, cls in GRAPH_TOPICS:
-            if cls == 'DiagnosticStatus':
+        for name, type_name in GRAPH_TOPICS:
+            if type_name == 'diagnostic_msgs/msg/DiagnosticStatus':
                 node.create_subscription(DiagnosticStatus, name, lambda m, n=name: report.status(
                     now(), n, m.level, m.message, {kv.key: kv.value for kv in m.values}),
                     LATCHED_QOS if name in LATCHED_TOPICS else 10)

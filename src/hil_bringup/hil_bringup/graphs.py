@@ -149,8 +149,12 @@ class Stage:
 
 @dataclass(frozen=True)
 class Graph:
+    """A mission's node set in start order; ``record_topics`` (``(name, 'package/msg/Type')``) are what
+    ``record:=true`` records and what the demo's live part records."""
+
     name: str
     stages: tuple
+    record_topics: tuple = ()
 
     @property
     def nodes(self) -> list[NodeSpec]:
@@ -237,7 +241,9 @@ ENVISAT_ARGS = (
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),
     Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
-    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
+        ('true', 'false')),
+    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
     Arg('live_view', 'true', 'the live 3-D view: RViz markers and a Foxglove WebSocket server', ('true', 'false')),
     Arg('live_view_port', '8765', 'port of the live view\'s Foxglove WebSocket server on 127.0.0.1 (0: markers only)'),
 )
@@ -252,6 +258,24 @@ ENVISAT_ROBOT_TOPICS = (('client/joint_states', 'sensor_msgs/msg/JointState'),
                         ('servicer_arm/joint_states', 'sensor_msgs/msg/JointState'))
 ENVISAT_WRENCH_TOPICS = (('client/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
                          ('servicer/ft/wrench', 'geometry_msgs/msg/WrenchStamped'))
+_WRENCH, _POSE, _ODOM, _ARRAY, _JOINTS, _STATUS = (
+    'geometry_msgs/msg/WrenchStamped', 'geometry_msgs/msg/PoseStamped', 'nav_msgs/msg/Odometry',
+    'std_msgs/msg/Float64MultiArray', 'sensor_msgs/msg/JointState', 'diagnostic_msgs/msg/DiagnosticStatus')
+ENVISAT_RECORD_TOPICS = (
+    ('client/ft/wrench', _WRENCH), ('servicer/ft/wrench', _WRENCH),
+    ('client/table/pose_cmd', _POSE), ('servicer/table/pose_cmd', _POSE),
+    ('client/state', _ODOM), ('servicer/state', _ODOM),
+    ('servicer/base_wrench_cmd', _WRENCH), ('servicer_arm/torque_cmd', _ARRAY),
+    ('servicer_arm/forward_effort_controller/commands', _ARRAY),
+    ('client/forward_position_controller/commands', _ARRAY),
+    ('servicer/forward_position_controller/commands', _ARRAY),
+    ('servicer_arm/joint_states', _JOINTS), ('client/joint_states', _JOINTS), ('servicer/joint_states', _JOINTS),
+    ('obsw/phase', 'std_msgs/msg/String'), ('servicer/gripper_cmd', 'std_msgs/msg/Bool'),
+    ('client/ft/fault', _STATUS), ('servicer/ft/fault', _STATUS),
+    ('servicer/table/status', _STATUS), ('client/table/status', _STATUS), ('client/hot_path/status', _STATUS),
+)
+#: Latched (transient-local) topics among them.
+ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
 
 
 def _pose_xyz_rpy(g) -> list[float]:
@@ -340,7 +364,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         Stage('lab', tuple(lab), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
         Stage('stack', tuple(stack)),
-    )).check()
+    ), ENVISAT_RECORD_TOPICS).check()
 
 
 # -- delayed teleoperation of a massive payload (seed 001) ------------------------------------------------
@@ -355,7 +379,14 @@ TELEOP_ARGS = (
     Arg('tared_force_n', '1.0', 'the teleoperation nodes start once both F/T drivers stream wrenches below this '
                                 'force (tared) [N]'),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
-    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
+        ('true', 'false')),
+    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+)
+TELEOP_RECORD_TOPICS = (
+    ('teleop/f_m', _WRENCH), ('teleop/x_vir', _POSE), ('teleop/f_vir', _WRENCH), ('teleop/virtual_payload/pose', _POSE),
+    ('slave/ft/wrench', _WRENCH), ('slave/x_s', _POSE), ('earth/slave/x_s', _POSE), ('payload/table/pose_cmd', _POSE),
+    ('payload/ft/wrench', _WRENCH),
 )
 _SLAVE_REMAPS = (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
                  ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states'))
@@ -392,7 +423,8 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
     )
     if sim == 'contact':
         return Graph('massive_payload_teleop', (Stage('stack', stack + (
-            NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),)).check()
+            NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),),
+            TELEOP_RECORD_TOPICS).check()
     lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters=params['lab_twin']),) if sim == 'true' else ()
     io = []
     for who in ('slave', 'payload'):
@@ -410,7 +442,7 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
         Stage('io', tuple(io), Ready(wrenches, timeout_s=timeout_s,
                                      max_force_n=_float_arg(args, 'tared_force_n', 1e-3, 1e4))),
         Stage('stack', stack),
-    )).check()
+    ), TELEOP_RECORD_TOPICS).check()
 
 
 # -- the client-only graph ----------------------------------------------------------------------------------
@@ -419,7 +451,9 @@ CLIENT_ARGS = (
     Arg('scripted_wrench', 'true', 'publish a scripted push instead of a real F/T sensor', ('true', 'false')),
     Arg('push_force_n', '', 'scripted push in the F/T sensor frame [N], e.g. "[0.0, 0.0, 10.0]" '
                            '(empty: the scenario\'s demo.push_force_orbit_n)'),
-    Arg('record', 'false', 'record every topic (ros2 bag where installed, else our recorder node)', ('true', 'false')),
+    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
+        ('true', 'false')),
+    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
 )
 
 
@@ -441,7 +475,8 @@ def client_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph
         nodes.append(NodeSpec('hil_bringup', 'scripted_wrench_node', 'scripted_wrench', parameters={
             'force_n': [float(v) for v in push], 'start_s': float(scenario.demo.get('push_start_s', 1.0)),
             'duration_s': float(scenario.demo.get('push_duration_s', 1.0))}))
-    return Graph('client_admittance', (Stage('stack', tuple(nodes)),)).check()
+    return Graph('client_admittance', (Stage('stack', tuple(nodes)),),
+                 (('client/ft/wrench', _WRENCH), ('client/table/pose_cmd', _POSE), ('client/state', _ODOM))).check()
 
 
 GRAPHS = {'envisat_capture': (ENVISAT_ARGS, envisat_graph), 'massive_payload_teleop': (TELEOP_ARGS, teleop_graph),

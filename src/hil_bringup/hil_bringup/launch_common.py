@@ -80,18 +80,37 @@ def graph_actions(graph) -> list:
     return following
 
 
-def record_action(context) -> list:
-    """``record:=true``: ``ros2 bag record`` (MCAP) where the ROS 2 CLI is installed."""
+def record_command(graph, bag_path: str, ros2_available: bool) -> dict:
+    """How ``record:=true`` records ``graph.record_topics``: ``{'cmd': [...]}`` for ``ros2 bag record``
+    (MCAP) where the ROS 2 CLI is installed, else ``{'node': NodeSpec}`` of our ``recorder_node`` with
+    the same topics and bag layout."""
+    import time
+
+    from hil_bringup.graphs import NodeSpec
+
+    path = bag_path or time.strftime('rosbag2_%Y_%m_%d-%H_%M_%S')
+    topics = [name for name, _ in graph.record_topics]
+    if ros2_available:
+        return {'cmd': ['ros2', 'bag', 'record', '--storage', 'mcap', '--output', path, *topics]}
+    return {'node': NodeSpec('hil_bringup', 'recorder_node', 'recorder', parameters={'bag_path': path, 'topics': topics})}
+
+
+def record_actions(context, graph) -> list:
+    """``record:=true``: ``ros2 bag record`` where installed, else ``recorder_node`` (said in the log)."""
     import shutil
 
     from launch.actions import ExecuteProcess, LogInfo
     from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
 
     if LaunchConfiguration('record').perform(context) != 'true':
         return []
-    if shutil.which('ros2'):
-        return [ExecuteProcess(cmd=['ros2', 'bag', 'record', '--all', '--storage', 'mcap'], output='screen')]
-    return [LogInfo(msg='record:=true but the ros2 CLI is not installed: nothing is recorded')]
+    how = record_command(graph, LaunchConfiguration('bag_path').perform(context), shutil.which('ros2') is not None)
+    if 'cmd' in how:
+        return [ExecuteProcess(cmd=how['cmd'], output='screen')]
+    spec = how['node']
+    return [LogInfo(msg=f"record:=true: 'ros2 bag' is not installed; recording with hil_bringup/recorder_node to "
+                        f"{spec.parameters['bag_path']}"), Node(**spec.launch_kwargs())]
 
 
 def graph_launch_description(declared, build) -> 'object':
@@ -100,7 +119,7 @@ def graph_launch_description(declared, build) -> 'object':
     from launch.actions import OpaqueFunction
 
     def nodes(context):
-        return network_environment(context) + graph_actions(build(argument_values(declared, context))) \
-            + record_action(context)
+        graph = build(argument_values(declared, context))
+        return network_environment(context) + graph_actions(graph) + record_actions(context, graph)
 
     return LaunchDescription([*declare_arguments(declared), network_argument(), OpaqueFunction(function=nodes)])

@@ -163,13 +163,7 @@ def record_mcap(run: TeleopRun, path: Path, frame_id: str = 'slave_base', rate_h
 # -- the same experiment as a ROS graph (real DDS on loopback) --------------------------------
 # The node set is hil_bringup.graphs.teleop_graph, the one massive_payload_teleop.launch.py starts.
 SIMS = {'twin': 'true', 'contact': 'contact'}
-RECORDED = [('teleop/f_m', 'geometry_msgs/msg/WrenchStamped'), ('teleop/x_vir', 'geometry_msgs/msg/PoseStamped'),
-            ('teleop/f_vir', 'geometry_msgs/msg/WrenchStamped'),
-            ('teleop/virtual_payload/pose', 'geometry_msgs/msg/PoseStamped'),
-            ('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'), ('slave/x_s', 'geometry_msgs/msg/PoseStamped'),
-            ('earth/slave/x_s', 'geometry_msgs/msg/PoseStamped'),
-            ('payload/table/pose_cmd', 'geometry_msgs/msg/PoseStamped'),
-            ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped')]
+from hil_bringup.graphs import TELEOP_RECORD_TOPICS as RECORDED  # noqa: E402  (the graph's recorded topics)
 
 
 def _node_of(key: str) -> str:

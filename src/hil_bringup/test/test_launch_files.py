@@ -33,7 +33,7 @@ SCHEMAS = {
     'ft_sensor_node': 'hil_sensors.ft_driver', 'motion_table_node': 'hil_motion_table.motion_table_node',
     'teleop_master_node': 'hil_teleop.teleop_master_node', 'delay_line_node': 'hil_teleop.delay_line_node',
     'slave_law_node': 'hil_teleop.slave_law_node', 'grip_contact_node': 'hil_teleop.grip_contact_node',
-    'live_view_node': 'hil_bringup.live_view_node',
+    'live_view_node': 'hil_bringup.live_view_node', 'recorder_node': 'hil_bringup.recorder_node',
 }
 #: Every combination of the arguments that change the node set.
 VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path'), combo)))
@@ -75,9 +75,11 @@ def test_launch_common_makes_each_node_from_its_spec_only():
 
     tree = ast.parse(Path(lc.__file__).read_text())
     nodes = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, 'id', None) == 'Node']
-    assert len(nodes) == 1 and not nodes[0].args and len(nodes[0].keywords) == 1
-    kw = nodes[0].keywords[0]
-    assert kw.arg is None and ast.unparse(kw.value) == 'spec.launch_kwargs()'
+    assert nodes
+    for node in nodes:
+        assert not node.args and len(node.keywords) == 1
+        kw = node.keywords[0]
+        assert kw.arg is None and ast.unparse(kw.value) == 'spec.launch_kwargs()'
 
 
 @pytest.mark.parametrize('name, given', VARIANTS, ids=lambda v: str(v))
@@ -169,3 +171,21 @@ def test_ready_conditions_reach_wait_for_ready_unchanged_and_judge_what_arrives(
     assert not monitor.done()                       # one of the last three is still the weight
     monitor.feed('a', WrenchStamped())
     assert monitor.done() and monitor.missing() == ''
+
+
+@pytest.mark.parametrize('name', sorted(graphs.GRAPHS))
+def test_record_true_records_the_graph_s_topics_with_ros2_bag_or_our_recorder(name):
+    from hil_bringup.launch_common import record_command
+    from hil_bringup.recorder_node import message_class
+
+    graph = build(name, {})
+    assert graph.record_topics
+    for _, type_name in graph.record_topics:
+        message_class(type_name)                        # every recorded type exists
+    topics = [t for t, _ in graph.record_topics]
+    cmd = record_command(graph, 'bag', ros2_available=True)['cmd']
+    assert cmd[:3] == ['ros2', 'bag', 'record'] and cmd[-len(topics):] == topics and 'mcap' in cmd
+    spec = record_command(graph, 'bag', ros2_available=False)['node']
+    assert spec.parameters['topics'] == topics and spec.parameters['bag_path'] == 'bag'
+    validate(schema(spec.executable), spec.parameters)
+    assert record_command(graph, '', ros2_available=False)['node'].parameters['bag_path'].startswith('rosbag2_')
