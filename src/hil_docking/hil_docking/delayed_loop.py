@@ -36,13 +36,18 @@ class LoopRun:
 
 def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, x0, v0, t_final: float,
                           steps_per_delay: int = 50, unilateral: bool = True,
-                          record_every: int = 1, stop_after_separation: bool = False) -> LoopRun:
+                          record_every: int = 1, stop_after_separation: bool = False,
+                          servo_lag_s: float = 0.0) -> LoopRun:
     """Integrate the delayed loop for a batch of parameter sets (arrays broadcast together).
 
     ``unilateral``: the force acts only while ``x_r > 0`` (an impact); otherwise the loop is
     linear for all ``x`` (the stability analysis of Eqs. 24-29). Before ``t = 0`` the robot
     history is the simulated mass moving at ``v0`` (``x(t) = x0 + v0 t``).
     ``stop_after_separation``: end once every member has been in contact and left it.
+    ``servo_lag_s`` (``tau``, beyond the seed): the robot follows the delayed command through a
+    first-order servo, ``x_r' = (x(t - Delta) - x_r) / tau``, integrated exactly for the
+    piecewise-linear delayed command; the force uses ``x_r`` and ``x_r'``. It starts in the
+    steady ramp-tracking state ``x_r = x(-Delta) - tau v0``.
     """
     m, k, b, x, v = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, dtype=float))
                                           for a in (mass_kg, stiffness_n_m, damping_ns_m, x0, v0)))
@@ -64,6 +69,13 @@ def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, 
         hx[i % size] = x + v * (i * h)
         hv[i % size] = v
 
+    lag = float(servo_lag_s)
+    if not (np.isfinite(lag) and lag >= 0.0):
+        raise ValueError(f'servo_lag_s must be finite and >= 0, got {servo_lag_s!r}')
+    if lag > 0.0:
+        decay = float(np.exp(-h / lag))
+        robot = hx[(-n_d) % size] - lag * v
+
     def force(xr, vr):
         f = k * xr + b * vr
         if unilateral:
@@ -75,7 +87,7 @@ def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, 
     ts = np.empty(n_rec)
     xs, vs, fs = (np.empty((n_rec,) + x.shape) for _ in range(3))
     cs = np.empty((n_rec,) + x.shape, dtype=bool)
-    f0, c0 = force(hx[(-n_d) % size], hv[(-n_d) % size])
+    f0, c0 = force(hx[(-n_d) % size], hv[(-n_d) % size]) if lag == 0.0 else force(robot, v)
     ts[0], xs[0], vs[0], fs[0], cs[0] = 0.0, x, v, f0, c0
     entered = np.zeros(x.shape, dtype=bool)
     left = np.zeros(x.shape, dtype=bool)
@@ -83,8 +95,16 @@ def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, 
     minv = 1.0 / m
     for i in range(n_steps):
         # delayed robot states at t_i and t_{i+1}: samples i - n_d and i + 1 - n_d
-        fa, ca = force(hx[(i - n_d) % size], hv[(i - n_d) % size])
-        fb, _ = force(hx[(i + 1 - n_d) % size], hv[(i + 1 - n_d) % size])
+        if lag == 0.0:
+            fa, ca = force(hx[(i - n_d) % size], hv[(i - n_d) % size])
+            fb, _ = force(hx[(i + 1 - n_d) % size], hv[(i + 1 - n_d) % size])
+        else:
+            u0, u1 = hx[(i - n_d) % size], hx[(i + 1 - n_d) % size]
+            ramp = (u1 - u0) * (lag / h)
+            robot_next = u1 - ramp + (robot - u0 + ramp) * decay
+            fa, ca = force(robot, (u0 - robot) / lag)
+            fb, _ = force(robot_next, (u1 - robot_next) / lag)
+            robot = robot_next
         a0, a1 = -fa * minv, -fb * minv
         x = x + h * v + h * h * (a0 / 3.0 + a1 / 6.0)
         v = v + 0.5 * h * (a0 + a1)

@@ -99,33 +99,61 @@ def pade1_map(delay_s: float, stiffness_n_m, damping_ns_m) -> np.ndarray:
     return np.where(ok, m, np.nan)
 
 
-def exact_delay_margin_s(mass_kg, stiffness_n_m, damping_ns_m):
-    """``Delta_max(m) = atan(b w_c / k) / w_c`` [s] of the exact-delay loop; arrays broadcast."""
-    m, k, b = (np.asarray(a, dtype=float) for a in (mass_kg, stiffness_n_m, damping_ns_m))
-    wc = np.sqrt((b * b + np.sqrt(b ** 4 + 4.0 * m * m * k * k)) / (2.0 * m * m))
-    return np.arctan(b * wc / k) / wc
+def crossover_rad_s(mass_kg, stiffness_n_m, damping_ns_m, lag_s=0.0):
+    """``w_c`` where ``|L(i w)| = 1`` for ``L = (b s + k) e^{-s Delta} / (m s^2 (tau s + 1))``.
+
+    ``|L|`` falls monotonically in ``w`` (its log-derivative is below ``-1/w``), so the crossing
+    is unique: closed form for ``tau = 0``, bisection in ``log w`` otherwise (it lies below the
+    ``tau = 0`` crossing)."""
+    m, k, b, tau = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (mass_kg, stiffness_n_m, damping_ns_m,
+                                                                              lag_s)))
+    w0 = np.sqrt((b * b + np.sqrt(b ** 4 + 4.0 * m * m * k * k)) / (2.0 * m * m))
+    if not np.any(tau > 0.0):
+        return w0
+    lo, hi = np.log(w0 * 1e-9), np.log(w0)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        w = np.exp(mid)
+        above = (k * k + b * b * w * w) > (m * m * w ** 4) * (1.0 + tau * tau * w * w)   # |L| > 1
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.where(tau > 0.0, np.exp(0.5 * (lo + hi)), w0)
 
 
-def m_min_exact(delay_s, stiffness_n_m, damping_ns_m, rel_tol: float = 1e-10):
+def exact_delay_margin_s(mass_kg, stiffness_n_m, damping_ns_m, lag_s=0.0):
+    """``Delta_max(m) = (atan(b w_c / k) - atan(tau w_c)) / w_c`` [s] of the exact-delay loop
+    (``tau``: an optional first-order servo lag, beyond the seed); arrays broadcast. Negative:
+    unstable even without delay."""
+    k, b, tau = (np.asarray(a, dtype=float) for a in (stiffness_n_m, damping_ns_m, lag_s))
+    wc = crossover_rad_s(mass_kg, k, b, tau)
+    return (np.arctan(b * wc / k) - np.arctan(tau * wc)) / wc
+
+
+def m_min_exact(delay_s, stiffness_n_m, damping_ns_m, rel_tol: float = 1e-10, lag_s: float = 0.0):
     """The exact minimum mass [kg] (bisection on :func:`exact_delay_margin_s`); arrays broadcast,
-    NaN where ``Delta >= b/k`` for arrays, ValueError for scalars."""
+    NaN where ``Delta (+ tau) >= b/k`` for arrays, ValueError for scalars.
+
+    With a servo lag ``tau`` the bound grows to ``Delta + tau < b/k`` (for large ``m`` the
+    margin tends to ``b/k - tau``)."""
     _check(delay_s, stiffness_n_m, damping_ns_m)
+    tau = float(lag_s)
+    if not (np.isfinite(tau) and tau >= 0.0):
+        raise ValueError(f'lag_s must be finite and >= 0, got {lag_s!r}')
     d, k, b = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (delay_s, stiffness_n_m, damping_ns_m)))
     scalar = d.ndim == 0
     if scalar:
-        _require_below_bound(float(d), float(k), float(b))
-    ok = d < b / k
+        _require_below_bound(float(d) + tau, float(k), float(b))
+    ok = d + tau < b / k
     # Bracket: Delta_max ~ (pi/2) m / b for small m, so m = 2 b Delta / pi is near the answer when k Delta << b.
     lo = np.where(ok, 1e-6 * b * d, np.nan)
-    hi = np.where(ok, b * d, np.nan)
+    hi = np.where(ok, b * (d + tau), np.nan)
     for _ in range(200):            # grow hi until stable
-        need = ok & ~(exact_delay_margin_s(hi, k, b) > d)
+        need = ok & ~(exact_delay_margin_s(hi, k, b, tau) > d)
         if not np.any(need):
             break
         hi = np.where(need, hi * 4.0, hi)
     while True:
         mid = np.sqrt(lo * hi)
-        stable = exact_delay_margin_s(mid, k, b) > d
+        stable = exact_delay_margin_s(mid, k, b, tau) > d
         hi = np.where(stable, mid, hi)
         lo = np.where(stable, lo, mid)
         if not np.any(ok & (hi / lo - 1.0 > rel_tol)):
@@ -187,17 +215,17 @@ def exact_map(delay_s: float, stiffness_n_m, damping_ns_m) -> np.ndarray:
 
 
 def envelope_growth(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, periods: float = 40.0,
-                    steps_per_delay: int = 20) -> np.ndarray:
+                    steps_per_delay: int = 20, lag_s: float = 0.0) -> np.ndarray:
     """Time-domain growth factor of the exact-delay loop's free oscillation (per batch entry):
     max |x| over the last quarter of the run divided by max |x| over its second quarter.
     > 1: unstable. The run lasts ``periods`` periods of the slowest crossing frequency."""
     m, k, b = np.broadcast_arrays(*(np.atleast_1d(np.asarray(a, dtype=float))
                                     for a in (mass_kg, stiffness_n_m, damping_ns_m)))
-    wc = np.sqrt((b * b + np.sqrt(b ** 4 + 4.0 * m * m * k * k)) / (2.0 * m * m))
+    wc = crossover_rad_s(m, k, b, lag_s)
     t_final = periods * 2.0 * np.pi / float(np.min(wc))
     with np.errstate(over='ignore', invalid='ignore'):      # unstable members may overflow: inf growth
         run = simulate_delayed_loop(m, k, b, delay_s, 1.0, 0.0, t_final, steps_per_delay=steps_per_delay,
-                                    unilateral=False, record_every=1)
+                                    unilateral=False, record_every=1, servo_lag_s=lag_s)
     n = run.t.size
     x = np.abs(run.x)
     late = np.where(np.isfinite(x[3 * n // 4:]), x[3 * n // 4:], np.inf).max(axis=0)
@@ -205,28 +233,29 @@ def envelope_growth(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, period
 
 
 def m_min_simulated(delay_s: float, stiffness_n_m: float, damping_ns_m: float, rel_tol: float = 0.01,
-                    batch: int = 12, periods: float = 40.0, steps_per_delay: int = 20) -> float:
+                    batch: int = 12, periods: float = 40.0, steps_per_delay: int = 20, lag_s: float = 0.0) -> float:
     """The stability boundary in ``m`` [kg] found by simulating the exact-delay loop.
 
     Multisection: ``batch`` masses on a geometric grid inside the bracket are simulated at
     once; the bracket shrinks to the neighbours of the first stable one until it is
-    narrower than ``rel_tol``. The initial bracket comes from the Pade-1 bound (x 1/20 ... x 20).
+    narrower than ``rel_tol``. The initial bracket comes from the Pade-1 bound for ``Delta + tau``
+    (x 1/20 ... x 20). ``lag_s``: the robot's first-order servo lag ``tau``.
     Returns the upper (stable) end of the final bracket.
     """
     _check(delay_s, stiffness_n_m, damping_ns_m)
     d, k, b = float(delay_s), float(stiffness_n_m), float(damping_ns_m)
-    _require_below_bound(d, k, b)
-    guess = float(m_min_pade1(d, k, b))
+    _require_below_bound(d + float(lag_s), k, b)
+    guess = float(m_min_pade1(d + float(lag_s), k, b))
     lo, hi = guess / 20.0, guess * 20.0
     for _ in range(20):
-        if envelope_growth(hi, k, b, d, periods, steps_per_delay)[0] < 1.0:
+        if envelope_growth(hi, k, b, d, periods, steps_per_delay, lag_s)[0] < 1.0:
             break
         lo, hi = hi, hi * 20.0
     else:
         raise RuntimeError('no stable mass found by simulation')
     while hi / lo - 1.0 > rel_tol:
         masses = np.geomspace(lo, hi, batch + 2)[1:-1]
-        stable = envelope_growth(masses, k, b, d, periods, steps_per_delay) < 1.0
+        stable = envelope_growth(masses, k, b, d, periods, steps_per_delay, lag_s) < 1.0
         first = int(np.argmax(stable)) if np.any(stable) else batch
         lo = masses[first - 1] if first > 0 else lo
         hi = masses[first] if first < batch else hi

@@ -1,13 +1,15 @@
 """``docking_designer``: the minimum simulated mass for a facility's loop delay (seed 003 Eqs. 23-29).
 
-    docking_designer --delay-ms 10 --stiffness 5000 --damping 100 [--mass 2.0] [--simulate]
+    docking_designer --delay-ms 10 --stiffness 5000 --damping 100 [--mass 2.0] [--servo-lag-ms 5] [--simulate]
     docking_designer --fig6 fig6.png [--k-range 100 1e5] [--b-range 10 2000] [--grid 50]
 
 For one (Delta, k, b) it prints the Routh-Hurwitz conditions of Eq. (26) (at ``--mass`` if
 given, else at the exact minimum mass), the minimum mass by Eq. (29) (first-order Pade, the
 seed), by second-order Pade, by the exact delay margin (recommended), and with
 ``--simulate`` by bisection on a time-domain simulation of the exact-delay loop. With
-``--mass`` it says whether that mass is safe. ``--fig6`` draws the map in the style of
+``--mass`` it says whether that mass is safe. ``--servo-lag-ms`` adds the robot's servo as a
+first-order lag ``tau`` (beyond the seed): the exact margin and the simulation then include it,
+and the verdict uses it (counting ``tau`` as extra delay instead is conservative). ``--fig6`` draws the map in the style of
 seed 003 Fig. 6 (m_min over contact stiffness and damping for Delta = 5, 10, 15 ms).
 Exit status: 0 stable / report done, 1 the given mass is unstable, 2 bad input.
 """
@@ -59,9 +61,12 @@ def draw_fig6(path: Path, k_range=(1e2, 1e5), b_range=(10.0, 2000.0), grid: int 
     return path
 
 
-def report(delay_s: float, k: float, b: float, mass_kg: float | None, simulate: bool, out=None) -> int:
+def report(delay_s: float, k: float, b: float, mass_kg: float | None, simulate: bool, out=None,
+           lag_s: float = 0.0) -> int:
     out = sys.stdout if out is None else out
     bound = delay_bound_s(k, b)
+    if lag_s > 0.0:
+        exact_lag = m_min_exact(delay_s, k, b, lag_s=lag_s)
     exact = m_min_exact(delay_s, k, b)
     pade1 = float(m_min_pade1(delay_s, k, b))
     pade2 = m_min_pade(delay_s, k, b, order=2)
@@ -71,11 +76,22 @@ def report(delay_s: float, k: float, b: float, mass_kg: float | None, simulate: 
     print(f'  Eq. (29), first-order Pade (seed 003)  {pade1:12.6g} kg   ({(pade1 / exact - 1) * 100:+.1f} % vs exact: '
           f'{"optimistic" if pade1 < exact else "conservative"})', file=out)
     print(f'  second-order Pade                      {pade2:12.6g} kg   ({(pade2 / exact - 1) * 100:+.2f} %)', file=out)
-    print(f'  exact delay margin (use this)          {exact:12.6g} kg', file=out)
+    label = 'exact delay margin (use this)  ' if lag_s == 0.0 else 'exact delay margin, servo ignored'
+    print(f'  {label}       {exact:12.6g} kg', file=out)
     if simulate:
         sim = m_min_simulated(delay_s, k, b)
         print(f'  time-domain simulation, exact delay    {sim:12.6g} kg   ({(sim / exact - 1) * 100:+.2f} %, '
               'bisection to 1 %)', file=out)
+    if lag_s > 0.0:
+        print(f'with the servo lag tau = {lag_s * 1e3:g} ms (delay bound Delta + tau < b/k):', file=out)
+        print(f'  exact margin with the lag (use this)   {exact_lag:12.6g} kg', file=out)
+        print(f'  lag counted as delay, Delta + tau      {m_min_exact(delay_s + lag_s, k, b):12.6g} kg   (conservative)',
+              file=out)
+        if simulate:
+            sim = m_min_simulated(delay_s, k, b, lag_s=lag_s)
+            print(f'  time-domain simulation with the lag    {sim:12.6g} kg   ({(sim / exact_lag - 1) * 100:+.2f} %)',
+                  file=out)
+        exact = exact_lag
     m_eval = exact if mass_kg is None else mass_kg
     rh = routh_hurwitz(delay_s, k, b, m_eval)
     print(f'Routh-Hurwitz, Eq. (26) (with the erratum 1/2 on k m Delta), at m = {m_eval:.6g} kg (Pade-1 model):', file=out)
@@ -97,6 +113,7 @@ def main(argv=None) -> int:
     parser.add_argument('--stiffness', type=float, help='orbital contact stiffness k [N/m]')
     parser.add_argument('--damping', type=float, help='orbital contact damping b [N s/m]')
     parser.add_argument('--mass', type=float, default=None, help='simulated equivalent mass to check [kg]')
+    parser.add_argument('--servo-lag-ms', type=float, default=0.0, help="robot servo first-order lag tau [ms] (default 0)")
     parser.add_argument('--simulate', action='store_true', help='also bisect on a time-domain simulation (a few s)')
     parser.add_argument('--fig6', type=Path, default=None, help='draw the Fig. 6 map to this PNG')
     parser.add_argument('--k-range', type=float, nargs=2, default=(1e2, 1e5), metavar=('K_MIN', 'K_MAX'))
@@ -111,7 +128,10 @@ def main(argv=None) -> int:
                 raise ValueError('--delay-ms, --stiffness and --damping go together')
             if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0.0):
                 raise ValueError(f'mass_kg must be finite and > 0, got {args.mass!r}')
-            status = report(args.delay_ms * 1e-3, args.stiffness, args.damping, args.mass, args.simulate)
+            if not (np.isfinite(args.servo_lag_ms) and args.servo_lag_ms >= 0.0):
+                raise ValueError(f'servo lag must be finite and >= 0 ms, got {args.servo_lag_ms!r}')
+            status = report(args.delay_ms * 1e-3, args.stiffness, args.damping, args.mass, args.simulate,
+                            lag_s=args.servo_lag_ms * 1e-3)
         elif args.fig6 is None:
             parser.print_help()
             return 2

@@ -22,9 +22,9 @@ def test_eq29_is_the_boundary_of_the_roots_of_eq25_and_eq26_agrees_with_them():
         assert routh_hurwitz(d, k, b, m).stable == pade_stable(d, k, b, m, order=1)
 
 
-@pytest.mark.parametrize('delay_s, k, b', [(0.005, 5000.0, 100.0), (0.015, 2.0e4, 400.0)])
-def test_designer_bound_against_the_simulated_exact_delay_boundary(delay_s, k, b):
+def test_designer_bound_against_the_simulated_exact_delay_boundary():
     """Tolerance 2 %: the multisection resolves 1 %, the h = Delta/20 integrator < 0.5 %."""
+    delay_s, k, b = 0.005, 5000.0, 100.0
     exact = m_min_exact(delay_s, k, b)
     assert exact_delay_margin_s(exact, k, b) == pytest.approx(delay_s, rel=1e-8)
     simulated = m_min_simulated(delay_s, k, b, rel_tol=0.01)
@@ -33,6 +33,19 @@ def test_designer_bound_against_the_simulated_exact_delay_boundary(delay_s, k, b
     pade1 = float(m_min_pade1(delay_s, k, b))
     assert pade1 < 0.85 * simulated
     assert np.all(envelope_growth([pade1, 1.1 * pade1], k, b, delay_s) > 1.0)
+
+
+def test_designer_bound_with_a_servo_lag_against_simulation():
+    """A robot servo (first-order lag tau) in the loop: the exact margin with the lag matches the
+    simulated boundary (2 %); counting the lag as extra delay is conservative, ignoring it optimistic."""
+    delay_s, lag_s, k, b = 0.010, 0.005, 2.0e4, 400.0
+    exact = m_min_exact(delay_s, k, b, lag_s=lag_s)
+    simulated = m_min_simulated(delay_s, k, b, rel_tol=0.01, lag_s=lag_s)
+    assert simulated == pytest.approx(exact, rel=0.02)
+    assert m_min_exact(delay_s + lag_s, k, b) > 1.04 * simulated          # +7 %
+    assert m_min_exact(delay_s, k, b) < 0.85 * simulated                  # the lag ignored
+    with pytest.raises(ValueError, match='bound b/k'):
+        m_min_exact(0.015, k, b, lag_s=0.006)                             # Delta + tau >= b/k
 
 
 def test_higher_order_pade_converges_to_the_exact_margin():
