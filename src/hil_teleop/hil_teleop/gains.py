@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-def _diag6(name: str, values, lo: float = 0.0, hi: float = np.inf) -> np.ndarray:
+def diag6(name: str, values, lo: float = 0.0, hi: float = np.inf) -> np.ndarray:
     v = np.asarray(values, dtype=float).reshape(-1)
     if v.shape == (1,):
         v = np.full(6, v[0])
@@ -46,10 +46,10 @@ class TeleopGains:
     scaling: bool = True
 
     def __post_init__(self):
-        self.k_s = _diag6('k_s', self.k_s)
-        self.g = _diag6('g', self.g)
-        self.k_c = _diag6('k_c', self.k_c)
-        self.d = _diag6('d', self.d, 0.0, 0.4999)
+        self.k_s = diag6('k_s', self.k_s)
+        self.g = diag6('g', self.g)
+        self.k_c = diag6('k_c', self.k_c)
+        self.d = diag6('d', self.d, 0.0, 0.4999)
 
     # Effective diagonals, with the switches applied.
     @property

@@ -35,7 +35,7 @@ from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 from hil_teleop.coordinates import advance_pose_world, cross3, x_from_pose
-from hil_teleop.gains import _diag6
+from hil_teleop.gains import diag6
 
 
 class SlaveArm:
@@ -44,7 +44,7 @@ class SlaveArm:
     def __init__(self, pose_ee_in_base: pin.SE3, droop, tau_s: float):
         if not (math.isfinite(tau_s) and tau_s >= 0.0):
             raise ValueError(f'tau_s must be finite and >= 0, got {tau_s!r}')
-        self.droop = _diag6('droop', droop)
+        self.droop = diag6('droop', droop)
         self.tau_s = float(tau_s)
         self.pose = pin.SE3(pose_ee_in_base)
         self.v = np.zeros(6)
@@ -66,8 +66,8 @@ class GripContact:
     """Spring-damper between end effector and grip: the wrist wrench ``f_s`` (world axes, about the grip)."""
 
     def __init__(self, stiffness, damping):
-        self.k = _diag6('contact stiffness', stiffness)
-        self.d = _diag6('contact damping', damping)
+        self.k = diag6('contact stiffness', stiffness)
+        self.d = diag6('contact damping', damping)
 
     def wrench(self, pose_ee: pin.SE3, v_ee, pose_grip: pin.SE3, v_grip) -> np.ndarray:
         err = np.concatenate((pose_ee.translation - pose_grip.translation,

@@ -38,7 +38,7 @@ import pinocchio as pin
 
 from hil_dynamics.rigid_body import RigidBody
 from hil_teleop.coordinates import b_matrix, cross3, integrate_position, position_difference
-from hil_teleop.gains import TeleopGains, _diag6
+from hil_teleop.gains import TeleopGains, diag6
 
 
 @dataclass
@@ -49,8 +49,8 @@ class VirtualContact:
     d_t: np.ndarray
 
     def __post_init__(self):
-        self.k_t = _diag6('k_t', self.k_t)
-        self.d_t = _diag6('d_t', self.d_t)
+        self.k_t = diag6('k_t', self.k_t)
+        self.d_t = diag6('d_t', self.d_t)
 
 
 class VirtualPayload:
