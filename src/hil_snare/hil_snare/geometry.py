@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 DEG = math.pi / 180.0
 
@@ -82,8 +83,36 @@ class WireHit:
     s: float
 
 
+@njit(cache=True, nogil=True)
+def _closest_kernel(points, py, pz):
+    best = np.inf
+    bk = 0
+    bt = 0.0
+    bx = 0.0
+    by = 0.0
+    for k in range(points.shape[0] - 1):
+        ax, ay = points[k, 0], points[k, 1]
+        dx, dy = points[k + 1, 0] - ax, points[k + 1, 1] - ay
+        t = ((py - ax) * dx + (pz - ay) * dy) / (dx * dx + dy * dy)
+        t = min(max(t, 0.0), 1.0)
+        cx, cy = ax + t * dx, ay + t * dy
+        d2 = (py - cx) ** 2 + (pz - cy) ** 2
+        if d2 < best:
+            best, bk, bt, bx, by = d2, k, t, cx, cy
+    return math.sqrt(best), bx, by, bk, bt
+
+
 def closest_on_polyline(points: np.ndarray, p_yz: np.ndarray):
-    """Closest point of a polyline to ``p_yz``: (distance, closest point, segment index, segment parameter)."""
+    """Closest point of a polyline to ``p_yz``: (distance, closest point, segment index, segment parameter).
+
+    Compiled (:func:`_closest_kernel`); :func:`closest_on_polyline_reference` is the same in numpy.
+    """
+    d, cx, cy, k, t = _closest_kernel(points, float(p_yz[0]), float(p_yz[1]))
+    return d, np.array([cx, cy]), k, t
+
+
+def closest_on_polyline_reference(points: np.ndarray, p_yz: np.ndarray):
+    """Numpy reference of :func:`closest_on_polyline`."""
     s0 = points[:-1]
     d = points[1:] - s0
     rel = p_yz - s0

@@ -175,3 +175,13 @@ def test_bad_rule_parameters_are_refused_naming_the_field(make, field):
 def test_grapple_outside_the_wire_triangle_is_refused_when_the_scenario_says_inside():
     with pytest.raises(ScenarioInputError, match='rel_position_m'):
         build_htv_capture(HtvCaptureConfig(rel_position_m=(-0.476, 0.12, 0.0)))
+
+
+def test_compiled_closest_point_equals_the_numpy_reference():
+    from hil_snare.geometry import closest_on_polyline, closest_on_polyline_reference
+    curve = LeeSnare().curves(2.3)[1]
+    rng = np.random.default_rng(1)
+    for p in rng.uniform(-0.2, 0.2, (200, 2)):
+        a, b = closest_on_polyline(curve, p), closest_on_polyline_reference(curve, p)
+        assert a[0] == pytest.approx(b[0], abs=1e-15) and a[2] == b[2]
+        assert np.allclose(a[1], b[1], atol=1e-15)
