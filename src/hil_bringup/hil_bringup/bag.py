@@ -36,13 +36,14 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
+from hil_common.errors import StartError
 
 BAG_VERSION = 9
 ROS_DISTRO = 'jazzy'
 METADATA = 'metadata.yaml'
 
 
-class BagError(RuntimeError):
+class BagError(StartError):
     """A bag cannot be written or recovered; the message names the path."""
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hil_bringup.graphs import Graph, NodeSpec
+from hil_common.errors import StartError
 
 
-class GraphStartError(RuntimeError):
+class GraphStartError(StartError):
     """A stage did not become ready, or a node died while its stage was starting."""
 
 

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
+from hil_common.errors import ConfigError
 
 
-class GraphError(ValueError):
+class GraphError(ConfigError):
     """A launch argument or graph definition is invalid; the message names it."""
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import yaml
+from hil_common.errors import ConfigError
 
 
-class ScenarioError(ValueError):
+class ScenarioError(ConfigError):
     """A scenario file or one of its fields is invalid."""
 
 

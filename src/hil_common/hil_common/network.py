@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import MutableMapping
+from hil_common.errors import ConfigError
 
 PROFILE_ENV = 'FASTRTPS_DEFAULT_PROFILES_FILE'
 MODE_ENV = 'HIL_NETWORK'
@@ -29,7 +30,7 @@ PROFILE_FILENAME = 'fastdds_loopback.xml'
 MODES = ('loopback', 'lab')
 
 
-class NetworkConfigError(RuntimeError):
+class NetworkConfigError(ConfigError, RuntimeError):
     """The network mode or profile is not usable."""
 
 

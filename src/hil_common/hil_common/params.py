@@ -28,9 +28,10 @@ import difflib
 import math
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
+from hil_common.errors import ConfigError
 
 
-class ParameterError(ValueError):
+class ParameterError(ConfigError):
     """A parameter value is invalid; the message starts with the parameter name."""
 
 

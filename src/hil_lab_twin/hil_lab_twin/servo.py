@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from hil_common.errors import Unreachable
 
 
-class CommandRejected(ValueError):
+class CommandRejected(Unreachable):
     """A command a ros2_control controller would refuse; the message says why."""
 
 

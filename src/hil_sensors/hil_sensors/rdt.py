@@ -27,6 +27,7 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Iterable, Sequence
+from hil_common.errors import SensorFault
 
 RDT_PORT = 49152
 RDT_HEADER = 0x1234
@@ -55,7 +56,7 @@ INT32_MIN = -2**31
 INT32_MAX = 2**31 - 1
 
 
-class RdtFormatError(ValueError):
+class RdtFormatError(SensorFault):
     """A datagram does not follow the RDT layout (length, header or command)."""
 
 
@@ -295,6 +296,13 @@ class SequenceTracker:
             self._start(seq, now_ns)
             return SEQ_NEW
         ahead = (seq - last) & UINT32_MASK
+        if ahead == 1:                      # the next record: nothing lost, nothing to judge
+            self.last = seq
+            self._span += 1
+            self._candidate, self._candidate_run = None, 0
+            if now_ns is not None:
+                self._last_ns = now_ns
+            return SEQ_NEW
         if ahead == 0:
             self.duplicates += 1
             return SEQ_DUPLICATE
@@ -365,7 +373,7 @@ TORQUE_UNITS = {'nm': 1.0, 'n-m': 1.0, 'nmm': 1e-3, 'n-mm': 1e-3, 'knm': 1000.0,
                 'kgf-cm': 0.0980665, 'gf-cm': 9.80665e-5}
 
 
-class CalibrationError(ValueError):
+class CalibrationError(SensorFault):
     """Counts-per-unit or units are missing or invalid."""
 
 
