@@ -52,6 +52,11 @@ class InputWatch:
 
     def sample(self, now_s: float) -> None:
         """A valid sample arrived at ``now_s``."""
+        last = self.last_s
+        if self.state == OK and last is not None and now_s - last <= self.timeout_s:   # the hot path: fresh
+            self.last_s = now_s
+            self.samples += 1
+            return
         if self.started_s is None:
             self.started_s = now_s
         gap = None if self.last_s is None else now_s - self.last_s

@@ -454,7 +454,7 @@ class FtDriver:
             return
         if kind is rdt.SEQ_RESYNC:
             self.rate_meter.reset()
-        if self.rate_meter.add(seq, stamp_ns) is not None:
+        if self.rate_meter.rate_hz is None and self.rate_meter.add(seq, stamp_ns) is not None:
             self._rate_measured(self.rate_meter.rate_hz, arrival_ns)
         if status:
             c['status_error_records'] += 1
