@@ -54,11 +54,13 @@ FAULT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durabil
 PARAMS = [
     Param('urdf_xml', REQUIRED, 'Servicer URDF (root link at the base CoM, seed 004 Eq. 12)', type='str'),
     Param('ee_frame', 'lbr_flange', 'EE frame of the URDF where F_e acts'),
-    Param('nominal_mass_kg', 7828.0, 'Mass of the client whose unforced motion is the nominal (Eq. 4) [kg]', min=1e-6),
-    Param('nominal_inertia_com_kgm2', [17023.0, 0.0, 0.0, 0.0, 129112.0, 0.0, 0.0, 0.0, 124826.0],
-          'Client inertia about its CoM, row-major 3x3 [kg m^2]', length=9),
-    Param('twist_nominal_body_0', [0.0, 0.0, 0.0, 0.0, -0.04363323129985824, 0.0],
-          'V_n(0) = V_t(0) [m/s, rad/s], linear first', length=6),
+    # The client's mass properties and initial twist come from the scenario (scenario.servicer_admittance_parameters),
+    # never from defaults that would duplicate client_admittance's.
+    Param('nominal_mass_kg', REQUIRED, 'Mass of the client whose unforced motion is the nominal (Eq. 4) [kg]',
+          type='float', min=1e-6),
+    Param('nominal_inertia_com_kgm2', REQUIRED, 'Client inertia about its CoM, row-major 3x3 [kg m^2]', type='float[]',
+          length=9),
+    Param('twist_nominal_body_0', REQUIRED, 'V_n(0) = V_t(0) [m/s, rad/s], linear first', type='float[]', length=6),
     Param('pose_base_in_nominal_0_xyz_rpy', [-4.8, -0.2, 1.1, 0.0, 1.5707963267948966, 0.0],
           'g_s(0): base CoM in the nominal frame at t = 0 [m, rad]', length=6),
     Param('twist_base_rel_body_0', [0.0] * 6, 'V_s(0) [m/s, rad/s] (seed 004 §III-C)', length=6),

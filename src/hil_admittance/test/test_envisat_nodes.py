@@ -27,6 +27,8 @@ Q0 = [0.0, 0.4, 0.0, -1.6, 0.0, -1.5, 0.0]
 BASE_IN_CLIENT = pin.SE3(pin.rpy.rpyToMatrix(0.0, np.pi / 2, 0.0), np.array([-4.8, -0.2, 1.1]))
 TWIST_CLIENT = np.array([0.0, 0.0, 0.0, 0.0, np.deg2rad(-2.5), 0.0])
 JOINTS = [f'lbr_joint_{i}' for i in range(1, 8)]
+NOMINAL = {'nominal_mass_kg': 7828.0, 'nominal_inertia_com_kgm2': [17023.0, 0.0, 0.0, 0.0, 129112.0, 0.0, 0.0, 0.0, 124826.0],
+           'twist_nominal_body_0': [float(v) for v in TWIST_CLIENT]}     # Envisat, as the scenario gives them
 
 
 def params_file(tmp_path, name, values):
@@ -97,7 +99,7 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
     """The OBSW slot is any publisher of F_b/tau; a latched wrist F/T fault freezes the table command."""
     proc = start_node('hil_admittance', 'servicer_admittance_node', ros_args=params_file(tmp_path, 'servicer', {
         'urdf_xml': URDF, 'pose_base_in_nominal_0_xyz_rpy': [-4.8, -0.2, 1.1, 0.0, float(np.pi / 2), 0.0],
-        'rate_hz': 500.0, 'input_timeout_s': 0.2}))
+        **NOMINAL, 'rate_hz': 500.0, 'input_timeout_s': 0.2}))
     try:
         with test_node('servicer_probe') as (node, executor):
             states, poses, twists, efforts = [], [], [], []
@@ -156,8 +158,9 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
 
 
 @pytest.mark.parametrize('executable, bad, name', [
-    ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>'}, 'urdf_xml'),
-    ('servicer_admittance_node', {'urdf_xml': URDF, 'ee_frame': 'lbr_flang'}, 'ee_frame'),   # not urdf_xml
+    ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>', **NOMINAL}, 'urdf_xml'),
+    ('servicer_admittance_node', {'urdf_xml': URDF, 'ee_frame': 'lbr_flang', **NOMINAL}, 'ee_frame'),   # not urdf_xml
+    ('servicer_admittance_node', {'urdf_xml': URDF}, 'nominal_mass_kg'),   # from the scenario, no default
     ('obsw_controller_node', {'urdf_xml': URDF, 'gains.base_stiffness': [1.0, 2.0]}, 'gains.base_stiffness'),
     ('obsw_controller_node', {'urdf_xml': URDF, 'q_hold': [0.0, 0.1]}, 'q_hold'),
 ])
