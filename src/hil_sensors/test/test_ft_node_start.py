@@ -58,3 +58,36 @@ def test_driver_before_its_sensor_waits_then_measures_the_rate():
             sim.stop()
         ros.close()
     assert code == 0, proc.log()
+
+
+def test_a_starved_driver_degrades_and_recovers_on_its_own():
+    """Issue 15 item 6, stated load: the driver process gets no CPU at all for 0.6 s (SIGSTOP, the
+    extreme of an overloaded machine). It latches ``stale`` (published on ft/fault, counted), and
+    once it runs again the fault clears on its own after stale_recovery.healthy_s of healthy
+    samples: the processed wrench flows again without any reset."""
+    import signal
+    import time
+
+    ns = '/ft_starved'
+    ros = RosTestClient('ft_starved_client')
+    out = ros.subscribe(WrenchStamped, f'{ns}/ft/wrench')
+    faults = ros.subscribe(DiagnosticStatus, f'{ns}/ft/fault', FAULT_QOS)
+    sim = RdtSimulator(ConstantSource([1.0, 2.0, 3.0, 0.0, 0.0, 0.0]), rate_hz=1000.0).start()
+    proc = DriverProcess({'sensor_port': sim.port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 200.0,
+                          'stale_recovery.healthy_s': 0.5}, namespace=ns, base_yaml=CONFIG / 'ft_sensor.yaml')
+    try:
+        assert out.wait_count(50, 30.0), proc.log()
+        proc.proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.6)
+        proc.proc.send_signal(signal.SIGCONT)
+        assert faults.wait_for(lambda ms: any(m.level == DiagnosticStatus.ERROR and 'stale' in m.message
+                                              for m in ms), 10.0), proc.log()
+        assert faults.wait_for(lambda ms: ms[-1].level == DiagnosticStatus.OK and 'on its own' in ms[-1].message,
+                               10.0), [m.message for m in faults.snapshot()]
+        n = len(out)
+        assert out.wait_count(n + 50, 10.0), proc.log()
+    finally:
+        code = proc.stop()
+        sim.stop()
+        ros.close()
+    assert code == 0, proc.log()
