@@ -1,0 +1,69 @@
+"""The hot-path rule without DDS (as a lockstep runner uses it): time, NaN input, reset."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hil_admittance import client_admittance_node as client_node
+from hil_bringup.client_hot_path import ClientHotPath
+from hil_bringup.scenario import client_admittance_parameters, load_scenario
+from hil_motion_table import motion_table_node as table_node
+from hil_motion_table.messages import home_pose
+from hil_common.params import validate
+
+
+@pytest.fixture(scope='module')
+def values():
+    given = {**client_admittance_parameters(load_scenario('envisat_capture')), 'rate_hz': 50.0, 'robot': 'ur10e'}
+    return validate([*client_node.PARAMS, *[p for p in table_node.PARAMS if p.name not in
+                                             {q.name for q in client_node.PARAMS}]], given)
+
+
+def make(values):
+    admittance, pose_sensor_in_client = client_node.build_rule(values)
+    table = table_node.build_table(values, clock=None)          # lockstep: the table runs on the given times
+    home = home_pose(table.kin)
+    rule = ClientHotPath(admittance, pose_sensor_in_client, table, rate_hz=50.0,
+                         table_target=lambda g: home * g)
+    rule.joint_states(table.kin.q_home, 0.0)
+    return rule
+
+
+def test_simulated_time_follows_the_caller_clock_whatever_the_sample_rate(values):
+    rule = make(values)
+    t = 0.0
+    for _ in range(250):                       # 1 s of samples at 250 Hz (5x rate_hz)
+        t += 0.004
+        rule.joint_states(rule.q_measured, t)
+        out = rule.wrench([100.0, 0, 0, 0, 0, 0], '', t)
+        assert out is not None and not out.holding
+    # the first sample integrates one 1/rate_hz step, then the 249 measured 4 ms intervals
+    assert rule.admittance.state.t == pytest.approx(0.02 + 249 * 0.004, abs=1e-9)
+
+
+def test_a_non_finite_wrench_latches_and_never_reaches_the_state(values):
+    rule = make(values)
+    t = 0.0
+    for k in range(10):
+        t += 0.02
+        rule.joint_states(rule.q_measured, t)
+        rule.wrench([10.0, 0, 0, 0, 0, 0], '', t)
+    held = rule.table.q_command
+    for bad in ([math.nan, 0, 0, 0, 0, 0], [0, 0, 0, math.inf, 0, 0]):
+        t += 0.02
+        rule.joint_states(rule.q_measured, t)
+        out = rule.wrench(bad, 'ft_sensor', t)
+        assert out.holding and rule.latched == 'nonfinite_wrench'
+        np.testing.assert_array_equal(out.q_command, held)
+    state = rule.admittance.state
+    assert np.all(np.isfinite(state.pose_client_in_nominal.homogeneous)) and np.all(np.isfinite(state.twist_client_rel_body))
+    assert not rule.reset(t)[0]                # the newest sample is still non-finite
+    t += 0.02
+    rule.wrench([0.0] * 6, '', t)
+    assert rule.reset(t)[0] and not rule.latched
+    t += 0.02
+    rule.joint_states(rule.q_measured, t)
+    assert not rule.wrench([10.0, 0, 0, 0, 0, 0], '', t).holding
+    assert rule.wrench([10.0, 0, 0, 0, 0, 0], 'servicer_ft_sensor', t + 0.02) is None
+    assert rule.counters['refused_frame'] == 1
