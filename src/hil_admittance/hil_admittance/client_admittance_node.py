@@ -14,6 +14,13 @@ Topics (relative names, so a launch file can namespace or remap them):
   velocity feed-forward for the motion table.
 * out ``client/state`` (nav_msgs/Odometry): ``g_t = g_n g_c`` and ``V_t = V_c + Delta V_c``
   (Eq. 23) in the orbit frame; the twist is the body twist (Odometry's child frame).
+* in  ``client/table/twist_measured`` (geometry_msgs/TwistStamped, optional): the mock-up's
+  measured body twist relative to the nominal frame (``Ṽ_c``, what the table realised); while
+  none is fresh the commanded one stands in (Assumption 1).
+* out ``client/passivity`` (std_msgs/Float64MultiArray): the passivity observer of the port
+  (:class:`hil_dynamics.passivity.PassivityController`, seed 004 Eqs. 26-28, §VI):
+  ``[E_obs, E_port, E_integration, E_dissipated, beta]`` [J, 1/s]; with
+  ``passivity_control`` the damping ``-beta M_t V_c`` is added to the measured wrench.
 
 The node integrates Eq. (11) in fixed steps of ``1/rate_hz`` on the node clock
 (:class:`hil_common.pacing.StepPacer`): a late timer callback runs the steps that are due,
@@ -27,16 +34,19 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import pinocchio as pin
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
+from std_msgs.msg import Float64MultiArray
 from rclpy.node import Node
 from rclpy.time import Time
 
-from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.client import ClientAdmittance
+from hil_dynamics.passivity import PassivityController, integration_energy
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 
@@ -56,6 +66,10 @@ PARAMS = [
     Param('orbit_frame', 'orbit', 'Frame id of the orbit (inertial) frame'),
     Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
     Param('client_frame', 'client_com', 'Frame id of the client CoM body frame'),
+    Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
+          'creates with a damping -beta M_t V_c; off: observe only'),
+    Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
+          '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
 
 
@@ -86,6 +100,13 @@ class ClientAdmittanceNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
+        # Passivity observer/controller of the port (hil_dynamics.passivity).
+        self.passivity = PassivityController(self.rule.body.mass_matrix, p['passivity_max_rate_per_s'],
+                                             enabled=p['passivity_control'])
+        self.integration_j = 0.0
+        self.twist_measured, self.last_twist_ns = np.zeros(6), None
+        self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
+        self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
@@ -111,6 +132,26 @@ class ClientAdmittanceNode(Node):
         self.wrench_com = transform_wrench(self.pose_sensor_in_client, wrench_sensor)
         self.last_wrench_ns = self.get_clock().now().nanoseconds
 
+    def on_twist_measured(self, msg):
+        twist = twist_from_msg(msg.twist)
+        if np.all(np.isfinite(twist)):
+            self.twist_measured, self.last_twist_ns = twist, self.get_clock().now().nanoseconds
+
+    def _passivity_step(self, wrench, now_ns: int):
+        """One admittance step with the passivity observer/controller around it (seed 004 §VI)."""
+        s = self.rule.state
+        v_cmd = s.twist_client_rel_body
+        fresh = self.last_twist_ns is not None and now_ns - self.last_twist_ns <= self.timeout_ns
+        out = self.passivity.update(self.twist_measured if fresh else v_cmd, v_cmd, wrench, self.dt, self.integration_j)
+        applied = wrench + out.wrench_pc
+        g0, v0 = s.absolute()
+        state = self.rule.step(applied, self.dt)
+        g1, v1 = state.absolute()
+        self.integration_j = integration_energy(self.rule.body.mass_matrix, v0, v1, applied, self.dt,
+                                                pin.log6(g0.actInv(g1)).vector)
+        self.passivity_out = out
+        return state
+
     def tick(self):
         now = self.get_clock().now()
         steps = self.pacer.due((now.nanoseconds - self.t0_ns) * 1e-9)
@@ -125,7 +166,7 @@ class ClientAdmittanceNode(Node):
         else:
             self.stale_reported = False
         for _ in range(steps):
-            state = self.rule.step(wrench, self.dt)
+            state = self._passivity_step(wrench, now.nanoseconds)
         if self.pacer.overruns > self.overruns_reported:
             self.overruns_reported = self.pacer.overruns
             self.get_logger().warn(f'{self.pacer.overruns} admittance steps dropped so far (host overloaded)',
@@ -140,6 +181,7 @@ class ClientAdmittanceNode(Node):
         self.pub_pose.publish(self.msg_pose)
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
+        self.pub_passivity.publish(Float64MultiArray(data=self.passivity_out.as_list()))
 
 
 def main(args=None) -> int:
