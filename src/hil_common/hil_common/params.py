@@ -260,8 +260,8 @@ def _integers_as_doubles(p: Param, value):
     key = _type_key(p)
     if key == 'float' and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if key == 'float[]' and isinstance(value, (list, tuple)) and value and \
-            all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if key == 'float[]' and not isinstance(value, (str, bytes)) and hasattr(value, '__len__') and len(value) and \
+            all(isinstance(v, int) and not isinstance(v, bool) for v in value):    # list, or array('q') from a message
         return [float(v) for v in value]
     return None
 

@@ -40,10 +40,11 @@ PARAMS = GAIN_PARAMS + [
           'Scripted operator: [start_s, end_s, fx, fy, fz, tx, ty, tz] * n [s, N, N m]',
           check=lambda v: None if len(v) % 8 == 0 else 'needs a multiple of 8 numbers'),
     Param('scripted_ramp_s', 2.0, 'Raised-cosine edge of every scripted push [s]', min=0.0),
-    Param('ft_deadband', [0.2, 0.2, 0.2, 0.02, 0.02, 0.02], 'Master F/T deadband [N, N m]', length=6, min=0.0),
+    Param('ft_deadband', [0.2, 0.2, 0.2, 0.02, 0.02, 0.02], 'Master F/T deadband [N, N m]', length=6, min=0.0,
+          tunable=True),
     Param('joy_axis_map', [1, 0, -1, -1, -1, 3], 'Joy axis for each f_m component (-1: unused)', length=6, min=-1),
-    Param('joy_scale', [2.0, 2.0, 2.0, 0.2, 0.2, 0.2], 'f_m at full joy deflection [N, N m]', length=6),
-    Param('joy_deadband', 0.05, 'Joy deadband on the normalised axis', min=0.0, max=1.0),
+    Param('joy_scale', [2.0, 2.0, 2.0, 0.2, 0.2, 0.2], 'f_m at full joy deflection [N, N m]', length=6, tunable=True),
+    Param('joy_deadband', 0.05, 'Joy deadband on the normalised axis', min=0.0, max=1.0, tunable=True),
     Param('input_timeout_s', 0.2, 'An F/T or joy input older than this counts as zero [s]', min=1e-3),
     Param('payload_mass_kg', 4500.0, 'Virtual payload mass m (Eq. 8) [kg]', min=1e-3),
     Param('payload_inertia_kgm2', [4875.0, 0.0, 0.0, 0.0, 4875.0, 0.0, 0.0, 0.0, 3000.0],
@@ -77,7 +78,7 @@ def build_operator(p) -> ScriptedOperator:
 class TeleopMasterNode(Node):
     def __init__(self):
         super().__init__('teleop_master')
-        p = declare_parameters(self, PARAMS)
+        p = declare_parameters(self, PARAMS, on_set=self._on_set)
         self.p = p
         self.env = build_environment(p)
         self.operator = build_operator(p) if p.source == 'scripted' else None
@@ -99,6 +100,10 @@ class TeleopMasterNode(Node):
         self.t0_ns = self.get_clock().now().nanoseconds
         self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
         self.create_timer(self.env.dt, self.tick)
+
+    def _on_set(self, name: str, value) -> None:
+        """A tunable parameter (dead bands, joy scale) set at run time applies from the next input."""
+        self.p = self.p.replace(**{name: value})
 
     def _accept(self, f):
         self.input = f
