@@ -7,7 +7,8 @@ positions relative to the target's docking port:
   force of the target mock-up on the chaser mock-up. The facility force along the docking axis
   is ``f_L = -F . n``;
 * in ``facility/robot_pose_lvlh`` (geometry_msgs/PoseStamped): the measured position of the
-  chaser mock-up (the robot's forward kinematics). The rule differences it for the rate;
+  chaser mock-up (the robot's forward kinematics). The rule differences it by the header
+  stamps (the receive time when the stamp is zero) for the rate;
 * out ``chaser/pose_cmd`` (PoseStamped) and ``chaser/twist_cmd`` (TwistStamped): the simulated
   relative state ``[dr; dv]``, which the motion table makes the robot reproduce;
 * out ``facility/virtual_wrench`` (WrenchStamped): ``f_V`` on the chaser mock-up.
@@ -15,8 +16,11 @@ positions relative to the target's docking port:
 The scenario YAML is the single source of truth (``scenario_file``; empty: the installed
 ``cisas_docking.yaml``). ``compensation`` may override its ``facility.compensation``. The
 clock starts with the first robot pose. Until then the node publishes the initial command and
-does not step. After that it ticks every ``facility.control_period_s``. A robot pose older
-than ``pose_timeout_s`` stops the ticks; they resume when the pose is fresh again.
+does not step. After that it runs the steps due on the node clock every
+``facility.control_period_s`` (:class:`hil_common.pacing.StepPacer`: a late timer catches up,
+at most ``max_catch_up`` steps per callback, beyond which steps are dropped and counted). A
+robot pose older than ``pose_timeout_s`` stops the steps; they resume, without catching up,
+when the pose is fresh again.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 
+from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_docking.contact import COMPENSATIONS
@@ -40,6 +45,7 @@ PARAMS = [
     Param('frame_id', 'target_lvlh', 'Frame of the published commands (LVLH-aligned lab axes at the port)'),
     Param('pose_timeout_s', 0.1, 'The node stops ticking while the robot pose is older than this [s]', min=0.001,
           max=10.0),
+    Param('max_catch_up', 20, 'Steps a late timer callback may catch up, at most', min=1, max=10000),
 ]
 
 
@@ -49,11 +55,13 @@ class DockingFacilityNode(Node):
         p = declare_parameters(self, PARAMS)
         self.scenario = load_docking_scenario(p.scenario_file or None)
         self.rule = DockingFacility(self.scenario, p.compensation or None)
-        self.frame_id, self.pose_timeout_s = p.frame_id, p.pose_timeout_s
+        self.frame_id, self.pose_timeout_s, self.max_catch_up = p.frame_id, p.pose_timeout_s, p.max_catch_up
+        self.pacer: StepPacer | None = None
         self.axis = self.rule.axis
         self.force_facility_n = 0.0
         self.robot_position: np.ndarray | None = None
         self.pose_time_s: float | None = None
+        self.pose_stamp_s: float | None = None
         self.pub_pose = self.create_publisher(PoseStamped, 'chaser/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'chaser/twist_cmd', 10)
         self.pub_virtual = self.create_publisher(WrenchStamped, 'facility/virtual_wrench', 10)
@@ -76,11 +84,23 @@ class DockingFacilityNode(Node):
         q = msg.pose.position
         self.robot_position = np.array([q.x, q.y, q.z])
         self.pose_time_s = self._now()
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.pose_stamp_s = stamp if stamp > 0.0 else self.pose_time_s
 
     def tick(self) -> None:
-        fresh = self.pose_time_s is not None and self._now() - self.pose_time_s <= self.pose_timeout_s
-        if fresh:
-            self.rule.step(self.force_facility_n, self.robot_position)
+        now = self._now()
+        fresh = self.pose_time_s is not None and now - self.pose_time_s <= self.pose_timeout_s
+        if not fresh:
+            self.pacer = None                     # hold; resume without catching up
+        elif self.pacer is None:
+            self.pacer = StepPacer(self.scenario.control_period_s, now, max_catch_up=self.max_catch_up)
+        else:
+            overruns = self.pacer.overruns
+            for _ in range(self.pacer.due(now)):
+                self.rule.step(self.force_facility_n, self.robot_position, sample_time_s=self.pose_stamp_s)
+            if self.pacer.overruns > overruns:
+                self.get_logger().warning(f'{self.pacer.overruns} steps dropped so far (late timer)',
+                                          throttle_duration_sec=5.0)
         self.publish(self.rule.state_lvlh)
 
     def publish(self, state) -> None:

@@ -57,6 +57,8 @@ class DockingFacility:
         self.first_contact_state: np.ndarray | None = None
         self.closing_speed_in_m_s: float | None = None
         self._last_robot_position: np.ndarray | None = None
+        self._last_sample_time_s: float | None = None
+        self._last_robot_velocity = np.zeros(3)
         self.last_penetration_m = 0.0
         self.last_force_virtual_n = 0.0
 
@@ -79,19 +81,32 @@ class DockingFacility:
             return 0.0
         return float(self.gains.stiffness_n_m * penetration_m + self.gains.damping_ns_m * rate_m_s)
 
-    def step(self, force_facility_n: float, robot_position_lvlh, robot_velocity_lvlh=None) -> np.ndarray:
-        """One tick: ``f_L`` [N] measured, robot position [m] (and velocity [m/s]) measured; returns ``[dr; dv]``."""
+    def step(self, force_facility_n: float, robot_position_lvlh, robot_velocity_lvlh=None,
+             sample_time_s: float | None = None) -> np.ndarray:
+        """One tick: ``f_L`` [N] measured, robot position [m] (and velocity [m/s]) measured; returns ``[dr; dv]``.
+
+        Without a velocity, the rule differences the positions: by their ``sample_time_s`` (the
+        sensor stamps) when given, so that a sample repeated over several ticks keeps the last
+        rate instead of reading as a stop; otherwise by the tick ``dt``.
+        """
         f_l = float(force_facility_n)
         p = np.asarray(robot_position_lvlh, dtype=float).reshape(3)
         if not (np.isfinite(f_l) and np.all(np.isfinite(p))):
             raise ValueError('force_facility_n and robot_position_lvlh must be finite')
         self.begin_tick()
-        if robot_velocity_lvlh is None:
-            prev = self._last_robot_position
-            v = np.zeros(3) if prev is None else (p - prev) / self.dt
-        else:
+        if robot_velocity_lvlh is not None:
             v = np.asarray(robot_velocity_lvlh, dtype=float).reshape(3)
-        self._last_robot_position = p.copy()
+        elif self._last_robot_position is None:
+            v = np.zeros(3)
+        elif sample_time_s is None:
+            v = (p - self._last_robot_position) / self.dt
+        elif sample_time_s > self._last_sample_time_s:
+            v = (p - self._last_robot_position) / (float(sample_time_s) - self._last_sample_time_s)
+        else:
+            v = self._last_robot_velocity
+        if sample_time_s is None or self._last_sample_time_s is None or sample_time_s > self._last_sample_time_s:
+            self._last_robot_position, self._last_sample_time_s = p.copy(), sample_time_s
+        self._last_robot_velocity = v
         x, xd = float(p @ self.axis), float(v @ self.axis)
         f_v = self.virtual_force(x, xd)
         if x > 0.0 and self.contact_start_s is None:

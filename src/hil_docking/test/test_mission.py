@@ -97,3 +97,21 @@ def test_demo_records_the_mission_to_a_readable_bag(scenario, mission, tmp_path)
     t0, p0 = poses[3]
     k = int(round(t0 / scenario.control_period_s))
     assert p0 == pytest.approx(run.state_lvlh[k, 0:3].tolist(), abs=1e-12)
+
+
+def test_facility_rule_differences_the_robot_pose_by_its_stamps(scenario):
+    """A pose sample repeated over ticks (late sensor) keeps its rate; it does not read as a stop."""
+    from hil_docking.facility_rule import DockingFacility
+
+    rule = DockingFacility(scenario)
+    n = scenario.docking_axis_lvlh
+    k_v, b_v = rule.gains.stiffness_n_m, rule.gains.damping_ns_m
+    rule.step(0.0, 0.001 * n, sample_time_s=10.0)
+    rule.step(0.0, 0.00102 * n, sample_time_s=10.002)                 # 0.01 m/s into the target
+    assert rule.last_force_virtual_n == pytest.approx(k_v * 0.00102 + b_v * 0.01, rel=1e-9)
+    rule.step(0.0, 0.00102 * n, sample_time_s=10.002)                 # the same sample again
+    assert rule.last_force_virtual_n == pytest.approx(k_v * 0.00102 + b_v * 0.01, rel=1e-9)
+    rule.step(0.0, 0.00102 * n, sample_time_s=10.004)                 # a new sample: really stopped
+    assert rule.last_force_virtual_n == pytest.approx(k_v * 0.00102, rel=1e-9)
+    rule.step(0.0, -0.001 * n, sample_time_s=10.006)                  # out of contact: no virtual force
+    assert rule.last_force_virtual_n == 0.0
