@@ -70,6 +70,7 @@ def success_map(campaign, table, out_dir: Path) -> Path | None:
             ax.scatter([x], [y], marker='x', color='k', s=120)
     fig.colorbar(sc, ax=ax, label=f'fraction of runs with {campaign.success.label()}')
     ax.set(xlabel=xname, ylabel=yname, title=f'{campaign.name}: success map ({len(status)} runs; x: error)')
+    ax.margins(0.12)
     ax.grid(alpha=0.3)
     return _save(fig, out_dir / 'success_map.png')
 
@@ -102,7 +103,7 @@ def histograms(campaign, table, out_dir: Path) -> Path | None:
         ax.set_title(f'{name} ({len(data)} runs)', fontsize=9)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis('off')
-    fig.suptitle(f'{campaign.name}: metrics over the successful runs')
+    fig.suptitle(f'{campaign.name}: metrics over the runs that completed (status ok)')
     return _save(fig, out_dir / 'histograms.png')
 
 

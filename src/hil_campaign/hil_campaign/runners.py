@@ -17,6 +17,8 @@ name                              what runs
 ``envisat_twin_unforced``         :func:`hil_bringup.twin_validation.run_unforced_validation`
                                   (seed 004 Figs. 8-9 with the MuJoCo twin in the loop)
 ``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
+``teleop_twin``                   :func:`hil_teleop.twin_lockstep.run_teleop_twin` (the same, MuJoCo
+                                  lab twin in the loop)
 ``client_unforced``               the client alone, Eq. (2) torque-free (a cheap real runner for
                                   engine tests and the overhead benchmark)
 ================================  ============================================================
@@ -261,18 +263,23 @@ class TeleopRunner(Runner):
 
         return load_teleop_scenario(path)
 
+    def _run(self, config, operator, duration_s):
+        from hil_teleop.lockstep import run_teleop
+
+        return run_teleop(config, operator, duration_s)
+
     def simulate(self, scenario, options, seed):
         import dataclasses
 
         from hil_teleop.experiments import hils2_agreement
-        from hil_teleop.lockstep import mse, run_teleop
+        from hil_teleop.lockstep import mse
 
         config = dataclasses.replace(scenario.config, seed=seed)
         duration = options['duration_s'] if options['duration_s'] is not None else scenario.duration_s()
         if duration <= config.delay_s:
             raise OverrideError(f"override 'runner.duration_s': {duration} s must exceed the delay ({config.delay_s} s) "
                                 'to compare the virtual arm with the slave')
-        run = run_teleop(config, scenario.operator(), duration)
+        run = self._run(config, scenario.operator(), duration)
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', RuntimeWarning)     # pull windows beyond a short run are empty
             agreement = hils2_agreement(run)
@@ -281,6 +288,17 @@ class TeleopRunner(Runner):
                 'mean_abs_force_virtual_n': agreement.mean_abs_force_virtual_n,
                 'force_mse_n2': mse(run.f_s[:, :3]), 'stale_fraction': float(np.mean(run.stale)),
                 'payload_travel_m': float(run.x_payload[-1, 0] - run.x_payload[0, 0])}
+
+
+class TeleopTwinRunner(TeleopRunner):
+    name = 'teleop_twin'
+    description = ('delayed teleoperation, HILS 2, with the MuJoCo lab twin in the loop (KR 120 slave, UR10e payload '
+                   'table, F/T sensors; hil_teleop.twin_lockstep, seed 001)')
+
+    def _run(self, config, operator, duration_s):
+        from hil_teleop.twin_lockstep import run_teleop_twin
+
+        return run_teleop_twin(config, operator, duration_s)
 
 
 # -- a cheap real runner ---------------------------------------------------------------------------
@@ -326,8 +344,8 @@ class ClientUnforcedRunner(Runner):
                 'momentum_drift_rel': float(np.linalg.norm(h1 - h0) / scale) if scale > 0 else 0.0}
 
 
-RUNNERS: dict[str, Runner] = {r.name: r for r in (EnvisatHilRunner(), EnvisatAbsoluteRunner(),
-                                                  EnvisatTwinUnforcedRunner(), TeleopRunner(), ClientUnforcedRunner())}
+RUNNERS: dict[str, Runner] = {r.name: r for r in (EnvisatHilRunner(), EnvisatAbsoluteRunner(), EnvisatTwinUnforcedRunner(),
+                                                  TeleopRunner(), TeleopTwinRunner(), ClientUnforcedRunner())}
 
 
 def get_runner(name: str) -> Runner:

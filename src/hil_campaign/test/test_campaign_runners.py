@@ -20,7 +20,8 @@ def envisat():
 
 
 def test_every_runner_declares_its_options_and_metrics():
-    assert set(RUNNERS) == {'envisat_hil', 'envisat_absolute', 'envisat_twin_unforced', 'teleop', 'client_unforced'}
+    assert set(RUNNERS) == {'envisat_hil', 'envisat_absolute', 'envisat_twin_unforced', 'teleop', 'teleop_twin',
+                            'client_unforced'}
     for r in RUNNERS.values():
         assert r.metrics and r.description and r.default_scenario
 
@@ -101,6 +102,16 @@ def test_teleop_mass_error_grows_the_alignment_error():
     wrong = runner.run('massive_payload_teleop', {**base, 'payload.virtual_mass_factor': 0.5})
     assert 0.0 < exact['alignment_error_m'] < wrong['alignment_error_m']
     assert exact['payload_travel_m'] > 0.0
+
+
+def test_teleop_twin_runner_agrees_with_the_ideal_one_on_a_short_pull():
+    """The twin in the loop (servo lag, F/T noise, the grip) moves the payload as the ideal runner does
+    to within a millimetre over the first pull's start (seed 001's HIL validity, Figs. 8-9)."""
+    base = {'runner.duration_s': 4.0, 'link.delay_s': 0.5}
+    ideal = get_runner('teleop').run('massive_payload_teleop', base)
+    twin = get_runner('teleop_twin').run('massive_payload_teleop', base)
+    assert twin['payload_travel_m'] > 0.0
+    assert twin['payload_travel_m'] == pytest.approx(ideal['payload_travel_m'], abs=1e-3)
 
 
 def test_twin_unforced_runner_stays_within_seed_004s_millimetre():
