@@ -23,6 +23,12 @@ Topics (relative names, so a launch file can namespace or remap them):
   Eq. (22) for the arm's effort controller;
 * out ``servicer/state`` (nav_msgs/Odometry): ``g_b = g_n g_s``, ``V_b`` (Eq. 23, orbit frame,
   body twist).
+* in  ``servicer/table/twist_measured`` (TwistStamped, optional): the measured ``Ṽ_s`` of the
+  base mock-up relative to the nominal; while none is fresh the commanded one stands in;
+* out ``servicer/passivity`` (Float64MultiArray): the passivity observer of the table port
+  (``V_s`` against the generalised base wrench ``J_b^T F_e``; seed 004 Eqs. 26-28, §VI):
+  ``[E_obs, E_port, E_integration (not observed here: 0), E_dissipated, beta]``; with
+  ``passivity_control`` the damping ``-beta M_b V_s`` is added to ``F_b``.
 
 Missing or stale OBSW commands count as zero (the OBSW is silent: the spacecraft coasts);
 malformed inputs are counted and dropped. The node holds no physics.
@@ -42,9 +48,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_admittance.node_common import arm_joints, guarded
-from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
+from hil_dynamics.passivity import PassivityController
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
@@ -78,6 +85,10 @@ PARAMS = [
     Param('orbit_frame', 'orbit', 'Frame id of the orbit frame'),
     Param('nominal_frame', 'client_nominal', 'Frame id of the nominal frame g_n'),
     Param('base_frame', 'servicer_base_com', 'Frame id of the servicer base CoM body frame'),
+    Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
+          'creates with a base damping -beta M_b V_s; off: observe only'),
+    Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
+          '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
 
 
@@ -142,6 +153,13 @@ class ServicerAdmittanceNode(Node):
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
         self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
         self.pub_state = self.create_publisher(Odometry, 'servicer/state', 10)
+        # Passivity observer/controller of the table port (hil_dynamics.passivity); M_b at the start pose.
+        self.passivity = PassivityController(self.adm.model.mass_matrix(np.zeros(n))[:6, :6],
+                                             p['passivity_max_rate_per_s'], enabled=p['passivity_control'])
+        self.twist_measured, self.last_twist_ns = np.zeros(6), None
+        self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)
+        self.pub_passivity = self.create_publisher(Float64MultiArray, 'servicer/passivity', 10)
+        self.passivity_out = None
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
@@ -195,6 +213,20 @@ class ServicerAdmittanceNode(Node):
             self.ddq = (dq - self.dq) / ((now - self.last_js_ns) * 1e-9)
         self.q, self.dq, self.last_js_ns = q, dq, now
 
+    def on_twist_measured(self, msg):
+        twist = twist_from_msg(msg.twist)
+        if np.all(np.isfinite(twist)):
+            self.twist_measured, self.last_twist_ns = twist, self._now_ns()
+
+    def _passivity_wrench(self, s, wrench_ee: np.ndarray, now: int) -> np.ndarray:
+        """Observe the table port over the coming step; the damping to add to ``F_b`` (seed 004 §VI)."""
+        v_cmd = s.twist_base_rel_body
+        fresh = self.last_twist_ns is not None and now - self.last_twist_ns <= self.timeout_ns
+        jac_b = self.adm.model.ee_jacobian(self.q)[:, :6]
+        self.passivity_out = self.passivity.update(self.twist_measured if fresh else v_cmd, v_cmd, jac_b.T @ wrench_ee,
+                                                   self.dt)
+        return self.passivity_out.wrench_pc
+
     def _fresh(self, key: str, now: int) -> np.ndarray:
         value, stamp = self.inputs[key]
         return value if stamp is not None and now - stamp <= self.timeout_ns else np.zeros_like(value)
@@ -218,8 +250,10 @@ class ServicerAdmittanceNode(Node):
         else:
             self.holding_reported = False
             try:
-                s = self.adm.step(self.dt, self.q, self.dq, self.ddq, self._fresh('wrench_base_com', now),
-                                  self._fresh('wrench_ee', now))
+                wrench_ee = self._fresh('wrench_ee', now)
+                wrench_pc = self._passivity_wrench(s, wrench_ee, now)
+                s = self.adm.step(self.dt, self.q, self.dq, self.ddq, self._fresh('wrench_base_com', now) + wrench_pc,
+                                  wrench_ee)
                 tau_q = self.ff.torques(self._fresh('tau_obsw', now), self.q, self.dq, s.pose_base_in_nominal,
                                         s.twist_base_rel_body, s.twist_nominal_body, vn_dot).tau_q
             except ValueError as exc:
@@ -238,6 +272,8 @@ class ServicerAdmittanceNode(Node):
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
         self.pub_effort.publish(Float64MultiArray(data=[float(v) for v in tau_q]))
+        if self.passivity_out is not None:
+            self.pub_passivity.publish(Float64MultiArray(data=self.passivity_out.as_list()))
 
 
 def main(args=None) -> int:

@@ -108,6 +108,8 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
             node.create_subscription(TwistStamped, 'servicer/table/twist_cmd', lambda m: twists.append(twist_from_msg(m.twist)), 50)
             node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
                                      lambda m: efforts.append(np.array(m.data)), 50)
+            passivity = []
+            node.create_subscription(Float64MultiArray, 'servicer/passivity', lambda m: passivity.append(list(m.data)), 50)
             pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
             pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
             pub_fault = node.create_publisher(DiagnosticStatus, 'servicer/ft/fault', LATCHED)
@@ -135,6 +137,10 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
             # Coasting part: without F_b the centripetal-free servicer would keep its momentum.
             assert np.linalg.norm(dp) > 1.0
             assert np.all(np.isfinite(efforts[-1])) and efforts[-1].shape == (7,)
+            # The passivity observer of the table port: no wrist wrench, so no port energy (F_b is
+            # the OBSW's, not the environment's), and observe-only by default.
+            assert passivity and all(len(v) == 5 and np.all(np.isfinite(v)) for v in passivity)
+            assert passivity[-1][1] == 0.0 and passivity[-1][3] == 0.0 and passivity[-1][4] == 0.0
 
             # Wrist F/T fault latched: the table command stops and the arm only gets gravity compensation.
             fault = DiagnosticStatus(level=DiagnosticStatus.ERROR, name='servicer_ft', message='overload')
