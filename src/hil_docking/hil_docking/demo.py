@@ -37,7 +37,7 @@ from hil_docking.arm import cisas_arm_spec, cisas_pin_model
 from hil_docking.contact import COMPENSATIONS
 from hil_docking.cw import CWModel, two_impulse_transfer
 from hil_docking.designer_cli import draw_fig6
-from hil_docking.feedforward import (FEEDFORWARDS, SEED_ITERATION_TIME_S, cw_joint_reference, damped_kd,
+from hil_docking.feedforward import (SEED_ITERATION_TIME_S, cw_joint_reference, damped_kd,
                                      simulate_tracking, time_per_iteration_s)
 from hil_docking.mission import CONTACT, POST_IMPACT, MissionRun, run_mission
 from hil_docking.scenario import DockingScenario, load_docking_scenario
