@@ -81,6 +81,7 @@ class WireHit:
     normal_yz: np.ndarray      # unit, the wire's left normal at its closest point
     segment: int               # closest segment of the polyline and the parameter on it
     s: float
+    u: float = 0.0             # ellipse parameter of the closest point (pi at the first anchor, 0 at the second)
 
 
 @njit(cache=True, nogil=True)
@@ -100,6 +101,24 @@ def _closest_kernel(points, py, pz):
         if d2 < best:
             best, bk, bt, bx, by = d2, k, t, cx, cy
     return math.sqrt(best), bx, by, bk, bt
+
+
+@njit(cache=True, nogil=True)
+def _ellipse_refine(mx, my, hx, hy, rx, ry, px, py, u):
+    """Newton on ``(X(u) - p) . X'(u) = 0`` for ``X(u) = m + cos(u) h + sin(u) r``, ``u`` in [0, pi]."""
+    ok = True
+    for _ in range(5):
+        c, s = math.cos(u), math.sin(u)
+        ex, ey = mx + c * hx + s * rx - px, my + c * hy + s * ry - py
+        dx, dy = -s * hx + c * rx, -s * hy + c * ry
+        f = ex * dx + ey * dy
+        fp = dx * dx + dy * dy - ex * (c * hx + s * rx) - ey * (c * hy + s * ry)
+        if fp <= 0.0:       # beyond the centre of curvature: keep the polyline's answer
+            ok = False
+            break
+        u = min(max(u - f / fp, 0.0), math.pi)
+    c, s = math.cos(u), math.sin(u)
+    return ok, u, mx + c * hx + s * rx, my + c * hy + s * ry, s * hx - c * rx, s * hy - c * ry
 
 
 def closest_on_polyline(points: np.ndarray, p_yz: np.ndarray):
@@ -167,6 +186,14 @@ class WireSet:
             pts = curves[i]
             dist, c, k, s = closest_on_polyline(pts, p_yz)
             seg = pts[k + 1] - pts[k]
+            # refine on the exact ellipse (smooth normal: a polyline's normal jumps at its vertices)
+            (mx, my), (hx, hy), (rx, ry) = self.arc(theta, i)
+            du = math.pi / (pts.shape[0] - 1)
+            ok, u, cx, cy, tx, ty = _ellipse_refine(mx, my, hx, hy, rx, ry, p_yz[0], p_yz[1], math.pi - (k + s) * du)
+            if ok and tx * tx + ty * ty > 0.0:
+                dist, c, seg = math.hypot(p_yz[0] - cx, p_yz[1] - cy), np.array([cx, cy]), np.array([tx, ty])
+            else:
+                u = math.pi - (k + s) * du
             side = seg[0] * (p_yz[1] - c[1]) - seg[1] * (p_yz[0] - c[0])
             signed = dist if side >= 0.0 else -dist
             if signed >= reach_m:
@@ -175,8 +202,12 @@ class WireSet:
                 n = (p_yz - c) / signed
             else:  # axis exactly on the wire: its left normal
                 n = np.array([-seg[1], seg[0]]) / math.hypot(seg[0], seg[1])
-            out.append(WireHit(i, signed, n, k, s))
+            out.append(WireHit(i, signed, n, k, s, u))
         return out
+
+    def arc(self, theta: float, i: int):
+        """``(mid, half, sag x right)`` of wire ``i``: ``X(u) = mid + cos(u) half + sin(u) sag right``."""
+        raise NotImplementedError
 
     def wire_velocity(self, theta: float, theta_dot: float, hit: WireHit) -> np.ndarray:
         """Velocity of the wire's point closest to the grapple, from the ring's rotation."""
@@ -242,6 +273,15 @@ class LeeSnare(WireSet):
         return [(r * np.array([math.cos(phi), math.sin(phi)]), r * np.array([math.cos(phi + theta), math.sin(phi + theta)]))
                 for phi in self.phi]
 
+    def arc(self, theta: float, i: int):
+        r = self.ring_radius_m
+        phi = self.phi[i]
+        a = (r * math.cos(phi), r * math.sin(phi))
+        b = (r * math.cos(phi + theta), r * math.sin(phi + theta))
+        half = (0.5 * (b[0] - a[0]), 0.5 * (b[1] - a[1]))
+        return ((0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1])), half,
+                (self.sag_ratio * half[1], -self.sag_ratio * half[0]))
+
     def nominal_rate(self) -> float:
         return (self.theta1 - self.theta0) / self.tightening_time_s
 
@@ -276,12 +316,9 @@ class LeeSnare(WireSet):
     def wire_velocity(self, theta: float, theta_dot: float, hit: WireHit) -> np.ndarray:
         if theta_dot == 0.0:
             return np.zeros(2)
-        cu, su = _arc_basis(self.n_samples)
         phi = self.phi[hit.wire]
         db = self.ring_radius_m * theta_dot * np.array([-math.sin(phi + theta), math.cos(phi + theta)])
-        k, s = hit.segment, hit.s
-        c = (1.0 - s) * cu[k, 0] + s * cu[k + 1, 0]
-        sn = (1.0 - s) * su[k, 0] + s * su[k + 1, 0]
+        c, sn = math.cos(hit.u), math.sin(hit.u)
         return 0.5 * (1.0 + c) * db + 0.5 * self.sag_ratio * sn * np.array([db[1], -db[0]])
 
     def chord_offset_m(self, theta: float) -> float:
@@ -303,6 +340,11 @@ class SingleWire(WireSet):
         self.chord_m = chord
         self.x_wire_m = x_wire_m
         self._curves = [elliptic_arc(a, b, self.sag_ratio, n_samples)]
+        half = 0.5 * (b - a)
+        self._arc = (tuple(0.5 * (a + b)), tuple(half), (self.sag_ratio * half[1], -self.sag_ratio * half[0]))
+
+    def arc(self, theta: float, i: int):
+        return self._arc
 
     def curves(self, theta: float) -> list[np.ndarray]:
         return self._curves

@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 
 from hil_snare.runner import bisect_capture_limit, build_htv_capture, capture_outcome, run
 from hil_snare.scenario import load_snare_scenario
@@ -40,3 +41,24 @@ def test_case_study_coarse_bisection_captures_where_the_seed_captures():
     assert [v for v, _ in log] == [0.03, 0.32]
     assert lo == 0.32 and hi is None, log
     assert all(o.rel_speed_mps < 0.005 for _, o in log)
+
+
+def test_run1_loose_wire_without_damping_and_friction_returns_the_target_elastically():
+    """Seed 002 run 1 with c = mu = 0 and the probe on the CoM line: the wire is a conservative
+    spring, so the target leaves at exactly -v0 without spin (closed form), and the contact impulse
+    equals 2 m v0."""
+    from hil_snare.contact import LooseWireLaw
+    from hil_snare.runner import build_contact_experiment
+
+    sc = load_snare_scenario('contact_experiment')
+    cfg = dataclasses.replace(sc.config, law=LooseWireLaw.at_position(90, c_ns_per_m=0.0, mu=0.0), probe_offset_m=0.0)
+    system, _, poses, x = build_contact_experiment(cfg)
+    trace, poses, x = run(system, None, poses, x, 0.8, cfg.dt_s, 1.0, record_every=1)
+    a = trace.arrays()
+    v0 = cfg.speed_mps
+    twist = system.split(x)[4]
+    assert a['normal_force_n'].max() > 5.0 and a['normal_force_n'][-1, 0] == 0.0     # a contact, and it is over
+    assert twist[0] == pytest.approx(-v0, rel=1e-4)
+    assert np.abs(twist[1:]).max() < 1e-9
+    impulse = np.trapezoid(a['normal_force_n'][:, 0], a['t'])
+    assert impulse == pytest.approx(2 * 8.9 * v0, rel=2e-3)
