@@ -11,6 +11,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
         ('share/' + PACKAGE + '/scenarios', ['scenarios/cisas_docking.yaml']),
+        ('share/' + PACKAGE + '/urdf', ['urdf/cisas.urdf']),
     ],
     install_requires=['setuptools'],
     zip_safe=True,

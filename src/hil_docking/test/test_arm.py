@@ -22,6 +22,21 @@ def test_urdf_has_the_seed_masses_and_lengths():
     assert flange.translation == pytest.approx([0.7 + 0.6 + 0.08, 0.0, 0.7])
 
 
+def test_installed_urdf_is_the_generated_one():
+    """share/hil_docking/urdf/cisas.urdf is arm.py's URDF (regenerate it with cisas_arm_urdf() after a change)."""
+    from pathlib import Path
+
+    from ament_index_python.packages import get_package_share_directory
+
+    from hil_docking.arm import cisas_arm_urdf
+    source = Path(__file__).resolve().parents[1] / 'urdf' / 'cisas.urdf'
+    installed = Path(get_package_share_directory('hil_docking')) / 'urdf' / 'cisas.urdf'
+    assert source.read_text() == cisas_arm_urdf()
+    assert installed.read_text() == cisas_arm_urdf()
+    model = pin.buildModelFromUrdf(str(installed))
+    assert model.nq == 6
+
+
 def test_lagrange_terms_match_eqs_7_and_9_built_from_link_jacobians():
     """Eq. (7): M = sum m_i J_P^T J_P + J_O^T R I R^T J_O (+ armature); Eqs. (9)-(10): G = -sum m_i J_P^T g0."""
     model = cisas_pin_model()
