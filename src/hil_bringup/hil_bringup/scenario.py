@@ -301,7 +301,14 @@ def client_admittance_parameters(scenario: MissionScenario) -> dict:
         'twist_client_body_0': [float(v) for v in c.twist_client_body_0],
         'pose_sensor_in_client_xyz_rpy': _pose_params(c.pose_sensor_in_client),
         'rate_hz': scenario.admittance_hz,
+        **_passivity_parameters(scenario),
     }
+
+
+def _passivity_parameters(scenario: MissionScenario) -> dict:
+    """The admittance nodes' passivity parameters from the scenario's ``passivity`` section (none: node defaults)."""
+    p = scenario.passivity
+    return {} if p is None else {'passivity_control': bool(p.enabled), 'passivity_max_rate_per_s': p.max_rate_per_s}
 
 
 def _servicer_initial(scenario: MissionScenario):
@@ -338,6 +345,7 @@ def servicer_admittance_parameters(scenario: MissionScenario, arm_compensates_gr
         'twist_base_rel_body_0': [float(v) for v in init.twist_base_rel_body],
         'pose_nominal_in_lab_xyz_rpy': _pose_params(pose_nominal_in_lab(scenario)),
         'rate_hz': scenario.admittance_hz,
+        **_passivity_parameters(scenario),
     }
 
 

@@ -111,3 +111,24 @@ def test_passivity_energy_is_recorded(run):
           f'{servicer[after, 0].max():.2e} J')
     assert np.abs(client[after, 1]).max() > 0.0
     assert np.abs(client[:, 0]).max() < 1e-3 * kinetic and np.abs(servicer[:, 0]).max() < 1e-3 * kinetic
+
+
+@pytest.mark.parametrize('section, key, value, name', [
+    ('rebase', 'ramp_s', -1.0, "'rebase.ramp_s'"),
+    ('rebase', 'after_post_grasp', 5.0, "'rebase.after_post_grasp'"),
+    ('passivity', 'max_rate_per_s', 'fast', "'passivity.max_rate_per_s'"),
+    ('passivity', 'enabled', 'yes', "'passivity.enabled'"),
+])
+def test_bad_rebase_or_passivity_field_is_named(tmp_path, section, key, value, name):
+    import yaml
+
+    from hil_bringup.scenario import ScenarioError, client_admittance_parameters, scenario_path
+
+    data = yaml.safe_load(scenario_path('envisat_capture').read_text())
+    params = client_admittance_parameters(load_scenario('envisat_capture'))
+    assert params['passivity_control'] is data['passivity']['enabled']
+    data[section][key] = value
+    path = tmp_path / 'bad.yaml'
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ScenarioError, match=name):
+        load_scenario(path)
