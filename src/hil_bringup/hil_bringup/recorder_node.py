@@ -11,9 +11,10 @@ Like ``ros2 bag record``, it finds each topic's type in the graph (every
 transient-local when every publisher offers it (latched topics), best-effort when one
 publisher is best-effort. On SIGINT/SIGTERM it finalises the bag and logs the counts.
 
-Parameters: ``bag_path`` (required), ``topics`` (required; relative names resolve in the
-node's namespace), ``overwrite``, ``flush_period_s``, ``chunk_size_kib``, ``fsync``,
-``compression``, ``discovery_period_s``.
+Parameters: ``bag_path`` (required), ``topics`` (relative names resolve in the node's
+namespace) or ``all_topics`` (every topic that appears, as ``ros2 bag record --all``),
+``overwrite``, ``flush_period_s``, ``chunk_size_kib``, ``fsync``, ``compression``,
+``discovery_period_s``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from hil_common.ros_main import run_node
 PARAMS = [
     Param('bag_path', REQUIRED, 'Bag folder to create (as ros2 bag record -o): <bag_path>/<name>_0.mcap and '
           'metadata.yaml', type='str', check=lambda v: None if v.strip() else 'must not be empty'),
-    Param('topics', REQUIRED, 'Topics to record (relative names resolve in the node namespace)', type='str[]',
-          check=lambda v: None if v and all(t.strip() for t in v) else 'needs at least one non-empty topic name'),
+    Param('topics', [], 'Topics to record (relative names resolve in the node namespace); empty with all_topics',
+          type='str[]', check=lambda v: None if all(t.strip() for t in v) else 'topic names must not be empty'),
+    Param('all_topics', False, 'Record every topic that appears in the graph (as ros2 bag record --all)'),
     Param('overwrite', False, 'Replace an existing bag folder (false: refuse to start, as ros2 bag record does)'),
     Param('flush_period_s', 0.5, 'Write the open chunk and metadata.yaml at least this often [s] (what a crash '
           'can lose)', min=0.01, max=60.0),
@@ -73,17 +75,26 @@ class RecorderNode(Node):
                                           fsync=p.fsync, compression=p.compression)
         except (BagError, OSError) as exc:
             raise ParameterError(f"parameter 'bag_path': {exc}") from exc
+        if not p.topics and not p.all_topics:
+            raise ParameterError("parameter 'topics': give the topics to record, or all_topics:=true")
+        self.all_topics = p.all_topics
         self.pending = {name: self.resolve_topic_name(name) for name in p.topics}
-        self.get_logger().info(f'recording {len(self.pending)} topics to {self.recorder.writer.path} '
+        what = 'every topic' if p.all_topics else f'{len(self.pending)} topics'
+        self.get_logger().info(f'recording {what} to {self.recorder.writer.path} '
                                '(hil_bringup recorder_node, rosbag2 MCAP layout)')
-        self.discover()
-        self._discovery = self.create_timer(p.discovery_period_s, self.discover)
         self.closed = False
+        self._discovery = self.create_timer(p.discovery_period_s, self.discover)
+        self.discover()
 
     def discover(self) -> None:
-        if not self.pending:
+        if not self.pending and not self.all_topics:
             return
         types = dict(self.get_topic_names_and_types())
+        if self.all_topics:
+            recorded = set(self.recorder.writer.bag.topics)
+            for resolved in types:
+                if resolved not in recorded and resolved not in self.pending.values():
+                    self.pending[resolved] = resolved
         for name, resolved in list(self.pending.items()):
             if not types.get(resolved):
                 continue
@@ -98,8 +109,9 @@ class RecorderNode(Node):
             self.recorder.add(name, msg_class, qos)
             del self.pending[name]
             self.get_logger().info(f'recording {resolved} ({type_name})')
-        if not self.pending:
+        if not self.pending and not self.all_topics and self._discovery is not None:
             self.destroy_timer(self._discovery)
+            self._discovery = None
 
     def close(self) -> None:
         if self.closed:

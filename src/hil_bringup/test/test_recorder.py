@@ -158,24 +158,33 @@ def test_recorder_node_records_what_the_graph_publishes_with_the_publishers_qos(
     from hil_bringup.recorder import LATCHED_QOS
     from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 
-    bag = tmp_path / 'graph'
+    bag, bag_all = tmp_path / 'graph', tmp_path / 'all'
     with test_node('probe_recorder') as (node, executor):
         latched = node.create_publisher(DiagnosticStatus, 'probe/fault', LATCHED_QOS)
         latched.publish(DiagnosticStatus(level=DiagnosticStatus.ERROR, message='latched before the recorder'))
         pub = node.create_publisher(Float64, 'probe/value', 100)
         proc = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag}',
                           'topics:=[probe/value, probe/fault, probe/never]', 'flush_period_s:=0.1')
+        # and one that records every topic, as `ros2 bag record --all` (what the launch files run)
+        proc_all = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag_all}', 'all_topics:=true',
+                              'discovery_period_s:=0.1', ros_args=('-r', '__node:=recorder_all'))
         try:
-            assert spin_until(executor, lambda: pub.get_subscription_count() > 0, 30.0), 'recorder did not subscribe'
+            assert spin_until(executor, lambda: pub.get_subscription_count() > 1, 30.0), 'recorders did not subscribe'
             assert (bag / 'metadata.yaml').exists()
             for i in range(200):
                 pub.publish(Float64(data=float(i)))
                 executor.spin_once(timeout_sec=0.002)
             spin_until(executor, lambda: False, 0.5)
         finally:
-            proc.send_signal(signal.SIGINT)
+            for p in (proc, proc_all):
+                p.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=30)
+            out_all, _ = proc_all.communicate(timeout=30)
     assert proc.returncode == 0, out
+    assert proc_all.returncode == 0, out_all
+    got_all = read_with_rosbags(bag_all)
+    assert [struct.unpack('<d', raw[4:])[0] for _, raw in got_all['/probe/value']] == [float(i) for i in range(200)]
+    assert len(got_all['/probe/fault']) == 1
     assert "never seen: ['/probe/never']" in out, out
     got = read_with_rosbags(bag)
     values = [struct.unpack('<d', raw[4:])[0] for _, raw in got['/probe/value']]
@@ -190,3 +199,4 @@ def test_recorder_node_records_what_the_graph_publishes_with_the_publishers_qos(
     again = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag}', 'topics:=[probe/value]')
     out, _ = again.communicate(timeout=60)
     assert again.returncode == 2 and "parameter 'bag_path'" in out and 'exists already' in out, out
+
