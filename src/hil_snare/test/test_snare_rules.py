@@ -185,3 +185,28 @@ def test_compiled_closest_point_equals_the_numpy_reference():
         a, b = closest_on_polyline(curve, p), closest_on_polyline_reference(curve, p)
         assert a[0] == pytest.approx(b[0], abs=1e-15) and a[2] == b[2]
         assert np.allclose(a[1], b[1], atol=1e-15)
+
+
+def test_camera_frame_control_is_eqs_6_and_7():
+    """Eq. (6): J_c q_d' reproduces the commanded LEE twist in the camera (LEE) frame, and the LEE
+    frame moves along its own axes; Eq. (7): tau_c = k_p (q_d - q_a) + k_d (q_d' - q_a')."""
+    from hil_snare.arms import build_model
+    from hil_snare.control import CameraFrameController
+
+    model = build_model(SSRMS_TABLE1)
+    data = model.createData()
+    q = np.radians([-31.87, 42.73, -66.72, 105.1, -178.6, -174.6, -131.5])
+    ctrl = CameraFrameController(model, q)
+    twist = np.array([0.02, -0.01, 0.03, 0.001, 0.0, -0.002])
+    rate = ctrl.desired_rate(q, twist)
+    fid = model.getFrameId('lee')
+    jac_world = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)
+    rot = data.oMf[fid].rotation
+    assert np.allclose(rot.T @ (jac_world[:3] @ rate), twist[:3], atol=1e-12)    # linear velocity in LEE axes
+    assert np.allclose(rot.T @ (jac_world[3:] @ rate), twist[3:], atol=1e-12)
+    dq = np.full(7, 0.001)
+    q_a = q + 0.01
+    rate_a = ctrl.desired_rate(q_a, twist)                                         # Eq. (6) at the measured q_a
+    tau = ctrl.update(0.01, q_a, dq, twist)
+    assert np.allclose(tau, 120.0 * (q - q_a) + 240.0 * (rate_a - dq))
+    assert np.allclose(ctrl.q_d, q + 0.01 * rate_a)                               # q_d integrates q_d'
