@@ -125,22 +125,22 @@ class MotionTableNode(Node):
         self.table = build_table(p)
         self.kin = self.table.kin
         self.names = tuple(self.kin.joint_names)
-        self.output = p['output']
-        self.lead = p['trajectory_lead_s']
-        self.decimation = p['tracking_error_decimation']
-        self.twist_timeout = p['twist_timeout_s']
-        self.home = home_pose(self.kin) if p['command_frame'] == 'home' else None
-        self.home_from_start = p['command_frame'] == 'home' and p['home_from_start']
-        self.pose_body_in_flange = xyz_rpy_to_pose(p['pose_body_in_flange_xyz_rpy'])
-        if p['command_frame'] == 'nominal':
-            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p['pose_nominal_in_base_xyz_rpy']), self.pose_body_in_flange)
+        self.output = p.output
+        self.lead = p.trajectory_lead_s
+        self.decimation = p.tracking_error_decimation
+        self.twist_timeout = p.twist_timeout_s
+        self.home = home_pose(self.kin) if p.command_frame == 'home' else None
+        self.home_from_start = p.command_frame == 'home' and p.home_from_start
+        self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
+        if p.command_frame == 'nominal':
+            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
         self.tracking = TrackingStats()
         self.q_measured, self.q_measured_at = None, 0.0
         # nothing is judged before the first joint state; stale ones hold until fresh for joint_states_recover_s
-        self.joints = InputWatch('joint_states', p['joint_states_timeout_s'], recover_after_s=p['joint_states_recover_s'],
-                                 auto_recover=p['auto_recover'])
+        self.joints = InputWatch('joint_states', p.joint_states_timeout_s, recover_after_s=p.joint_states_recover_s,
+                                 auto_recover=p.auto_recover)
         self.twist_ff, self.twist_stamp = None, None
         self.counters = {'bad_pose': 0, 'bad_joint_states': 0, 'no_measurement': 0}
         self.last_status = None
