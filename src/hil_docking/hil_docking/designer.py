@@ -233,26 +233,36 @@ def envelope_growth(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, period
 
 
 def m_min_simulated(delay_s: float, stiffness_n_m: float, damping_ns_m: float, rel_tol: float = 0.01,
-                    batch: int = 12, periods: float = 40.0, steps_per_delay: int = 20, lag_s: float = 0.0) -> float:
+                    batch: int = 12, periods: float = 40.0, steps_per_delay: int = 20, lag_s: float = 0.0,
+                    bracket: tuple[float, float] | None = None) -> float:
     """The stability boundary in ``m`` [kg] found by simulating the exact-delay loop.
 
     Multisection: ``batch`` masses on a geometric grid inside the bracket are simulated at
     once; the bracket shrinks to the neighbours of the first stable one until it is
     narrower than ``rel_tol``. The initial bracket comes from the Pade-1 bound for ``Delta + tau``
-    (x 1/20 ... x 20). ``lag_s``: the robot's first-order servo lag ``tau``.
+    (x 1/20 ... x 20), or ``bracket = (lo, hi)``: its ends are simulated first and must be
+    unstable and stable. ``lag_s``: the robot's first-order servo lag ``tau``.
     Returns the upper (stable) end of the final bracket.
     """
     _check(delay_s, stiffness_n_m, damping_ns_m)
     d, k, b = float(delay_s), float(stiffness_n_m), float(damping_ns_m)
     _require_below_bound(d + float(lag_s), k, b)
-    guess = float(m_min_pade1(d + float(lag_s), k, b))
-    lo, hi = guess / 20.0, guess * 20.0
-    for _ in range(20):
+    if bracket is not None:
+        lo, hi = (float(v) for v in bracket)
+        growth = envelope_growth([lo, hi], k, b, d, periods, steps_per_delay, lag_s)
+        if not (0.0 < lo < hi and growth[0] >= 1.0 > growth[1]):
+            raise ValueError(f'bracket {bracket!r} does not hold the boundary (growth {growth.tolist()})')
+        guess = None
+    else:
+        guess = float(m_min_pade1(d + float(lag_s), k, b))
+        lo, hi = guess / 20.0, guess * 20.0
+    for _ in range(0 if guess is None else 20):
         if envelope_growth(hi, k, b, d, periods, steps_per_delay, lag_s)[0] < 1.0:
             break
         lo, hi = hi, hi * 20.0
     else:
-        raise RuntimeError('no stable mass found by simulation')
+        if guess is not None:
+            raise RuntimeError('no stable mass found by simulation')
     while hi / lo - 1.0 > rel_tol:
         masses = np.geomspace(lo, hi, batch + 2)[1:-1]
         stable = envelope_growth(masses, k, b, d, periods, steps_per_delay, lag_s) < 1.0
