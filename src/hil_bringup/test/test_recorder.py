@@ -196,7 +196,3 @@ def test_recorder_node_records_what_the_graph_publishes_with_the_publishers_qos(
     assert qos == {'/probe/value': 'volatile', '/probe/fault': 'transient_local'}
     assert sorted(p.name for p in bag.iterdir()) == ['graph_0.mcap', 'metadata.yaml']
 
-    again = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag}', 'topics:=[probe/value]')
-    out, _ = again.communicate(timeout=60)
-    assert again.returncode == 2 and "parameter 'bag_path'" in out and 'exists already' in out, out
-
