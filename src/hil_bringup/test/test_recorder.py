@@ -195,4 +195,3 @@ def test_recorder_node_records_what_the_graph_publishes_with_the_publishers_qos(
            for t in meta['topics_with_message_count']}
     assert qos == {'/probe/value': 'volatile', '/probe/fault': 'transient_local'}
     assert sorted(p.name for p in bag.iterdir()) == ['graph_0.mcap', 'metadata.yaml']
-
