@@ -209,22 +209,34 @@ class SnareSystem:
                                                    pose_lee.act(p_lee)))
         return (f, p_lee, p_tgt), theta_dot
 
+    def wrenches(self, theta, pose_lee, twist_lee, pose_target, twist_target, record=False):
+        """The wire contact between an LEE and a grapple at given poses and body twists.
+
+        Returns ``(wrench on the target at its CoM in its body frame, wrench on the LEE about its
+        origin in the LEE frame, theta_dot of the snare drive)``. This is what a lab twin needs to
+        put the wires between its LEE and GF models (docs/snare.md, Open).
+        """
+        c, theta_dot = self.contact_forces(theta, pose_lee, twist_lee, pose_target, twist_target, record)
+        wrench_t = np.zeros(6)
+        wrench_lee = np.zeros(6)
+        if c is not None:
+            f_lee, p_lee, p_tgt = c
+            f_tgt_body = pose_target.rotation.T @ (pose_lee.rotation @ f_lee)
+            wrench_t[:3] = f_tgt_body
+            wrench_t[3:] = _cross(p_tgt, f_tgt_body)
+            wrench_lee[:3] = -f_lee
+            wrench_lee[3:] = _cross(p_lee, -f_lee)
+        return wrench_t, wrench_lee, theta_dot
+
     def derivative(self, t, poses, x, record=False):
         q, v, qm, vm, vt = self.split(x)
         pose_t = poses[0]
         pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
-        c, theta_dot = self.contact_forces(x[-1], pose_lee, twist_lee, pose_t, vt, record)
-        wrench_t = np.zeros(6)
+        wrench_t, wrench_lee, theta_dot = self.wrenches(x[-1], pose_lee, twist_lee, pose_t, vt, record)
         tau_ext = np.zeros(self.nv)
-        if c is not None:
-            f_lee, p_lee, p_tgt = c
-            f_tgt_body = pose_t.rotation.T @ (pose_lee.rotation @ f_lee)
-            wrench_t[:3] = f_tgt_body
-            wrench_t[3:] = _cross(p_tgt, f_tgt_body)
-            if self.arm is not None:
-                w_lee = np.concatenate([-f_lee, _cross(p_lee, -f_lee)])
-                jac = pin.computeFrameJacobian(self.model, self.data, self.q_full(poses, q), self.frame_id, pin.LOCAL)
-                tau_ext = jac.T @ w_lee
+        if self.arm is not None and wrench_lee.any():
+            jac = pin.computeFrameJacobian(self.model, self.data, self.q_full(poses, q), self.frame_id, pin.LOCAL)
+            tau_ext = jac.T @ wrench_lee
         vt_dot = self.target.acceleration(vt, wrench_t)
         twists = [vt]
         x_dot = np.empty_like(x)

@@ -210,3 +210,15 @@ def test_camera_frame_control_is_eqs_6_and_7():
     tau = ctrl.update(0.01, q_a, dq, twist)
     assert np.allclose(tau, 120.0 * (q - q_a) + 240.0 * (rate_a - dq))
     assert np.allclose(ctrl.q_d, q + 0.01 * rate_a)                               # q_d integrates q_d'
+
+
+def test_twin_contact_wrenches_are_equal_and_opposite():
+    """``SnareSystem.wrenches`` (the lab twin's entry): action = -reaction, about the same world point."""
+    system, _, poses, x = build_htv_capture(HtvCaptureConfig(grapple_in_corner=True, corner_gap_m=-0.003))
+    q, v, _, _, vt = system.split(x)
+    pose_lee, twist_lee = system.lee_pose_and_twist(poses, q, v)
+    w_t, w_lee, _ = system.wrenches(x[-1], pose_lee, twist_lee, poses[0], vt)
+    assert np.linalg.norm(w_t[:3]) > 1.0                                    # the corner start is in contact
+    on_target = poses[0].act(pin.Force(w_t)).vector                          # both in the world, about its origin
+    on_lee = pose_lee.act(pin.Force(w_lee)).vector
+    assert np.allclose(on_target, -on_lee, atol=1e-9 * np.abs(on_target).max())
