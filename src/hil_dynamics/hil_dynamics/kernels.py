@@ -86,7 +86,12 @@ def _motion_cross_add(a, b, scale, out):
 @njit(**_OPTS)
 def _mul_exp(g, u, out):
     """``out = g exp6(u)`` (seed 004 Eq. 1 exponential; ``u = [v; w]``)."""
-    v0, v1, v2, w0, w1, w2 = u[0], u[1], u[2], u[3], u[4], u[5]
+    _mul_exp6(g, u[0], u[1], u[2], u[3], u[4], u[5], out)
+
+
+@njit(**_OPTS)
+def _mul_exp6(g, v0, v1, v2, w0, w1, w2, out):
+    """:func:`_mul_exp` with the twist as six scalars."""
     t2 = w0 * w0 + w1 * w1 + w2 * w2
     if t2 < 1e-4:   # |w| < 1e-2: Taylor series, truncation below 1e-17
         a = 1.0 - t2 / 6.0 * (1.0 - t2 / 20.0 * (1.0 - t2 / 42.0))
@@ -519,3 +524,332 @@ def rigid_rkmk4_step(g, v, wrench, m6, m6_inv, h):
     g[:] = out
     for i in range(6):
         v[i] += (a1[i] + (a2[i] + a3[i]) * 2.0 + a4[i]) * h6
+
+
+# -- serial/tree multibody on a free-flyer root (the Eq. 12 and Eq. 20 terms) --------------------
+class Chain:
+    """A Pinocchio model with a free-flyer root and 1-DOF revolute/prismatic joints, as arrays
+    for :func:`chain_rnea` and :func:`chain_crba` (the same recursions as Pinocchio's ``rnea`` and
+    ``crba`` in local frames; ``test_fast_paths`` checks them against Pinocchio to 1e-12).
+    ``Chain.of(model)`` returns None for any other joint type (the caller then uses Pinocchio).
+    """
+
+    @classmethod
+    def of(cls, model: pin.Model):
+        nj = model.njoints
+        if nj < 2 or model.joints[1].shortname() != 'JointModelFreeFlyer':
+            return None
+        kind, axis = np.zeros(nj, dtype=np.int64), np.zeros((nj, 3))
+        units = {'X': 0, 'Y': 1, 'Z': 2}
+        for i in range(2, nj):
+            joint = model.joints[i]
+            name = joint.shortname()
+            if model.idx_vs[i] != 4 + i or joint.nv != 1:
+                return None
+            if name in ('JointModelRX', 'JointModelRY', 'JointModelRZ'):
+                kind[i], axis[i, units[name[-1]]] = 1, 1.0
+            elif name == 'JointModelRevoluteUnaligned':
+                kind[i], axis[i] = 1, np.asarray(joint.axis, dtype=float)
+            elif name in ('JointModelPX', 'JointModelPY', 'JointModelPZ'):
+                kind[i], axis[i, units[name[-1]]] = 2, 1.0
+            elif name == 'JointModelPrismaticUnaligned':
+                kind[i], axis[i] = 2, np.asarray(joint.axis, dtype=float)
+            else:
+                return None
+        out = cls()
+        out.parents = np.asarray(list(model.parents), dtype=np.int64)
+        out.placements = np.stack([pose_array(model.jointPlacements[i]) for i in range(nj)])
+        out.kind, out.axis = kind, axis
+        out.inertia = np.stack([model.inertias[i].matrix() for i in range(nj)])
+        out.gravity = np.asarray(model.gravity.vector, dtype=float).copy()
+        out.nv = model.nv
+        out.work = np.empty((4, nj, 12))       # X_i, v_i, a_i, f_i per joint
+        out.work_ic = np.empty((nj, 6, 6))
+        return out
+
+    def args(self):
+        return self.parents, self.placements, self.kind, self.axis, self.inertia
+
+
+@njit(**_OPTS)
+def _joint_pose(placement, kind, axis, q, out):
+    """``out = placement * M_joint(q)`` (revolute: rotation about ``axis``; prismatic: translation)."""
+    if kind == 1:
+        _mul_exp6(placement, 0.0, 0.0, 0.0, axis[0] * q, axis[1] * q, axis[2] * q, out)
+    else:
+        _mul_exp6(placement, axis[0] * q, axis[1] * q, axis[2] * q, 0.0, 0.0, 0.0, out)
+
+
+@njit(**_OPTS)
+def _inertia_times(m6, v, out):
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += m6[i, j] * v[j]
+        out[i] = s
+
+
+@njit(**_OPTS)
+def _act_force_add(g, f, out):
+    """``out += g.act(Force(f))``: ``f' = R f``, ``tau' = R tau + p x (R f)``."""
+    rf = _rv(g, f[0], f[1], f[2])
+    rt = _rv(g, f[3], f[4], f[5])
+    c = _cross(g[9], g[10], g[11], rf[0], rf[1], rf[2])
+    out[0] += rf[0]
+    out[1] += rf[1]
+    out[2] += rf[2]
+    out[3] += rt[0] + c[0]
+    out[4] += rt[1] + c[1]
+    out[5] += rt[2] + c[2]
+
+
+@njit(**_OPTS)
+def chain_rnea(parents, placements, kind, axis, inertia, gravity, base_pose, q_arm, v, a, fext, work, tau, fk=True):
+    """Pinocchio's ``rnea`` on a free-flyer chain: ``tau = M a + C v + g - sum J_i^T fext_i``.
+
+    ``base_pose`` is the free-flyer configuration as a 12-array pose, ``q_arm`` the joint
+    angles, ``v``/``a`` (nv,) with the base twist/acceleration first (local axes), ``fext``
+    (njoints, 6) external wrenches in each joint's frame, ``gravity`` the model's gravity
+    6-vector; ``work`` (4, njoints, 12) scratch whose ``work[0, 2:]`` (the joint placements at
+    ``q_arm``) are reused when ``fk`` is False.
+    """
+    nj = parents.shape[0]
+    xs, vs, acc, fs = work[0], work[1], work[2], work[3]
+    tmp = np.empty(6)
+    vj = np.zeros(6)
+    h = np.empty(6)
+    # joint 1: the free-flyer, liMi = placement * base_pose
+    pose_mul_into(placements[1], base_pose, xs[1])
+    neg_g = np.empty(6)
+    for k in range(6):
+        neg_g[k] = -gravity[k]
+    for k in range(6):
+        vs[1, k] = v[k]
+    _act_inv_motion(xs[1], neg_g, tmp)
+    for k in range(6):
+        acc[1, k] = tmp[k] + a[k]
+    for i in range(2, nj):
+        p = parents[i]
+        j = i - 2
+        if fk:
+            _joint_pose(placements[i], kind[i], axis[i], q_arm[j], xs[i])
+        for k in range(6):
+            vj[k] = 0.0
+        if kind[i] == 1:
+            vj[3], vj[4], vj[5] = axis[i, 0] * v[6 + j], axis[i, 1] * v[6 + j], axis[i, 2] * v[6 + j]
+        else:
+            vj[0], vj[1], vj[2] = axis[i, 0] * v[6 + j], axis[i, 1] * v[6 + j], axis[i, 2] * v[6 + j]
+        _act_inv_motion(xs[i], vs[p], tmp)
+        for k in range(6):
+            vs[i, k] = tmp[k] + vj[k]
+        _act_inv_motion(xs[i], acc[p], tmp)
+        for k in range(6):
+            acc[i, k] = tmp[k]
+        if kind[i] == 1:
+            acc[i, 3] += axis[i, 0] * a[6 + j]
+            acc[i, 4] += axis[i, 1] * a[6 + j]
+            acc[i, 5] += axis[i, 2] * a[6 + j]
+        else:
+            acc[i, 0] += axis[i, 0] * a[6 + j]
+            acc[i, 1] += axis[i, 1] * a[6 + j]
+            acc[i, 2] += axis[i, 2] * a[6 + j]
+        _motion_cross_add(vs[i], vj, 1.0, acc[i])
+    for i in range(1, nj):
+        _inertia_times(inertia[i], acc[i], fs[i])
+        _inertia_times(inertia[i], vs[i], h)
+        c1 = _cross(vs[i, 3], vs[i, 4], vs[i, 5], h[0], h[1], h[2])
+        c2 = _cross(vs[i, 0], vs[i, 1], vs[i, 2], h[0], h[1], h[2])
+        c3 = _cross(vs[i, 3], vs[i, 4], vs[i, 5], h[3], h[4], h[5])
+        for k in range(3):
+            fs[i, k] += c1[k] - fext[i, k]
+            fs[i, 3 + k] += c2[k] + c3[k] - fext[i, 3 + k]
+    for i in range(nj - 1, 1, -1):
+        j = i - 2
+        if kind[i] == 1:
+            tau[6 + j] = axis[i, 0] * fs[i, 3] + axis[i, 1] * fs[i, 4] + axis[i, 2] * fs[i, 5]
+        else:
+            tau[6 + j] = axis[i, 0] * fs[i, 0] + axis[i, 1] * fs[i, 1] + axis[i, 2] * fs[i, 2]
+        _act_force_add(xs[i], fs[i], fs[parents[i]])
+    for k in range(6):
+        tau[k] = fs[1, k]
+
+
+@njit(**_OPTS)
+def chain_crba(parents, placements, kind, axis, inertia, q_arm, work, work_ic, m, fk=True):
+    """Pinocchio's ``crba`` on a free-flyer chain (the joint-space inertia ``M``, full, symmetric).
+
+    ``M`` does not depend on the base pose (local frames). ``work`` (4, njoints, 12) scratch,
+    ``work_ic`` (njoints, 6, 6) the composite inertias.
+    """
+    nj = parents.shape[0]
+    xs = work[0]
+    if fk:
+        for i in range(2, nj):
+            _joint_pose(placements[i], kind[i], axis[i], q_arm[i - 2], xs[i])
+    for i in range(1, nj):
+        for r in range(6):
+            for c in range(6):
+                work_ic[i, r, c] = inertia[i, r, c]
+    xf = np.zeros((6, 6))
+    tmp = np.empty((6, 6))
+    for i in range(nj - 1, 1, -1):
+        # force transform of X_i (child i in parent): [[R, 0], [p x R, R]]; Ic_p += Xf Ic_i Xf^T
+        g = xs[i]
+        for r in range(3):
+            for c in range(3):
+                rv = g[3 * r + c]
+                xf[r, c] = rv
+                xf[3 + r, 3 + c] = rv
+                xf[r, 3 + c] = 0.0
+        for c in range(3):
+            pc = _cross(g[9], g[10], g[11], g[c], g[3 + c], g[6 + c])
+            xf[3, c], xf[4, c], xf[5, c] = pc[0], pc[1], pc[2]
+        for r in range(6):
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += xf[r, k] * work_ic[i, k, c]
+                tmp[r, c] = s
+        p = parents[i]
+        for r in range(6):
+            for c in range(6):
+                s = 0.0
+                for k in range(6):
+                    s += tmp[r, k] * xf[c, k]
+                work_ic[p, r, c] += s
+    for r in range(6):
+        for c in range(6):
+            m[r, c] = work_ic[1, r, c]
+    f = np.empty(6)
+    f2 = np.empty(6)
+    for i in range(2, nj):
+        vi = 4 + i
+        # F = Ic_i S_i
+        for r in range(6):
+            s = 0.0
+            for k in range(3):
+                if kind[i] == 1:
+                    s += work_ic[i, r, 3 + k] * axis[i, k]
+                else:
+                    s += work_ic[i, r, k] * axis[i, k]
+            f[r] = s
+        if kind[i] == 1:
+            m[vi, vi] = axis[i, 0] * f[3] + axis[i, 1] * f[4] + axis[i, 2] * f[5]
+        else:
+            m[vi, vi] = axis[i, 0] * f[0] + axis[i, 1] * f[1] + axis[i, 2] * f[2]
+        j = i
+        while parents[j] > 0:
+            for k in range(6):
+                f2[k] = 0.0
+            _act_force_add(xs[j], f, f2)
+            for k in range(6):
+                f[k] = f2[k]
+            j = parents[j]
+            if j >= 2:
+                vj = 4 + j
+                if kind[j] == 1:
+                    s = axis[j, 0] * f[3] + axis[j, 1] * f[4] + axis[j, 2] * f[5]
+                else:
+                    s = axis[j, 0] * f[0] + axis[j, 1] * f[1] + axis[j, 2] * f[2]
+                m[vj, vi] = s
+                m[vi, vj] = s
+            else:
+                for k in range(6):
+                    m[k, vi] = f[k]
+                    m[vi, k] = f[k]
+
+
+@njit(**_OPTS)
+def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
+                    nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic,
+                    tw, twists_out, rates_out):
+    """The closed loop of seed 004 Fig. 6 at one instant (Eqs. 4, 15, 18, 22, 20), all terms compiled:
+    what :meth:`ServicerHilLockstep.accelerations` computes with Pinocchio."""
+    nv = tw.shape[1]
+    n = nv - 6
+    v_n, v_s, q, dq = x[:6], x[6:12], x[12:12 + n], x[12 + n:]
+    vn_dot, delta, delta_dot = tw[0, :6], tw[1, :6], tw[2, :6]
+    nominal_acceleration_into(v_n, nom_m6, nom_m6_inv, vn_dot)                       # Eq. (4)
+    vel_b, vel_s, zero = tw[3], tw[4], tw[5]
+    servicer_stage_kinematics(poses[1], v_n, v_s, vn_dot, delta, vel_b[:6], delta_dot)   # Eq. (15)
+    for k in range(n):
+        vel_b[6 + k] = dq[k]
+        vel_s[6 + k] = dq[k]
+    for k in range(6):
+        vel_s[k] = v_s[k]
+    for k in range(nv):
+        zero[k] = 0.0
+    identity = np.zeros(12)
+    identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
+    pose_lab = np.empty(12)
+    pose_mul_into(nominal_in_lab, poses[1], pose_lab)
+    m_o, m_g = tw[8:8 + nv], tw[8 + nv:8 + 2 * nv]
+    bias_b, ff_s, ff_b, grav, bias_g = tw[8 + 2 * nv], tw[9 + 2 * nv], tw[10 + 2 * nv], tw[11 + 2 * nv], tw[12 + 2 * nv]
+    no_gravity = tw[13 + 2 * nv, :6]
+    for k in range(6):
+        no_gravity[k] = 0.0
+    w_o, w_f, w_g = work[0], work[1], work[2]    # per chain: the joint placements are computed once
+    chain_crba(co[0], co[1], co[2], co[3], co[4], q, w_o, work_ic, m_o, True)
+    chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel_b, zero, fext_o, w_o, bias_b, False)
+    if same_ff:     # the feed-forward's model is the admittance's: J^T F_e cancels in ff_s - ff_b
+        chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel_s, zero, fext_o, w_o, ff_s, False)
+        ff_b[:] = bias_b
+        w_f = w_o
+    else:
+        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_s, zero, zero_fext, w_f, ff_s, True)
+        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_b, zero, zero_fext, w_f, ff_b,
+                   False)
+    if w_grav != 0.0:   # G of Eq. (20) on the feed-forward's model in the lab gravity
+        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], lab_gravity, pose_lab, q, zero, zero, zero_fext, w_f, grav, False)
+    else:
+        for k in range(nv):
+            grav[k] = 0.0
+    if same_ground_mass:    # identical arrays: the ground arm's M is the orbit model's
+        m_g[:, :] = m_o
+        chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g, bias_g,
+                   True)
+    else:
+        chain_crba(cg[0], cg[1], cg[2], cg[3], cg[4], q, w_g, work_ic, m_g, True)
+        chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g, bias_g,
+                   False)
+    lhs = tw[14 + 2 * nv:14 + 3 * nv]
+    rhs, sol = tw[14 + 3 * nv], tw[15 + 3 * nv]
+    lockstep_solve(m_o, m_g, bias_b, ff_s, ff_b, grav, bias_g, tau, f_b, delta_dot, w_ff1, w_ff23, w_grav,
+                   lhs, rhs, sol)
+    for k in range(6):
+        twists_out[0, k] = v_n[k]
+        twists_out[1, k] = v_s[k]
+        rates_out[k] = vn_dot[k]
+        rates_out[6 + k] = sol[k]
+    for k in range(n):
+        rates_out[12 + k] = dq[k]
+        rates_out[12 + n + k] = sol[6 + k]
+
+
+@njit(**_OPTS)
+def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
+                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic,
+                        poses_out, x_out):
+    """One RKMK4 step of :class:`hil_dynamics.servicer_lockstep.ServicerHilLockstep` with held inputs,
+    as one compiled call (``co``/``cf``/``cg``: the orbit, feed-forward and ground-arm chains as
+    ``(parents, placements, kind, axis, inertia)``)."""
+    nv = 6 + (x.shape[0] - 12) // 2
+    tw = np.empty((16 + 3 * nv, nv))
+    k, nx = poses.shape[0], x.shape[0]
+    ks = np.empty((4, k, 6))
+    kc = np.empty((3, k, 6))
+    us = np.empty((3, k, 6))
+    a = np.empty((4, nx))
+    gs = np.empty((k, 12))
+    xs = np.empty(nx)
+    h2 = 0.5 * h
+    args = (f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity, nominal_in_lab, nom_m6,
+            nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic, tw)
+    _lockstep_rates(poses, x, *args, ks[0], a[0])
+    rk_stage(poses, x, ks[0], a[0], us[0], h2, False, gs, xs, us[0], kc[0])
+    _lockstep_rates(gs, xs, *args, ks[1], a[1])
+    rk_stage(poses, x, ks[1], a[1], us[0], h2, True, gs, xs, us[1], kc[1])
+    _lockstep_rates(gs, xs, *args, ks[2], a[2])
+    rk_stage(poses, x, ks[2], a[2], us[1], h, True, gs, xs, us[2], kc[2])
+    _lockstep_rates(gs, xs, *args, ks[3], a[3])
+    rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)

@@ -145,13 +145,17 @@ def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
         f_b, tau, f_e = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
         dt = 10.0 ** rng.uniform(-4.0, -1.5)
         out = []
-        for step in (loop.step, loop.step_reference):
+        steps = (lambda: loop.step(dt, f_b, tau, f_e),                      # compiled (held inputs)
+                 lambda: loop.step(dt, f_b, lambda t, q, dq: tau, f_e),      # fused Pinocchio path (a callable)
+                 lambda: loop.step_reference(dt, f_b, tau, f_e))
+        for step in steps:
             loop.admittance.state, loop.q_arm, loop.dq_arm = copy.deepcopy(state), q0.copy(), dq0.copy()
-            s = step(dt, f_b, tau, f_e)
+            s = step()
             out.append((s.servicer.pose_base_in_nominal.homogeneous, s.servicer.pose_nominal_in_orbit.homogeneous,
                         s.servicer.twist_base_rel_body, s.servicer.twist_nominal_body, s.q_arm, s.dq_arm))
-        for a, b in zip(*out):
-            worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+        for path in out[:2]:
+            for a, b in zip(path, out[2]):
+                worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
     assert worst < TOL
 
 
@@ -214,3 +218,35 @@ def test_absolute_rigid_body_compiled_step_matches_reference_step():
             b.step_reference(wrench, dt)
         assert _pose_diff(a.pose_in_orbit, b.pose_in_orbit) < TOL
         assert np.abs(a.twist_body - b.twist_body).max() < TOL
+
+
+@pytest.mark.parametrize('arm', ['lbr', 'ssrms'])
+def test_chain_rnea_and_crba_match_pinocchio(arm):
+    """The compiled recursions against Pinocchio's ``rnea`` (with gravity and external forces) and ``crba``."""
+    from hil_dynamics.models import servicer_lbr_urdf, servicer_ssrms_urdf
+
+    urdf = servicer_lbr_urdf() if arm == 'lbr' else servicer_ssrms_urdf()
+    model = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+    model.gravity = pin.Motion(np.array([0.3, -0.2, -9.81, 0.0, 0.0, 0.0]))
+    data = model.createData()
+    chain = kernels.Chain.of(model)
+    rng = np.random.default_rng(9)
+    for _ in range(10):
+        base = _random_pose(rng)
+        q, v, a = rng.uniform(-3.0, 3.0, model.nv - 6), rng.normal(size=model.nv), rng.normal(size=model.nv)
+        fext = pin.StdVec_Force()
+        fext_arr = np.zeros((model.njoints, 6))
+        fext.append(pin.Force.Zero())
+        for j in range(1, model.njoints):
+            f = rng.normal(0.0, 20.0, 6)
+            fext.append(pin.Force(f))
+            fext_arr[j] = f
+        cfg = np.concatenate((pin.SE3ToXYZQUAT(base), q))
+        ref = pin.rnea(model, data, cfg, v, a, fext).copy()
+        out = np.empty(model.nv)
+        kernels.chain_rnea(*chain.args(), chain.gravity, kernels.pose_array(base), q, v, a, fext_arr, chain.work, out)
+        assert np.abs(out - ref).max() < TOL * np.abs(ref).max()
+        ref_m = pin.crba(model, data, cfg).copy()
+        out_m = np.empty((model.nv, model.nv))
+        kernels.chain_crba(*chain.args(), q, chain.work, chain.work_ic, out_m)
+        assert np.abs(out_m - ref_m).max() < TOL * np.abs(ref_m).max()
