@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from hil_bringup.bag import BagWriter, bag_file
+from hil_bringup.bag import BagError, BagWriter, bag_file
 
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -55,8 +55,11 @@ def _definition(msgtype: str) -> tuple[str, str]:
 
     if _TYPESTORE is None:
         _TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
-    msgdef, _ = _TYPESTORE.generate_msgdef(msgtype, ros_version=2)
-    return msgdef, _TYPESTORE.hash_rihs01(msgtype)
+    try:
+        msgdef, _ = _TYPESTORE.generate_msgdef(msgtype, ros_version=2)
+        return msgdef, _TYPESTORE.hash_rihs01(msgtype)
+    except Exception as exc:  # noqa: BLE001 - rosbags raises several kinds for an unknown type
+        raise BagError(f'message type {msgtype} is not a ROS 2 Jazzy type known to rosbags: {exc}') from exc
 
 
 class McapWriter:
