@@ -51,11 +51,12 @@ def _dask(*args) -> list[str]:
     return [sys.executable, '-m', 'dask', *args]
 
 
-def start_worker(scheduler_file: Path) -> subprocess.Popen:
+def start_worker(scheduler_file: Path, name: str | None = None) -> subprocess.Popen:
     """One worker process (no nanny: killing it kills the worker, as a machine going down)."""
+    named = ['--name', name] if name else []
     return subprocess.Popen(_dask('worker', '--scheduler-file', str(scheduler_file), '--nthreads', '1', '--no-nanny',
                                   '--no-dashboard', '--host', '127.0.0.1', '--memory-limit', '2GiB',
-                                  '--preload', 'hil_campaign.preload'),
+                                  '--preload', 'hil_campaign.preload', *named),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -150,37 +151,38 @@ def test_a_campaign_through_a_scheduler_and_two_worker_processes(cluster, tmp_pa
 
 def test_ctrl_c_and_a_killed_worker_then_a_rerun_does_only_the_missing_runs(cluster, tmp_path):
     """The campaign runs in its own process (the ``campaign`` CLI) on the cluster plus a third
-    worker. Once that worker has finished a run it is killed (SIGKILL) while it holds more;
-    Dask gives its runs to the others. Then the CLI gets Ctrl-C (SIGINT) mid-campaign: it exits
-    130 with the finished runs journaled. The rerun executes exactly the runs the journal lacks,
-    and the final table is complete and right (closed form; reproducibility is the test above)."""
+    worker. While that worker is running a task it is killed (SIGKILL); Dask gives its runs to
+    the others. As soon as a run is journaled the CLI gets Ctrl-C (SIGINT): it exits 130 with
+    the finished runs journaled. The rerun executes exactly the runs the journal lacks, and the
+    final table is complete and right (closed form; reproducibility is the test above)."""
+    from distributed import Client
+
     dt_s = 2e-4                                    # 3000 steps, ~0.2-0.5 s per run: slow enough to interrupt
     path = campaign_file(tmp_path, dt_s=dt_s, name='interrupted')
     n = len(SPEEDS) * len(MASSES)
-    extra = start_worker(cluster['scheduler_file'])
+    extra = start_worker(cluster['scheduler_file'], name=f'doomed-{os.getpid()}')
     out = tmp_path / 'out'
+    killed = interrupted = False
     try:
-        from distributed import Client
-
-        with Client(cluster['address'], timeout='60s') as client:
-            client.wait_for_workers(3, timeout=120)
-        cli = subprocess.Popen([sys.executable, '-m', 'hil_campaign.cli', str(path), '--out', str(out),
-                                '--scheduler', cluster['address'], '--no-progress', '--no-plots'],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        journal = Journal(out / JOURNAL)
-        killed = interrupted = False
-        deadline = time.monotonic() + 120.0
-        while cli.poll() is None and time.monotonic() < deadline:
-            rows = journal.rows()
-            if not killed and any(r['worker'].endswith(f':{extra.pid}') for r in rows.values()):
-                extra.kill()
-                killed = True
-            if killed and len(rows) >= 3:
-                cli.send_signal(signal.SIGINT)
-                interrupted = True
-                break
-            time.sleep(0.02)
-        stdout, stderr = cli.communicate(timeout=60)
+        with Client(cluster['address'], timeout='60s') as watcher:
+            watcher.wait_for_workers(3, timeout=120)
+            extra_address = next(a for a, w in watcher.scheduler_info()['workers'].items()
+                                 if w.get('name') == f'doomed-{os.getpid()}')
+            cli = subprocess.Popen([sys.executable, '-m', 'hil_campaign.cli', str(path), '--out', str(out),
+                                    '--scheduler', cluster['address'], '--no-progress', '--no-plots'],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            journal = Journal(out / JOURNAL)
+            deadline = time.monotonic() + 120.0
+            while cli.poll() is None and time.monotonic() < deadline:
+                if not killed and watcher.processing(workers=[extra_address]).get(extra_address):
+                    extra.kill()                   # mid-run: it holds a task
+                    killed = True
+                if killed and journal.rows():
+                    cli.send_signal(signal.SIGINT)
+                    interrupted = True
+                    break
+                time.sleep(0.01)
+            stdout, stderr = cli.communicate(timeout=60)
     finally:
         if extra.poll() is None:
             extra.kill()
@@ -189,7 +191,7 @@ def test_ctrl_c_and_a_killed_worker_then_a_rerun_does_only_the_missing_runs(clus
     assert cli.returncode == 130, (stdout, stderr)
     assert 'run the same command again' in stderr
     done = Journal(out / JOURNAL).rows()
-    assert 3 <= len(done) < n, 'the interrupt came too late to test resuming'
+    assert 1 <= len(done) < n, 'the interrupt came too late to test resuming'
     # no run was lost to the killed worker: the scheduler gave its runs to the others
     assert not any(r.get('engine_error') for r in done.values())
     # the partial table holds what finished
