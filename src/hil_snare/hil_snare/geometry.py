@@ -121,6 +121,41 @@ def _ellipse_refine(mx, my, hx, hy, rx, ry, px, py, u):
     return ok, u, mx + c * hx + s * rx, my + c * hy + s * ry, s * hx - c * rx, s * hy - c * ry
 
 
+@njit(cache=True, nogil=True)
+def closest_on_arc(mx, my, hx, hy, rx, ry, n, px, py):
+    """Closest point of the arc ``X(u) = m + cos(u) h + sin(u) r``, ``u`` from pi to 0, to ``p``.
+
+    A global search on the ``n``-point polyline of :func:`elliptic_arc` (the same points),
+    refined by :func:`_ellipse_refine` on the exact curve. Returns ``(distance, cx, cy, tx, ty,
+    u, k, s)``: the closest point, the tangent in the traversal direction (first anchor to
+    second), the ellipse parameter, and the polyline segment and parameter of the coarse search.
+    """
+    du = math.pi / (n - 1)
+    best = np.inf
+    bk = 0
+    bt = 0.0
+    bx = by = btx = bty = 0.0
+    ax = mx + math.cos(math.pi) * hx + math.sin(math.pi) * rx
+    ay = my + math.cos(math.pi) * hy + math.sin(math.pi) * ry
+    for k in range(n - 1):
+        u1 = math.pi - (k + 1) * du
+        qx = mx + math.cos(u1) * hx + math.sin(u1) * rx
+        qy = my + math.cos(u1) * hy + math.sin(u1) * ry
+        dx, dy = qx - ax, qy - ay
+        t = ((px - ax) * dx + (py - ay) * dy) / (dx * dx + dy * dy)
+        t = min(max(t, 0.0), 1.0)
+        cx, cy = ax + t * dx, ay + t * dy
+        d2 = (px - cx) ** 2 + (py - cy) ** 2
+        if d2 < best:
+            best, bk, bt, bx, by, btx, bty = d2, k, t, cx, cy, dx, dy
+        ax, ay = qx, qy
+    u = math.pi - (bk + bt) * du
+    ok, ur, cx, cy, tx, ty = _ellipse_refine(mx, my, hx, hy, rx, ry, px, py, u)
+    if ok and tx * tx + ty * ty > 0.0:
+        return math.hypot(px - cx, py - cy), cx, cy, tx, ty, ur, bk, bt
+    return math.sqrt(best), bx, by, btx, bty, u, bk, bt
+
+
 def closest_on_polyline(points: np.ndarray, p_yz: np.ndarray):
     """Closest point of a polyline to ``p_yz``: (distance, closest point, segment index, segment parameter).
 
@@ -157,10 +192,6 @@ class WireSet:
         """d(curve points)/dt, or None when the wires do not move."""
         return None
 
-    def anchors(self, theta: float) -> list[tuple[np.ndarray, np.ndarray]] | None:
-        """(a, b) anchors of each wire, for a cheap far-away test; None to skip the test."""
-        return None
-
     def hits(self, theta: float, p_yz: np.ndarray, reach_m: float) -> list[WireHit]:
         """Wires whose signed distance to the grapple axis at ``p_yz`` is below ``reach_m``.
 
@@ -171,37 +202,23 @@ class WireSet:
         normal always points to the left side.
         """
         out = []
-        anchors = self.anchors(theta)
-        curves = None
+        py, pz = float(p_yz[0]), float(p_yz[1])
         for i in range(self.n_wires):
-            if anchors is not None:
-                # the curve lies right of its chord: a point left of the chord by > reach cannot touch it
-                a, b = anchors[i]
-                ch = b - a
-                left = (ch[0] * (p_yz[1] - a[1]) - ch[1] * (p_yz[0] - a[0])) / math.hypot(ch[0], ch[1])
-                if left > reach_m:
-                    continue
-            if curves is None:
-                curves = self.curves(theta)
-            pts = curves[i]
-            dist, c, k, s = closest_on_polyline(pts, p_yz)
-            seg = pts[k + 1] - pts[k]
-            # refine on the exact ellipse (smooth normal: a polyline's normal jumps at its vertices)
             (mx, my), (hx, hy), (rx, ry) = self.arc(theta, i)
-            du = math.pi / (pts.shape[0] - 1)
-            ok, u, cx, cy, tx, ty = _ellipse_refine(mx, my, hx, hy, rx, ry, p_yz[0], p_yz[1], math.pi - (k + s) * du)
-            if ok and tx * tx + ty * ty > 0.0:
-                dist, c, seg = math.hypot(p_yz[0] - cx, p_yz[1] - cy), np.array([cx, cy]), np.array([tx, ty])
-            else:
-                u = math.pi - (k + s) * du
-            side = seg[0] * (p_yz[1] - c[1]) - seg[1] * (p_yz[0] - c[0])
+            # the curve lies right of its chord (a -> b = 2 half): a point left of it by > reach cannot touch it
+            ax, ay = mx - hx, my - hy
+            left = (hx * (pz - ay) - hy * (py - ax)) / math.hypot(hx, hy)
+            if left > reach_m:
+                continue
+            dist, cx, cy, tx, ty, u, k, s = closest_on_arc(mx, my, hx, hy, rx, ry, self.n_samples, py, pz)
+            side = tx * (pz - cy) - ty * (py - cx)
             signed = dist if side >= 0.0 else -dist
             if signed >= reach_m:
                 continue
             if dist > 1e-12:
-                n = (p_yz - c) / signed
+                n = np.array([(py - cx) / signed, (pz - cy) / signed])
             else:  # axis exactly on the wire: its left normal
-                n = np.array([-seg[1], seg[0]]) / math.hypot(seg[0], seg[1])
+                n = np.array([-ty, tx]) / math.hypot(tx, ty)
             out.append(WireHit(i, signed, n, k, s, u))
         return out
 
@@ -267,11 +284,6 @@ class LeeSnare(WireSet):
         self.n_samples = n_samples
         self.phi = np.array([90.0, 210.0, 330.0]) * DEG
         self._cache_theta = None
-
-    def anchors(self, theta: float):
-        r = self.ring_radius_m
-        return [(r * np.array([math.cos(phi), math.sin(phi)]), r * np.array([math.cos(phi + theta), math.sin(phi + theta)]))
-                for phi in self.phi]
 
     def arc(self, theta: float, i: int):
         r = self.ring_radius_m
@@ -339,6 +351,7 @@ class SingleWire(WireSet):
         self.length_m = length_m
         self.chord_m = chord
         self.x_wire_m = x_wire_m
+        self.n_samples = n_samples
         self._curves = [elliptic_arc(a, b, self.sag_ratio, n_samples)]
         half = 0.5 * (b - a)
         self._arc = (tuple(0.5 * (a + b)), tuple(half), (self.sag_ratio * half[1], -self.sag_ratio * half[0]))
