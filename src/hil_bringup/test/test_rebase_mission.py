@@ -19,6 +19,9 @@ from hil_motion_table.table import TableLimits
 @pytest.fixture(scope='module')
 def run():
     scenario = load_scenario('envisat_capture')
+    # A shorter settle and ramp than the scenario's (5 s, 10 s) keep the test near 15 s of CPU;
+    # the 600 s figures in docs/envisat_capture.md use the scenario's values.
+    scenario.rebase.after_post_grasp_s, scenario.rebase.ramp_s = 3.0, 6.0
     m = HilMission(scenario, dt=0.004)
     jumps, commands = [], []
     update = m.rebase.update
@@ -44,8 +47,8 @@ def run():
     m.k = int(round(m.t / m.dt))
     m.t, m.record = m.k * m.dt, MissionRecord()
     m.step()
-    # Grasp near 31.4 s, re-basing from post_grasp + 5 s over 10 s; then 20 s on the new nominal.
-    rec = m.run(36.5 - m.t + scenario.rebase.after_post_grasp_s + scenario.rebase.ramp_s + 20.0, record_every_s=0.1)
+    # Grasp near 31.4 s, re-basing from post_grasp + 3 s over 6 s; then 12 s on the new nominal.
+    rec = m.run(31.5 - m.t + scenario.rebase.after_post_grasp_s + scenario.rebase.ramp_s + 12.0, record_every_s=0.1)
     for name in ('t', 'grasp_cmd_client_table', 'base_cmd_servicer_table'):
         setattr(rec, name, np.concatenate((getattr(approach, name), getattr(rec, name))))
     return scenario, m, rec, np.array(jumps), commands
@@ -82,13 +85,13 @@ def test_tables_stay_in_their_boxes_after_the_grasp(run):
     assert rec.exit_time('grasp_cmd_client_table', scenario.workspace_box_m) is None
     assert rec.exit_time('base_cmd_servicer_table', scenario.servicer_workspace_box_m) is None
     # After the ramp the tables only follow the stack's internal motion: their drift over the last
-    # 20 s, extrapolated to 600 s after the grasp, stays inside the boxes.
-    assert rec.t[-1] - 20.0 >= m.rebase.steps[-1].t
-    late = rec.t >= rec.t[-1] - 20.0
+    # 10 s, extrapolated to 600 s after the grasp, stays inside the boxes.
+    assert rec.t[-1] - 10.0 >= m.rebase.steps[-1].t
+    late = rec.t >= rec.t[-1] - 10.0
     for name, box in (('grasp_cmd_client_table', scenario.workspace_box_m),
                       ('base_cmd_servicer_table', scenario.servicer_workspace_box_m)):
         p = getattr(rec, name)
-        rate = np.abs(p[late][-1] - p[late][0]).max() / 20.0
+        rate = np.abs(p[late][-1] - p[late][0]).max() / 10.0
         reach = np.abs(p[-1] - p[0]).max() + rate * (600.0 + m.controller.phase_times['post_grasp'] - rec.t[-1])
         print(f'\n{name}: drift {rate * 1e3:.3f} mm/s after the ramp, extrapolated reach at 600 s {reach:.3f} m')
         assert reach < 0.5 * box.min()
