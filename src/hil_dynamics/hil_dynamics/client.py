@@ -132,15 +132,14 @@ class ClientAdmittance:
         """
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
-        if not callable(wrench_client_com) and self._nominal is None:
+        if not callable(wrench_client_com):
             return self._step_compiled(wrench_client_com, dt)
         return self.step_reference(wrench_client_com, dt)
 
     def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal=None) -> ClientState:
         """Switch to another nominal keeping ``g_t``, ``V_t`` (Eq. 23); ``nominal`` gives its Eq. (4)
-        mass properties (:class:`hil_dynamics.rebase.NominalBody`; None keeps the current ones).
-        After a re-basing the step runs :meth:`step_reference` (the compiled kernel assumes the
-        client's own nominal). See :mod:`hil_dynamics.rebase`.
+        mass properties (:class:`hil_dynamics.rebase.NominalBody`; None keeps the current ones),
+        which both the compiled and the reference step use. See :mod:`hil_dynamics.rebase`.
         """
         from hil_dynamics.rebase import rebase_relative
 

@@ -287,10 +287,7 @@ class ServicerAdmittance:
         g_s, v_s = rebase_relative(s.pose_nominal_in_orbit, s.twist_nominal_body, s.pose_base_in_nominal,
                                    s.twist_base_rel_body, pose_nominal_in_orbit, twist_nominal_body)
         if nominal_body is not None:
-            self.nominal_body = nominal_body
-            # A compiled step may have cached the client's nominal: integrate with the readable one.
-            if hasattr(type(self), 'step_reference'):
-                self.step = self.step_reference
+            self.nominal_body = nominal_body     # read at every step (nominal_matrices)
         self.state = ServicerState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_s, v_s)
         return self.state
 
