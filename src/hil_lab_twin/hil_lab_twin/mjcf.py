@@ -257,7 +257,9 @@ def ring_mockup(ns: str, sensor: str, sensor_top: str, pose_grasp_in_sensor: pin
              f'<site name="{sensor}_site" pos="0 0 0" size="0.01" rgba="1 0 0 1"/>',
              f'<geom name="{ns}_mockup_box" type="box" pos="0 0 {_f(hz)}" size="{_v(box_half)}" mass="{_f(box_mass)}" '
              f'rgba="0.85 0.75 0.3 1" {CONTACT_ATTRS}/>']
-    half_width = ring_radius * math.tan(math.pi / segments) + 0.5 * lip_thickness
+    # segments meet on the mid-circle: no corner stands proud of its neighbour's face (V-gaps
+    # of ~lip_thickness tan(pi/segments) remain on the outside)
+    half_width = ring_radius * math.tan(math.pi / segments)
     seg_mass = ring_mass / segments
     for k in range(segments):
         a = 2.0 * math.pi * k / segments
