@@ -16,13 +16,14 @@ PARENT = r'''
 import subprocess, sys, time
 from hil_common.ros_testing import start_node, stop_processes
 procs = [start_node('hil_bringup', 'scripted_wrench_node', 'rate_hz:=1.0', capture=False) for _ in range(2)]
-print(' '.join(str(p.pid) for p in procs), flush=True)
 if sys.argv[1] == 'kill':
+    print(' '.join(str(p.pid) for p in procs), flush=True)
     time.sleep(600)
 # A process slow to stop (it ignores SIGINT) keeps the shutdown busy for timeout_s.
 slow = subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); '
                          'print(1, flush=True); time.sleep(60)'], stdout=subprocess.PIPE, text=True)
 slow.stdout.readline()
+print(' '.join(str(p.pid) for p in procs), flush=True)
 try:
     time.sleep(600)                            # the demo runs; the user presses Ctrl-C
 finally:
