@@ -80,14 +80,11 @@ def cluster(tmp_path_factory):
             client.wait_for_workers(2, timeout=120)
         yield {'address': address, 'scheduler_file': scheduler_file, 'procs': procs}
     finally:
-        for p in reversed(procs):
+        for p in reversed(procs):          # the processes this fixture started, by pid
             if p.poll() is None:
-                p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
                 p.kill()
+        for p in procs:
+            p.wait(timeout=30)
 
 
 def rows_of(table) -> list[dict]:
