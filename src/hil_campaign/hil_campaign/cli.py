@@ -43,7 +43,8 @@ def _list() -> None:
     for r in RUNNERS.values():
         print(f'  {r.name}: {r.description}')
         for o in r.options:
-            print(f'      runner.{o.name} (default {o.default}): {o.description}')
+            default = "the scenario's" if o.default is None else o.default
+            print(f'      runner.{o.name} (default {default}): {o.description}')
         print(f"      metrics: {', '.join(r.metrics)}")
 
 
