@@ -172,14 +172,24 @@ def test_bisection_brackets_a_known_boundary_halving_it_each_iteration(tmp_path)
                  success={'metric': 'energy_drift_rel', 'below': 0.5})
     c = load_campaign(write(tmp_path, data))
     plan = c.plan()
-    queue, seen = list(plan.initial()), []
+    queue, seen, rows = list(plan.initial()), [], []
     assert plan.total() == 2 * 8
     while queue:
         spec = queue.pop(0)
         seen.append(spec)
         ok = spec.params['client.mass_kg'] < 1234.0
-        queue += plan.completed(spec, {'status': 'ok', 'metrics': {'energy_drift_rel': 0.0 if ok else 1.0}})
+        row = {'status': 'ok', 'metrics': {'energy_drift_rel': 0.0 if ok else 1.0}}
+        rows.append({'run_id': spec.run_id, 'point': spec.point, 'iteration': spec.iteration, 'params': spec.params,
+                     'seed': spec.seed, 'error': None, 'code_version': 'test', **row})
+        queue += plan.completed(spec, row)
     assert len(seen) == plan.total()
+    # the boundary curve and the histograms are drawn from the table
+    from hil_campaign.plots import write_plots
+    from hil_campaign.results import build_table
+
+    table = build_table(rows, c.parameter_names, c.metrics)
+    assert table.num_rows == 16 and table.column('iteration').to_pylist()[:8] == list(range(8))
+    assert {p.name for p in write_plots(c, table, plan.boundaries(), tmp_path)} == {'boundary.png', 'histograms.png'}
     for b in plan.boundaries():
         assert b['low'] <= 1234.0 <= b['high']
         assert b['high'] - b['low'] == pytest.approx(1000.0 / 2 ** 6)
