@@ -162,8 +162,9 @@ def run_campaign(campaign: Campaign, out_dir: str | Path, scheduler: str | None 
                 spec = queue.popleft()
                 if spec.run_id in rows:
                     continue
-                if spec.run_id in known:
-                    record(spec, known[spec.run_id], fresh_run=False)
+                if spec.run_id in known:          # its place in this plan (a grid may have been extended)
+                    record(spec, {**known[spec.run_id], 'point': spec.point, 'iteration': spec.iteration},
+                           fresh_run=False)
                     continue
                 payload = {'runner': campaign.runner, 'scenario': campaign.scenario,
                            'overrides': campaign.overrides_for(spec), 'seed': spec.seed}
