@@ -31,10 +31,15 @@ def _check(name, value, *, positive=False):
         raise ValueError(f'{name} must be {"> 0" if positive else ">= 0"} and finite, got {value!r}')
 
 
+def friction_gain(mu: float, f_n: float, slip_speed_sq: float, v_eps_mps: float) -> float:
+    """``k`` with ``F_f = k v_t``: ``-mu F_n / sqrt(|v_t|^2 + v_eps^2)`` (Eq. 12, regularised)."""
+    return -mu * f_n / math.sqrt(slip_speed_sq + v_eps_mps * v_eps_mps)
+
+
 def regularised_friction(mu: float, f_n: float, v_t, v_eps_mps: float) -> np.ndarray:
     """Regularised Coulomb friction force (Eq. 12): opposite the slip ``v_t``, magnitude -> ``mu F_n``."""
     v_t = np.asarray(v_t, dtype=float)
-    return (-mu * f_n / math.sqrt(float(v_t @ v_t) + v_eps_mps * v_eps_mps)) * v_t
+    return friction_gain(mu, f_n, float(v_t @ v_t), v_eps_mps) * v_t
 
 
 @dataclass(frozen=True)

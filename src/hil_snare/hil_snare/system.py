@@ -26,6 +26,7 @@ import pinocchio as pin
 from hil_dynamics.lie_integrators import rkmk4_step
 from hil_dynamics.rigid_body import RigidBody
 from hil_snare.arms import ArmSpec, build_model
+from hil_snare.contact import friction_gain
 
 
 @dataclass(frozen=True)
@@ -186,27 +187,32 @@ class SnareSystem:
         v_tgt_world = pose_target.rotation @ (twist_target[:3] + _cross(twist_target[3:], p_tgt))
         v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
         v_rel = pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
-        f = np.zeros(3)
-        axis = self._axis_lee
+        # scalar arithmetic on 3-vectors below: several times cheaper than numpy at this size
+        vx, vy, vz = float(v_rel[0]), float(v_rel[1]), float(v_rel[2])
+        ax, ay, az = (float(a) for a in self._axis_lee)
+        fx = fy = fz = 0.0
+        mu, v_eps = self.law.mu, self.law.v_eps_mps
         for h in hits:
             # The in-plane distance's gradient w.r.t. a rigid motion of the shaft, taken at the
             # material point under the section: the in-plane normal minus its share along the
             # axis, i.e. perpendicular to the shaft. Forces along it derive from the wire potential.
-            n3 = np.array([0.0, h.normal_yz[0], h.normal_yz[1]])
-            n3[0] = -(n3 @ axis) / axis[0]
-            w_yz = self.wires.wire_velocity(theta, theta_dot, h) if theta_dot else (0.0, 0.0)
-            w3 = np.array([0.0, w_yz[0], w_yz[1]])
-            slip = v_rel - w3
+            ny, nz = float(h.normal_yz[0]), float(h.normal_yz[1])
+            nx = -(ny * ay + nz * az) / ax
+            wy, wz = self.wires.wire_velocity(theta, theta_dot, h) if theta_dot else (0.0, 0.0)
+            sx, sy, sz = vx, vy - wy, vz - wz                     # slip of the grapple on the wire
             delta = self.grapple.radius_m - h.distance_m
-            delta_dot = -float(n3 @ slip)
+            delta_dot = -(nx * sx + ny * sy + nz * sz)
             f_n = self.law.normal_force(delta, delta_dot)
-            u = n3 / math.sqrt(n3 @ n3)
-            v_t = slip - (u @ slip) * u
-            fi = f_n * n3 + self.law.friction(f_n, v_t)
-            f += fi
+            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+            us = (nx * sx + ny * sy + nz * sz) / (nn * nn)
+            tx, ty, tz = sx - us * nx, sy - us * ny, sz - us * nz   # tangential slip
+            k = friction_gain(mu, f_n, tx * tx + ty * ty + tz * tz, v_eps)              # Eq. (12), regularised
+            fix, fiy, fiz = f_n * nx + k * tx, f_n * ny + k * ty, f_n * nz + k * tz
+            fx, fy, fz = fx + fix, fy + fiy, fz + fiz
             if record:
-                self.contacts.append(ContactSample(h.wire, delta, delta_dot, f_n, pose_lee.rotation @ fi,
-                                                   pose_lee.act(p_lee)))
+                self.contacts.append(ContactSample(h.wire, delta, delta_dot, f_n,
+                                                   pose_lee.rotation @ np.array([fix, fiy, fiz]), pose_lee.act(p_lee)))
+        f = np.array([fx, fy, fz])
         return (f, p_lee, p_tgt), theta_dot
 
     def wrenches(self, theta, pose_lee, twist_lee, pose_target, twist_target, record=False):
