@@ -336,4 +336,4 @@ def twin_node_parameters(facility: Facility, scenario, rdt_ports: dict | None = 
 
     ports = rdt_ports or {}
     return {'layout': 'config', 'twin_config_yaml': config_to_yaml(twin_config(calibrate(facility, scenario))),
-            'rdt_ports': [f'{k}:{v}' for k, v in ports.items()] or ['']}
+            'rdt_ports': [f'{k}:{v}' for k, v in ports.items()]}

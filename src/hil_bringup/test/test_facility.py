@@ -131,3 +131,15 @@ def test_a_start_pose_out_of_reach_is_refused_naming_the_field(tmp_path, scenari
 def test_bad_fields_are_named(tmp_path, edit, field):
     with pytest.raises(ScenarioError, match=rf"field '{field}'"):
         load_facility(_variant(tmp_path, edit))
+
+
+def test_the_twin_node_builds_the_calibrated_twin_from_its_parameters(facility, scenario, cal):
+    from hil_bringup.facility import twin_node_parameters
+    from hil_lab_twin.lab_twin_node import config_from
+
+    class Values(dict):
+        __getattr__ = dict.__getitem__
+
+    params = twin_node_parameters(facility, scenario, {'client_ft': 49152})
+    assert params['layout'] == 'config' and params['rdt_ports'] == ['client_ft:49152']
+    assert config_from(Values(params)) == twin_config(cal)

@@ -31,7 +31,7 @@ import time
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
@@ -41,6 +41,7 @@ from hil_lab_twin.pacing import RealTimePacer
 from hil_lab_twin.rdt_bridge import rdt_server
 from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, ServoConfig, TwinConfig, facility_config,
                                 teleop_facility_config)
+from hil_lab_twin.scene import config_from_yaml
 from hil_lab_twin.twin import LabTwin
 
 PARAMS = [
@@ -48,7 +49,9 @@ PARAMS = [
           'each carries a client mock-up on an F/T sensor', check=lambda v: check_tables(v)),
     Param('layout', 'tables', "'tables': the motion tables of 'tables' (and the servicer); 'teleop': seed 001's HIL, "
           "robot 'slave' (KR 120, F/T slave_ft) gripping the mock-up on robot 'payload' (UR10e, F/T payload_ft)",
-          choices=('tables', 'teleop')),
+          choices=('tables', 'teleop', 'config')),
+    Param('twin_config_yaml', '', "layout 'config': the whole twin as YAML (hil_lab_twin.scene.config_to_yaml; "
+          'hil_bringup.facility.twin_node_parameters writes it from the lab calibration)'),
     Param('grip_stiffness', [2e4, 2e4, 2e4, 2e3, 2e3, 2e3], "layout 'teleop': gripper stiffness, slave grip frame "
           '[N/m, N m/rad]', length=6, min=0.0),
     Param('grip_damping', [2e2, 2e2, 2e2, 2e1, 2e1, 2e1], "layout 'teleop': gripper damping [N s/m, N m s/rad]",
@@ -93,6 +96,11 @@ def check_rdt_ports(entries) -> str | None:
 
 
 def config_from(p) -> TwinConfig:
+    if p.get('layout', 'tables') == 'config':
+        try:
+            return config_from_yaml(p.twin_config_yaml)
+        except (ValueError, TypeError) as exc:
+            raise ParameterError(f"parameter 'twin_config_yaml': {exc}") from None
     servo = ServoConfig(delay_s=p.delay_s, bandwidth_hz=p.servo_bandwidth_hz)
     ft = FtConfig(rate_hz=p.ft_rate_hz, noise_force_std=p.ft_noise_force_n, noise_torque_std=p.ft_noise_torque_nm)
     if p.get('layout', 'tables') == 'teleop':
@@ -134,6 +142,9 @@ class LabTwinNode(Node):
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
             self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
                                      lambda msg, ns=ns: self.on_efforts(ns, msg), 10)
+            if self.twin.has_ring_gripper(ns):   # the OBSW's gripper command (true closes)
+                self.create_subscription(Bool, f'{ns.removesuffix("_arm")}/gripper_cmd',
+                                         lambda msg, ns=ns: self.on_gripper(ns, msg), 10)
         self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
                         for s in self.twin.ft_sensor_names} if p.publish_wrench else {}
         self.rdt_servers = []
@@ -162,6 +173,9 @@ class LabTwinNode(Node):
 
     def on_efforts(self, ns: str, msg: Float64MultiArray) -> None:
         self._rejected(ns, self.twin.command_efforts(ns, list(msg.data)))
+
+    def on_gripper(self, ns: str, msg: Bool) -> None:
+        (self.twin.close_gripper if msg.data else self.twin.open_gripper)(ns)
 
     def on_push(self, ns: str, msg: WrenchStamped) -> None:
         wrench = wrench_from_msg(msg.wrench)

@@ -497,3 +497,58 @@ def _ik(kin, pose_flange_in_base, seed, who: str) -> np.ndarray:
     if not result.converged or np.any(result.q < kin.q_min) or np.any(result.q > kin.q_max):
         raise ValueError(f'{who} robot cannot reach its initial grip pose {pose_flange_in_base.translation}')
     return result.q
+
+
+# -- a whole TwinConfig as one YAML string (the lab_twin_node parameter of a calibrated facility) ------
+def _tuples(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def config_to_yaml(config: TwinConfig) -> str:
+    """``config`` as YAML (plain mappings and lists), for :func:`config_from_yaml`."""
+    import dataclasses
+
+    import yaml
+
+    def plain(value):
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if isinstance(value, (np.floating, np.integer)):
+            return value.item()
+        return value
+
+    return yaml.safe_dump(plain(dataclasses.asdict(config)), sort_keys=True)
+
+
+def config_from_yaml(text: str) -> TwinConfig:
+    """The :class:`TwinConfig` written by :func:`config_to_yaml` (checked)."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError('twin config YAML must be a mapping')
+
+    def build(cls, values, nested):
+        if values is None:
+            return None
+        values = {k: _tuples(v) for k, v in values.items()}
+        for key, sub in nested.items():
+            if key in values:
+                values[key] = sub(values[key])
+        return cls(**values)
+
+    robot = lambda v: build(RobotConfig, v, {'servo': lambda s: build(ServoConfig, s, {}),  # noqa: E731
+                                             'ft': lambda s: build(FtConfig, s, {}),
+                                             'mockup': lambda s: build(RingMockupConfig, s, {})})
+    config = build(TwinConfig, data, {
+        'robots': lambda rs: tuple(robot(dict(r)) for r in rs),
+        'arm': lambda a: build(ArmConfig, a, {'wrist_ft': lambda s: build(FtConfig, s, {}),
+                                             'gripper': lambda s: build(RingGripperConfig, s, {})}),
+        'press': lambda s: build(PressConfig, s, {}),
+        'grip': lambda s: build(GripConfig, s, {})})
+    config.check()
+    return config

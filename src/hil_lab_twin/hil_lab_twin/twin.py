@@ -231,6 +231,10 @@ class LabTwin:
         """Finger position of the servicer arm's gripper [m] (positive opens)."""
         self.data.ctrl[self._arms[ns].finger_act_ids] = float(np.clip(opening, -0.04, 0.03))
 
+    def has_ring_gripper(self, ns: str) -> bool:
+        """Whether torque arm ``ns`` carries the ring gripper (:class:`hil_lab_twin.scene.RingGripperConfig`)."""
+        return self._arms[ns].finger_rate > 0
+
     def close_gripper(self, ns: str) -> None:
         """Close the ring gripper of arm ``ns``: the fingers travel from open to the tool point in the
         configured closing time and then squeeze with the configured force."""
