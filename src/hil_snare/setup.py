@@ -23,6 +23,7 @@ setup(
     entry_points={
         'console_scripts': [
             'snare_demo = hil_snare.demo:main',
+            'snare_servicer_node = hil_snare.snare_servicer_node:main',
         ],
     },
 )

@@ -1,0 +1,100 @@
+"""SSRMS servicer side of a HIL snare capture: measured LEE wrench in, LEE motion out.
+
+Subscribes to the processed F/T wrench of the sensor behind the LEE mock-up
+(``servicer/ft/wrench``, sensor frame), moves it to the LEE frame with the constant
+``pose_sensor_in_lee``, steps :class:`hil_snare.servicer_side.FlexibleArmServicer` (seed 000
+Eqs. 3-7: flexible joints, camera-frame PD holding the initial pose) at ``rate_hz`` paced on
+the node clock (:class:`hil_common.pacing.StepPacer`), and publishes the LEE's motion for the
+table of the robot carrying the LEE mock-up: ``servicer/table/pose_cmd`` (the LEE relative to
+its initial pose, which is the table's nominal frame) and ``servicer/table/twist_cmd`` (its
+body twist). A wrench older than ``wrench_timeout_s`` is treated as zero.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pinocchio as pin
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+
+from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.pacing import StepPacer
+from hil_common.params import Param, declare_parameters
+from hil_common.ros_main import run_node
+from hil_snare.arms import SSRMS_TABLE1
+from hil_snare.joints import DEG, SsrmsGearbox
+from hil_snare.runner import TABLE3_JOINTS_DEG
+from hil_snare.servicer_side import FlexibleArmServicer
+from hil_snare.system import ArmConfig
+
+PARAMS = [
+    Param('rate_hz', 250.0, 'Step rate of the flexible-joint arm [Hz] (RK4 is stable below ~7 ms, docs/snare.md)',
+          min=50.0, max=2000.0),
+    Param('joints_deg', list(TABLE3_JOINTS_DEG), 'Initial SSRMS joint angles [deg] (seed 000 Table 3)', length=7),
+    Param('k_g_nm_per_rad', 1.33e6, 'Gearbox stiffness K_g beyond Delta [N m/rad] (seed 000 Eq. 2)', min=1.0),
+    Param('motor_inertia_kgm2', 2.67e-4 * 1845.0 ** 2, 'Motor inertia I_zz eta^2 [kg m^2] (seed 000 Eq. 5)', min=1e-6),
+    Param('motor_damping_nms_per_rad', 18000.0, 'Motor viscous damping D [N m s/rad] (seed 000 Table 4)', min=0.0),
+    Param('kp_nm_per_rad', 120.0, 'Joint PD stiffness k_p [N m/rad] (seed 000 Table 4)', min=0.0),
+    Param('kd_nms_per_rad', 240.0, 'Joint PD damping k_d [N m s/rad] (seed 000 Table 4)', min=0.0),
+    Param('pose_sensor_in_lee', [0.0] * 6, 'F/T sensor frame in the LEE frame: x, y, z [m], roll, pitch, yaw [rad]',
+          length=6),
+    Param('wrench_timeout_s', 0.1, 'A wrench older than this is taken as zero [s]', min=0.001),
+    Param('frame_id', 'servicer_table_nominal', 'Frame id of the published pose and twist'),
+]
+
+
+class SnareServicer(Node):
+    def __init__(self):
+        super().__init__('snare_servicer')
+        p = declare_parameters(self, PARAMS)
+        arm = ArmConfig(SSRMS_TABLE1, SsrmsGearbox(k_g_nm_per_rad=p.k_g_nm_per_rad), p.motor_inertia_kgm2,
+                        p.motor_damping_nms_per_rad)
+        self.rule = FlexibleArmServicer(arm, np.asarray(p.joints_deg, dtype=float) * DEG, p.kp_nm_per_rad,
+                                        p.kd_nms_per_rad)
+        self.pose_lee0_inv = self.rule.lee_state()[0].inverse()
+        self.pose_sensor_in_lee = xyz_rpy_to_pose(p.pose_sensor_in_lee)
+        self.timeout_s = p.wrench_timeout_s
+        self.wrench_lee = np.zeros(6)
+        self.wrench_t = -1e18
+        now = self._now()
+        self.pacer = StepPacer(1.0 / p.rate_hz, now)
+        self.pose_msg = PoseStamped()
+        self.twist_msg = TwistStamped()
+        self.pose_msg.header.frame_id = self.twist_msg.header.frame_id = p.frame_id
+        self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
+        self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
+        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10)
+        self.create_timer(1.0 / p.rate_hz, self.tick)
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def on_wrench(self, msg: WrenchStamped) -> None:
+        wrench_sensor = wrench_from_msg(msg.wrench)
+        self.wrench_lee = self.pose_sensor_in_lee.act(pin.Force(wrench_sensor)).vector
+        self.wrench_t = self._now()
+
+    def tick(self) -> None:
+        now = self._now()
+        steps = self.pacer.due(now)
+        if steps == 0:
+            return
+        wrench = self.wrench_lee if now - self.wrench_t <= self.timeout_s else np.zeros(6)
+        for _ in range(steps):
+            pose, twist = self.rule.step(self.pacer.dt_s, wrench)
+        stamp = self.get_clock().now().to_msg()
+        self.pose_msg.header.stamp = self.twist_msg.header.stamp = stamp
+        pose_to_msg(self.pose_lee0_inv * pose, self.pose_msg.pose)
+        twist_to_msg(twist, self.twist_msg.twist)
+        self.pub_pose.publish(self.pose_msg)
+        self.pub_twist.publish(self.twist_msg)
+
+
+def main(args=None) -> int:
+    return run_node(SnareServicer, 'snare_servicer', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
