@@ -1,7 +1,7 @@
 """Campaign engine (hil_campaign on Dask distributed): throughput, per-run overhead, shipped size.
 
 Prints:
-* throughput of a CPU-bound campaign (the ``client_unforced`` runner, ~0.3 s per run) on a
+* throughput of a CPU-bound campaign (the ``client_unforced`` runner, ~1 s per run) on a
   LocalCluster of 1 and of 2 worker processes (started and warmed before the clock starts),
   and the speed-up (target >= 1.6x with 2 workers on a 2-core machine);
 * the per-run overhead of the engine: runs/s for a trivial run (the same runner with zero
@@ -67,7 +67,7 @@ def throughput(folder: Path) -> None:
             # warm-up campaign (first runs per worker), then the measured one
             _timed_campaign(_campaign(folder, f'warm{n_workers}', n_workers * 2, 0.2, 2e-4), folder / f'warm{n_workers}',
                             cluster.scheduler_address)
-            campaign = _campaign(folder, f'cpu{n_workers}', N_CPU_RUNS, 1.0, 2e-4)
+            campaign = _campaign(folder, f'cpu{n_workers}', N_CPU_RUNS, 1.0, 3e-5)
             result, wall, inside = _timed_campaign(campaign, folder / f'cpu{n_workers}', cluster.scheduler_address)
         rates[n_workers] = result.executed / wall
         print(f'  {n_workers} worker(s): {result.executed} runs of {statistics.median(inside):.2f} s (median inside the '

@@ -179,7 +179,7 @@ def run_campaign(campaign: Campaign, out_dir: str | Path, scheduler: str | None 
             if not pending:
                 break
             future = next(completed)
-            spec, _ = pending.pop(future.key)
+            spec, _ = pending[future.key]
             base = {'run_id': spec.run_id, 'point': spec.point, 'iteration': spec.iteration, 'params': spec.params,
                     'seed': spec.seed}
             if future.status == 'finished':
@@ -193,10 +193,17 @@ def run_campaign(campaign: Campaign, out_dir: str | Path, scheduler: str | None 
                        'code_version': None, 'engine_error': True}
             journal.append(row)
             record(spec, row, fresh_run=True)
+            del pending[future.key]
     except KeyboardInterrupt:
         interrupted = True
         for _, future in pending.values():
             future.cancel()
+        # a run journaled just before the interrupt, not yet recorded: the journal is authoritative
+        journaled = journal.rows()
+        for spec, _ in pending.values():
+            if spec.run_id in journaled and spec.run_id not in rows:
+                rows[spec.run_id] = {**journaled[spec.run_id], 'point': spec.point, 'iteration': spec.iteration}
+                counts['executed'] += 1
     finally:
         bar.close()
         engine.close()

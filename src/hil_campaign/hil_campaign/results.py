@@ -54,6 +54,11 @@ class Journal:
         if fresh and self.path.exists():
             self.path.unlink()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size:
+            with self.path.open('rb+') as f:          # a line cut by a kill: end it, so the next one parses
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b'\n':
+                    f.write(b'\n')
 
     def rows(self) -> dict[str, dict]:
         """Finished runs by run id (the last line wins); runs lost to the engine are left out (to redo)."""
