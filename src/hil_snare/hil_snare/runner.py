@@ -16,7 +16,6 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.fields import ScenarioError
-from hil_dynamics.rigid_body import RigidBody
 from hil_snare.arms import JEMRMS_MAIN_ARM, SSRMS_TABLE1
 from hil_snare.contact import LooseWireLaw, SnareWireLaw
 from hil_snare.control import CameraFrameController

@@ -1,6 +1,5 @@
 """snare_servicer_node over real rclpy/DDS (loopback-only profile, own domain)."""
 
-import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 
