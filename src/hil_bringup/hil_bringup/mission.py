@@ -20,6 +20,7 @@ Both record the same :class:`MissionRecord`. Plain Python, no rclpy.
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -251,7 +252,8 @@ class HilMission(_Mission):
     """
 
     def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
-                 forced: bool = True, gravity_m_s2: float = 9.80665, passivity_control: bool = False):
+                 forced: bool = True, gravity_m_s2: float = 9.80665, passivity_control: bool = False,
+                 robot_delay_steps: int = 0):
         super().__init__(scenario, controller, dt, forced)
         c, s = scenario.client, scenario.servicer
         init, _ = _initial(scenario)
@@ -277,9 +279,16 @@ class HilMission(_Mission):
                                                       enabled=passivity_control)
         self._passivity_out = None
         self._client_integration_j = 0.0
+        # Tables that realise their commands robot_delay_steps samples late (0: ideal, Assumption 1):
+        # the contact and the passivity observers then see the delayed table poses and twists.
+        if robot_delay_steps < 0:
+            raise ValueError(f'robot_delay_steps must be >= 0, got {robot_delay_steps!r}')
+        self._tables = collections.deque(maxlen=robot_delay_steps + 1) if robot_delay_steps else None
 
     def lab_states(self):
         cs, ss = self.client.state, self.servicer.admittance.state
+        if self._tables:
+            return (*self._tables[0], self.servicer.q_arm, self.servicer.dq_arm)
         return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
                 self.servicer.q_arm, self.servicer.dq_arm)
 
@@ -303,11 +312,14 @@ class HilMission(_Mission):
                 self.rebase.start(self.t)
             self.rebase.update(self.t, self.client, self.servicer.admittance, self.servicer.q_arm, self.servicer.dq_arm)
         cs, ss = self.client.state, self.servicer.admittance.state
-        out_c = self.passivity_client.update(cs.twist_client_rel_body, cs.twist_client_rel_body, wrench_client_com,
-                                            self.dt, self._client_integration_j)
+        if self._tables is not None:
+            self._tables.append((cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal,
+                                 ss.twist_base_rel_body))
+        measured_c, measured_s = self.measured_table_twists()
+        out_c = self.passivity_client.update(measured_c, cs.twist_client_rel_body, wrench_client_com, self.dt,
+                                            self._client_integration_j)
         jac_b = self.model.ee_jacobian(self.servicer.q_arm)[:, :6]
-        out_s = self.passivity_servicer.update(ss.twist_base_rel_body, ss.twist_base_rel_body, jac_b.T @ wrench_flange,
-                                              self.dt)
+        out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, jac_b.T @ wrench_flange, self.dt)
         self._passivity_out = (out_c, out_s)
         wrench_client = np.asarray(wrench_client_com, dtype=float) + out_c.wrench_pc
         g_t0, v_t0 = cs.absolute()
@@ -316,6 +328,16 @@ class HilMission(_Mission):
         self._client_integration_j = integration_energy(self.client.body.mass_matrix, v_t0, v_t1, wrench_client, self.dt,
                                                         pin.log6(g_t0.actInv(g_t1)).vector)
         self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
+
+    def measured_table_twists(self):
+        """``(Ṽ_c, Ṽ_s)``: what the two tables realise, the passivity observers' measured port twists.
+
+        Ideal robots (Assumption 1): the commands; with ``robot_delay_steps`` the delayed ones. A
+        runner with real robots overrides it, together with :meth:`lab_states`.
+        """
+        if self._tables:
+            return self._tables[0][1], self._tables[0][3]
+        return self.client.state.twist_client_rel_body, self.servicer.admittance.state.twist_base_rel_body
 
     def passivity_record(self):
         if self._passivity_out is None:

@@ -22,7 +22,9 @@ def run():
     # A shorter settle and ramp than the scenario's (5 s, 10 s) keep the test near 15 s of CPU;
     # the 600 s figures in docs/envisat_capture.md use the scenario's values.
     scenario.rebase.after_post_grasp_s, scenario.rebase.ramp_s = 3.0, 6.0
-    m = HilMission(scenario, dt=0.004)
+    # The tables realise their commands two samples late (8 ms, then 4 ms: the twin's command
+    # delay), and the passivity controllers act on what that injects.
+    m = HilMission(scenario, dt=0.004, passivity_control=True, robot_delay_steps=2)
     jumps, commands = [], []
     update = m.rebase.update
 
@@ -97,23 +99,27 @@ def test_tables_stay_in_their_boxes_after_the_grasp(run):
         assert reach < 0.5 * box.min()
 
 
-def test_passivity_energy_is_recorded(run):
-    """The observers of both ports go into the record; with ideal robots they see only the sampling."""
+def test_passivity_controller_removes_what_the_table_delay_injects(run):
+    """Seed 004 §VI: the delayed tables inject energy at the client port; the controller dissipates it.
+
+    Without the controller the observers see up to about 1e-3 J (4 ms of delay; 4e-3 J at 20 ms,
+    1e-2 J at 50 ms: docs/envisat_capture.md); with it what stays observed is under 1 % of what it
+    dissipated, and the capture timeline is unchanged (phase times to the sample).
+    """
     _, m, rec, _, _ = run
     client, servicer = rec.passivity_client, rec.passivity_servicer
     assert client.shape == (len(rec.pose_client_table), 5) and np.isfinite(client).all() and np.isfinite(servicer).all()
-    before = rec.t[-len(client):] < m.contact.latch_time_s
-    after = ~before
-    # No contact wrench before the latch: nothing at the ports.
-    assert np.abs(client[before, 1]).max() == 0.0 and np.abs(servicer[before, 1]).max() == 0.0
-    # Observe-only here (passivity_control=False): nothing dissipated, beta = 0.
-    assert np.all(client[:, 3] == 0.0) and np.all(servicer[:, 4] == 0.0)
-    kinetic = 0.5 * np.linalg.norm(rec.twist_client_body[-1]) ** 2 * m.scenario.client.body.mass_kg
-    print(f'\npassivity after the grasp: client E_obs {client[after, 0].min():.2e} .. {client[after, 0].max():.2e} J '
-          f'(integration {client[-1, 2]:.1e} J), servicer E_obs {servicer[after, 0].min():.2e} .. '
-          f'{servicer[after, 0].max():.2e} J')
-    assert np.abs(client[after, 1]).max() > 0.0
-    assert np.abs(client[:, 0]).max() < 1e-3 * kinetic and np.abs(servicer[:, 0]).max() < 1e-3 * kinetic
+    dissipated = client[-1, 3] + servicer[-1, 3]
+    print(f'\ndissipated: client {client[-1, 3]:.2e} J, servicer {servicer[-1, 3]:.2e} J; max E_obs left: client '
+          f'{client[:, 0].max():.1e} J, servicer {servicer[:, 0].max():.1e} J; client port net {client[-1, 1]:.1e} J')
+    # The delay injects energy (the controller had to act), and what stays observed is < 1 % of it.
+    assert client[-1, 3] > 1e-5 and servicer[-1, 3] > 1e-5
+    assert client[:, 0].max() < 1e-2 * dissipated and servicer[:, 0].max() < 1e-2 * dissipated
+    # The capture is not disturbed: grasp and post-grasp within a sample of the delay-free run's
+    # (30.812 s and 31.416 s at 4 ms, test_envisat_mission / docs) and the grip latched.
+    assert m.contact.latched
+    assert m.controller.phase_times['grasp'] == pytest.approx(30.812, abs=0.0041)
+    assert m.controller.phase_times['post_grasp'] == pytest.approx(31.416, abs=0.0041)
 
 
 @pytest.mark.parametrize('section, key, value, name', [
