@@ -853,3 +853,65 @@ def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf
     rk_stage(poses, x, ks[2], a[2], us[1], h, True, gs, xs, us[2], kc[2])
     _lockstep_rates(gs, xs, *args, ks[3], a[3])
     rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
+
+
+@njit(**_OPTS)
+def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
+                          poses_out, x_out):
+    """:meth:`hil_dynamics.servicer.ServicerAdmittance.step` (Eq. 18 with the arm samples held) as one
+    compiled call: ``M`` and ``J_b^T F_e`` (as ``-rnea(q, 0, 0, F_e)``) once, then per RKMK4 stage the
+    Coriolis force ``C_b V_b + C_bq dq`` by the compiled RNEA."""
+    nv = 6 + q.shape[0]
+    m = np.empty((nv, nv))
+    chain_crba(co[0], co[1], co[2], co[3], co[4], q, work, work_ic, m, True)
+    identity = np.zeros(12)
+    identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
+    no_gravity = np.zeros(6)
+    zero = np.zeros(nv)
+    minus_jtf = np.empty(nv)
+    chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, zero, zero, fext_o, work, minus_jtf, False)
+    m_b = np.empty((6, 6))
+    m_b_inv = np.empty((6, 6))
+    for i in range(6):
+        for j in range(6):
+            m_b[i, j] = m[i, j]
+    inverse_into(m_b, m_b_inv)
+    rhs = np.empty(6)
+    const = np.empty(6)
+    for i in range(6):
+        s = f_b[i] - minus_jtf[i]
+        for j in range(6, nv):
+            s -= m[i, j] * ddq[j - 6]
+        rhs[i] = s
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += m_b_inv[i, j] * rhs[j]
+        const[i] = s
+    vel = np.empty(nv)
+    for k in range(nv - 6):
+        vel[6 + k] = dq[k]
+    bias = np.empty(nv)
+    vn_dot, delta, delta_dot = np.empty(6), np.empty(6), np.empty(6)
+    ks = np.empty((4, 2, 6))
+    kc = np.empty((3, 2, 6))
+    us = np.empty((3, 2, 6))
+    a = np.empty((4, 12))
+    gs = np.empty((2, 12))
+    xs = np.empty(12)
+    h2 = 0.5 * h
+    for stage in range(4):
+        pp = poses if stage == 0 else gs
+        xx = x if stage == 0 else xs
+        nominal_acceleration_into(xx[:6], nom_m6, nom_m6_inv, vn_dot)                      # Eq. (4)
+        servicer_stage_kinematics(pp[1], xx[:6], xx[6:], vn_dot, delta, vel[:6], delta_dot)  # Eq. (15)
+        chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel, zero, zero_fext, work, bias,
+                   False)
+        admittance_rates(const, m_b_inv, bias, delta_dot, vn_dot, xx, ks[stage], a[stage])  # Eq. (18)
+        if stage == 0:
+            rk_stage(poses, x, ks[0], a[0], us[0], h2, False, gs, xs, us[0], kc[0])
+        elif stage == 1:
+            rk_stage(poses, x, ks[1], a[1], us[0], h2, True, gs, xs, us[1], kc[1])
+        elif stage == 2:
+            rk_stage(poses, x, ks[2], a[2], us[1], h, True, gs, xs, us[2], kc[2])
+    rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)

@@ -343,6 +343,19 @@ class ServicerAdmittance:
         w = self.__dict__.get('_fused')
         if w is None:
             w = self._fused = self._fused_setup()
+        if w.chain is not None:
+            return self._step_compiled(dt, q, dq, ddq, f_b, f_e, w)
+        return self._step_pinocchio(dt, q, dq, ddq, f_b, f_e)
+
+    def _step_pinocchio(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
+        """:meth:`step` with Pinocchio's ``crba``/``computeFrameJacobian``/``nonLinearEffects`` and
+        compiled glue (the path for a model that is not a free-flyer chain of 1-DOF joints)."""
+        n = self.model.n
+        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
+        w = self.__dict__.get('_fused')
+        if w is None:
+            w = self._fused = self._fused_setup()
         model = self.model
         pm = model.model
         cfg = w.cfg
@@ -376,10 +389,36 @@ class ServicerAdmittance:
         nominal = self.__dict__.get('_nominal') or self.nominal_body
         return nominal.mass_matrix, nominal.mass_matrix_inv
 
+    def _step_compiled(self, dt, q, dq, ddq, f_b, f_e, w) -> ServicerState:
+        """:meth:`step` as one compiled call (:func:`hil_dynamics.kernels.admittance_rkmk4_step`)."""
+        if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
+            w.fext[w.ee_joint] = w.ee_placement.act(pin.Force(f_e)).vector
+            w.last_f_e = f_e
+        s = self.state
+        kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
+        kernels.pose_array(s.pose_base_in_nominal, w.poses[1])
+        w.x[:6], w.x[6:] = s.twist_nominal_body, s.twist_base_rel_body
+        nom_m6, nom_m6_inv = self.nominal_matrices()
+        kernels.admittance_rkmk4_step(w.poses, w.x, dt, q, dq, ddq, f_b, w.fext, w.zero_fext, w.chain, nom_m6,
+                                      nom_m6_inv, w.work, w.work_ic, w.poses_out, w.x_out)
+        x = w.x_out
+        self.state = ServicerState(s.t + dt, kernels.array_pose(w.poses_out[0]), x[:6].copy(),
+                                   kernels.array_pose(w.poses_out[1]), x[6:].copy())
+        return self.state
+
     def _fused_setup(self):
         """Work arrays and Pinocchio data of :meth:`step`, allocated once."""
         pm = self.model.model
         w = type('FusedWork', (), {})()
+        chain = kernels.Chain.of(pm)
+        w.chain = None if chain is None else chain.args()
+        if chain is not None:
+            w.work, w.work_ic = chain.work, chain.work_ic
+            w.fext, w.zero_fext = np.zeros((pm.njoints, 6)), np.zeros((pm.njoints, 6))
+            frame = pm.frames[self.model.ee_frame_id]
+            w.ee_joint, w.ee_placement = frame.parentJoint, frame.placement
+            w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12)
+            w.last_f_e = None
         w.rk = FusedRKMK4(2, 12)
         w.d_mass, w.d_jac, w.d_nle = pm.createData(), pm.createData(), pm.createData()
         w.cfg, w.vel = pin.neutral(pm), np.zeros(pm.nv)
