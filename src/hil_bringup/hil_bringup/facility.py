@@ -36,9 +36,11 @@ import pinocchio as pin
 
 from hil_common.fields import Fields, ScenarioError
 
-__all__ = ['Facility', 'LabCalibration', 'calibrate', 'client_admittance_lab_parameters', 'client_body_in_flange',
-           'client_table_parameters', 'facility_path', 'ft_driver_parameters', 'load_facility',
-           'servicer_body_in_flange', 'servicer_table_parameters', 'twin_config', 'twin_node_parameters']
+__all__ = [
+    'Facility', 'LabCalibration', 'calibrate', 'client_admittance_lab_parameters', 'client_body_in_flange',
+    'client_table_parameters', 'facility_path', 'ft_driver_parameters', 'load_facility',
+    'servicer_admittance_lab_parameters', 'servicer_body_in_flange', 'servicer_table_parameters',
+    'twin_config', 'twin_node_parameters']
 
 TABLE_MODELS = ('ur10e', 'kr120r2500pro')
 TABLES = ('client', 'servicer')
@@ -321,6 +323,13 @@ def client_admittance_lab_parameters(facility: Facility, scenario) -> dict:
     """Overrides of the client admittance's parameters from the calibration: where the client F/T
     sensor is relative to the client CoM (the sensor sits on the mock-up, the grasp frame on its ring)."""
     return {'pose_sensor_in_client_xyz_rpy': xyz_rpy(calibrate(facility, scenario, check=False).pose_sensor_in_client)}
+
+
+def servicer_admittance_lab_parameters(facility: Facility) -> dict:
+    """Overrides of the servicer admittance's parameters from the calibration: where the lab realises the
+    nominal frame (the gravity of the ground arm, seed 004 Eq. 20), and its table commands the base's
+    pose in that frame (not relative to its start)."""
+    return {'pose_nominal_in_lab_xyz_rpy': xyz_rpy(facility.pose_nominal_in_lab), 'table_pose_from_start': False}
 
 
 def ft_driver_parameters(facility: Facility) -> dict:
