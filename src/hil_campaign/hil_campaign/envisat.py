@@ -94,16 +94,19 @@ class ImperfectLabMission(HilMission):
 def tumble_twist(twist_client_body_0, rate_deg_s: float | None, axis_tilt_deg: float) -> list[float]:
     """The client's initial body twist with its spin rate and axis replaced.
 
-    The axis is the scenario's spin axis (the unit angular part of ``twist_client_body_0``;
-    body y if the scenario does not spin) tilted by ``axis_tilt_deg`` about body x (the
-    long axis of Envisat); ``rate_deg_s`` is signed along it (``None``: the scenario's rate).
-    The linear part is kept.
+    The axis is the line of the scenario's spin (the angular part of ``twist_client_body_0``;
+    body y if the scenario does not spin), oriented so that its largest component is positive
+    (body +y for Envisat), then tilted by ``axis_tilt_deg`` about body x (the long axis).
+    ``rate_deg_s`` is the signed rate about that axis: -2.5 is seed 004's spin,
+    ``V_t(0) = [0 0 0 0 -2.5 deg/s 0]``; ``None`` keeps the scenario's rate. The linear part is kept.
     """
     v = np.asarray(twist_client_body_0, dtype=float)
     w = v[3:]
     norm = float(np.linalg.norm(w))
     axis = w / norm if norm > 0.0 else np.array([0.0, 1.0, 0.0])
-    rate = np.radians(rate_deg_s) if rate_deg_s is not None else norm
+    if axis[int(np.argmax(np.abs(axis)))] < 0.0:
+        axis = -axis
+    rate = np.radians(rate_deg_s) if rate_deg_s is not None else float(w @ axis)
     tilt = pin.rpy.rpyToMatrix(np.radians(axis_tilt_deg), 0.0, 0.0)
     return [*map(float, v[:3]), *map(float, rate * (tilt @ axis))]
 

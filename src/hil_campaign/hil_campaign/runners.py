@@ -5,7 +5,8 @@ record and metrics out"). The runners themselves stay where they are
 (``hil_bringup.mission``, ``hil_bringup.twin_validation``, ``hil_teleop.lockstep``); the
 adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
 validated by the scenario's own loader), run, and reduce the run to a flat dict of
-numbers and booleans. ``runner.*`` overrides are the adapter's own knobs (:class:`Option`).
+numbers and booleans; ``run_with_record`` also returns the wrapped runner's record.
+``runner.*`` overrides are the adapter's own knobs (:class:`Option`).
 
 ================================  ============================================================
 name                              what runs
@@ -88,7 +89,8 @@ class Runner:
         """Scenario overrides computed from options (e.g. a tumble rate into the twist)."""
         return {}
 
-    def simulate(self, scenario, options: dict, seed: int) -> dict:
+    def simulate(self, scenario, options: dict, seed: int) -> tuple[dict, Any]:
+        """``(metrics, record)`` of one run of the loaded scenario."""
         raise NotImplementedError
 
     def prepare(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any]):
@@ -105,17 +107,24 @@ class Runner:
     def run(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any] | None = None,
             seed: int = 0) -> dict:
         """Run once; a flat dict of this runner's metrics (numbers, booleans)."""
+        return self.run_with_record(scenario, overrides, seed)[0]
+
+    def run_with_record(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any] | None = None,
+                        seed: int = 0) -> tuple[dict, Any]:
+        """Run once; ``(metrics, record)``, the record being the wrapped runner's own
+        (``MissionRecord``, ``TeleopRun``, the twin validation's dict of records)."""
         loaded, options = self.prepare(scenario, overrides or {})
-        out = self.simulate(loaded, options, int(seed))
+        out, record = self.simulate(loaded, options, int(seed))
         missing = sorted(set(self.metrics) - set(out))
         if missing:
             raise RuntimeError(f'runner {self.name!r} did not produce the metrics {missing}')
-        return {k: out[k] for k in self.metrics}
+        return {k: out[k] for k in self.metrics}, record
 
 
 # -- Envisat ---------------------------------------------------------------------------------------
 _TUMBLE_OPTIONS = (
-    Option('tumble_rate_deg_s', None, "client spin rate, signed along the spin axis (default: the scenario's)",
+    Option('tumble_rate_deg_s', None, "client spin rate about the scenario's spin axis oriented to its largest "
+           "positive component (Envisat: body +y; -2.5 is seed 004's spin) (default: the scenario's)",
            min=-20.0, max=20.0),
     Option('tumble_axis_tilt_deg', 0.0, "tilt of the spin axis about client x from the scenario's axis",
            min=-90.0, max=90.0),
@@ -183,7 +192,7 @@ class EnvisatHilRunner(_EnvisatRunner):
             diverged = None
         except Diverged as stop:
             rec, diverged = mission.record.finish(), stop.t
-        return capture_metrics(mission, rec, mission.peak_contact_force_n, mission.peak_contact_torque_nm, diverged)
+        return capture_metrics(mission, rec, mission.peak_contact_force_n, mission.peak_contact_torque_nm, diverged), rec
 
 
 class EnvisatAbsoluteRunner(_EnvisatRunner):
@@ -198,7 +207,7 @@ class EnvisatAbsoluteRunner(_EnvisatRunner):
 
         mission = AbsoluteMission(scenario)
         rec = mission.run(scenario.mission['duration_s'], options['record_every_s'])
-        return capture_metrics(mission, rec)
+        return capture_metrics(mission, rec), rec
 
 
 class EnvisatTwinUnforcedRunner(_EnvisatRunner):
@@ -239,7 +248,7 @@ class EnvisatTwinUnforcedRunner(_EnvisatRunner):
         return {'measured_position_error_m': m['max_position_error_m'], 'measured_angle_error_rad': m['max_angle_error_rad'],
                 'integrated_position_error_m': i['max_position_error_m'], 'integrated_angle_error_rad': i['max_angle_error_rad'],
                 'relative_motion_range_m': float(max(out['relative_motion_range_m'])),
-                'table_faults': float(sum(sum(c.values()) for c in out['table_faults'].values()))}
+                'table_faults': float(sum(sum(c.values()) for c in out['table_faults'].values()))}, out
 
 
 # -- teleop (seed 001) -----------------------------------------------------------------------------
@@ -287,7 +296,7 @@ class TeleopRunner(Runner):
                 'mean_abs_force_slave_n': agreement.mean_abs_force_slave_n,
                 'mean_abs_force_virtual_n': agreement.mean_abs_force_virtual_n,
                 'force_mse_n2': mse(run.f_s[:, :3]), 'stale_fraction': float(np.mean(run.stale)),
-                'payload_travel_m': float(run.x_payload[-1, 0] - run.x_payload[0, 0])}
+                'payload_travel_m': float(run.x_payload[-1, 0] - run.x_payload[0, 0])}, run
 
 
 class TeleopTwinRunner(TeleopRunner):
@@ -341,7 +350,8 @@ class ClientUnforcedRunner(Runner):
         return {'final_position_x_m': float(p[0]), 'final_position_y_m': float(p[1]), 'final_position_z_m': float(p[2]),
                 'rotation_angle_rad': float(np.linalg.norm(pin.log3(body.pose_in_orbit.rotation))),
                 'energy_drift_rel': float(abs(e1 - e0) / e0) if e0 > 0 else 0.0,
-                'momentum_drift_rel': float(np.linalg.norm(h1 - h0) / scale) if scale > 0 else 0.0}
+                'momentum_drift_rel': float(np.linalg.norm(h1 - h0) / scale) if scale > 0 else 0.0}, \
+            {'pose_in_orbit': body.pose_in_orbit, 'twist_body': body.twist_body}
 
 
 RUNNERS: dict[str, Runner] = {r.name: r for r in (EnvisatHilRunner(), EnvisatAbsoluteRunner(), EnvisatTwinUnforcedRunner(),

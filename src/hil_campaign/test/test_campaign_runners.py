@@ -43,8 +43,10 @@ def test_tumble_options_rescale_and_tilt_the_spin_axis():
     twist = [0.1, 0.0, 0.0, 0.0, -0.05, 0.0]
     out = tumble_twist(twist, 3.0, 0.0)
     assert out[:3] == [0.1, 0.0, 0.0]
-    np.testing.assert_allclose(out[3:], [0.0, -np.radians(3.0), 0.0], atol=1e-15)   # signed along the -y spin
-    out = tumble_twist(twist, None, 90.0)                                          # -y tilted 90 deg about x: -z
+    np.testing.assert_allclose(out[3:], [0.0, np.radians(3.0), 0.0], atol=1e-15)    # signed about +y
+    out = tumble_twist(twist, -2.5, 0.0)                                            # seed 004's spin
+    np.testing.assert_allclose(out[3:], [0.0, -np.radians(2.5), 0.0], atol=1e-15)
+    out = tumble_twist(twist, None, 90.0)                  # the scenario's -0.05 rad/s, +y tilted 90 deg about x: +z
     np.testing.assert_allclose(out[3:], [0.0, 0.0, -0.05], atol=1e-15)
 
 
@@ -80,8 +82,11 @@ def test_envisat_runners_give_the_capture_metrics_and_noise_is_seeded(envisat):
     """A short run (no grasp yet): the HIL loop with a perfect lab agrees with the absolute
     reference (seed 004's claim) to well below a millimetre per second of relative speed."""
     ov = {'mission.duration_s': 0.2, 'runner.tumble_rate_deg_s': -3.0}
-    hil = get_runner('envisat_hil').run(envisat, ov)
+    hil, record = get_runner('envisat_hil').run_with_record(envisat, ov)
     ref = get_runner('envisat_absolute').run(envisat, ov)
+    # the record is the mission's own; the tumble override reached the client (-3 deg/s about y)
+    np.testing.assert_allclose(record.twist_client_body[0], [0, 0, 0, 0, -np.radians(3.0), 0], atol=1e-12)
+    assert record.t[-1] == pytest.approx(0.2)
     assert hil['capture_success'] is False and np.isnan(hil['grasp_time_s']) and hil['peak_contact_force_n'] == 0.0
     assert hil['final_relative_speed_mm_s'] == pytest.approx(ref['final_relative_speed_mm_s'], abs=0.5)
     assert hil['max_thrust_n'] == pytest.approx(ref['max_thrust_n'], rel=0.05)
