@@ -117,11 +117,18 @@ class RebaseParams:
 
 @dataclass
 class RebaseStep:
-    """What one application did (for the record and the continuity checks)."""
+    """What one application did: enough for another process to apply the same increment.
+
+    A node that runs only one admittance (the client's) applies it with
+    ``rule.rebase(rule.state.pose_nominal_in_orbit, step.twist_nominal_body,
+    NominalBody(inertia_from_matrix(step.nominal_mass_matrix)))``.
+    """
 
     t: float
     fraction: float                      # share of the remaining velocity difference applied
     twist_nominal_change: np.ndarray     # V_n' - V_n
+    twist_nominal_body: np.ndarray = None     # V_n' (body, linear first)
+    nominal_mass_matrix: np.ndarray = None    # 6x6 spatial inertia of the new nominal, nominal frame
 
 
 @dataclass
@@ -181,7 +188,7 @@ class NominalRebase:
         v_new = v_n + fraction * (v_target - v_n)
         client.rebase(g_n, v_new, nominal)
         servicer.rebase(g_n, v_new, nominal)
-        step = RebaseStep(float(t), float(fraction), v_new - v_n)
+        step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), nominal.mass_matrix.copy())
         self.steps.append(step)
         self.done = fraction >= 1.0
         return step

@@ -113,3 +113,19 @@ def test_servicer_rebase_keeps_the_base_state_and_both_steps_honour_the_new_nomi
     h0 = g_n.act(pin.Force(nominal.mass_matrix @ v_n)).vector
     h1 = a.pose_nominal_in_orbit.act(pin.Force(nominal.mass_matrix @ a.twist_nominal_body)).vector
     assert np.abs(h1 - h0).max() < 1e-9 * np.abs(h0).max()
+
+
+def test_a_rebase_step_carries_what_another_process_needs():
+    """The client node of a split graph applies the servicer node's increment: same absolute state."""
+    from hil_dynamics.rebase import RebaseStep
+
+    rule = ClientAdmittance(BODY, [0.0, 0.0, 0.0, 0.0, -0.0436, 0.0])
+    rule.step(np.zeros(6), 0.1)
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    step = RebaseStep(0.1, 0.5, np.zeros(6), np.array([0.03, 0.0, 0.07, 0.0, -0.044, 0.0]), inertia.matrix())
+    before = rule.absolute()
+    rule.rebase(rule.state.pose_nominal_in_orbit, step.twist_nominal_body,
+                NominalBody(inertia_from_matrix(step.nominal_mass_matrix)))
+    after = rule.absolute()
+    assert np.abs(after[1] - before[1]).max() < 1e-15
+    assert np.abs(rule._nominal.mass_matrix - inertia.matrix()).max() < 1e-9
