@@ -25,6 +25,10 @@ is reported in docs/envisat_capture.md). Bounds, stated:
   and 0.1 % of the angular momentum's;
 * the twin's ring-to-gripper pose against the simulated one (servo lag, delays) within 1 mm
   and 2 mrad; no table fault.
+
+Not covered (2.6 s after the latch only): on the full timeline the post-grasp relative motion
+grows again after about 3 s (the loop through the stiff grip injects energy; the passivity
+controller's job, docs/envisat_capture.md).
 """
 
 from __future__ import annotations
