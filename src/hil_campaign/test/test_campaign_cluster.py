@@ -210,6 +210,6 @@ def test_the_default_engine_is_a_local_cluster_of_processes_with_a_progress_bar(
     assert (result.total, result.executed, result.failed) == (n, n, len(SPEEDS))
     text = bar.getvalue()
     assert f'{n}/{n}' in text and f'failed={len(SPEEDS)}' in text
-    assert '<' in text and 'run/s' in text or 's/run' in text           # elapsed<remaining (the ETA), rate
+    assert '<' in text and ('run/s' in text or 's/run' in text)         # elapsed<remaining (the ETA), rate
     pids = {json.loads(line)['worker'].split(':')[-1] for line in (tmp_path / 'out' / JOURNAL).read_text().splitlines()}
     assert pids and str(os.getpid()) not in pids                             # runs ran in a worker process
