@@ -228,12 +228,11 @@ ENVISAT_ARGS = (
     Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
     Arg('facility', 'envisat_lab', 'lab calibration: facility name or YAML path (hil_bringup.facility)'),
     Arg('use_sim', 'true', 'MuJoCo lab twin (true) or the real facility (false)', ('true', 'false')),
-    Arg('robot', 'ur10e', 'robot carrying the client mock-up', ROBOTS),
     Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
     Arg('client_ft_port', '49152', 'RDT UDP port of the client F/T sensor'),
     Arg('servicer_ft_port', '49153', 'RDT UDP port of the wrist F/T sensor'),
-    Arg('ft_rate_hz', '1000.0', 'RDT output rate of both F/T sensors [Hz]; the twin streams at this rate and the '
-                                'drivers design their filters for it'),
+    Arg('ft_rate_hz', '', 'RDT output rate of both F/T sensors [Hz] the drivers design their filters for (empty: '
+                          "the twin's rate with use_sim:=true, measured on the stream otherwise)"),
     Arg('controller_package', 'hil_admittance', 'package of the OBSW controller under test'),
     Arg('controller_executable', 'obsw_controller_node', 'executable of the OBSW controller under test'),
     Arg('hot_path', 'fused', 'client hot path in one node (fused) or as admittance + motion-table nodes',
@@ -249,10 +248,6 @@ ENVISAT_ARGS = (
     Arg('live_view_port', '8765', 'port of the live view\'s Foxglove WebSocket server on 127.0.0.1 (0: markers only)'),
 )
 
-#: Five noise standard deviations of the twin's F/T sensors (hil_lab_twin FtConfig: 0.05 N,
-#: 0.003 N m): the admittances must not integrate sensor noise (hil_bringup.twin_validation
-#: shows the drift without it).
-FT_DEADBAND = {'deadband.enabled': True, 'deadband.widths': [0.25, 0.25, 0.25, 0.015, 0.015, 0.015]}
 #: What the graph waits for before it starts the F/T drivers: the robots (or their twin) publish joints.
 ENVISAT_ROBOT_TOPICS = (('client/joint_states', 'sensor_msgs/msg/JointState'),
                         ('servicer/joint_states', 'sensor_msgs/msg/JointState'),
@@ -279,90 +274,82 @@ ENVISAT_RECORD_TOPICS = (
 ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
 
 
-def _pose_xyz_rpy(g) -> list[float]:
-    import pinocchio as pin
-
-    return [*map(float, g.translation), *map(float, pin.rpy.matrixToRpy(g.rotation))]
-
-
-def servicer_body_in_flange(scenario) -> list[float]:
-    """The servicer base CoM seen from the servicer robot's flange, which carries the arm's base.
-
-    The twin bolts the arm's base (``lbr_link_0``) to the flange; in the servicer URDF the arm
-    base sits at the mount point on the base box, so the base CoM is at the mount's inverse.
-    """
-    from hil_bringup.scenario import pose_arm_mount_in_base
-
-    return _pose_xyz_rpy(pose_arm_mount_in_base(scenario.servicer.urdf).inverse())
-
-
-def client_body_in_flange(scenario) -> list[float]:
-    """The client CoM seen from the client robot's flange, which carries the F/T sensor and the mock-up."""
-    return _pose_xyz_rpy(scenario.client.pose_sensor_in_client.inverse())
-
-
 def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
     """The node set of ``envisat_capture.launch.py`` for launch arguments ``given`` (strings).
 
-    ``scenario`` may pass an already loaded scenario (it must be the one ``scenario:=`` names).
+    The lab calibration (``facility:=``, :mod:`hil_bringup.facility`) is the single source of the
+    lab's numbers: robot models and bases, the mock-ups on the flanges, the nominal frame that
+    both tables command in (so the mock-ups meet as the simulation says, Eq. 23), the F/T dead
+    band, and the twin itself. ``scenario`` may pass an already loaded scenario (it must be the
+    one ``scenario:=`` names). A calibration that puts the mock-ups in collision or a pose out of
+    reach is refused here, naming the field.
     """
     import os
 
+    from hil_bringup import facility as lab
     from hil_bringup.scenario import (client_admittance_parameters, load_scenario, obsw_parameters,
                                       servicer_admittance_parameters)
 
     args = resolve_arguments(ENVISAT_ARGS, given)
     scenario = scenario if scenario is not None else load_scenario(args['scenario'])
+    fac = lab.load_facility(args['facility'])
+    cal = lab.calibrate(fac, scenario)
     use_sim = args['use_sim'] == 'true'
-    robot = args['robot']
     ports = {who: _int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
     if ports['client'] == ports['servicer']:
         raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
-    ft_rate_hz = _float_arg(args, 'ft_rate_hz', 1.0, 10000.0)
     timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     ft_host = '127.0.0.1' if use_sim else args['ft_host']
     rate = scenario.admittance_hz
 
-    lab = []
+    lab_nodes = []
+    twin = lab.twin_config(cal)
+    if args['ft_rate_hz']:
+        ft_rate_hz = _float_arg(args, 'ft_rate_hz', 1.0, 10000.0)
+    else:          # the twin's sensors' rate; on the real facility the drivers measure it
+        ft_rate_hz = float(twin.robots[0].ft.rate_hz) if use_sim else 0.0
     if use_sim:
-        lab.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
-            'tables': [f'client:{robot}'], 'with_servicer': True, 'ft_rate_hz': ft_rate_hz,
-            'rdt_ports': [f"client_ft:{ports['client']}", f"servicer_wrist_ft:{ports['servicer']}"]}))
+        if ft_rate_hz != twin.robots[0].ft.rate_hz or ft_rate_hz != twin.arm.wrist_ft.rate_hz:
+            raise GraphError(f'launch argument ft_rate_hz:={ft_rate_hz:g} differs from the twin sensors\' '
+                             f'{twin.robots[0].ft.rate_hz:g} Hz')
+        lab_nodes.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters=lab.twin_node_parameters(
+            fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']})))
+    frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
 
     def ft_driver(who):
         return NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, {
-            'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz, **FT_DEADBAND})
+            'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz,
+            'sensor_frame': frames[who], **lab.ft_driver_parameters(fac)})
 
-    def table(who, model, body_in_flange):
-        return {'robot': model, 'command_frame': 'home', 'period_s': 1.0 / rate,
-                'pose_body_in_flange_xyz_rpy': body_in_flange}
-
-    client_table = table('client', robot, client_body_in_flange(scenario))
+    client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate}
+    client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
+                         'wrench_frame_id': frames['client']}
     io = [ft_driver('client'), ft_driver('servicer'),
           NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer',
-                   table('servicer', 'kr120r2500pro', servicer_body_in_flange(scenario)))]
+                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate})]
     stack = []
     if args['hot_path'] == 'fused':
         cpu = args['hot_path_cpu']
         cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else _int_arg(args, 'hot_path_cpu', -1, 1023)
         stack.append(NodeSpec('hil_bringup', 'client_hot_path_node', 'client_hot_path', parameters={
-            **client_admittance_parameters(scenario), **client_table,
+            **client_admittance, **client_table,
             'realtime_priority': _int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
     else:
         stack.append(NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
-                              parameters=client_admittance_parameters(scenario)))
+                              parameters=client_admittance))
         io.append(NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'client', client_table))
     stack.append(NodeSpec('hil_admittance', 'servicer_admittance_node', 'servicer_admittance', parameters={
-        **servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim), 'table_pose_from_start': True}))
+        **servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim),
+        **lab.servicer_admittance_lab_parameters(fac), 'wrench_frame_id': frames['servicer']}))
     controller = (args['controller_package'], args['controller_executable'])
     example = controller == ('hil_admittance', 'obsw_controller_node')
     stack.append(NodeSpec(*controller, 'obsw_controller', parameters=obsw_parameters(scenario) if example else {}))
     if args['live_view'] == 'true':
         stack.append(NodeSpec('hil_bringup', 'live_view_node', 'live_view', parameters={
-            'facility': args['facility'], 'scenario': args['scenario'],
+            'facility': str(fac.source), 'scenario': str(scenario.source),
             'foxglove_port': _int_arg(args, 'live_view_port', 0, 65535)}))
     return Graph('envisat_capture', (
-        Stage('lab', tuple(lab), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
+        Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
         Stage('stack', tuple(stack)),
     ), ENVISAT_RECORD_TOPICS).check()

@@ -8,7 +8,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from hil_bringup.graphs import client_body_in_flange
+from hil_bringup.facility import xyz_rpy
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_common.conversions import pose_from_msg
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
@@ -18,7 +18,7 @@ from hil_motion_table.robot_models import ur10e_spec
 def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
     scenario = load_scenario('envisat_capture')
     params = {**client_admittance_parameters(scenario), 'robot': 'ur10e', 'command_frame': 'home',
-              'pose_body_in_flange_xyz_rpy': client_body_in_flange(scenario), 'state_decimation': 1,
+              'pose_body_in_flange_xyz_rpy': xyz_rpy(scenario.client.pose_sensor_in_client.inverse()), 'state_decimation': 1,
               'realtime_priority': 50}
     path = tmp_path / 'hot_path.yaml'
     path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))

@@ -14,6 +14,7 @@ import itertools
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
@@ -102,27 +103,60 @@ def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(name, gi
         assert [a for a in args if ':=' in a and not a.startswith('__')] == [f'{s}:={d}' for s, d in kwargs['remappings']]
 
 
-def test_the_envisat_graph_starts_by_readiness_and_its_constants_are_in_one_place():
+def test_the_envisat_graph_starts_by_readiness_and_takes_the_lab_from_its_calibration():
+    import yaml as _yaml
+
+    from hil_bringup import facility as lab
+    from hil_bringup.scenario import load_scenario
+
     graph = graphs.envisat_graph()
     assert [s.label for s in graph.stages] == ['lab', 'io', 'stack']
-    lab, io, stack = graph.stages
-    assert [n.executable for n in lab.nodes] == ['lab_twin_node']
-    assert {t for t, _ in lab.ready.topics} == {'client/joint_states', 'servicer/joint_states', 'servicer_arm/joint_states'}
+    lab_stage, io, stack = graph.stages
+    assert [n.executable for n in lab_stage.nodes] == ['lab_twin_node']
+    assert {t for t, _ in lab_stage.ready.topics} == {'client/joint_states', 'servicer/joint_states',
+                                                      'servicer_arm/joint_states'}
     assert {n.fqn for n in io.nodes} == {'/client/ft_sensor', '/servicer/ft_sensor', '/servicer/motion_table'}
     assert {t for t, _ in io.ready.topics} == {'client/ft/wrench', 'servicer/ft/wrench'}
     assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_admittance', '/obsw_controller', '/live_view'}
+    fac, scenario = lab.load_facility('envisat_lab'), load_scenario('envisat_capture')
+    cal = lab.calibrate(fac, scenario)
     twin = graph.node('/lab_twin').parameters
-    for who, sensor in (('client', 'client_ft'), ('servicer', 'servicer_wrist_ft')):
+    config = _yaml.safe_load(twin['twin_config_yaml'])
+    assert twin['layout'] == 'config' and config == _yaml.safe_load(lab.twin_node_parameters(fac, scenario)['twin_config_yaml'])
+    for who, sensor, consumer in (('client', 'client_ft', '/client_hot_path'),
+                                  ('servicer', 'servicer_wrist_ft', '/servicer_admittance')):
         ft = graph.node(f'/{who}/ft_sensor').parameters
-        # the driver listens where the twin serves, and designs its filter for the twin's rate
+        # the driver listens where the twin serves, designs its filter for the twin's rate, and its
+        # wrenches carry the frame the consumer expects
         assert f"{sensor}:{ft['sensor_port']}" in twin['rdt_ports']
-        assert ft['sensor_rate_hz'] == twin['ft_rate_hz'] == 1000.0
-        assert ft['deadband.enabled'] is True
+        assert ft['sensor_rate_hz'] == 1000.0
+        assert ft['deadband.widths'] == [float(v) for v in fac.ft_deadband]
+        assert graph.node(consumer).parameters['wrench_frame_id'] == ft['sensor_frame']
+    # both tables command their body in the one nominal frame of the calibration (seed 004 Eq. 23)
+    for fqn, ns in (('/client_hot_path', 'client'), ('/servicer/motion_table', 'servicer')):
+        table = graph.node(fqn).parameters
+        assert table['command_frame'] == 'nominal' and table['robot'] == fac.robot_models[ns]
+        assert np.allclose(table['pose_nominal_in_base_xyz_rpy'], lab.xyz_rpy(cal.pose_nominal_in_base[ns]))
+        assert np.allclose(table['pose_body_in_flange_xyz_rpy'], lab.xyz_rpy(cal.pose_body_in_flange[ns]))
+    assert graph.node('/servicer_admittance').parameters['table_pose_from_start'] is False
+    assert np.allclose(graph.node('/client_hot_path').parameters['pose_sensor_in_client_xyz_rpy'],
+                       lab.xyz_rpy(cal.pose_sensor_in_client))
     ports = graphs.envisat_graph({'client_ft_port': '50001', 'servicer_ft_port': '50002'})
     assert ports.node('/lab_twin').parameters['rdt_ports'] == ['client_ft:50001', 'servicer_wrist_ft:50002']
     # both tables stream at the admittance rate
     rate = graph.node('/servicer_admittance').parameters['rate_hz']
     assert graph.node('/servicer/motion_table').parameters['period_s'] == graph.node('/client_hot_path').parameters['period_s'] == 1.0 / rate
+    assert graphs.envisat_graph({'use_sim': 'false'}).node('/client/ft_sensor').parameters['sensor_rate_hz'] == 0.0
+
+
+def test_a_calibration_with_the_mock_ups_in_collision_is_refused_at_start_naming_the_field(tmp_path):
+    from hil_bringup.facility import facility_path
+
+    text = facility_path('envisat_lab').read_text().replace('translation_m: [4.3, 0.0, 1.3]', 'translation_m: [4.3, 0.0, 0.1]')
+    bad = tmp_path / 'bad_lab.yaml'
+    bad.write_text(text)
+    with pytest.raises(Exception, match='pose_nominal_in_lab|client_mockup|robots'):
+        graphs.envisat_graph({'facility': str(bad)})
 
 
 def test_with_the_twin_eq22_is_commanded_without_its_gravity_term():
