@@ -16,7 +16,6 @@ runner adapter (F/T noise, command delay, ...): :func:`split_overrides` separate
 from __future__ import annotations
 
 import copy
-import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from hil_common.fields import ScenarioError
+from hil_common.fields import Fields, ScenarioError
 
 RUNNER_PREFIX = 'runner.'
 
@@ -120,22 +119,16 @@ class Option:
     min: float | None = None
     max: float | None = None
 
-    def validate(self, value: Any) -> float | bool:
-        where = f"override '{RUNNER_PREFIX}{self.name}'"
+    def validate(self, value: Any, runner: str = '') -> float | bool:
+        """The value checked as a scenario field is (:class:`hil_common.fields.Fields`); errors name
+        ``runner.<name>``."""
+        fields = Fields({self.name: _plain(value)}, f"runner '{runner}' options" if runner else 'runner options',
+                        RUNNER_PREFIX.rstrip('.'))
         if isinstance(self.default, bool):
             if not isinstance(value, bool):
-                raise OverrideError(f'{where}: expected true/false, got {value!r}')
+                raise fields.error(self.name, f'expected true/false, got {value!r}')
             return value
-        if isinstance(value, bool) or not isinstance(_plain(value), (int, float)):
-            raise OverrideError(f'{where}: expected a number, got {value!r}')
-        value = float(_plain(value))
-        if not math.isfinite(value):
-            raise OverrideError(f'{where}: {value!r} is not finite')
-        if self.min is not None and value < self.min:
-            raise OverrideError(f'{where}: {value!r} is below the minimum {self.min!r}')
-        if self.max is not None and value > self.max:
-            raise OverrideError(f'{where}: {value!r} is above the maximum {self.max!r}')
-        return value
+        return fields.number(self.name, min=self.min, max=self.max)
 
 
 def resolve_options(declared: Sequence[Option], given: Mapping[str, Any], runner: str) -> dict:
@@ -145,4 +138,4 @@ def resolve_options(declared: Sequence[Option], given: Mapping[str, Any], runner
     if unknown:
         raise OverrideError(f"override '{RUNNER_PREFIX}{unknown[0]}': runner '{runner}' has no option "
                             f"'{unknown[0]}' (options: {sorted(known)})")
-    return {name: (o.validate(given[name]) if name in given else o.default) for name, o in known.items()}
+    return {name: (o.validate(given[name], runner) if name in given else o.default) for name, o in known.items()}

@@ -73,6 +73,20 @@ class ScenarioSource:
         return cls(text if path.suffix != Path(text).suffix else str(path), data)
 
 
+def load_envisat(path: Path):
+    """``hil_bringup.scenario.load_scenario`` (imported when a run needs it)."""
+    from hil_bringup.scenario import load_scenario
+
+    return load_scenario(path)
+
+
+def load_teleop(path: Path):
+    """``hil_teleop.scenario.load_teleop_scenario`` (imported when a run needs it)."""
+    from hil_teleop.scenario import load_teleop_scenario
+
+    return load_teleop_scenario(path)
+
+
 class Runner:
     """Base of the adapters: validate overrides and options, load the scenario, simulate."""
 
@@ -151,10 +165,7 @@ _CAPTURE_METRICS = {
 class _EnvisatRunner(Runner):
     default_scenario = 'envisat_capture'
 
-    def loader(self, path: Path):
-        from hil_bringup.scenario import load_scenario
-
-        return load_scenario(path)
+    loader = staticmethod(load_envisat)
 
     def derived_overrides(self, raw, options):
         from hil_campaign.envisat import tumble_twist
@@ -267,10 +278,7 @@ class TeleopRunner(Runner):
         'payload_travel_m': 'payload displacement along x at the end [m]',
     }
 
-    def loader(self, path: Path):
-        from hil_teleop.scenario import load_teleop_scenario
-
-        return load_teleop_scenario(path)
+    loader = staticmethod(load_teleop)
 
     def _run(self, config, operator, duration_s):
         from hil_teleop.lockstep import run_teleop
@@ -326,10 +334,7 @@ class ClientUnforcedRunner(Runner):
         'momentum_drift_rel': 'relative change of the orbit-frame momentum [p; L] (0 for the exact solution)',
     }
 
-    def loader(self, path: Path):
-        from hil_bringup.scenario import load_scenario
-
-        return load_scenario(path)
+    loader = staticmethod(load_envisat)
 
     def simulate(self, scenario, options, seed):
         import pinocchio as pin

@@ -335,6 +335,13 @@ def _names(sec: Fields, key: str, allowed: list, what: str) -> list:
     return list(raw)
 
 
+def _whole(sec: Fields, key: str, min: float, max: float) -> int:
+    value = sec.number(key, min=min, max=max)
+    if value != int(value):
+        raise sec.error(key, f'expected a whole number, got {value}')
+    return int(value)
+
+
 def campaign_path(name_or_path: str | Path) -> Path:
     """A campaign file path, or the name of one shipped with hil_campaign (``envisat_capture_robustness``)."""
     path = Path(name_or_path)
@@ -383,9 +390,7 @@ def _campaign(top: Fields, path: Path) -> Campaign:
         scenario = ScenarioSource.resolve(top.string('scenario', default=runner.default_scenario), path.parent)
     except ScenarioError as exc:
         raise top.error('scenario', str(exc)) from None
-    seed = top.number('seed', min=0, max=2**32 - 1)
-    if seed != int(seed):
-        raise top.error('seed', f'expected a whole number, got {seed}')
+    seed = _whole(top, 'seed', 0, 2**32 - 1)
     overrides = dict(top.section('overrides').data) if top.has('overrides') else {}
     for k in overrides:
         if not isinstance(k, str):
@@ -402,10 +407,7 @@ def _campaign(top: Fields, path: Path) -> Campaign:
     if params.has('random'):
         r = params.section('random')
         r.refuse_unknown(['draws', 'values'])
-        draws = r.number('draws', min=1, max=1e6)
-        if draws != int(draws):
-            raise r.error('draws', f'expected a whole number, got {draws}')
-        draws = int(draws)
+        draws = _whole(r, 'draws', 1, 1e6)
         v = r.section('values')
         if not v.data:
             raise r.error('values', 'expected at least one parameter')
@@ -418,10 +420,7 @@ def _campaign(top: Fields, path: Path) -> Campaign:
         low, high = b.number('low'), b.number('high')
         if not high > low:
             raise b.error('high', f'must exceed low ({low}), got {high}')
-        iterations = b.number('iterations', min=1, max=60)
-        if iterations != int(iterations):
-            raise b.error('iterations', f'expected a whole number, got {iterations}')
-        bisection = Bisection(b.string('parameter'), low, high, int(iterations))
+        bisection = Bisection(b.string('parameter'), low, high, _whole(b, 'iterations', 1, 60))
     names = [*grid, *random, *([bisection.parameter] if bisection else [])]
     for section, keys in (('grid', grid), ('random', random)):
         for k in keys:

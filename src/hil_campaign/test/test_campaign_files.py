@@ -68,7 +68,7 @@ def test_overridden_values_go_through_the_scenario_loader_and_its_errors_name_th
         runner.run(src, {'client.mass_kg': -5.0})
     with pytest.raises(ScenarioError, match=r"field 'client.twist_client_body_0': element 1 must be a finite number"):
         runner.run(src, {'client.twist_client_body_0.1': 'fast'})
-    with pytest.raises(OverrideError, match=r"'runner.dt_s': -1.0 is below the minimum"):
+    with pytest.raises(ScenarioError, match=r"field 'runner.dt_s': -1.0 is below the minimum"):
         runner.run(src, {'runner.dt_s': -1.0})
     with pytest.raises(OverrideError, match=r"runner 'client_unforced' has no option 'dt'"):
         runner.run(src, {'runner.dt': 0.1})
@@ -103,7 +103,7 @@ def test_overridden_values_go_through_the_scenario_loader_and_its_errors_name_th
     ({'overrides': {'runner.duration_s': 0.1, 'client.mass_kg': 1.0}}, ["field 'parameters.grid'", 'also fixed']),
     # the first run is checked at load: a misspelt path fails before any run starts
     ({'overrides': {'client.mas_kg': 1.0}}, ["override 'client.mas_kg'", "client has no field 'mas_kg'"]),
-    ({'overrides': {'runner.duration_s': -1.0}}, ["override 'runner.duration_s'", 'below the minimum']),
+    ({'overrides': {'runner.duration_s': -1.0}}, ["field 'runner.duration_s'", 'below the minimum']),
     ({'scenario': 'no_such_scenario'}, ["field 'scenario'", "'no_such_scenario' not found"]),
 ])
 def test_campaign_file_errors_name_the_file_and_the_field(tmp_path, change, words):
