@@ -102,6 +102,10 @@ class ClientAdmittance:
         self._inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
         self._arrays_of = None     # the ClientState the arrays below mirror
         self._g_n, self._g_c, self._vn, self._vc = np.empty(12), np.empty(12), np.empty(6), np.empty(6)
+        # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick.
+        g = kernels.pose_array(pin.SE3.Identity())
+        kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
+                                  self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3)
 
     # -- Eq. (4) and Eq. (11) -----------------------------------------------------------
     def accelerations(self, pose_client_in_nominal: pin.SE3, twist_nominal: pin.Motion, twist_rel: pin.Motion,

@@ -915,3 +915,46 @@ def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, n
         elif stage == 2:
             rk_stage(poses, x, ks[2], a[2], us[1], h, True, gs, xs, us[2], kc[2])
     rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) every kernel with the argument types the rules pass.
+
+    ``./dev`` runs this after installing the packages, so that no node compiles in its first
+    real-time callback and a fresh clone pays the compilation (about 30 s of CPU) once.
+    """
+    from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
+    from hil_dynamics.lie_integrators import FusedRKMK4
+    from hil_dynamics.models import servicer_lbr_urdf
+    from hil_dynamics.rigid_body import RigidBody
+    from hil_dynamics.servicer_lockstep import build_servicer_loop
+
+    body = RigidBody(10.0, [1.0, 2.0, 2.5])
+    client = ClientAdmittance(body, np.full(6, 0.01))
+    client.step(np.ones(6), 1e-3)
+    AbsoluteRigidBody(body, np.full(6, 0.01)).step(np.ones(6), 1e-3)
+    loop = build_servicer_loop(servicer_lbr_urdf(), 'lbr_flange', body, np.full(6, 0.01), pin.SE3.Identity(), np.zeros(6),
+                               np.full(7, 0.1), np.zeros(7))
+    loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))                       # compiled lockstep
+    loop.step(1e-3, np.zeros(6), lambda t, q, dq: np.zeros(7), np.zeros(6))     # Pinocchio-fused lockstep
+    adm, ff = loop.admittance, loop.feedforward
+    s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
+    adm._step_pinocchio(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
+    ff.torques(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_base_in_nominal, s.twist_base_rel_body,
+               s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
+    rk = FusedRKMK4(1, 6)
+
+    def derivative(t, poses, x, twists_out, rates_out):
+        twists_out[0] = x
+        rates_out[:] = 0.0
+    rk.step(0.0, 1e-3, np.stack([pose_array(pin.SE3.Identity())]), np.zeros(6), derivative)
+    out = np.empty(7)
+    xyzquat_into(pose_array(pin.SE3.Identity()), out)
+
+
+if __name__ == '__main__':
+    import time as _time
+
+    _t0 = _time.process_time()
+    warm_up()
+    print(f'hil_dynamics.kernels: compiled kernels ready ({_time.process_time() - _t0:.1f} s CPU)')

@@ -276,6 +276,13 @@ class ServicerAdmittance:
                                    pin.SE3(pose_base_in_nominal_0),
                                    _vector(twist_base_rel_body_0, 6, 'twist_base_rel_body_0'))
         self._zero_wrench = np.zeros(6)
+        # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick.
+        w = self._fused = self._fused_setup()
+        if w.chain is not None:
+            n = model.n
+            kernels.admittance_rkmk4_step(np.tile(kernels.pose_array(pin.SE3.Identity()), (2, 1)), np.zeros(12), 1e-3,
+                                          np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(6), w.fext, w.zero_fext,
+                                          w.chain, *self.nominal_matrices(), w.work, w.work_ic, w.poses_out, w.x_out)
 
     def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal_body=None) -> ServicerState:
         """Switch to another nominal keeping ``g_b``, ``V_b`` (Eq. 23); ``nominal_body`` gives its
