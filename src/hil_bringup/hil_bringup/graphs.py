@@ -241,6 +241,8 @@ ENVISAT_ARGS = (
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),
     Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
+    Arg('control_rate_hz', '', "rate of the admittances, the OBSW, the tables and the F/T topics [Hz] (empty: the "
+                               "scenario's rates; a 2-core machine runs the whole graph with its twin at 250)"),
     Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
         ('true', 'false')),
     Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
@@ -292,6 +294,12 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
 
     args = resolve_arguments(ENVISAT_ARGS, given)
     scenario = scenario if scenario is not None else load_scenario(args['scenario'])
+    control_rate_hz = _float_arg(args, 'control_rate_hz', 10.0, 10000.0) if args['control_rate_hz'] else None
+    if control_rate_hz is not None:                 # the whole control loop at one rate (a copy of the scenario)
+        import copy
+
+        scenario = copy.copy(scenario)
+        scenario.admittance_hz = scenario.obsw_hz = control_rate_hz
     fac = lab.load_facility(args['facility'])
     cal = lab.calibrate(fac, scenario)
     use_sim = args['use_sim'] == 'true'
@@ -312,14 +320,15 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         if ft_rate_hz != twin.robots[0].ft.rate_hz or ft_rate_hz != twin.arm.wrist_ft.rate_hz:
             raise GraphError(f'launch argument ft_rate_hz:={ft_rate_hz:g} differs from the twin sensors\' '
                              f'{twin.robots[0].ft.rate_hz:g} Hz')
-        lab_nodes.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters=lab.twin_node_parameters(
-            fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']})))
+        lab_nodes.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={**lab.twin_node_parameters(
+            fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
+            **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
 
     def ft_driver(who):
         return NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, {
             'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz,
-            'sensor_frame': frames[who], **lab.ft_driver_parameters(fac)})
+            'sensor_frame': frames[who], 'publish_rate_hz': control_rate_hz or 0.0, **lab.ft_driver_parameters(fac)})
 
     client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),

@@ -37,7 +37,7 @@ from hil_common.ros_main import run_node
 PARAMS = [
     Param('facility', 'envisat_lab', 'Lab calibration: facility name or YAML path (hil_bringup.facility)'),
     Param('scenario', 'envisat_capture', 'Mission scenario name or YAML path'),
-    Param('rate_hz', 10.0, 'Scene update rate [Hz]', min=0.1, max=100.0),
+    Param('rate_hz', 4.0, 'Scene update rate [Hz]', min=0.1, max=100.0),
     Param('foxglove_port', 8765, 'Foxglove WebSocket server port (0: no server)', min=0, max=65535),
     Param('foxglove_host', '127.0.0.1', 'Address the Foxglove server listens on (a lab opts into its network)'),
     Param('frame_id', 'lab_world', 'Frame of the markers and poses'),

@@ -137,14 +137,16 @@ class TopicRecorder:
         """Subscribe to one more topic (``metadata.yaml`` lists it from the next flush)."""
         self.received[name] = 0
         self._names[name] = self.node.resolve_topic_name(name)
-        self.writer.add_topic(self._names[name], msg_class, qos)
-        self._subs.append(self.node.create_subscription(msg_class, name, lambda m, n=name: self._on(n, m), qos))
+        entry = self.writer.add_topic(self._names[name], msg_class, qos)
+        # raw: the CDR bytes as they arrived, written as they are (no deserialising and serialising again)
+        self._subs.append(self.node.create_subscription(msg_class, name, lambda data, n=name, e=entry: self._on(n, e, data),
+                                                        qos, raw=True))
 
-    def _on(self, name: str, msg) -> None:
+    def _on(self, name: str, entry, data: bytes) -> None:
         if self.writer.closed:
             return
         self.received[name] += 1
-        self.writer.write(self._names[name], msg, self.node.get_clock().now().nanoseconds)
+        self.writer.bag.write(entry, self.node.get_clock().now().nanoseconds, data)
 
     def close(self) -> dict[str, int]:
         """Stop listening and finalise the bag; returns messages written per topic."""
