@@ -422,6 +422,7 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
                         f'(topic /lab_scene); RViz: MarkerArray live_view/markers in lab_world')
                 if on_running is not None:
                     on_running(running, node, executor)
+                    t0[0] = time.monotonic()            # the run's seconds start after the inspection
                 next_report = 0.0
                 while now() < seconds:
                     spin_until(executor, lambda: now() >= min(seconds, next_report), 1.0)

@@ -338,6 +338,36 @@ def ft_driver_parameters(facility: Facility) -> dict:
             'deadband.widths': [float(v) for v in facility.ft_deadband]}
 
 
+#: The twin's sensors and the bodies hanging from them (their weight is compensated by the drivers).
+FT_TOOLS = {'client': ('client_ft', 'client_mockup'), 'servicer': ('servicer_wrist_ft', 'servicer_arm_gripper')}
+
+
+def ft_gravity_parameters(cal: LabCalibration) -> dict:
+    """``{table: F/T driver parameters}`` compensating the weight of what hangs from each sensor (the client
+    mock-up, the gripper): mass and CoM in the sensor frame identified on the twin's model, as a lab
+    identifies its tools, and the sensor's orientation read from ``<sensor>/sensor_pose`` in ``lab_world``."""
+    import mujoco
+
+    from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2
+    from hil_lab_twin.twin import LabTwin
+
+    twin = LabTwin(twin_config(cal))
+    out = {}
+    try:
+        for ns, (sensor, body_name) in FT_TOOLS.items():
+            body = mujoco.mj_name2id(twin.model, mujoco.mjtObj.mjOBJ_BODY, body_name)
+            com = twin.site_pose_in_world(f'{sensor}_site').actInv(np.array(twin.data.subtree_com[body]))
+            out[ns] = {'gravity_compensation.enabled': True,
+                       'gravity_compensation.tool_mass_kg': float(twin.model.body_subtreemass[body]),
+                       'gravity_compensation.tool_com_m': [float(v) for v in com],
+                       'gravity_compensation.gravity_mps2': [0.0, 0.0, -TWIN_GRAVITY_M_S2],
+                       'gravity_compensation.sensor_in_flange_xyzw': [0.0, 0.0, 0.0, 1.0],
+                       'gravity_compensation.pose_topic': f'/{sensor}/sensor_pose'}
+    finally:
+        twin.close()
+    return out
+
+
 def twin_node_parameters(facility: Facility, scenario, rdt_ports: dict | None = None) -> dict:
     """Parameters of ``lab_twin_node`` (``layout: config``): the whole calibrated twin as one YAML
     string (:func:`hil_lab_twin.scene.config_to_yaml`), plus the RDT ports ``{sensor: port}``."""

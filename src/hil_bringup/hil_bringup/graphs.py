@@ -241,6 +241,9 @@ ENVISAT_ARGS = (
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),
     Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
+    Arg('stale_after_s', '', "how old the robots' joint_states and the F/T samples may get before the tables, the "
+                             "hot path and the F/T drivers hold [s] (empty: the nodes' defaults, 0.1 s; a twin sharing a "
+                             "busy 2-core machine with the stack needs about 0.5)"),
     Arg('control_rate_hz', '', "rate of the admittances, the OBSW, the tables and the F/T topics [Hz] (empty: the "
                                "scenario's rates; a 2-core machine runs the whole graph with its twin at 250)"),
     Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
@@ -300,6 +303,10 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
 
         scenario = copy.copy(scenario)
         scenario.admittance_hz = scenario.obsw_hz = control_rate_hz
+    stale = {}
+    if args['stale_after_s']:
+        stale_s = _float_arg(args, 'stale_after_s', 0.001, 60.0)
+        stale = {'joint_states_timeout_s': stale_s}
     fac = lab.load_facility(args['facility'])
     cal = lab.calibrate(fac, scenario)
     use_sim = args['use_sim'] == 'true'
@@ -324,18 +331,23 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
             **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
+    # the weight of the mock-up and of the gripper, compensated by the drivers with the sensors' poses
+    # (the twin publishes them; on the real facility remap gravity_compensation.pose_topic to the robot's FK)
+    gravity = lab.ft_gravity_parameters(cal)
 
     def ft_driver(who):
         return NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, {
             'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz,
-            'sensor_frame': frames[who], 'publish_rate_hz': control_rate_hz or 0.0, **lab.ft_driver_parameters(fac)})
+            'sensor_frame': frames[who], 'publish_rate_hz': control_rate_hz or 0.0, **lab.ft_driver_parameters(fac),
+            **gravity[who],
+            **({'stale_timeout_ms': 1e3 * stale['joint_states_timeout_s']} if stale else {})})
 
-    client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate}
+    client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate, **stale}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
                          'wrench_frame_id': frames['client']}
     io = [ft_driver('client'), ft_driver('servicer'),
           NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer',
-                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate})]
+                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate, **stale})]
     stack = []
     if args['hot_path'] == 'fused':
         cpu = args['hot_path_cpu']

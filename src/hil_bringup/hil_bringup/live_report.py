@@ -23,6 +23,9 @@ class LiveExpectations:
 
     phases: tuple = ()
     min_messages: dict = field(default_factory=dict)
+    #: A fault still open at the end counts as latched once it has lasted this long (a hold that began
+    #: in the last moments of the run is a degradation in progress, not yet a latch).
+    latch_grace_s: float = 2.0
 
 
 ERROR_LEVEL = 2     # diagnostic_msgs/DiagnosticStatus.ERROR
@@ -49,12 +52,15 @@ class LiveReport:
     def status(self, t_s: float, topic: str, level: int, message: str, values: dict[str, str]) -> None:
         """A DiagnosticStatus seen on ``topic``: ERROR latches a fault; miss counters are kept."""
         level = int.from_bytes(level, 'little') if isinstance(level, (bytes, bytearray)) else int(level)
-        open_fault = next((f for f in reversed(self.faults) if f['topic'] == topic and f['cleared_s'] is None), None)
+        open_faults = [f for f in self.faults if f['topic'] == topic and f['cleared_s'] is None]
         if level >= ERROR_LEVEL:
-            if open_fault is None or open_fault['message'] != message:
+            if not open_faults:                 # one fault per episode; its text may change while it lasts
                 self.faults.append({'t_s': round(float(t_s), 3), 'topic': topic, 'message': message, 'cleared_s': None})
-        elif open_fault is not None and level == 0:
-            open_fault['cleared_s'] = round(float(t_s), 3)
+            else:
+                open_faults[-1]['last_message'] = message
+        elif level == 0:
+            for f in open_faults:
+                f['cleared_s'] = round(float(t_s), 3)
         for key, value in values.items():
             if any(k in key.lower() for k in _MISS_KEYS):
                 try:
@@ -79,8 +85,9 @@ class LiveReport:
             if self.counts.get(topic, 0) < least:
                 problems.append(f'{topic}: {self.counts.get(topic, 0)} messages, expected at least {least}')
         for f in self.faults:
-            if f['cleared_s'] is None:
-                problems.append(f"fault on {f['topic']} latched at {f['t_s']:.1f} s and never cleared: {f['message']}")
+            if f['cleared_s'] is None and duration_s - f['t_s'] > self.expect.latch_grace_s:
+                problems.append(f"fault on {f['topic']} latched at {f['t_s']:.1f} s and never cleared: {f['message']}"
+                                + (f" (last: {f['last_message']})" if 'last_message' in f else ''))
         nodes = {}
         for r in node_results:
             levels = log_levels(r.output) if log_levels else {}

@@ -49,7 +49,8 @@ def test_a_fault_the_graph_recovers_from_is_reported_but_is_not_a_failure():
     report.status(4.0, 'client/hot_path/status', 1, 'degraded', {'missed_steps': '12', 'rate_hz': '900'})
     summary = run(report)
     assert summary['ok']
-    assert summary['faults'] == [{'t_s': 1.0, 'topic': 'servicer/ft/fault', 'message': 'stale', 'cleared_s': 3.0}]
+    assert summary['faults'] == [{'t_s': 1.0, 'topic': 'servicer/ft/fault', 'message': 'stale', 'cleared_s': 3.0,
+                                  'last_message': 'stale'}]
     assert summary['deadline_misses'] == {'client/hot_path/status': {'missed_steps': 12.0}}
 
 
@@ -57,3 +58,15 @@ def test_a_graph_that_did_not_start_fails():
     report = LiveReport(LiveExpectations())
     report.failed_to_start("stage 'lab' did not become ready: client/joint_states (0/5)")
     assert run(report)['problems'] == ["graph did not start: stage 'lab' did not become ready: client/joint_states (0/5)"]
+
+
+def test_one_fault_per_episode_all_cleared_by_ok_and_a_hold_in_its_last_moments_is_not_yet_a_latch():
+    report = LiveReport(LiveExpectations(latch_grace_s=2.0))
+    report.status(1.0, 'client/hot_path/status', ERROR, 'holding: stale', {})
+    report.status(1.2, 'client/hot_path/status', ERROR, 'holding: recovering', {})
+    report.status(2.0, 'client/hot_path/status', OK, 'ok', {})
+    report.status(9.0, 'client/hot_path/status', ERROR, 'holding: stale', {})     # 1 s before the end
+    summary = run(report)
+    assert [f['cleared_s'] for f in summary['faults']] == [2.0, None] and summary['ok']
+    report.status(6.0, 'servicer/table/status', ERROR, 'holding', {})             # 4 s before the end
+    assert 'servicer/table/status latched at 6.0 s' in run(report)['problems'][0]

@@ -14,7 +14,8 @@ Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``; with ``layout:=tele
   operator pushing the mock-up; zero releases it);
 * F/T sensors over RDT/UDP (parameter ``rdt_ports``), through the simulated Net F/T of
   ``hil_sensors``, so the real driver reads them; optionally also on
-  ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``).
+  ``<sensor>/wrench_true`` (geometry_msgs/WrenchStamped, frame ``<sensor>``), ``<sensor>/sensor_pose``
+  (geometry_msgs/PoseStamped in ``lab_world``: the sensor's pose, for the drivers' gravity compensation).
 
 Wrong-length or non-finite commands are rejected (counted, logged once per robot), as
 ros2_control's controllers do. The twin runs in real time (wall clock); the deterministic
@@ -28,13 +29,13 @@ import math
 import sys
 import time
 
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from hil_common.conversions import seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
+from hil_common.conversions import pose_to_msg, seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.pacing import RealTimePacer
@@ -147,6 +148,10 @@ class LabTwinNode(Node):
                                          lambda msg, ns=ns: self.on_gripper(ns, msg), 10)
         self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
                         for s in self.twin.ft_sensor_names} if p.publish_wrench else {}
+        # each F/T sensor's pose in the lab (what the robots' forward kinematics and TF give a lab): the
+        # F/T drivers' gravity compensation of the mock-up or gripper hanging from the sensor reads it
+        self.sensor_pose_pubs = {s: self.create_publisher(PoseStamped, f'{s}/sensor_pose', 10)
+                                 for s in self.twin.ft_sensor_names}
         self.rdt_servers = []
         for entry in filter(None, p.rdt_ports):
             sensor, _, port = entry.partition(':')
@@ -192,6 +197,12 @@ class LabTwinNode(Node):
             msg = JointState(name=list(state.names), position=state.positions.tolist(),
                              velocity=state.velocities.tolist(), effort=state.efforts.tolist())
             seconds_to_stamp(stamp, msg.header.stamp)
+            pub.publish(msg)
+        for sensor, pub in self.sensor_pose_pubs.items():
+            msg = PoseStamped()
+            msg.header.frame_id = 'lab_world'
+            seconds_to_stamp(stamp, msg.header.stamp)
+            pose_to_msg(self.twin.site_pose_in_world(f'{sensor}_site'), msg.pose)
             pub.publish(msg)
         for sensor, (pub, source) in self.ft_pubs.items():
             wrench, t_sample, _ = source()
