@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pinocchio as pin
 
 from hil_bringup.mission import AbsoluteMission, HilMission, MissionRecord, compare_relative_pose
 from hil_bringup.twin_validation import run_unforced_validation
@@ -154,51 +153,40 @@ def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
     return ps.save(fig, out / 'fig13_relative_velocity.png')
 
 
-def render_capture(scenario, rec: MissionRecord, phase_times: dict, out: Path) -> Path:
-    """A 3-D picture of the capture in the client frame at a few instants (arm from Pinocchio FK)."""
-    from hil_dynamics.servicer import ServicerModel
+def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: float = 0.5) -> tuple[dict, list[Path]]:
+    """The capture with the MuJoCo lab twin in the loop (:class:`hil_bringup.twin_capture.TwinCaptureMission`:
+    physical grasp, no software contact), rendered offscreen while it runs: an MP4 per view
+    (:mod:`hil_lab_twin.animation`) and stills at the approach start and at the grasp."""
+    from hil_bringup.console import Progress
+    from hil_bringup.twin_capture import TwinCaptureMission, capture_figures
+    from hil_lab_twin.animation import FrameGrabber, TwinCamera, View, write_animation, write_still
 
-    from hil_bringup import plot_style as ps
-
-    plt = ps.pyplot()
-    s = scenario.servicer
-    model = ServicerModel(s.urdf, s.ee_frame)
-    grasp = scenario.client.pose_grasp_in_client.translation
-    instants = [0.0, phase_times.get('approach', 0.0) + 0.5 * scenario.obsw.approach_duration_s,
-                phase_times.get('grasp', rec.t[-1]), rec.t[-1]]
-    fig = plt.figure(figsize=(14, 4.2))
-    for k, t in enumerate(instants):
-        ax = fig.add_subplot(1, len(instants), k + 1, projection='3d')
-        i = int(np.argmin(np.abs(rec.t - t)))
-        g_t = pin.XYZQUATToSE3(rec.pose_client_orbit[i])
-        g_b = pin.XYZQUATToSE3(rec.pose_base_orbit[i])
-        base_in_client = g_t.actInv(g_b)
-        cfg = model._identity_config(rec.q_arm[i])
-        pin.forwardKinematics(model.model, model.data, cfg)
-        pin.updateFramePlacements(model.model, model.data)
-        pts = np.array([(base_in_client * model.data.oMi[j]).translation for j in range(1, model.model.njoints)]
-                       + [(base_in_client * model.data.oMf[model.ee_frame_id]).translation])
-        ax.plot(pts[:, 0], pts[:, 1], pts[:, 2], 'o-', color='tab:orange', lw=3, ms=3, label='arm')
-        _box(ax, base_in_client, np.array([2.0, 1.8, 1.6]), 'tab:blue')
-        _box(ax, pin.SE3(np.eye(3), np.array([2.2, 0.0, 0.0])), np.array([10.2, 2.6, 2.6]), 'tab:gray')
-        ax.scatter(*grasp, color='red', s=30, label='launch adapter ring')
-        ax.set(xlim=(-6.5, 0.5), ylim=(-3.5, 3.5), zlim=(-3.0, 4.0), title=f't = {rec.t[i]:.1f} s  ({rec.phase[i]})')
-        ax.view_init(elev=20, azim=-70)
-        ax.set_xlabel('x_client [m]', fontsize=7)
-        if k == 0:
-            ax.legend(fontsize=7, loc='upper left')
-    fig.suptitle('Envisat capture in the client frame (Envisat body partly drawn; servicer base, LBR iiwa 14 + gripper)')
-    return ps.save(fig, out / 'capture_render.png')
-
-
-def _box(ax, pose: pin.SE3, size, color) -> None:
-    h = 0.5 * size
-    corners = np.array([[sx * h[0], sy * h[1], sz * h[2]] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
-    world = corners @ pose.rotation.T + pose.translation
-    for a in range(8):
-        for b in range(a + 1, 8):
-            if bin(a ^ b).count('1') == 1:
-                ax.plot(*world[[a, b]].T, color=color, lw=1)
+    mission = TwinCaptureMission(scenario)
+    twin = mission.twin
+    ring = twin.site_pose_in_world('client_ft_site').translation
+    tool = twin.site_pose_in_world('servicer_wrist_ft_site').translation
+    mid = 0.5 * (ring + tool)
+    views = [View('facility', lookat=tuple(0.5 * (twin.base_pose('client').translation + twin.base_pose('servicer').translation)
+                                            + np.array([0.0, 0.0, 1.0])), distance=6.5, azimuth=110.0, elevation=-18.0),
+             View('grasp', lookat=tuple(mid), distance=1.1, azimuth=70.0, elevation=-15.0)]
+    camera = TwinCamera(twin, 640, 480)
+    try:
+        with Progress('HIL+twin ', duration_s) as bar:
+            grabber = FrameGrabber(camera, views, every_s, then=bar)
+            rec = mission.run(duration_s, 0.05, grabber)
+    finally:
+        camera.close()
+    figures = capture_figures(rec, mission.controller)
+    files = [write_animation(out / f'twin_capture_{v.name}', grabber.frames[v.name], fps=1.0 / every_s * 2) for v in views]
+    times = np.array(grabber.times)
+    for event in ('approach', 'grasp'):
+        t_event = mission.controller.phase_times.get(event)
+        if t_event is not None and len(times):
+            k = int(np.argmin(np.abs(times - (t_event + (1.0 if event == 'grasp' else 0.0)))))
+            files += [write_still(out / f'twin_{event}_{v.name}.png', grabber.frames[v.name][k]) for v in views]
+    figures['faults'] = mission.faults()
+    twin.close()
+    return figures, files
 
 
 # -- recording -----------------------------------------------------------------------------------
@@ -272,8 +260,8 @@ def _run_with_progress(mission, label: str, duration_s: float, **kw):
 
 
 def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float | None = None,
-        stages: int = 4) -> dict:
-    """The lockstep part of the demo: stages 1-3 of ``stages`` (the live graph is the last)."""
+        stages: int = 5) -> dict:
+    """The lockstep part of the demo: stages 1-4 of ``stages`` (the live graph is the last)."""
     from hil_bringup.console import Progress
 
     out.mkdir(parents=True, exist_ok=True)
@@ -309,8 +297,12 @@ def run(scenario, out: Path, duration_s: float | None = None, unforced_s: float 
     ref_rec = _run_with_progress(ref, 'reference', duration_s)
     metrics['capture'] = capture_metrics(scenario, hil, rec, ref_rec)
     phase_times = hil.controller.phase_times
-    files += [plot_fig12(rec, phase_times, out), plot_fig13(rec, phase_times, out),
-              render_capture(scenario, rec, phase_times, out)]
+    files += [plot_fig12(rec, phase_times, out), plot_fig13(rec, phase_times, out)]
+    print(f'[4/{stages}] the same capture with the MuJoCo lab twin in the loop: the calibrated facility, the '
+          f'gripper closing physically on the ring, both F/T sensors measuring it; rendered to MP4', flush=True)
+    twin_figures, twin_files = twin_capture_with_pictures(scenario, duration_s, out)
+    metrics['capture_twin'] = twin_figures
+    files += twin_files
     metrics['recording'] = {'capture': record_capture_mcap(rec, hil.model.joint_names, out / 'capture')}
     metrics['files'] = [p.name for p in files] + ['capture/']
     return metrics
@@ -343,6 +335,14 @@ def summary(metrics: dict) -> list[str]:
                  f"(seed 004: {SEED_ABSOLUTE_LIMIT_S} s)")
     h = c['hil_vs_reference']
     lines.append(f"capture HIL vs reference: {length(h['max_position_error_m'])}, {angle(h['max_angle_error_rad'])}")
+    if 'capture_twin' in metrics:
+        tw = metrics['capture_twin']
+        speed = tw.get('relative_speed_after_grasp_m_s')
+        lines.append(f"capture with the lab twin in the loop (physical grasp): approach {duration(tw['approach_start_s'])}, "
+                     f"grasp latch {duration(tw['grasp_latch_s'])} (ideal robots {duration(pt.get('grasp'))}, seed 004 "
+                     f"{SEED_GRASP_TIME_S} s); after the grasp max relative speed "
+                     f"{'n/a' if speed is None else length(speed) + '/s'}, peak contact force "
+                     f"{number(tw.get('peak_contact_force_n') or 0.0)} N")
     return lines
 
 
