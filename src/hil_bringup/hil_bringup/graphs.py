@@ -274,6 +274,7 @@ ENVISAT_RECORD_TOPICS = (
     ('obsw/phase', 'std_msgs/msg/String'), ('servicer/gripper_cmd', 'std_msgs/msg/Bool'),
     ('client/ft/fault', _STATUS), ('servicer/ft/fault', _STATUS),
     ('servicer/table/status', _STATUS), ('client/table/status', _STATUS), ('client/hot_path/status', _STATUS),
+    ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY),
 )
 #: Latched (transient-local) topics among them.
 ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
