@@ -16,8 +16,8 @@ the 60 s comparison. Plots through matplotlib's Agg backend.
 
 With the lab twin in the loop (:mod:`hil_teleop.twin_lockstep`: KR 120 slave gripping the
 mock-up on the UR10e payload table, F/T sensors, motion tables), it also runs the 3000 kg step
-and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin/`` and a rendered
-``twin/facility.png`` (``--no-twin`` skips them).
+and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin/``, a rendered ``twin/facility.png`` and
+the animation ``twin/hils2_twin.mp4`` (``--no-twin`` skips them).
 
 ``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
 over DDS on loopback, in real time, printing progress, and records it to the bag ``ros_graph/``
@@ -301,7 +301,21 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: boo
         files += plot_step(tstep, twin_out, 3000.0)
         results['twin_step_3000kg_payload_momentum_Ns'] = float(-tstep.payload_momentum_end[2])
         say(f'[5/5] lab twin in the loop: {label} ({scenario.duration_s():.0f} s simulated)')
-        thils2 = run_teleop_twin(c, scenario.operator(), scenario.duration_s())
+        from hil_lab_twin.animation import FrameGrabber, TwinCamera, View, write_animation
+
+        grab = {}
+
+        def render(t, lab_twin):                # the facility during HILS 2, offscreen (EGL)
+            if 'grabber' not in grab:
+                grip = lab_twin.site_pose_in_world('slave_ft_site').translation
+                grab['camera'] = TwinCamera(lab_twin, 640, 480)
+                grab['grabber'] = FrameGrabber(grab['camera'], [View('facility', tuple(grip), 4.0, 120.0, -20.0)],
+                                               every_s=max(0.2, scenario.duration_s() / 120.0))
+            grab['grabber'](t)
+        thils2 = run_teleop_twin(c, scenario.operator(), scenario.duration_s(), on_step=render)
+        if 'grabber' in grab:
+            files.append(write_animation(twin_out / 'hils2_twin', grab['grabber'].frames['facility'], fps=10.0))
+            grab['camera'].close()
         files += plot_hils2(thils2, twin_out, label + ', lab twin')
         x_vir, x_s = thils2.aligned(thils2.x_vir, thils2.x_s)
         results['twin_hils2_max_position_error_mm'] = float(1e3 * np.abs(x_vir[:, 0] - x_s[:, 0]).max())

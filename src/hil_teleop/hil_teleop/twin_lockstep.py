@@ -131,9 +131,11 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
 
 
 def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray], duration_s: float,
-                    twin_config: TwinConfig | None = None, slave_blocked: Callable[[float], bool] | None = None
-                    ) -> TeleopRun:
+                    twin_config: TwinConfig | None = None, slave_blocked: Callable[[float], bool] | None = None,
+                    on_step: Callable[[float, LabTwin], None] | None = None) -> TeleopRun:
     """Run the closed loop with the twin for ``duration_s``; records as :func:`hil_teleop.lockstep.run_teleop`.
+
+    ``on_step(t, twin)`` is called after every control period (e.g. to render the twin).
 
     ``x_grip_0`` of ``config`` is replaced by the measured start of the slave (the virtual arm
     starts there). ``slave_blocked(t)`` True withholds the slave's joint commands (a robot that
@@ -207,6 +209,8 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
             rec[key][k] = val
         stale[k] = cmd.stale
         queue[k] = uplink.queue_length
+        if on_step is not None:
+            on_step(t + dt, twin)
     momentum = side.payload.body.momentum_in_parent(side.payload.state.pose_client_in_nominal,
                                                     side.payload.state.twist_client_rel_body)
     run = TeleopRun(t_axis, rec['f_m'], rec['x_vir'], rec['v_vir'], rec['f_vir'], rec['x_tv'], rec['v_s_r'],
