@@ -24,6 +24,7 @@ after every step. Plain Python, no rclpy.
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pinocchio as pin
 
@@ -32,6 +33,7 @@ from hil_bringup.mission import AbsoluteMission, HilMission, _initial, _Mission
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
 from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, FtChain
 from hil_dynamics.client import ClientAdmittance
+from hil_dynamics.passivity import PassivityController, integration_energy
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance
 from hil_lab_twin.lockstep import response_delay
@@ -69,7 +71,7 @@ class TwinCaptureMission(_Mission):
     """The Envisat capture with the lab twin in the loop (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, facility=None, controller=None, twin_config_override=None,
-                 delay_compensation: bool = True, tare_s: float = 0.2):
+                 delay_compensation: bool = True, tare_s: float = 0.2, passivity_control: bool = False):
         super().__init__(scenario, controller, None, forced=True)
         c = scenario.client
         self.cal: LabCalibration = calibrate(facility or load_facility('envisat_lab'), scenario)
@@ -105,10 +107,32 @@ class TwinCaptureMission(_Mission):
         self.contact = TwinGripper(self.twin, 'servicer_arm', 0.5 * self.cal.facility.ring['lip_thickness_m'])
         arm = self.twin.joint_state('servicer_arm')
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
+        # Passivity observers of both admittance ports (hil_dynamics.passivity), with the tables'
+        # twists measured in the twin; they act (damping -beta M V) only with passivity_control.
+        rate = scenario.passivity.max_rate_per_s if getattr(scenario, 'passivity', None) is not None else 0.0
+        self.passivity_client = PassivityController(c.body.mass_matrix, rate, enabled=passivity_control)
+        self.passivity_servicer = PassivityController(self.model.mass_matrix(s.q_arm_0)[:6, :6], rate,
+                                                      enabled=passivity_control)
+        # ... and of the arm port (see advance): the energy the twin's arm gives the simulated servicer
+        # beyond the commanded torques, dissipated by a joint damping -beta M_red dq on the twin's arm.
+        mass = self.model.mass_matrix(s.q_arm_0)
+        m_red = mass[6:, 6:] - mass[6:, :6] @ np.linalg.solve(mass[:6, :6], mass[:6, 6:])
+        self.passivity_arm = PassivityController(m_red, rate, enabled=passivity_control)
+        self._passivity_out = None
+        self._passivity_arm_out = None
+        self._client_integration_j = 0.0
+        self._arm_port_j = 0.0
+        self._tau_pc = np.zeros(self.model.n)
+        self._flange_site = {ns: mujoco.mj_name2id(self.twin.model, mujoco.mjtObj.mjOBJ_SITE,
+                                                   self.twin._robots[ns].build.flange_site) for ns in self.tables}
+        # The simulated spacecraft's mechanical energy and the OBSW's work on it: their difference
+        # is what the lab (everything between the OBSW and the simulation) injected.
+        self.energy_obsw_work_j = 0.0
+        self.energy_simulated_0_j = self.simulated_energy()
         self.wrench_hook = None
         self.step_hook = None
         self.lab = {'t': [], 'tool_in_grasp_error': [], 'wrench_client_at_grasp': [], 'wrench_gripper_at_grasp': [],
-                    'gripper': []}
+                    'gripper': [], 'energy_injected_j': [], 'passivity_arm': []}
 
     def _tare(self, seconds: float) -> None:
         n = max(1, int(round(seconds / self.twin.dt)))
@@ -159,6 +183,36 @@ class TwinCaptureMission(_Mission):
             out.append(pose_sensor_in_grasp.act(pin.Force(chain.wrench())).vector)
         return out[0], out[1]
 
+    def measured_table_twists(self):
+        """``(Ṽ_c, Ṽ_s)``: the body twists the two tables realise in the twin (the flange sites'
+        velocities moved to the client CoM and the servicer base through the calibration), in the
+        bodies' frames, relative to the nominal frame (fixed in the lab)."""
+        out = []
+        for ns in ('client', 'servicer'):
+            vel = np.zeros(6)
+            mujoco.mj_objectVelocity(self.twin.model, self.twin.data, mujoco.mjtObj.mjOBJ_SITE, self._flange_site[ns],
+                                     vel, 1)
+            twist_flange = pin.Motion(vel[3:], vel[:3])          # MuJoCo: [angular, linear], local frame
+            out.append(self.cal.pose_body_in_flange[ns].actInv(twist_flange).vector)
+        return out[0], out[1]
+
+    def simulated_energy(self) -> float:
+        """Kinetic energy of the simulated client and servicer (Eq. 23 absolute twists) [J]."""
+        _, v_t, _, v_b, q, dq = self.onboard_states()
+        v = np.concatenate((v_b, dq))
+        return 0.5 * float(v_t @ self.client_rule.body.mass_matrix @ v_t) + 0.5 * float(v @ self.model.mass_matrix(q) @ v)
+
+    def energy_injected_j(self) -> float:
+        """Energy the lab injected into the simulated spacecraft since the start [J]: the change of
+        :meth:`simulated_energy` minus the work of the OBSW's ``F_b`` and ``tau`` (the contact is
+        internal; grip damping and friction make it <= 0 for a passive lab)."""
+        return self.simulated_energy() - self.energy_simulated_0_j - self.energy_obsw_work_j
+
+    def passivity_record(self):
+        if self._passivity_out is None:
+            return np.zeros(5), np.zeros(5)
+        return tuple(np.array(out.as_list()) for out in self._passivity_out)
+
     def step(self) -> None:
         if self.k % self.obsw_every == 0 and self.controller is not None:
             self.command = self.controller.update(self.t, *self.onboard_states())
@@ -178,8 +232,24 @@ class TwinCaptureMission(_Mission):
         if self.wrench_hook is not None:
             w_client, w_flange = self.wrench_hook(self, w_client, w_flange)
         self.wrench_tool = self.pose_tool_in_flange.actInv(pin.Force(w_flange)).vector   # recorded: on the tool
+        # Passivity observers/controllers (seed 004 Eq. 28): commanded against measured twists.
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        measured_c, measured_s = self.measured_table_twists()
+        out_c = self.passivity_client.update(measured_c, cs.twist_client_rel_body, w_client, self.dt,
+                                            self._client_integration_j)
+        jac_b = self.model.ee_jacobian(self.q_arm)[:, :6]
+        out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, jac_b.T @ w_flange, self.dt)
+        self._passivity_out = (out_c, out_s)
+        w_client = np.asarray(w_client, dtype=float) + out_c.wrench_pc
+        g_t0, v_t0 = cs.absolute()
         cs = self.client_rule.step(w_client, self.dt)
-        ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, w_flange)
+        g_t1, v_t1 = self.client_rule.state.absolute()
+        self._client_integration_j = integration_energy(self.client_rule.body.mass_matrix, v_t0, v_t1, w_client, self.dt,
+                                                        pin.log6(g_t0.actInv(g_t1)).vector)
+        _, v_b0 = ss.absolute()
+        dq0 = self.dq_arm
+        ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm,
+                                     np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, w_flange)
         torques = self.feedforward.torques(tau_arm, self.q_arm, self.dq_arm, ss.pose_base_in_nominal,
                                            ss.twist_base_rel_body, ss.twist_nominal_body,
                                            self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
@@ -188,11 +258,28 @@ class TwinCaptureMission(_Mission):
             out = table.step(self.cal.flange_target(ns, bodies[ns]), q_measured=self.twin.joint_state(ns).positions,
                              t=self.twin.time)
             self.twin.command_positions(ns, out.q_command)
-        self.twin.command_efforts('servicer_arm', torques.tau_q)
+        # The arm port: the simulated servicer moved its arm as the twin's arm moved (q, dq, ddq
+        # measured); the torque that motion implies in Eq. (12), ``tau_sim``, against the torque
+        # commanded (OBSW + passivity damping) is what the lab gave the simulation at the joints.
+        q0, ddq0 = self.q_arm, self.ddq_arm
+        dv_b = ss.absolute()[1] - v_b0
+        mass = self.model.mass_matrix(q0)
+        h = self.model.coriolis_force(q0, v_b0, dq0)
+        jac_m = self.model.ee_jacobian(q0)[:, 6:]
+        tau_sim = mass[6:] @ np.concatenate((dv_b / self.dt, ddq0)) + h[6:] - jac_m.T @ w_flange
+        tau_given = np.asarray(tau_arm, dtype=float) + self._tau_pc
+        out_a = self.passivity_arm.update(dq0, dq0, np.zeros(self.model.n), self.dt, self._arm_port_j)
+        self._arm_port_j = float(dq0 @ (tau_sim - tau_given)) * self.dt
+        self._tau_pc = out_a.wrench_pc
+        self._passivity_arm_out = out_a
+        self.twin.command_efforts('servicer_arm', torques.tau_q + out_a.wrench_pc)
         self.twin.step(self.twin_steps)
         arm = self.twin.joint_state('servicer_arm')
         self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
         self.q_arm, self.dq_arm = arm.positions, arm.velocities
+        _, v_b1 = self.servicer_rule.state.absolute()
+        self.energy_obsw_work_j += 0.5 * self.dt * (float(np.asarray(wrench_base_com) @ (v_b0 + v_b1))
+                                                    + float(np.asarray(tau_arm) @ (dq0 + self.dq_arm)))
 
     def _record(self) -> None:
         super()._record()
@@ -204,6 +291,9 @@ class TwinCaptureMission(_Mission):
         self.lab['wrench_client_at_grasp'].append(wc)
         self.lab['wrench_gripper_at_grasp'].append(wg)
         self.lab['gripper'].append(self.contact.state)
+        self.lab['energy_injected_j'].append(self.energy_injected_j())
+        self.lab['passivity_arm'].append(self._passivity_arm_out.as_list() if self._passivity_arm_out is not None
+                                         else [0.0] * 5)
 
     def lab_record(self) -> dict:
         return {k: (np.array(v) if k != 'gripper' else list(v)) for k, v in self.lab.items()}
