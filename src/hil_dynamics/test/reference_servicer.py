@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics import kernels
+from hil_dynamics.lie_integrators import FusedRKMK4
 
 
 class AbsoluteServicer:
@@ -27,6 +28,14 @@ class AbsoluteServicer:
         self.t = 0.0
         self.pose_base_in_orbit = pin.SE3(pose_base_in_orbit_0)
         self.x = np.concatenate((twist_base_body_0, q_arm_0, dq_arm_0)).astype(float)
+        # The same integrator on arrays with its work allocated once (test_fast_paths checks it
+        # against the generic rkmk4), and Pinocchio's own force vector (a list is converted per call).
+        self._rk = FusedRKMK4(1, self.x.size)
+        self._fext = pin.StdVec_Force()
+        for _ in range(self.model.njoints):
+            self._fext.append(pin.Force.Zero())
+        self._cfg, self._vel, self._tau, self._pose = (np.empty(self.model.nq), np.empty(self.model.nv),
+                                                       np.empty(self.model.nv), np.empty((1, 12)))
 
     def config(self, pose, q_arm):
         return np.concatenate((pin.SE3ToXYZQUAT(pose), q_arm))
@@ -41,14 +50,21 @@ class AbsoluteServicer:
         return pin.aba(self.model, self.data, q, v, tau_full, fext).copy()
 
     def step(self, dt, wrench_base_com, tau, wrench_ee):
-        n = self.n
+        n, model, data, cfg, vel, tau_full, fext = self.n, self.model, self.data, self._cfg, self._vel, self._tau, self._fext
 
-        def f(t, poses, x):
-            a = self.acceleration(t, poses[0], x, wrench_base_com, tau, wrench_ee)
-            return x[:6].reshape(1, 6), np.concatenate((a[:6], x[6 + n:], a[6:]))
+        def f(t, poses, x, twists_out, rates_out):
+            kernels.xyzquat_into(poses[0], cfg)
+            cfg[7:] = x[6:6 + n]
+            vel[:6], vel[6:] = x[:6], x[6 + n:]
+            fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_ee(t), dtype=float)))
+            tau_full[:6], tau_full[6:] = wrench_base_com(t), tau(t, x[6:6 + n], x[6 + n:])
+            a = pin.aba(model, data, cfg, vel, tau_full, fext)
+            twists_out[0] = x[:6]
+            rates_out[:6], rates_out[6:6 + n], rates_out[6 + n:] = a[:6], x[6 + n:], a[6:]
 
-        (g,), self.x = rkmk4_step(self.t, dt, (self.pose_base_in_orbit,), self.x, f)
-        self.pose_base_in_orbit = g
+        kernels.pose_array(self.pose_base_in_orbit, self._pose[0])
+        poses, x = self._rk.step(self.t, dt, self._pose, self.x, f)
+        self.pose_base_in_orbit, self.x = kernels.array_pose(poses[0]), x.copy()
         self.t += dt
 
     @property
