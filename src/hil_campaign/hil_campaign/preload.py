@@ -10,6 +10,10 @@ import hil_bringup.scenario  # noqa: F401
 import hil_campaign.engine  # noqa: F401
 import hil_campaign.envisat  # noqa: F401
 import hil_campaign.runners  # noqa: F401
+import hil_docking.designer  # noqa: F401
+import hil_docking.scenario  # noqa: F401
 import hil_dynamics.client  # noqa: F401
+import hil_snare.runner  # noqa: F401
+import hil_snare.scenario  # noqa: F401
 import hil_teleop.lockstep  # noqa: F401
 import hil_teleop.scenario  # noqa: F401

@@ -20,6 +20,10 @@ name                              what runs
 ``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
 ``teleop_twin``                   :func:`hil_teleop.twin_lockstep.run_teleop_twin` (the same, MuJoCo
                                   lab twin in the loop)
+``snare_capture``                 :func:`hil_snare.runner.run` on an HTV-capture scenario (seed 000 runs 3-4),
+                                  judged by :func:`hil_snare.runner.capture_outcome`
+``docking_min_mass``              :func:`hil_docking.designer.m_min_simulated` (the exact-delay loop in time,
+                                  seed 003 Eq. 24) beside the designer's bounds (exact margin, Eq. 29)
 ``client_unforced``               the client alone, Eq. (2) torque-free (a cheap real runner for
                                   engine tests and the overhead benchmark)
 ================================  ============================================================
@@ -50,10 +54,13 @@ class ScenarioSource:
     data: dict
 
     @classmethod
-    def resolve(cls, name_or_path: str | Path, relative_to: Path | None = None) -> 'ScenarioSource':
+    def resolve(cls, name_or_path: str | Path, relative_to: Path | None = None,
+                find: Callable[[str], Path] | None = None) -> 'ScenarioSource':
         """A path (absolute, or relative to ``relative_to`` then the working directory) or the name of
-        a scenario shipped with hil_bringup (``envisat_capture``)."""
-        from hil_bringup.scenario import scenario_path
+        a shipped scenario, looked up by ``find`` (default: hil_bringup's, ``envisat_capture``; a
+        runner passes its own :meth:`Runner.scenario_path`)."""
+        if find is None:
+            from hil_bringup.scenario import scenario_path as find
 
         text = str(name_or_path)
         if Path(text).suffix in ('.yaml', '.yml'):
@@ -63,7 +70,9 @@ class ScenarioSource:
             if path is None:
                 raise ScenarioError(f"scenario file '{text}' not found (looked in: {', '.join(map(str, candidates))})")
         else:
-            path = scenario_path(text)
+            path = find(text)
+            if not Path(path).is_file():
+                raise ScenarioError(f"scenario '{text}' not found (looked for {path})")
         try:
             data = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
@@ -99,6 +108,12 @@ class Runner:
     def loader(self, path: Path):
         raise NotImplementedError
 
+    def scenario_path(self, name: str) -> Path:
+        """The file of a scenario shipped under ``name`` (default: hil_bringup's scenarios)."""
+        from hil_bringup.scenario import scenario_path
+
+        return scenario_path(name)
+
     def derived_overrides(self, raw: Mapping[str, Any], options: dict) -> dict:
         """Scenario overrides computed from options (e.g. a tumble rate into the twist)."""
         return {}
@@ -109,7 +124,8 @@ class Runner:
 
     def prepare(self, scenario: ScenarioSource | str | Path, overrides: Mapping[str, Any]):
         """``(loaded scenario, options)``: every error names the override or the field."""
-        source = scenario if isinstance(scenario, ScenarioSource) else ScenarioSource.resolve(scenario)
+        source = scenario if isinstance(scenario, ScenarioSource) else \
+            ScenarioSource.resolve(scenario, find=self.scenario_path)
         fields, given = split_overrides(dict(overrides))
         options = resolve_options(self.options, given, self.name)
         derived = self.derived_overrides(source.data, options)
@@ -318,6 +334,139 @@ class TeleopTwinRunner(TeleopRunner):
         return run_teleop_twin(config, operator, duration_s)
 
 
+# -- snare-wire capture (seed 000) ----------------------------------------------------------------
+def load_snare(path: Path):
+    """``hil_snare.scenario.load_snare_scenario`` (imported when a run needs it)."""
+    from hil_snare.scenario import load_snare_scenario
+
+    return load_snare_scenario(path)
+
+
+class SnareCaptureRunner(Runner):
+    name = 'snare_capture'
+    default_scenario = 'htv_case_study'
+    description = ('SSRMS snare-wire capture of the HTV, lockstep (seed 000 runs 3-4, hil_snare.runner.run), '
+                   'judged by hil_snare.runner.capture_outcome; deterministic (the seed is not used)')
+    options = (
+        Option('record_every_s', None, 'trace decimation [s] (default: every step, so the peak wire force is '
+               "that of every step); capture is judged on the trace", min=1e-4, max=1.0),
+        Option('settle_s', 1.0, 'capture criterion: window at the end of the run [s]', min=0.01, max=100.0),
+        Option('speed_tol_mps', 0.005, 'capture criterion: largest GF speed relative to the LEE in the window [m/s]',
+               min=1e-6, max=1.0),
+    )
+    metrics = {
+        'captured': 'seed 000 §6.1 criterion (capture_outcome): GF in the wire plane throughout, pinched within '
+                    'two GF radii of the LEE axis and slower than speed_tol_mps relative to the LEE at the end',
+        'left_wire_plane': 'the GF shaft left the wire plane (escaped the snare)',
+        'tail_rel_speed_mps': 'largest GF speed relative to the LEE over the settle window [m/s] (NaN: it left)',
+        'tail_dist_to_axis_m': 'largest GF distance from the LEE axis over the settle window [m] (NaN: it left)',
+        'peak_wire_force_n': 'largest normal force of one wire over the run, at the recorded samples [N]',
+        'first_contact_s': 'first wire contact [s] (NaN: none)',
+        'final_wire_force_n': 'sum of the wires\' normal forces at the end [N]',
+    }
+
+    loader = staticmethod(load_snare)
+
+    def scenario_path(self, name: str) -> Path:
+        from hil_snare.scenario import scenario_path
+
+        return scenario_path(name)
+
+    def simulate(self, scenario, options, seed):
+        from hil_snare.runner import capture_outcome, run
+
+        if scenario.kind != 'htv_capture':
+            raise OverrideError(f"runner 'snare_capture' judges seed 000's HTV capture (kind htv_capture); "
+                                f"the scenario is of kind {scenario.kind!r}")
+        system, ctrl, poses, x = scenario.build()
+        every = 1 if options['record_every_s'] is None else max(1, round(options['record_every_s'] / scenario.dt_s))
+        trace, _, _ = run(system, ctrl, poses, x, scenario.duration_s, scenario.dt_s, scenario.control_period_s,
+                          record_every=every)
+        outcome = capture_outcome(system, trace, options['settle_s'], options['speed_tol_mps'])
+        a = trace.arrays()
+        force = a['normal_force_n']
+        touched = np.flatnonzero(force.sum(axis=1) > 0.0)
+        left = not np.all(np.isfinite(a['rel_position_m']))
+        return {'captured': bool(outcome.captured), 'left_wire_plane': bool(left),
+                'tail_rel_speed_mps': float(outcome.rel_speed_mps),
+                'tail_dist_to_axis_m': float(outcome.min_dist_to_axis_m),     # capture_outcome's max over the window
+                'peak_wire_force_n': float(force.max()),
+                'first_contact_s': float(a['t'][touched[0]]) if touched.size else float('nan'),
+                'final_wire_force_n': float(force[-1].sum())}, trace
+
+
+# -- docking delay-stability boundary (seed 003) ---------------------------------------------------
+def load_docking(path: Path):
+    """``hil_docking.scenario.load_docking_scenario`` (imported when a run needs it)."""
+    from hil_docking.scenario import load_docking_scenario
+
+    return load_docking_scenario(path)
+
+
+class DockingMinMassRunner(Runner):
+    name = 'docking_min_mass'
+    default_scenario = 'cisas_docking'
+    description = ("minimum stable simulated mass of the facility's contact loop m s^2 + (b s + k) e^{-s Delta} = 0 "
+                   '(seed 003 Eq. 24 before Pade) for the scenario\'s contact k, b and loop delay Delta: the '
+                   'time-domain boundary (hil_docking.designer.m_min_simulated) beside the designer\'s bounds; '
+                   'deterministic (the seed is not used)')
+    options = (
+        Option('servo_lag_s', 0.0, "robot first-order servo lag tau in the loop [s] (beyond the seed; "
+               "hil_docking.designer's lag_s)", min=0.0, max=1.0),
+        Option('rel_tol', 0.01, 'width of the simulated bracket, relative', min=1e-4, max=0.5),
+        Option('agreement_tol', 0.02, 'designer_agrees: largest |m_min_exact / m_min_simulated - 1|', min=0.0, max=1.0),
+        Option('beyond_bound_probes', 6.0, 'where Delta + tau >= b/k: masses simulated (geometric, Eq. (29) '
+               'scale b (Delta + tau) / 2 up to 100 times it) to confirm that none is stable', min=2.0, max=24.0),
+    )
+    metrics = {
+        'stable_mass_exists': 'Delta + tau < b/k (hil_docking.designer.delay_bound_s): some mass is stable',
+        'delay_bound_s': 'b/k [s]: no mass is stable at or above this delay (plus lag)',
+        'm_min_simulated_kg': 'time-domain boundary, exact delay (upper, stable end of the bracket) [kg] '
+                              '(NaN: no stable mass; beyond the bound, the smallest probe found stable)',
+        'm_min_exact_kg': 'designer: exact delay margin (closed-form crossover), bisected [kg] (NaN: none)',
+        'm_min_pade1_kg': 'designer: seed 003 Eq. (29), first-order Pade, at Delta + tau [kg] (NaN: none)',
+        'exact_over_simulated': 'm_min_exact_kg / m_min_simulated_kg',
+        'pade1_over_simulated': 'm_min_pade1_kg / m_min_simulated_kg (< 1: Eq. (29) is optimistic)',
+        'designer_agrees': 'the exact bound is within agreement_tol of the simulated one, or neither finds a '
+                           'stable mass (beyond the bound every probe grows)',
+        'beyond_bound_max_growth_min': 'beyond the bound: the smallest envelope growth among the probes '
+                                       '(> 1: all unstable) (NaN within the bound)',
+        'loop_delay_s': 'Delta [s]', 'stiffness_n_m': 'k [N/m]', 'damping_ns_m': 'b [N s/m]',
+    }
+
+    loader = staticmethod(load_docking)
+
+    def scenario_path(self, name: str) -> Path:
+        from hil_docking.scenario import scenario_path
+
+        return scenario_path(name)
+
+    def simulate(self, scenario, options, seed):
+        from hil_docking.designer import delay_bound_s, envelope_growth, m_min_exact, m_min_pade1, m_min_simulated
+
+        d, tau = scenario.loop_delay_s, options['servo_lag_s']
+        k, b = scenario.orbital_contact.stiffness_n_m, scenario.orbital_contact.damping_ns_m
+        nan = float('nan')
+        out = {'delay_bound_s': delay_bound_s(k, b), 'loop_delay_s': d, 'stiffness_n_m': k, 'damping_ns_m': b}
+        if d + tau < out['delay_bound_s']:
+            sim = m_min_simulated(d, k, b, rel_tol=options['rel_tol'], lag_s=tau)
+            exact = m_min_exact(d, k, b, lag_s=tau)
+            pade1 = float(m_min_pade1(d + tau, k, b))
+            out.update(stable_mass_exists=True, m_min_simulated_kg=sim, m_min_exact_kg=exact, m_min_pade1_kg=pade1,
+                       exact_over_simulated=exact / sim, pade1_over_simulated=pade1 / sim,
+                       designer_agrees=bool(abs(exact / sim - 1.0) <= options['agreement_tol']),
+                       beyond_bound_max_growth_min=nan)
+            return out, out
+        # Beyond b/k the designer refuses every mass: probe the loop in time from the Eq. (29) scale up.
+        masses = np.geomspace(0.5 * b * (d + tau), 50.0 * b * (d + tau), int(round(options['beyond_bound_probes'])))
+        growth = envelope_growth(masses, k, b, d, lag_s=tau)
+        stable = growth < 1.0
+        out.update(stable_mass_exists=False, m_min_simulated_kg=float(masses[np.argmax(stable)]) if stable.any() else nan,
+                   m_min_exact_kg=nan, m_min_pade1_kg=nan, exact_over_simulated=nan, pade1_over_simulated=nan,
+                   designer_agrees=bool(not stable.any()), beyond_bound_max_growth_min=float(growth.min()))
+        return out, {**out, 'probe_masses_kg': masses, 'probe_growth': growth}
+
+
 # -- a cheap real runner ---------------------------------------------------------------------------
 class ClientUnforcedRunner(Runner):
     name = 'client_unforced'
@@ -360,7 +509,8 @@ class ClientUnforcedRunner(Runner):
 
 
 RUNNERS: dict[str, Runner] = {r.name: r for r in (EnvisatHilRunner(), EnvisatAbsoluteRunner(), EnvisatTwinUnforcedRunner(),
-                                                  TeleopRunner(), TeleopTwinRunner(), ClientUnforcedRunner())}
+                                                  TeleopRunner(), TeleopTwinRunner(), SnareCaptureRunner(),
+                                                  DockingMinMassRunner(), ClientUnforcedRunner())}
 
 
 def get_runner(name: str) -> Runner:

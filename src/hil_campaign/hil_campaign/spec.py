@@ -387,7 +387,8 @@ def _campaign(top: Fields, path: Path) -> Campaign:
     runner_name = top.string('runner', choices=sorted(RUNNERS))
     runner = get_runner(runner_name)
     try:
-        scenario = ScenarioSource.resolve(top.string('scenario', default=runner.default_scenario), path.parent)
+        scenario = ScenarioSource.resolve(top.string('scenario', default=runner.default_scenario), path.parent,
+                                          find=runner.scenario_path)
     except ScenarioError as exc:
         raise top.error('scenario', str(exc)) from None
     seed = _whole(top, 'seed', 0, 2**32 - 1)

@@ -208,7 +208,8 @@ def test_bisection_brackets_a_known_boundary_halving_it_each_iteration(tmp_path)
 
 
 def test_the_shipped_campaigns_are_valid_and_modest():
-    for name in ('envisat_capture_robustness', 'envisat_delay_boundary', 'teleop_mass_error'):
+    for name in ('envisat_capture_robustness', 'envisat_delay_boundary', 'teleop_mass_error', 'snare_capture_limit',
+                 'docking_min_mass_map'):
         c = load_campaign(campaign_path(name))
         assert c.name == name
         assert c.success is not None and (c.success_map is not None or c.bisection is not None)

@@ -21,7 +21,7 @@ def envisat():
 
 def test_every_runner_declares_its_options_and_metrics():
     assert set(RUNNERS) == {'envisat_hil', 'envisat_absolute', 'envisat_twin_unforced', 'teleop', 'teleop_twin',
-                            'client_unforced'}
+                            'snare_capture', 'docking_min_mass', 'client_unforced'}
     for r in RUNNERS.values():
         assert r.metrics and r.description and r.default_scenario
 
@@ -123,3 +123,54 @@ def test_twin_unforced_runner_stays_within_seed_004s_millimetre():
     out = get_runner('envisat_twin_unforced').run('envisat_capture', {'runner.duration_s': 0.2}, seed=3)
     assert out['measured_position_error_m'] < 1e-3 and out['measured_angle_error_rad'] < 2e-3
     assert out['table_faults'] == 0.0
+
+
+def test_snare_capture_runner_runs_the_overridden_case_study_as_hil_snare_does():
+    """Seed 000's case study at 0.1 m/s (the scenario says 0.32: the override must reach the LEE
+    velocity), 4 ms steps, the wires closed in 3 s and 4 s simulated: the adapter's metrics are
+    those of hil_snare's own run and capture_outcome on the same configuration, and the GF is
+    captured (seed 000 captures below 0.32 m/s)."""
+    import dataclasses
+
+    from hil_snare.runner import build_htv_capture, capture_outcome, run
+    from hil_snare.scenario import load_snare_scenario
+
+    v = 0.1
+    out = get_runner('snare_capture').run('htv_case_study', {'initial_state.lee_velocity_mps.2': v, 'run.dt_s': 0.004,
+                                                             'wires.tightening_time_s': 3.0, 'run.duration_s': 4.0})
+    cfg = dataclasses.replace(load_snare_scenario('htv_case_study').config, lee_velocity_mps=(0.0, 0.0, v), dt_s=0.004,
+                              tightening_time_s=3.0, duration_s=4.0)
+    system, ctrl, poses, x = build_htv_capture(cfg)
+    trace, _, _ = run(system, ctrl, poses, x, cfg.duration_s, cfg.dt_s, cfg.control_period_s, record_every=1)
+    ref = capture_outcome(system, trace)
+    assert out['captured'] is True and ref.captured and out['left_wire_plane'] is False
+    assert out['tail_rel_speed_mps'] == ref.rel_speed_mps < 0.005
+    assert out['tail_dist_to_axis_m'] == ref.min_dist_to_axis_m < 2 * system.grapple.radius_m
+    force = trace.arrays()['normal_force_n']
+    assert out['peak_wire_force_n'] == force.max() > 0.0
+    assert out['final_wire_force_n'] == pytest.approx(500.0, rel=0.01)     # the drive stalls at 500 N (docs/snare.md)
+    # the GF crosses the wire triangle from its corner before it meets a wire: a travel of the order of
+    # the ring radius (0.17 m)
+    assert 0.05 < v * out['first_contact_s'] < 2 * cfg.ring_radius_m
+
+
+def test_docking_min_mass_runner_matches_the_closed_forms():
+    """Seed 003, the scenario's loop (Delta 10 ms, k 5000 N/m, b 100 N s/m): Eq. (29) by hand; the
+    exact bound is the mass whose closed-form delay margin atan(b w_c / k) / w_c equals Delta; the
+    simulated boundary lies within 2 % of it. Beyond b/k (15 ms at 9000 N/m) no mass is stable and
+    every simulated probe grows."""
+    out = get_runner('docking_min_mass').run('cisas_docking', {})
+    d, k, b = 0.010, 5000.0, 100.0
+    assert (out['loop_delay_s'], out['stiffness_n_m'], out['damping_ns_m']) == (d, k, b)
+    assert out['m_min_pade1_kg'] == pytest.approx(max(b * d / 2, (2 * b * b * d - k * b * d * d) / (4 * b - 4 * k * d)))
+    m = out['m_min_exact_kg']
+    wc = np.sqrt((b * b + np.sqrt(b ** 4 + 4 * m * m * k * k)) / (2 * m * m))
+    assert np.arctan(b * wc / k) / wc == pytest.approx(d, rel=1e-8)
+    assert out['m_min_simulated_kg'] == pytest.approx(m, rel=0.02)
+    assert out['designer_agrees'] is True and out['stable_mass_exists'] is True
+    assert out['pade1_over_simulated'] < 0.85                              # Eq. (29) is optimistic
+    beyond = get_runner('docking_min_mass').run('cisas_docking', {'facility.loop_delay_s': 0.015,
+                                                                   'contact.stiffness_n_m': 9000.0})
+    assert beyond['delay_bound_s'] == pytest.approx(b / 9000.0) and beyond['stable_mass_exists'] is False
+    assert np.isnan(beyond['m_min_simulated_kg']) and np.isnan(beyond['m_min_exact_kg'])
+    assert beyond['beyond_bound_max_growth_min'] > 1.0 and beyond['designer_agrees'] is True
