@@ -153,7 +153,7 @@ def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
     return ps.save(fig, out / 'fig13_relative_velocity.png')
 
 
-def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: float = 0.5) -> tuple[dict, list[Path]]:
+def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: float = 1.0) -> tuple[dict, list[Path]]:
     """The capture with the MuJoCo lab twin in the loop (:class:`hil_bringup.twin_capture.TwinCaptureMission`:
     physical grasp, no software contact), rendered offscreen while it runs: an MP4 per view
     (:mod:`hil_lab_twin.animation`) and stills at the approach start and at the grasp."""
@@ -169,7 +169,7 @@ def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: 
     views = [View('facility', lookat=tuple(0.5 * (twin.base_pose('client').translation + twin.base_pose('servicer').translation)
                                             + np.array([0.0, 0.0, 1.0])), distance=6.5, azimuth=110.0, elevation=-18.0),
              View('grasp', lookat=tuple(mid), distance=1.1, azimuth=70.0, elevation=-15.0)]
-    camera = TwinCamera(twin, 640, 480)
+    camera = TwinCamera(twin, 480, 352)
     try:
         with Progress('HIL+twin ', duration_s) as bar:
             grabber = FrameGrabber(camera, views, every_s, then=bar)
@@ -177,7 +177,7 @@ def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: 
     finally:
         camera.close()
     figures = capture_figures(rec, mission.controller)
-    files = [write_animation(out / f'twin_capture_{v.name}', grabber.frames[v.name], fps=1.0 / every_s * 2) for v in views]
+    files = [write_animation(out / f'twin_capture_{v.name}', grabber.frames[v.name], fps=4.0) for v in views]
     times = np.array(grabber.times)
     for event in ('approach', 'grasp'):
         t_event = mission.controller.phase_times.get(event)
