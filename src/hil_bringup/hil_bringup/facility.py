@@ -48,18 +48,9 @@ TABLES = ('client', 'servicer')
 
 def facility_path(name: str) -> Path:
     """Path of a facility shipped with hil_bringup (``envisat_lab`` -> .../facilities/envisat_lab.yaml)."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    from hil_common.fields import shipped_file
 
-        candidates.append(Path(get_package_share_directory('hil_bringup')) / 'facilities' / f'{name}.yaml')
-    except Exception:  # noqa: BLE001 - not installed through ament: use the source tree
-        pass
-    candidates.append(Path(__file__).resolve().parents[1] / 'facilities' / f'{name}.yaml')
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ScenarioError(f"facility '{name}' not found (looked in: {', '.join(map(str, candidates))})")
+    return shipped_file('hil_bringup', 'facilities', name, Path(__file__).resolve().parents[1], 'facility')
 
 
 def _pose(fields: Fields, key: str) -> pin.SE3:

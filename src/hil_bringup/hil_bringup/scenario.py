@@ -25,18 +25,9 @@ ARMS = {'lbr_iiwa14': ('servicer_lbr_urdf', 'lbr_flange'), 'ssrms': ('servicer_s
 
 def scenario_path(name: str) -> Path:
     """Path of a scenario shipped with hil_bringup (``envisat_capture`` -> .../scenarios/envisat_capture.yaml)."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    from hil_common.fields import shipped_file
 
-        candidates.append(Path(get_package_share_directory('hil_bringup')) / 'scenarios' / f'{name}.yaml')
-    except Exception:  # noqa: BLE001 - not installed through ament: use the source tree
-        pass
-    candidates.append(Path(__file__).resolve().parents[1] / 'scenarios' / f'{name}.yaml')
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ScenarioError(f"scenario '{name}' not found (looked in: {', '.join(map(str, candidates))})")
+    return shipped_file('hil_bringup', 'scenarios', name, Path(__file__).resolve().parents[1], 'scenario')
 
 
 def _pose(fields: Fields, key: str) -> pin.SE3:

@@ -111,3 +111,21 @@ class Fields:
 
 
 _REQUIRED = object()
+
+
+def shipped_file(package: str, folder: str, name: str, source_root: Path, kind: str = 'file',
+                 error: type = ScenarioError) -> Path:
+    """``<share>/<package>/<folder>/<name>.yaml`` of an installed package, else the same file in its
+    source tree (``source_root``: the package folder); ``error`` (naming the places looked in) if neither."""
+    candidates = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory(package)) / folder / f'{name}.yaml')
+    except Exception:  # noqa: BLE001 - not installed through ament: use the source tree
+        pass
+    candidates.append(Path(source_root) / folder / f'{name}.yaml')
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise error(f"{kind} '{name}' not found (looked in: {', '.join(map(str, candidates))})")

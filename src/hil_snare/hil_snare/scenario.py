@@ -26,18 +26,9 @@ KINDS = ('htv_capture', 'jemrms_capture', 'contact_experiment')
 
 def scenario_path(name: str) -> Path:
     """A scenario shipped with hil_snare (``htv_capture`` -> .../scenarios/htv_capture.yaml)."""
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    from hil_common.fields import shipped_file
 
-        candidates.append(Path(get_package_share_directory('hil_snare')) / 'scenarios' / f'{name}.yaml')
-    except Exception:  # noqa: BLE001 - not installed through ament: use the source tree
-        pass
-    candidates.append(Path(__file__).resolve().parents[1] / 'scenarios' / f'{name}.yaml')
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ScenarioError(f"snare scenario '{name}' not found (looked in: {', '.join(map(str, candidates))})")
+    return shipped_file('hil_snare', 'scenarios', name, Path(__file__).resolve().parents[1], 'snare scenario')
 
 
 def _rule(fields: Fields, make, names):
