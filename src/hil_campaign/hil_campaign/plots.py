@@ -5,6 +5,9 @@
   runs that failed with an error are crossed out.
 * ``histograms.png`` -- one panel per metric (``plots.histograms``): histograms of the numeric
   metrics over the successful rows, counts of true/false for booleans.
+* ``curves.png`` -- metrics against one parameter (``plots.curves``), one colour per value of a
+  second parameter and one line style per metric (mean over the completed runs of each point;
+  NaN leaves a gap), e.g. the simulated boundary beside the designer's bounds.
 * ``boundary.png`` -- for a bisection: every run (parameter against the first grid parameter,
   coloured by success) and the boundary estimate with its final bracket.
 
@@ -132,8 +135,41 @@ def boundary_curve(campaign, table, boundaries: list, out_dir: Path) -> Path | N
     return _save(fig, out_dir / 'boundary.png')
 
 
+def curves(campaign, table, out_dir: Path) -> Path | None:
+    spec = getattr(campaign, 'curves', None)
+    if not spec:
+        return None
+    plt = _plt()
+    xname, sname = spec['x'], spec['series']
+    status = table.column('status').to_pylist()
+    xs = table.column(xname).to_pylist()
+    ss = table.column(sname).to_pylist() if sname else [None] * len(xs)
+    styles = ['-o', '--s', ':^', '-.v', '-D', '--x']
+    fig, ax = plt.subplots(figsize=(7, 5))
+    series = sorted({s for s in ss if s is not None}) if sname else [None]
+    colors = plt.rcParams['axes.prop_cycle'].by_key()['color']
+    for j, metric in enumerate(spec['metrics']):
+        values = table.column(metric).to_pylist()
+        for i, sv in enumerate(series):
+            pts: dict = {}
+            for x, s, v, st in zip(xs, ss, values, status):
+                if st == 'ok' and s == sv and isinstance(x, (int, float)) and isinstance(v, (int, float)):
+                    pts.setdefault(x, []).append(float(v))
+            if not pts:
+                continue
+            px = sorted(pts)
+            py = [sum(pts[x]) / len(pts[x]) for x in px]
+            label = metric if sname is None else f'{metric}, {sname} = {sv:g}'
+            ax.plot(px, py, styles[j % len(styles)], color=colors[i % len(colors)], label=label, ms=5)
+    ax.set(xlabel=xname, ylabel=', '.join(spec['metrics']) if len(spec['metrics']) < 3 else 'metrics',
+           title=f'{campaign.name}: metrics over {xname}')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, out_dir / 'curves.png')
+
+
 def write_plots(campaign, table, boundaries: list, out_dir: Path) -> list[Path]:
     out = [success_map(campaign, table, out_dir), histograms(campaign, table, out_dir),
-           boundary_curve(campaign, table, boundaries, out_dir)]
+           boundary_curve(campaign, table, boundaries, out_dir), curves(campaign, table, out_dir)]
     return [p for p in out if p is not None]
 

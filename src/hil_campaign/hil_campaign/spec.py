@@ -25,6 +25,7 @@ A campaign is one YAML file, validated with errors that name the field
     plots:
       success_map: [runner.tumble_rate_deg_s, runner.ft_noise_force_n]
       histograms: [grasp_time_s]             # default: every numeric metric
+      curves: {x: p1, series: p2, metrics: [m1, m2]}   # metrics over p1, one line per p2 value
 
 :func:`load_campaign` returns a :class:`Campaign`; :meth:`Campaign.plan` the runs as a
 :class:`Plan` (fixed for grids and draws; adaptive for bisections: each midpoint depends on
@@ -120,6 +121,7 @@ class Campaign:
     histograms: list
     description: str = ''
     parameter_names: list = field(default_factory=list)
+    curves: dict | None = None       # plots.curves: {'x': parameter, 'series': parameter or None, 'metrics': [...]}
 
     def overrides_for(self, spec: RunSpec) -> dict:
         return {**self.overrides, **spec.params}
@@ -446,10 +448,10 @@ def _campaign(top: Fields, path: Path) -> Campaign:
     if bisection is not None and success is None:
         raise top.error('success', 'is required by a bisection (what flips at the boundary)')
 
-    success_map, histograms = None, [m for m in metrics]
+    success_map, histograms, curves = None, [m for m in metrics], None
     if top.has('plots'):
         p = top.section('plots')
-        p.refuse_unknown(['success_map', 'histograms'])
+        p.refuse_unknown(['success_map', 'histograms', 'curves'])
         if p.has('success_map'):
             success_map = _names(p, 'success_map', names, 'parameter')
             if len(success_map) != 2:
@@ -458,9 +460,20 @@ def _campaign(top: Fields, path: Path) -> Campaign:
                 raise top.error('success', 'is required by plots.success_map')
         if p.has('histograms'):
             histograms = _names(p, 'histograms', metrics, 'metric')
+        if p.has('curves'):
+            cv = p.section('curves')
+            cv.refuse_unknown(['x', 'series', 'metrics'])
+            x = cv.string('x', choices=names)
+            series = cv.string('series', choices=names) if cv.has('series') else None
+            if series == x:
+                raise cv.error('series', f'must differ from x ({x!r})')
+            curves = {'x': x, 'series': series, 'metrics': _names(cv, 'metrics', metrics, 'metric')}
+            if not curves['metrics']:
+                raise cv.error('metrics', 'expected at least one metric name')
 
     campaign = Campaign(name, str(path), runner_name, scenario, int(seed), overrides, grid, random, draws, bisection,
-                        success, metrics, success_map, histograms, top.string('description', default=''), names)
+                        success, metrics, success_map, histograms, top.string('description', default=''), names,
+                        curves)
     _check_first_run(campaign, top)
     return campaign
 

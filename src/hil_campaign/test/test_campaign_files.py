@@ -100,6 +100,11 @@ def test_overridden_values_go_through_the_scenario_loader_and_its_errors_name_th
     ({'plots': {'success_map': ['client.mass_kg', 'runner.dt_s']}}, ["field 'success'", 'success_map']),
     ({'plots': {'success_map': ['client.mass_kg', 'runner.duration_s']}, 'success': {'metric': 'energy_drift_rel'}},
      ["field 'plots.success_map'", "'runner.duration_s' is not a parameter"]),
+    ({'plots': {'curves': {'x': 'client.mass_kg', 'series': 'client.mass_kg', 'metrics': ['energy_drift_rel']}}},
+     ["field 'plots.curves.series'", 'must differ from x']),
+    ({'plots': {'curves': {'x': 'client.mass_kg', 'metrics': ['grasp_time_s']}}},
+     ["field 'plots.curves.metrics'", "'grasp_time_s' is not a metric"]),
+    ({'plots': {'curves': {'x': 'runner.duration_s', 'metrics': ['energy_drift_rel']}}}, ["field 'plots.curves.x'"]),
     ({'overrides': {'runner.duration_s': 0.1, 'client.mass_kg': 1.0}}, ["field 'parameters.grid'", 'also fixed']),
     # the first run is checked at load: a misspelt path fails before any run starts
     ({'overrides': {'client.mas_kg': 1.0}}, ["override 'client.mas_kg'", "client has no field 'mas_kg'"]),
@@ -214,3 +219,25 @@ def test_the_shipped_campaigns_are_valid_and_modest():
         assert c.name == name
         assert c.success is not None and (c.success_map is not None or c.bisection is not None)
         assert c.plan().total() <= 16, 'keep shipped campaigns modest'
+
+
+def test_curves_plot_is_drawn_from_the_table(tmp_path):
+    """plots.curves: metrics over one parameter, one line per value of another (the docking map's
+    simulated boundary beside the designer's bounds); a failed row is left out."""
+    from hil_campaign.plots import write_plots
+    from hil_campaign.results import build_table
+
+    data = with_(BASE, plots={'curves': {'x': 'client.mass_kg', 'series': 'runner.dt_s',
+                                         'metrics': ['energy_drift_rel', 'momentum_drift_rel']}})
+    c = load_campaign(write(tmp_path, data))
+    assert c.curves == {'x': 'client.mass_kg', 'series': 'runner.dt_s',
+                        'metrics': ['energy_drift_rel', 'momentum_drift_rel']}
+    rows = []
+    for spec in c.plan().initial():
+        failed = spec.point == 0
+        rows.append({'run_id': spec.run_id, 'point': spec.point, 'iteration': 0, 'params': spec.params, 'seed': spec.seed,
+                     'status': 'failed' if failed else 'ok', 'error': 'boom' if failed else None, 'code_version': 'test',
+                     'metrics': None if failed else {m: spec.params['client.mass_kg'] * 1e-9 for m in c.metrics}})
+    table = build_table(rows, c.parameter_names, c.metrics)
+    assert {p.name for p in write_plots(c, table, [], tmp_path)} == {'histograms.png', 'curves.png'}
+    assert (tmp_path / 'curves.png').stat().st_size > 10_000

@@ -149,8 +149,8 @@ def test_snare_capture_runner_runs_the_overridden_case_study_as_hil_snare_does()
     force = trace.arrays()['normal_force_n']
     assert out['peak_wire_force_n'] == force.max() > 0.0
     assert out['final_wire_force_n'] == pytest.approx(500.0, rel=0.01)     # the drive stalls at 500 N (docs/snare.md)
-    # the GF crosses the wire triangle from its corner before it meets a wire: a travel of the order of
-    # the ring radius (0.17 m)
+    # at 0.1 m/s the LEE draws the GF out of its corner before the closing wires reach it, and the GF
+    # meets the opposite wire after crossing the triangle: a travel of the order of the ring radius (0.17 m)
     assert 0.05 < v * out['first_contact_s'] < 2 * cfg.ring_radius_m
 
 
