@@ -351,18 +351,10 @@ def campaign_path(name_or_path: str | Path) -> Path:
         if not path.is_file():
             raise CampaignError(f'campaign file {path} not found')
         return path
-    candidates = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
+    from hil_common.fields import shipped_file
 
-        candidates.append(Path(get_package_share_directory('hil_campaign')) / 'campaigns' / f'{path}.yaml')
-    except Exception:  # noqa: BLE001 - not installed through ament: use the source tree
-        pass
-    candidates.append(Path(__file__).resolve().parents[1] / 'campaigns' / f'{path}.yaml')
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise CampaignError(f"campaign '{name_or_path}' not found (looked in: {', '.join(map(str, candidates))})")
+    return shipped_file('hil_campaign', 'campaigns', str(path), Path(__file__).resolve().parents[1], 'campaign',
+                        error=CampaignError)
 
 
 def load_campaign(name_or_path: str | Path) -> Campaign:
