@@ -16,7 +16,14 @@ The facility loop of seed 004 Fig. 7 with the MuJoCo lab twin as the lab, calibr
   when it latches the grasp, the twin's gripper closes physically on the ring's lip and
   MuJoCo computes the contact; both F/T sensors read it.
 
-Hooks for the passivity observer/controller and the post-grasp re-basing (another module):
+Passivity observers (``hil_dynamics.passivity``; they act with ``passivity_control=True``) at the
+client and servicer admittance ports, with the tables' twists measured in the twin, and at the
+arm port (the torque the measured arm motion implies in Eq. 12 against the commanded one; its
+damping goes to the twin's arm); ``energy_injected_j`` is the simulated spacecraft's kinetic
+energy minus the OBSW's work (docs/envisat_capture.md: the loop is passive at its ports, the
+post-grasp growth is the grip rotating on the ring's lip).
+
+Hooks for the post-grasp re-basing (another module):
 ``wrench_hook(mission, wrench_client_com, wrench_flange) -> (wrench_client_com, wrench_flange)``
 is applied to the processed wrenches before the admittances, and ``step_hook(mission)`` runs
 after every step. Plain Python, no rclpy.
