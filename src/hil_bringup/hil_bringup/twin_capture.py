@@ -340,11 +340,43 @@ def capture_figures(rec, controller, after_grasp_s: float = 2.0) -> dict:
     return out
 
 
+def plot_passivity(run: dict, path, title: str = 'twin capture: passivity observers') -> 'Path':
+    """PNG of a twin run's passivity energies and relative motion (``run``: ``run_side_by_side()['twin']``).
+
+    Rows: the observed energy ``E_obs`` at the client, servicer and arm ports with what each
+    controller dissipated; the simulated spacecraft's energy minus the OBSW's work; the relative
+    speed and rate of base and client (Eq. 23) with the phase times.
+    """
+    from hil_bringup import plot_style as ps
+
+    rec, lab = run['record'], run['lab']
+    t = np.asarray(rec.t)
+    events = {k: run['figures'].get(k) for k in ('approach_start_s', 'grasp_latch_s', 'post_grasp_s')}
+    fig, ax = ps.figure(3, 1, title=title)
+    ports = (('client port', np.asarray(rec.passivity_client), 'tab:blue'),
+             ('servicer port', np.asarray(rec.passivity_servicer), 'tab:orange'),
+             ('arm port', np.asarray(lab['passivity_arm']), 'tab:green'))
+    for name, values, color in ports:
+        ax[0, 0].plot(t, values[:, 0], color=color, lw=1.2, label=f'{name}: observed')
+        ax[0, 0].plot(t, values[:, 3], color=color, lw=0.8, ls='--', label=f'{name}: dissipated')
+    ps.label(ax[0, 0], 'energy', 'J')
+    ax[1, 0].plot(t, lab['energy_injected_j'], label='simulated energy - OBSW work', **ps.UNDER_TEST)
+    ps.label(ax[1, 0], 'energy', 'J')
+    rel = np.asarray(rec.twist_base_rel_client)
+    ax[2, 0].plot(t, 1e3 * np.linalg.norm(rel[:, :3], axis=1), label='relative speed [mm/s]', **ps.UNDER_TEST)
+    ax[2, 0].plot(t, 1e3 * np.linalg.norm(rel[:, 3:], axis=1), label='relative rate [mrad/s]', color='tab:red', lw=1.0)
+    ps.label(ax[2, 0], 'relative motion', 'mm/s, mrad/s', 't [s]')
+    for a in ax[:, 0]:
+        ps.mark_events(a, events)
+        ps.legend(a)
+    return ps.save(fig, path)
+
+
 def run_side_by_side(scenario: MissionScenario, duration_s: float, facility=None, record_every_s: float = 0.05,
-                     ideal: bool = True, absolute: bool = True, progress=None) -> dict:
+                     ideal: bool = True, absolute: bool = True, progress=None, passivity_control: bool = False) -> dict:
     """The twin capture, and optionally the ideal-robot lockstep and the absolute reference, with their figures."""
     out = {}
-    twin = TwinCaptureMission(scenario, facility)
+    twin = TwinCaptureMission(scenario, facility, passivity_control=passivity_control)
     rec = twin.run(duration_s, record_every_s, progress)
     out['twin'] = {'figures': capture_figures(rec, twin.controller), 'record': rec, 'lab': twin.lab_record(),
                    'faults': twin.faults(), 'mission': twin}

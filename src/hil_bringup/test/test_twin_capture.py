@@ -26,9 +26,11 @@ is reported in docs/envisat_capture.md). Bounds, stated:
 * the twin's ring-to-gripper pose against the simulated one (servo lag, delays) within 1 mm
   and 2 mrad; no table fault.
 
-Not covered (2.6 s after the latch only): on the full timeline the post-grasp relative motion
-grows again after about 3 s (the loop through the stiff grip injects energy; the passivity
-controller's job, docs/envisat_capture.md).
+After the grasp, the relative motion grows again from about 3.5 s after the latch. This happens
+with the facility's grip (1000 N per finger): the gripper turns on the ring's lip under the OBSW's
+rigidisation torque. The loop does not inject it: the passivity observers of all three ports
+stay at the mJ level (last test, with a firm-grip run and this run as its control;
+docs/envisat_capture.md).
 """
 
 from __future__ import annotations
