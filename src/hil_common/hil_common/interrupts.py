@@ -24,8 +24,21 @@ class Interrupted(SystemExit):
         super().__init__(0)
 
 
+_received = False
+
+
 def _raise_interrupted(signum, frame):
+    global _received
+    _received = True
     raise Interrupted()
+
+
+def interrupt_received() -> bool:
+    """SIGINT reached the quiet handler. Raised inside a message conversion (rclpy's C code
+    calling a message's ``__init__``), :class:`Interrupted` reaches the executor only as
+    pybind11's ``RuntimeError: Unable to convert call argument '0'``; this flag tells
+    :func:`hil_common.ros_main.run_node` that it was the shutdown, not a crash."""
+    return _received
 
 
 def is_executable_of(package: str) -> bool:

@@ -8,7 +8,8 @@ ends with exit code 1), spins on ``executor_factory()`` (default single-threaded
 Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it. An error
 raised by a callback after the signal already shut the context down is part of the
 shutdown, not a crash, and is not reported. A Ctrl-C at any moment, also while the node is
-being built or shut down, ends with exit code 0 and no traceback (imports before ``run_node``
+being built or shut down, ends with exit code 0 and no traceback (also one that lands while
+rclpy converts a received message, see :func:`hil_common.interrupts.interrupt_received`) (imports before ``run_node``
 are covered by :func:`hil_common.interrupts.quiet_interrupts` in the package ``__init__``).
 """
 
@@ -19,7 +20,7 @@ import sys
 import threading
 from typing import Callable
 
-from hil_common.interrupts import Interrupted
+from hil_common.interrupts import Interrupted, interrupt_received
 from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
 
@@ -66,8 +67,10 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         pass
     except Exception:  # noqa: BLE001
         # A callback that was running when the signal shut the context down fails on its
-        # next publish: that is the shutdown, not a crash. Anything else is re-raised.
-        if rclpy.ok():
+        # next publish: that is the shutdown, not a crash. So is a SIGINT whose handler raised
+        # inside rclpy's message conversion (it surfaces as a RuntimeError from
+        # take_message). Anything else is re-raised.
+        if rclpy.ok() and not interrupt_received():
             raise
     finally:
         _ignore_sigint()
