@@ -7,8 +7,9 @@ admittance node (``hil_admittance``, seed 004 Eq. 11) integrates the measured wr
 into joint commands, and the twin moves the mock-up. Every node is its installed
 executable; none knows it drives a simulation.
 
-Checks: the table carries the mock-up where the admittance node commands it (within the
-tracking error), along the push; and the distance is of the order of ``F t^2 / (2 m)`` for
+Checks: the table carries the mock-up where the admittance node commands it: the flange
+repeats the commanded displacement after the loop's delay, fitted, within 1 mm (late cycles
+on a busy machine are counted as misses, at most a tenth), along the push; and the distance is of the order of ``F t^2 / (2 m)`` for
 a free body of mass m. That figure holds when the admittance node keeps real time; on a
 loaded machine its 250 Hz timer falls behind and it integrates less time, so only the
 order of magnitude is asserted.
@@ -32,6 +33,15 @@ MASS_KG, PUSH_N, PUSH_S = 500.0, 50.0, 1.0
 
 def force(msg) -> np.ndarray:
     return np.array([msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z])
+
+
+def fit_lag(commanded, measured, lags_s=np.arange(0.0, 0.2, 0.002)):
+    """The delay that best maps the commanded onto the measured series ``[[t, value], ...]``
+    (least squares over the measured samples), and the residuals at that delay."""
+    def residual(lag):
+        return measured[:, 1] - np.interp(measured[:, 0] - lag, commanded[:, 0], commanded[:, 1], left=0.0)
+    best = min(lags_s, key=lambda lag: float(np.sum(residual(lag) ** 2)))
+    return float(best), residual(best)
 
 
 def run_push(ros, free_udp_port) -> dict:
@@ -112,6 +122,12 @@ def run_push(ros, free_udp_port) -> dict:
         'state_rate': sum(1 for t, _ in states if t_push < t <= t_push + PUSH_S) / PUSH_S,
         'in_step': abs(t_state - t_pose) < 0.03,
         'tracking': {kv.key: float(kv.value) for kv in statuses[-1].values} if statuses else None,
+        # along the push (received times): the commanded and the measured displacement along the push (+y)
+        'commanded_y': np.array([(t, (base_rotation @ kin.forward(kin.q_home).rotation
+                                      @ np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z]))[1])
+                                 for t, m in poses if t_push - 0.2 < t <= t_state]),
+        'moved_y': np.array([(t, (flange_in_world(m) - start_position)[1])
+                             for t, m in states if t_push < t <= t_state]),
         'outputs': outputs,
     }
 
@@ -136,9 +152,19 @@ def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
     free_body = PUSH_N * elapsed ** 2 / (2 * MASS_KG)
     print(f'moved {moved} m (commanded {commanded} m) in {elapsed:.3f} s; a free {MASS_KG:.0f} kg body: '
           f'{free_body:.4f} m')
-    # the table follows the simulated client: time-aligned tracking error of the motion table,
-    # and the end positions (the flange lags the command by the response delay, ~25 ms)
-    assert run['tracking']['tracking_rms_position_m'] < 2e-3 and run['tracking']['tracking_median_position_m'] < 1e-3
+    # The table follows the simulated client: the flange repeats the commanded displacement
+    # after the loop's delay (motion table, controller topic, the twin's step and its servo's
+    # response delay, 4 ms + 1 / (2 pi 10 Hz) = 20 ms). Fit that delay; the flange must then
+    # match the command within 1 mm. A late cycle on a busy machine holds a command one period
+    # longer: such samples are counted as misses and may be at most a tenth of the push.
+    lag_s, residual_m = fit_lag(run['commanded_y'], run['moved_y'])
+    misses = int(np.sum(np.abs(residual_m) > 1e-3))
+    print(f'flange = command delayed by {lag_s * 1e3:.0f} ms: residual median {np.median(np.abs(residual_m)) * 1e3:.2f} mm, '
+          f'max {np.abs(residual_m).max() * 1e3:.2f} mm, {misses} of {residual_m.size} samples over 1 mm; '
+          f"motion table's median tracking error over the run {run['tracking']['tracking_median_position_m'] * 1e3:.2f} mm")
+    assert 0.02 <= lag_s <= 0.15
+    assert residual_m.size > 0.5 * 250 * PUSH_S and misses <= 0.1 * residual_m.size
+    assert run['tracking']['tracking_median_position_m'] < 1e-3
     assert np.linalg.norm(moved - commanded) < 1e-2
     # along the push, by about F t^2 / 2m
     assert moved[1] == pytest.approx(free_body, rel=0.25), run['outputs'][2][-2000:]
