@@ -84,8 +84,10 @@ msg = Float64()
 i = 0
 while True:
     msg.data = float(i)
+    # logged before it is written (in the kernel at once: survives SIGKILL), so a kill between
+    # the two leaves a logged message that is not in the bag, never the reverse
+    os.write(fd, b'%d %d\n' % (i, time.monotonic_ns()))
     writer.write('/probe/value', msg, time.time_ns())
-    os.write(fd, b'%d %d\n' % (i, time.monotonic_ns()))   # in the kernel at once: survives SIGKILL
     i += 1
     if i % 50 == 0:
         time.sleep(0.001)                                  # about 20-40 kHz, like a busy graph
