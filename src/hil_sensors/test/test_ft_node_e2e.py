@@ -209,9 +209,10 @@ def test_overload_and_stale_faults_latch_and_reset(ros, sims):
         resp = h.call('reset_fault')
         assert not resp.success and 'stale' in resp.message
         h.out.clear()
+        h.raw.clear()
         sim.resume()
-        time.sleep(0.2)
-        assert len(h.out) == 0                                    # still latched until reset
+        assert h.raw.wait_count(20), h.proc.log()                 # the samples are back (raw goes on) ...
+        assert len(h.out) == 0                                    # ... and the fault stays latched until reset
         resp = h.call('reset_fault')
         assert resp.success, resp.message
         assert h.out.wait_count(20)
