@@ -3,10 +3,10 @@
 The facility loop of seed 004 Fig. 7 with the MuJoCo lab twin as the lab, calibrated by
 :mod:`hil_bringup.facility`, and no software contact (no :class:`GraspContact` in the loop):
 
-* client chain: twin ``client_ft`` -> :class:`~hil_bringup.twin_validation.FtChain` (tare,
+* client chain: twin ``client_ft`` -> :class:`~hil_bringup.twin_validation.TwinFtSensor` (tare,
   mock-up weight, dead band) -> :class:`ClientAdmittance` (Eq. 11) -> UR10e
   :class:`MotionTable` commanding the client CoM's pose ``g_c`` in the nominal frame;
-* servicer chain: twin ``servicer_wrist_ft`` -> ``FtChain`` (gripper weight) ->
+* servicer chain: twin ``servicer_wrist_ft`` -> ``TwinFtSensor`` (gripper weight) ->
   :class:`ServicerAdmittance` (Eq. 18) with the arm's *measured* joints -> KR 120
   ``MotionTable`` commanding the servicer base's pose ``g_s`` in the nominal frame; the OBSW
   torques through Eq. (22) (:class:`ArmFeedForward`, without its gravity term: the arm's torque
@@ -38,7 +38,7 @@ import pinocchio as pin
 from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
 from hil_bringup.mission import AbsoluteMission, HilMission, _initial, _Mission
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
-from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, FtChain
+from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, tare_twin_sensors
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.passivity import PassivityController, integration_energy
 from hil_dynamics.se3 import transform_wrench
@@ -116,9 +116,9 @@ class TwinCaptureMission(_Mission):
         self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
             self.twin.body_pose_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
         deadband = self.cal.facility.ft_deadband
-        self.client_ft = FtChain(self.twin, 'client_ft', 'client_mockup', deadband)
-        self.wrist_ft = FtChain(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', deadband)
-        self._tare(tare_s)
+        self.client_ft = TwinFtSensor(self.twin, 'client_ft', 'client_mockup', deadband)
+        self.wrist_ft = TwinFtSensor(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', deadband)
+        tare_twin_sensors(self.twin, (self.client_ft, self.wrist_ft), tare_s)
         self.contact = TwinGripper(self.twin, 'servicer_arm', 0.5 * self.cal.facility.ring['lip_thickness_m'])
         arm = self.twin.joint_state('servicer_arm')
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
@@ -148,15 +148,6 @@ class TwinCaptureMission(_Mission):
         self.step_hook = None
         self.lab = {'t': [], 'tool_in_grasp_error': [], 'wrench_client_at_grasp': [], 'wrench_gripper_at_grasp': [],
                     'gripper': [], 'energy_injected_j': [], 'passivity_arm': []}
-
-    def _tare(self, seconds: float) -> None:
-        n = max(1, int(round(seconds / self.twin.dt)))
-        for chain in (self.client_ft, self.wrist_ft):
-            chain.bias.start(n)
-        for _ in range(n):
-            self.twin.step()
-            self.client_ft.tare_sample()
-            self.wrist_ft.tare_sample()
 
     # -- _Mission interface ----------------------------------------------------------------
     def lab_states(self):

@@ -7,9 +7,10 @@ industrial robots' command transport delay and finite servo bandwidth, F/T noise
 the arm's torque delay -- driven by the same rule objects as the ROS graph, in lockstep
 (deterministic, faster than real time), and the reference is :class:`AbsoluteMission`:
 
-* client chain: twin ``client_ft`` -> tare, mock-up weight, dead band (:class:`FtChain`) ->
+* client chain: twin ``client_ft`` -> tare, mock-up weight, dead band (:class:`TwinFtSensor`,
+  the driver's :class:`~hil_sensors.processing.WrenchChain`) ->
   :class:`ClientAdmittance` (Eq. 11) -> UR10e :class:`MotionTable` -> twin;
-* servicer chain: twin ``servicer_wrist_ft`` -> :class:`FtChain` (gripper weight) ->
+* servicer chain: twin ``servicer_wrist_ft`` -> :class:`TwinFtSensor` (gripper weight) ->
   :class:`ServicerAdmittance` (Eq. 18) with the arm's *measured* joints -> KR 120
   :class:`MotionTable` -> twin; Eq. (22) torques (:class:`ArmFeedForward`) -> the twin's
   torque-controlled arm;
@@ -41,6 +42,7 @@ import pinocchio as pin
 from hil_admittance.obsw import ObswCommand
 from hil_bringup.mission import AbsoluteMission, MissionRecord, _initial, _Mission, compare_relative_pose
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
+from hil_common.errors import SensorFault
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
@@ -49,7 +51,7 @@ from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
-from hil_sensors.processing import SoftwareBias, ToolGravity, soft_deadband
+from hil_sensors.processing import ToolGravity, WrenchChain
 
 TWIN_GRAVITY_M_S2 = 9.81          # the twin's MJCF gravity
 VALIDATION_FT_BIAS = (1.5, -0.8, 2.0, 0.05, -0.03, 0.02)   # sensor offsets [N, N m]
@@ -107,9 +109,9 @@ class ArmHold:
         return ObswCommand('unforced', np.zeros(6), tau, False, nan, nan)
 
 
-class FtChain:
-    """What the F/T driver does to a twin sensor's samples (hil_sensors.processing):
-    tare of the sensor offset, compensation of the carried tool's weight, dead band.
+class TwinFtSensor:
+    """A twin F/T sensor read through the driver's :class:`hil_sensors.processing.WrenchChain`
+    (tare of the sensor offset, compensation of the carried tool's weight, dead band).
 
     ``tool_body`` is the twin body hanging from the sensor (mass and CoM read from the
     model, as a lab identifies them); the sensor's orientation comes from the robot's
@@ -122,22 +124,30 @@ class FtChain:
         body = mujoco.mj_name2id(twin.model, mujoco.mjtObj.mjOBJ_BODY, tool_body)
         pose = twin.site_pose_in_world(f'{sensor}_site')
         com_in_sensor = pose.actInv(np.array(twin.data.subtree_com[body]))
-        self.gravity = ToolGravity(float(twin.model.body_subtreemass[body]), com_in_sensor,
-                                   gravity=(0.0, 0.0, -TWIN_GRAVITY_M_S2))
-        self.bias = SoftwareBias()
-        self.deadband = [float(v) for v in deadband]
-
-    def _compensated(self) -> np.ndarray:
-        self.gravity.set_sensor_rotation(self.twin.site_pose_in_world(f'{self.sensor}_site').rotation)
-        return np.asarray(self.read()[0], dtype=float) - np.asarray(self.gravity.wrench)
-
-    def tare_sample(self) -> None:
-        self.bias.add(self._compensated())
+        gravity = ToolGravity(float(twin.model.body_subtreemass[body]), com_in_sensor,
+                              gravity=(0.0, 0.0, -TWIN_GRAVITY_M_S2))
+        self.chain = WrenchChain(gravity, deadband=deadband)
 
     def wrench(self) -> np.ndarray:
-        """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver)."""
-        w = self._compensated() - np.asarray(self.bias.bias)
-        return np.asarray(soft_deadband(w, self.deadband))
+        """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver);
+        while a tare collects, the sample also goes into it."""
+        self.chain.gravity.set_sensor_rotation(self.twin.site_pose_in_world(f'{self.sensor}_site').rotation)
+        out = self.chain.process(self.read()[0])
+        if out is None:
+            raise SensorFault(f'twin sensor {self.sensor!r}: non-finite wrench')
+        return np.asarray(out)
+
+
+def tare_twin_sensors(twin: LabTwin, sensors, seconds: float) -> None:
+    """Hold the robots still and tare the sensors over ``seconds`` of twin time (the driver's
+    tare, before a run starts)."""
+    n = max(1, int(round(seconds / twin.dt)))
+    for sensor in sensors:
+        sensor.chain.tare.start(n)
+    for _ in range(n):
+        twin.step()
+        for sensor in sensors:
+            sensor.wrench()
 
 
 class TwinHilMission(_Mission):
@@ -181,22 +191,12 @@ class TwinHilMission(_Mission):
                                 prediction_horizon=horizon)
             table.initialize(self.twin.joint_state(ns).positions)
             self.tables[ns] = table
-        self.client_ft = FtChain(self.twin, 'client_ft', 'client_mockup', v.ft_deadband)
-        self.wrist_ft = FtChain(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', v.ft_deadband)
-        self._tare(v.tare_s)
+        self.client_ft = TwinFtSensor(self.twin, 'client_ft', 'client_mockup', v.ft_deadband)
+        self.wrist_ft = TwinFtSensor(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', v.ft_deadband)
+        tare_twin_sensors(self.twin, (self.client_ft, self.wrist_ft), v.tare_s)
         arm = self.twin.joint_state('servicer_arm')
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
         self.measured = {'pos_base_in_client': [], 'rpy_base_in_client': []}
-
-    def _tare(self, seconds: float) -> None:
-        """Hold the robots still and tare both sensors (the driver's tare, before the run starts)."""
-        n = max(1, int(round(seconds / self.twin.dt)))
-        for chain in (self.client_ft, self.wrist_ft):
-            chain.bias.start(n)
-        for _ in range(n):
-            self.twin.step()
-            self.client_ft.tare_sample()
-            self.wrist_ft.tare_sample()
 
     # -- _Mission interface ----------------------------------------------------------------
     def lab_states(self):

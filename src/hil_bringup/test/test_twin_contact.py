@@ -28,7 +28,7 @@ import pytest
 from hil_bringup.facility import calibrate, load_facility, twin_config
 from hil_bringup.mission import build_controller
 from hil_bringup.scenario import load_scenario
-from hil_bringup.twin_validation import FtChain
+from hil_bringup.twin_validation import TwinFtSensor, tare_twin_sensors
 from hil_lab_twin.twin import LabTwin
 
 LOADS = ([0.0, 0.0, 20.0, 0.0, 0.0, 0.0],     # along the approach axis (push onto the ring)
@@ -60,15 +60,9 @@ def setup():
 def _twin(setup):
     facility, _, config = setup
     twin = LabTwin(config)
-    chains = {'client': FtChain(twin, 'client_ft', 'client_mockup', facility.ft_deadband),
-              'wrist': FtChain(twin, 'servicer_wrist_ft', 'servicer_arm_gripper', facility.ft_deadband)}
-    n = 200
-    for chain in chains.values():
-        chain.bias.start(n)
-    for _ in range(n):
-        twin.step()
-        for chain in chains.values():
-            chain.tare_sample()
+    chains = {'client': TwinFtSensor(twin, 'client_ft', 'client_mockup', facility.ft_deadband),
+              'wrist': TwinFtSensor(twin, 'servicer_wrist_ft', 'servicer_arm_gripper', facility.ft_deadband)}
+    tare_twin_sensors(twin, chains.values(), 200 * twin.dt)
     return twin, chains
 
 

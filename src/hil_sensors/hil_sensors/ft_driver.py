@@ -2,7 +2,7 @@
 
 :class:`FtDriver` owns one UDP socket. :meth:`FtDriver.poll` waits until the socket is
 readable, then **drains** it: every datagram waiting in the kernel is read and handled
-at once (sequence accounting, overload check, bias, gravity, filter), and only the
+at once (sequence accounting, overload check, :class:`~hil_sensors.processing.WrenchChain`), and only the
 newest sample is offered for publication. Nothing is queued in user space, so a slow
 consumer never makes the published wrench lag: it only publishes less often.
 
@@ -29,8 +29,8 @@ import numpy as np
 from hil_common.freshness import NO_DATA, OK, RECOVERING, STALE, WAITING, InputWatch
 from hil_common.params import Param, ParameterError, validate
 from hil_sensors import rdt
-from hil_sensors.processing import (AXES, ZERO6, FaultLatch, LowPassFilter, RateMeter, SoftwareBias, ToolGravity,
-                                    WrenchTransform, all_finite, overload_axis, soft_deadband)
+from hil_sensors.processing import (AXES, FaultLatch, LowPassFilter, RateMeter, ToolGravity, WrenchChain,
+                                    WrenchTransform, all_finite, overload_axis)
 
 # Linux: SO_TIMESTAMPNS (== SCM_TIMESTAMPNS); Python 3.11 does not export the constant.
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)
@@ -234,9 +234,12 @@ class FtDriver:
     """One Net F/T (or simulator) over RDT/UDP, with the processing chain and safety latch."""
 
     def __init__(self, cfg: Mapping[str, Any], calibration: rdt.Calibration | None = None,
-                 clock_ns: Callable[[], int] = time.time_ns):
+                 clock_ns: Callable[[], int] = time.time_ns, kernel_timestamps: bool = True):
+        # clock_ns: the lab's clock (the twin's simulated time under use_sim_time); the kernel's
+        # receive stamps are on the system clock, so they are used only with that clock
         self.cfg = dict(cfg)
         self.clock_ns = clock_ns
+        self.want_kernel_timestamps = kernel_timestamps
         self.calibration = calibration if calibration is not None else resolve_calibration(self.cfg)
         self.scales = self.calibration.scales()
         self.sensor_addr = (self.cfg['sensor_ip'], self.cfg['sensor_port'])
@@ -252,21 +255,20 @@ class FtDriver:
         self.restart_ns = max(self.stale_ns, 500_000_000)
         self.last_start_ns = 0
         self.tracker = rdt.SequenceTracker(rate_hz=declared or MAX_RDT_RATE_HZ)
-        self.bias = SoftwareBias()
-        self.bias_enabled = self.cfg['software_bias.enabled']
-        self.filter = (LowPassFilter(self.cfg['low_pass.cutoff_hz'], declared, self.cfg['low_pass.order'])
-                       if self.cfg['low_pass.enabled'] and declared else None)
+        self.chain = WrenchChain(
+            gravity=(ToolGravity(self.cfg['gravity_compensation.tool_mass_kg'], self.cfg['gravity_compensation.tool_com_m'],
+                                 self.cfg['gravity_compensation.gravity_mps2'],
+                                 self.cfg['gravity_compensation.sensor_in_flange_xyzw'])
+                     if self.cfg['gravity_compensation.enabled'] else None),
+            low_pass=(LowPassFilter(self.cfg['low_pass.cutoff_hz'], declared, self.cfg['low_pass.order'])
+                      if self.cfg['low_pass.enabled'] and declared else None),
+            deadband=self.cfg['deadband.widths'] if self.cfg['deadband.enabled'] else None,
+            transform=(WrenchTransform(self.cfg['target_frame.sensor_in_target_xyz_m'],
+                                       self.cfg['target_frame.sensor_in_target_xyzw'])
+                       if self.cfg['target_frame.enabled'] else None),
+            tare_enabled=self.cfg['software_bias.enabled'])
         self.filter_pending = self.cfg['low_pass.enabled'] and not declared   # designed once the rate is measured
-        self.gravity = (ToolGravity(self.cfg['gravity_compensation.tool_mass_kg'],
-                                    self.cfg['gravity_compensation.tool_com_m'],
-                                    self.cfg['gravity_compensation.gravity_mps2'],
-                                    self.cfg['gravity_compensation.sensor_in_flange_xyzw'])
-                        if self.cfg['gravity_compensation.enabled'] else None)
-        self.transform = (WrenchTransform(self.cfg['target_frame.sensor_in_target_xyz_m'],
-                                          self.cfg['target_frame.sensor_in_target_xyzw'])
-                          if self.cfg['target_frame.enabled'] else None)
-        self.output_frame = self.cfg['target_frame.frame_id'] if self.transform else self.cfg['sensor_frame']
-        self.deadband = tuple(self.cfg['deadband.widths']) if self.cfg['deadband.enabled'] else None
+        self.output_frame = self.cfg['target_frame.frame_id'] if self.chain.transform else self.cfg['sensor_frame']
         self.limits = tuple(self.cfg['overload.limits']) if self.cfg['overload.enabled'] else None
         self.reject_status = self.cfg['reject_status_errors']
         self.fault = FaultLatch()
@@ -289,7 +291,7 @@ class FtDriver:
     # ----------------------------------------------------------------- chain report
     def describe_chain(self) -> list[str]:
         """One line per processing step, switched on or off (logged when the node starts)."""
-        c = self.calibration
+        c, ch = self.calibration, self.chain
         lines = [f'scale: {c.counts_per_force:g} counts/{c.force_unit}, {c.counts_per_torque:g} counts/{c.torque_unit} '
                  f'(from {c.source})',
                  f"rdt: {self.cfg['rdt_mode']} streaming from {self.sensor_addr[0]}:{self.sensor_addr[1]} "
@@ -299,14 +301,14 @@ class FtDriver:
                  'hardware bias: ' + ('on start' if self.cfg['hardware_bias.on_start'] else 'on request (service)'),
                  'software bias (tare): ' + (f"ON, {self.cfg['software_bias.samples']} samples"
                                              + (', on start' if self.cfg['software_bias.on_start'] else '')
-                                             if self.bias_enabled else 'OFF'),
-                 'gravity compensation: ' + (f'ON, {self.gravity.describe()}' if self.gravity else 'OFF'),
-                 'low-pass filter: ' + (f'ON, {self.filter.describe()}' if self.filter else
+                                             if self.chain.tare_enabled else 'OFF'),
+                 'gravity compensation: ' + (f'ON, {ch.gravity.describe()}' if ch.gravity else 'OFF'),
+                 'low-pass filter: ' + (f'ON, {ch.filter.describe()}' if ch.filter else
                                         f"ON, cut-off {self.cfg['low_pass.cutoff_hz']:g} Hz, designed for the rate "
                                         f"measured over the first {self.cfg['rate_measure_s']:g} s" if self.filter_pending
                                         else 'OFF'),
-                 'dead band: ' + (f'ON, widths {list(self.deadband)}' if self.deadband else 'OFF'),
-                 'target frame: ' + (f"ON, {self.output_frame}: {self.transform.describe()}" if self.transform
+                 'dead band: ' + (f'ON, widths {list(ch.deadband)}' if ch.deadband else 'OFF'),
+                 'target frame: ' + (f"ON, {self.output_frame}: {ch.transform.describe()}" if ch.transform
                                      else f"OFF (processed wrench in {self.output_frame})"),
                  'overload latch: ' + (f'ON, limits {list(self.limits)}' if self.limits else 'OFF'),
                  f"stale latch: ON, {self.cfg['stale_timeout_ms']:g} ms once the first sample has arrived (start "
@@ -327,11 +329,13 @@ class FtDriver:
             sock.bind((local_ip, self.cfg['local_port']))
             if self.cfg['socket_rcvbuf_bytes']:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.cfg['socket_rcvbuf_bytes'])
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                self.kernel_timestamps = True
-            except OSError:
-                self.kernel_timestamps = False
+            self.kernel_timestamps = False
+            if self.want_kernel_timestamps:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                    self.kernel_timestamps = True
+                except OSError:
+                    pass
             sock.setblocking(False)
         except OSError:
             sock.close()
@@ -357,8 +361,8 @@ class FtDriver:
         if self.cfg['hardware_bias.on_start']:
             self.hardware_bias()
         self.tracker.reset()
-        if self.filter:
-            self.filter.reset()
+        if self.chain.filter:
+            self.chain.filter.reset()
         self.rate_meter.reset()
         self.newest = None
         self.has_new_sample = False
@@ -368,8 +372,8 @@ class FtDriver:
         self.watch.start(now * 1e-9)
         self._stale_seen = self.watch.stale_events
         self._send_start(now)
-        if self.bias_enabled and self.cfg['software_bias.on_start']:
-            self.bias.start(self.cfg['software_bias.samples'])
+        if self.chain.tare_enabled and self.cfg['software_bias.on_start']:
+            self.chain.tare.start(self.cfg['software_bias.samples'])
 
     def _send_start(self, now_ns: int) -> None:
         cmd = rdt.CMD_START_BUFFERED if self.cfg['rdt_mode'] == 'buffered' else rdt.CMD_START_REALTIME
@@ -383,10 +387,10 @@ class FtDriver:
         self.streaming = False
 
     def hardware_bias(self) -> None:
-        """Ask the sensor to zero itself; the software bias is cleared (it would double-count)."""
+        """Ask the sensor to zero itself; the software tare is cleared (it would double-count)."""
         self.send_command(rdt.CMD_SET_HARDWARE_BIAS, 0)
         self.counters['hardware_biases'] += 1
-        self.bias.clear()
+        self.chain.tare.clear()
 
     # ----------------------------------------------------------------- receive path
     def wait_readable(self, timeout_s: float) -> bool:
@@ -476,22 +480,11 @@ class FtDriver:
                 c['overloads'] += 1
                 self._trip('overload', f'{AXES[axis]} = {raw[axis]:.6g} exceeds the limit {self.limits[axis]:.6g}',
                            arrival_ns)
-        g = self.gravity.wrench if self.gravity is not None else ZERO6
-        if self.bias.collecting:
-            if self.bias.add([raw[i] - g[i] for i in range(6)]):
-                self.counters['tares'] += 1
-                if self.filter:
-                    self.filter.reset()   # start from the tared value, no transient from the old offset
-        b = self.bias.bias if self.bias_enabled else ZERO6
-        comp = [raw[i] - b[i] - g[i] for i in range(6)]
-        processed = self.filter.step(comp) if self.filter is not None else comp
-        if not all_finite(processed):
+        processed = self.chain.process(raw)
+        c['tares'] = self.chain.tare.count
+        if processed is None:
             c['nonfinite'] += 1
-            if self.filter:
-                self.filter.reset()
             return
-        if self.deadband is not None:
-            processed = soft_deadband(processed, self.deadband)
         c['accepted'] += 1
         self.last_valid_ns = arrival_ns
         self.watch.sample(arrival_ns * 1e-9)
@@ -508,8 +501,8 @@ class FtDriver:
         was = f'{self.fault.reason}: {self.fault.detail}'
         self.fault.reset()
         self._latch_causes = set()
-        if self.filter:
-            self.filter.reset()
+        if self.chain.filter:
+            self.chain.filter.reset()
         self._fault_events.append((False, 'reset', f'{message} (was {was})'))
         return was
 
@@ -520,7 +513,7 @@ class FtDriver:
         declared, tol, cutoff = self.cfg['sensor_rate_hz'], self.cfg['rate_tolerance'], self.cfg['low_pass.cutoff_hz']
         if declared:
             if abs(rate - declared) > tol * declared:
-                acts = f'; the {cutoff:g} Hz low-pass acts at {cutoff * rate / declared:.4g} Hz' if self.filter else ''
+                acts = f'; the {cutoff:g} Hz low-pass acts at {cutoff * rate / declared:.4g} Hz' if self.chain.filter else ''
                 self._trip('rate', f'measured stream rate {rate:.1f} Hz differs from sensor_rate_hz {declared:g} Hz '
                            f'by more than {tol:.0%}{acts}: set sensor_rate_hz to the rate of the sensor', now_ns)
             self.notices.append(f'stream rate measured: {rate:.1f} Hz (sensor_rate_hz {declared:g} Hz)')
@@ -532,10 +525,10 @@ class FtDriver:
                 self._trip('rate', f'low_pass.cutoff_hz {cutoff:g} Hz is not below half the measured stream rate '
                            f'{rate:.1f} Hz', now_ns)
                 return
-            self.filter = LowPassFilter(cutoff, rate, self.cfg['low_pass.order'])
+            self.chain.filter = LowPassFilter(cutoff, rate, self.cfg['low_pass.order'])
             self.filter_pending = False
         self.notices.append(f'stream rate measured: {rate:.1f} Hz'
-                            + (f'; low-pass {self.filter.describe()}' if self.filter else ''))
+                            + (f'; low-pass {self.chain.filter.describe()}' if self.chain.filter else ''))
 
     def check_stale(self, now_ns: int) -> bool:
         """Judge the stream's freshness (:class:`hil_common.freshness.InputWatch`): waiting for the
@@ -597,24 +590,24 @@ class FtDriver:
             # measure again (a mismatch that persists latches again after rate_measure_s)
             self.rate_meter.restart()
             if not self.cfg['sensor_rate_hz'] and self.cfg['low_pass.enabled']:
-                self.filter, self.filter_pending = None, True
+                self.chain.filter, self.filter_pending = None, True
         was = self._clear('cleared')
         return True, f'fault cleared (was {was})'
 
     # ----------------------------------------------------------------- inputs from the node
     def request_tare(self, samples: int | None = None) -> int:
         """Start a tare; returns the tare counter value that marks its completion."""
-        self.bias.start(samples or self.cfg['software_bias.samples'])
-        return self.bias.tare_count + 1
+        self.chain.tare.start(samples or self.cfg['software_bias.samples'])
+        return self.chain.tare.count + 1
 
     def set_flange_orientation(self, xyzw: Sequence[float]) -> bool:
         """Orientation input for gravity compensation; False (and counted) if invalid."""
-        if self.gravity is None:
+        if self.chain.gravity is None:
             return False
         try:
             if not all_finite([float(v) for v in xyzw]):
                 raise ValueError('non-finite quaternion')
-            self.gravity.set_flange_orientation(xyzw)
+            self.chain.gravity.set_flange_orientation(xyzw)
         except (ValueError, TypeError):
             self.counters['pose_rejected'] += 1
             return False
@@ -634,10 +627,9 @@ class FtDriver:
         a fault is latched, or gravity compensation has no orientation yet."""
         if self.fault.active or self.filter_pending:
             return None
-        if self.gravity is not None and not self.gravity.has_orientation:
+        if self.chain.gravity is not None and not self.chain.gravity.has_orientation:
             return None
-        out = self.transform.apply(sample.processed) if self.transform is not None else sample.processed
-        return out
+        return self.chain.in_target_frame(sample.processed)
 
     def record_publication(self, sample: Sample, done_ns: int) -> None:
         self.counters['published'] += 1
@@ -662,12 +654,12 @@ class FtDriver:
             'stream_state': self.watch.state if self.streaming else 'not streaming',
             'stream_detail': self.watch.describe(now * 1e-9),
             'measured_rate_hz': self.measured_rate_hz if self.measured_rate_hz is not None else math.nan,
-            'filter_rate_hz': self.filter.sample_rate_hz if self.filter is not None else math.nan,
+            'filter_rate_hz': self.chain.filter.sample_rate_hz if self.chain.filter is not None else math.nan,
             'filter_pending': self.filter_pending,
-            'bias_active': self.bias.active and self.bias_enabled,
-            'bias': list(self.bias.bias),
-            'bias_collecting': self.bias.collecting,
-            'gravity_ready': self.gravity.has_orientation if self.gravity else None,
+            'bias_active': self.chain.tare.active and self.chain.tare_enabled,
+            'bias': list(self.chain.tare.offset),
+            'bias_collecting': self.chain.tare.collecting,
+            'gravity_ready': self.chain.gravity.has_orientation if self.chain.gravity else None,
             'latency_p50_us': p50 / 1e3,
             'latency_p99_us': p99 / 1e3,
             'kernel_timestamps': self.kernel_timestamps,

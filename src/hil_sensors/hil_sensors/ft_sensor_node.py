@@ -45,6 +45,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from std_srvs.srv import Trigger
 
 from hil_common.params import ParameterError, declare_parameters
+from hil_common.lab_clock import uses_sim_time
 from hil_common.ros_main import run_node
 from hil_sensors import rdt
 from hil_sensors.ft_driver import PARAMS, FtDriver, check_parameters, resolve_calibration
@@ -107,7 +108,12 @@ class FtSensorNode(LifecycleNode):
         try:
             self.cfg = check_parameters({p.name: self.get_parameter(p.name).value for p in PARAMS})
             calibration = resolve_calibration(self.cfg)
-            driver = FtDriver(self.cfg, calibration)
+            if uses_sim_time(self):    # the lab twin's timeline: staleness and rates in simulated time
+                clock = self.get_clock()
+                driver = FtDriver(self.cfg, calibration, clock_ns=lambda: clock.now().nanoseconds,
+                                  kernel_timestamps=False)
+            else:
+                driver = FtDriver(self.cfg, calibration)
             driver.open()
         except (ParameterError, rdt.CalibrationError, OSError, ValueError) as exc:
             log.error(f'configure failed: {exc}')
@@ -122,7 +128,7 @@ class FtSensorNode(LifecycleNode):
                           self.create_service(Trigger, 'ft/clear_tare', self._srv_clear_tare),
                           self.create_service(Trigger, 'ft/hardware_bias', self._srv_hardware_bias),
                           self.create_service(Trigger, 'ft/reset_fault', self._srv_reset_fault)]
-        if driver.gravity is not None:
+        if driver.chain.gravity is not None:
             self._entities.append(self.create_subscription(
                 PoseStamped, self.cfg['gravity_compensation.pose_topic'], self._on_pose, 10))
         self._diag_timer = self.create_timer(self.cfg['diagnostics_period_s'], self._publish_diagnostics)
@@ -220,7 +226,7 @@ class FtSensorNode(LifecycleNode):
                 driver.wait_readable(timeout)
                 with self.lock:
                     driver.drain()
-                    driver.check_stale(time.time_ns())
+                    driver.check_stale(driver.clock_ns())
                     events = driver.take_fault_events()
                     notices, driver.notices = driver.notices, []
                     sample = driver.take_sample()
@@ -294,13 +300,13 @@ class FtSensorNode(LifecycleNode):
         deadline = time.monotonic() + self.cfg['software_bias.timeout_s']
         while time.monotonic() < deadline:
             with self.lock:
-                if self.driver.bias.tare_count >= target:
-                    bias = list(self.driver.bias.bias)
+                if self.driver.chain.tare.count >= target:
+                    bias = list(self.driver.chain.tare.offset)
                     break
             time.sleep(0.002)
         else:
             with self.lock:
-                self.driver.bias.cancel()
+                self.driver.chain.tare.cancel()
             response.success = False
             response.message = f"tare timed out: fewer than {n} samples in {self.cfg['software_bias.timeout_s']:g} s"
             return response
@@ -315,7 +321,7 @@ class FtSensorNode(LifecycleNode):
             response.success, response.message = False, 'not configured'
             return response
         with self.lock:
-            self.driver.bias.clear()
+            self.driver.chain.tare.clear()
         response.success, response.message = True, 'software bias cleared'
         return response
 
@@ -358,7 +364,7 @@ class FtSensorNode(LifecycleNode):
         now_mono = time.monotonic()
         with self.lock:
             snap = self.driver.snapshot()
-            bias_enabled = self.driver.bias_enabled
+            bias_enabled = self.driver.chain.tare_enabled
         rate_in = rate_pub = math.nan
         if self._diag_prev is not None:
             t0, prev = self._diag_prev

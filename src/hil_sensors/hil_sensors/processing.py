@@ -168,13 +168,15 @@ class RateMeter:
 
 # --------------------------------------------------------------------------- tare
 
-class SoftwareBias:
-    """Software bias (tare): the mean of N samples, subtracted afterwards."""
+class Tare:
+    """Software tare: the mean of N samples (the sensor's offset), subtracted afterwards.
+
+    The ROS interface calls it ``software_bias`` (parameters) and ``ft/tare`` (service)."""
 
     def __init__(self) -> None:
-        self.bias = list(ZERO6)
+        self.offset = list(ZERO6)
         self.active = False
-        self.tare_count = 0
+        self.count = 0              # tares completed since start
         self._target = 0
         self._sum = [0.0] * 6
         self._n = 0
@@ -202,15 +204,15 @@ class SoftwareBias:
             s[i] += sample[i]
         self._n += 1
         if self._n >= self._target:
-            self.bias = [v / self._n for v in s]
+            self.offset = [v / self._n for v in s]
             self.active = True
-            self.tare_count += 1
+            self.count += 1
             self._target = 0
             return True
         return False
 
     def clear(self) -> None:
-        self.bias = list(ZERO6)
+        self.offset = list(ZERO6)
         self.active = False
         self._target = 0
 
@@ -282,6 +284,55 @@ class WrenchTransform:
 
     def describe(self) -> str:
         return f'pose_sensor_in_target p={self.translation.tolist()} R={np.round(self.rotation, 6).tolist()}'
+
+
+# --------------------------------------------------------------------------- the chain
+
+class WrenchChain:
+    """One F/T sensor's processing, steps 3-7 of the module docstring, in this order:
+    tare -> tool gravity -> low-pass filter -> dead band -> frame transform.
+
+    Pure (no socket, no clock): :class:`hil_sensors.ft_driver.FtDriver` feeds it the scaled
+    records of the Net F/T, and the lab-twin runners (``hil_bringup.twin_validation``) the
+    twin's sensor samples. Each step is optional (``None``); the tare is always there and is
+    subtracted when ``tare_enabled``. The tare collects the gravity-compensated wrench (the
+    sensor offset only) and :meth:`process` computes ``(raw - f_g) - offset``.
+    """
+
+    def __init__(self, gravity: ToolGravity | None = None, low_pass: LowPassFilter | None = None,
+                 deadband: Sequence[float] | None = None, transform: WrenchTransform | None = None,
+                 tare_enabled: bool = True):
+        self.tare = Tare()
+        self.tare_enabled = bool(tare_enabled)
+        self.gravity = gravity
+        self.filter = low_pass
+        self.deadband = tuple(float(v) for v in deadband) if deadband is not None else None
+        self.transform = transform
+
+    def process(self, raw: Sequence[float]) -> list[float] | None:
+        """The processed wrench in the sensor frame, or None if it is not finite (the filter
+        restarts then). While a tare collects, the sample is added to it; when the tare
+        completes, the filter restarts at the tared value (no transient from the old offset)."""
+        g = self.gravity.wrench if self.gravity is not None else ZERO6
+        comp = [raw[i] - g[i] for i in range(6)]
+        tare, filt = self.tare, self.filter
+        if tare.collecting and tare.add(comp) and filt is not None:
+            filt.reset()
+        if self.tare_enabled and tare.active:
+            b = tare.offset
+            comp = [comp[i] - b[i] for i in range(6)]
+        out = filt.step(comp) if filt is not None else comp
+        if not all_finite(out):
+            if filt is not None:
+                filt.reset()
+            return None
+        if self.deadband is not None:
+            out = soft_deadband(out, self.deadband)
+        return out
+
+    def in_target_frame(self, processed: Sequence[float]) -> list[float]:
+        """The last step: the processed wrench in the target frame (unchanged without a transform)."""
+        return self.transform.apply(processed) if self.transform is not None else list(processed)
 
 
 # --------------------------------------------------------------------------- safety

@@ -71,8 +71,8 @@ def test_scaled_from_calibration_page_and_tared(sim_factory):
     time.sleep(0.05)
     pump(d, lambda: False, 0.05)
     target = d.request_tare(50)
-    assert pump(d, lambda: d.bias.tare_count >= target)
-    np.testing.assert_allclose(d.bias.bias, [0.5, 0.25, -1.0, 0.01, 0.02, -0.03], atol=1e-9)
+    assert pump(d, lambda: d.chain.tare.count >= target)
+    np.testing.assert_allclose(d.chain.tare.offset, [0.5, 0.25, -1.0, 0.01, 0.02, -0.03], atol=1e-9)
     wrench.set([1.0, 2.0, 3.0, 0.1, 0.2, 0.3])
     n = d.counters['accepted']
     assert pump(d, lambda: d.counters['accepted'] > n + 20)
@@ -410,9 +410,9 @@ def test_filter_designed_for_the_measured_rate_when_not_told(sim_factory):
     d.open()
     drivers.append(d)
     d.start_streaming()
-    assert pump(d, lambda: d.filter is not None, timeout_s=5.0), d.snapshot()
+    assert pump(d, lambda: d.chain.filter is not None, timeout_s=5.0), d.snapshot()
     assert d.measured_rate_hz == pytest.approx(1000.0, rel=0.05)
-    assert d.filter.sample_rate_hz == pytest.approx(1000.0, rel=0.05)
+    assert d.chain.filter.sample_rate_hz == pytest.approx(1000.0, rel=0.05)
     pump(d, lambda: False, 0.05)                                      # settle
     samples = []
 

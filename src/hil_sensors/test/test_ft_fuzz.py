@@ -51,9 +51,9 @@ def check_invariants(d: FtDriver, datagrams: int) -> None:
     assert c['accepted'] <= c['records']
     if d.newest is not None:
         assert all(math.isfinite(v) for v in d.newest.raw + d.newest.processed)
-    if d.filter is not None:
-        assert all(math.isfinite(v) for v in d.filter._z1 + d.filter._z2)
-    assert all(math.isfinite(v) for v in d.bias.bias)
+    if d.chain.filter is not None:
+        assert all(math.isfinite(v) for v in d.chain.filter._z1 + d.chain.filter._z2)
+    assert all(math.isfinite(v) for v in d.chain.tare.offset)
 
 
 PERIOD_NS = 1_000_000_000 // 7000    # the datagrams of the core fuzz arrive at the sensor's 7 kHz
@@ -98,7 +98,7 @@ def test_fuzz_20000_datagrams_into_the_driver_core():
         d.tracker.counters()
 
     # Recovery: the sensor restarts its stream, faults are reset, and the output is exact.
-    d.bias.clear()
+    d.chain.tare.clear()
     d.tracker.reset()
     later = now + 30_000 * PERIOD_NS
     sent += clean_stream(d, 1, 2000, good, later)
@@ -148,7 +148,7 @@ def test_fuzz_10000_datagrams_over_udp():
                 assert d.counters['malformed'] > 2000
                 # recovery on the real stream
                 d.tracker.reset()
-                d.bias.clear()
+                d.chain.tare.clear()
             sim.resume()
             sim._seq = 10          # the stream continues from a new place, like a restarted sensor
             time.sleep(0.1)

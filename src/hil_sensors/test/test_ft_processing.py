@@ -10,7 +10,7 @@ from scipy.spatial.transform import Rotation
 
 from hil_common.params import ParameterError
 from hil_sensors.ft_driver import PARAMS, check_parameters
-from hil_sensors.processing import (FaultLatch, LowPassFilter, SoftwareBias, ToolGravity, WrenchTransform,
+from hil_sensors.processing import (FaultLatch, LowPassFilter, Tare, ToolGravity, WrenchChain, WrenchTransform,
                                     overload_axis, quaternion_to_matrix, soft_deadband)
 
 
@@ -83,17 +83,54 @@ def test_transform_matches_hil_dynamics_convention():
     np.testing.assert_allclose(t.apply([10, 0, 0, 0, 0, 0]), [10, 0, 0, 0, -29.0, 0], atol=1e-12)
 
 
-def test_software_bias_mean():
-    b = SoftwareBias()
+def test_tare_mean():
+    b = Tare()
     b.start(4)
     assert b.collecting and not b.active
     samples = [[1, 2, 3, 4, 5, 6], [3, 2, 1, 0, -1, -2], [1, 1, 1, 1, 1, 1], [3, 3, 3, 3, 3, 3]]
     done = [b.add(s) for s in samples]
     assert done == [False, False, False, True]
-    assert b.bias == pytest.approx([2, 2, 2, 2, 2, 2])
-    assert b.active and b.tare_count == 1 and not b.collecting
+    assert b.offset == pytest.approx([2, 2, 2, 2, 2, 2])
+    assert b.active and b.count == 1 and not b.collecting
     b.clear()
-    assert b.bias == [0.0] * 6 and not b.active
+    assert b.offset == [0.0] * 6 and not b.active
+
+
+def test_wrench_chain_against_a_step_by_step_reference():
+    """Tare -> tool gravity -> filter -> dead band -> frame transform, against scipy's Butterworth
+    (signal.butter + lfilter from steady state) and numpy for the rest."""
+    from scipy import signal
+    rng = np.random.default_rng(4)
+    rot = Rotation.from_euler('xyz', [0.3, -0.7, 1.1])
+    mass, com, g = 1.7, np.array([0.01, -0.02, 0.08]), np.array([0.0, 0.0, -9.81])
+    offset = np.array([1.5, -0.8, 2.0, 0.05, -0.03, 0.02])
+    band = np.array([0.3, 0.3, 0.3, 0.02, 0.02, 0.02])
+    gravity = ToolGravity(mass, com, g)
+    gravity.set_sensor_rotation(rot.as_matrix())
+    chain = WrenchChain(gravity, LowPassFilter(30.0, 1000.0, 2), band, WrenchTransform([0.1, 0.2, -2.9], rot.as_quat()))
+    f_g = mass * rot.as_matrix().T @ g
+    weight = np.concatenate([f_g, np.cross(com, f_g)])
+    chain.tare.start(50)
+    still = offset + weight + 0.01 * rng.standard_normal((50, 6))
+    for w in still:
+        chain.process(w)
+    assert chain.tare.active
+    np.testing.assert_allclose(chain.tare.offset, (still - weight).mean(axis=0), atol=1e-12)
+    chain.filter.reset()                                   # the reference starts in steady state at the first sample
+    contact = np.outer(np.sin(np.linspace(0, 6, 300)), [20.0, -5.0, 3.0, 0.5, 0.2, -0.1])
+    raw = offset + weight + contact
+    out = np.array([chain.in_target_frame(chain.process(w)) for w in raw])
+    b, a = signal.butter(2, 30.0, fs=1000.0)
+    comp = raw - weight - (still - weight).mean(axis=0)
+    filtered = np.column_stack([signal.lfilter(b, a, comp[:, i], zi=signal.lfilter_zi(b, a) * comp[0, i])[0]
+                                for i in range(6)])
+    banded = np.sign(filtered) * np.maximum(np.abs(filtered) - band, 0.0)
+    p, r = np.array([0.1, 0.2, -2.9]), rot.as_matrix()
+    f_t = banded[:, :3] @ r.T
+    expected = np.hstack([f_t, banded[:, 3:] @ r.T + np.cross(p, f_t)])
+    np.testing.assert_allclose(out, expected, atol=1e-9)
+    assert np.abs(out).max() > 10.0                        # the contact went through
+    assert chain.process([math.nan] * 6) is None           # a non-finite sample is dropped
 
 
 def test_fault_latch_keeps_first_cause():

@@ -23,7 +23,7 @@ orbit:  measure: slave joints -> :class:`MeasuredSlave` (``x_s``, ``v_s`` by for
 lab:    the twin advances ``dt`` (servo delay, bandwidth, PID; 1 kHz F/T with noise; the grip).
 
 The tables and F/T processing are the rule objects of the ROS nodes
-(:class:`hil_motion_table.table.MotionTable`, :class:`hil_sensors.processing.SoftwareBias`),
+(:class:`hil_motion_table.table.MotionTable`, :class:`hil_sensors.processing.Tare`),
 as :class:`hil_lab_twin.lockstep.TableInTheLoop` couples them, without DDS. Before ``t = 0``
 the twin settles with the gripper open, both sensors are tared (as the F/T driver does at
 start, removing the weights of the tools they carry) and the gripper closes; the records
@@ -46,7 +46,7 @@ from hil_lab_twin.scene import GRAPPLE_IN_MOCKUP_M, SENSOR_HEIGHT_M, GripConfig,
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
-from hil_sensors.processing import SoftwareBias
+from hil_sensors.processing import Tare
 from hil_teleop.coordinates import x_from_pose
 from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.slave_law import SlaveSide
@@ -78,20 +78,20 @@ class TwinSlaveSide:
     slave_table: MotionTable
     payload_table: MotionTable
     payload: ClientAdmittance
-    slave_tare: SoftwareBias
-    payload_tare: SoftwareBias
+    slave_tare: Tare
+    payload_tare: Tare
     pose_payload_flange_start: pin.SE3
     pose_slave_base_in_world: pin.SE3
 
     def slave_wrench(self) -> np.ndarray:
         """``f_s``: wrist reading, tared, rotated to the slave base, sign of Eq. (3) (about the grip point)."""
-        reading = self.twin.wrench_source('slave_ft')()[0] - np.asarray(self.slave_tare.bias)
+        reading = self.twin.wrench_source('slave_ft')()[0] - np.asarray(self.slave_tare.offset)
         rotation = self.slave.kin.forward(self.twin.joint_state('slave').positions).rotation  # sensor axes = flange axes
         return SLAVE_FT_SIGN * np.concatenate((rotation @ reading[:3], rotation @ reading[3:]))
 
     def payload_wrench_com(self) -> np.ndarray:
         """Payload reading, tared, as the body wrench about the payload CoM (the grapple)."""
-        reading = self.twin.wrench_source('payload_ft')()[0] - np.asarray(self.payload_tare.bias)
+        reading = self.twin.wrench_source('payload_ft')()[0] - np.asarray(self.payload_tare.offset)
         return transform_wrench(POSE_SENSOR_IN_GRAPPLE, reading)
 
     def payload_grip_in_slave_base(self) -> pin.SE3:
@@ -109,7 +109,7 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
             twin.joint_names('payload'):
         raise ValueError('twin robots must be the KR 120 slave and the UR10e payload table')
     twin.step(int(round(settle_s / twin.dt)))
-    tares = {name: SoftwareBias() for name in ('slave_ft', 'payload_ft')}
+    tares = {name: Tare() for name in ('slave_ft', 'payload_ft')}
     for tare in tares.values():
         tare.start(tare_samples)
     while any(t.collecting for t in tares.values()):
