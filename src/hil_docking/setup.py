@@ -12,6 +12,7 @@ setup(
         ('share/' + PACKAGE, ['package.xml']),
         ('share/' + PACKAGE + '/scenarios', ['scenarios/cisas_docking.yaml']),
         ('share/' + PACKAGE + '/urdf', ['urdf/cisas.urdf']),
+        ('share/' + PACKAGE + '/launch', ['launch/cisas_docking.launch.py']),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -24,6 +25,7 @@ setup(
             'docking_designer = hil_docking.designer_cli:main',
             'docking_demo = hil_docking.demo:main',
             'docking_facility_node = hil_docking.docking_facility_node:main',
+            'facility_emulator_node = hil_docking.facility_emulator_node:main',
         ],
     },
 )

@@ -8,19 +8,37 @@ positions relative to the target's docking port:
   is ``f_L = -F . n``;
 * in ``facility/robot_pose_lvlh`` (geometry_msgs/PoseStamped): the measured position of the
   chaser mock-up (the robot's forward kinematics). The rule differences it by the header
-  stamps (the receive time when the stamp is zero) for the rate;
+  stamps (an unstamped sample is taken as valid at the current step) for the rate;
 * out ``chaser/pose_cmd`` (PoseStamped) and ``chaser/twist_cmd`` (TwistStamped): the simulated
-  relative state ``[dr; dv]``, which the motion table makes the robot reproduce;
-* out ``facility/virtual_wrench`` (WrenchStamped): ``f_V`` on the chaser mock-up.
+  relative state ``[dr; dv]``, which the motion table makes the robot reproduce, stamped with
+  the time on the simulated timeline it belongs to (below);
+* out ``facility/virtual_wrench`` (WrenchStamped): ``f_V`` on the chaser mock-up;
+* out ``facility/status`` (diagnostic_msgs/DiagnosticStatus, transient local): the phase
+  (``message``), the simulated time ``t_s``, ``epoch_s`` (the node-clock time of ``t_s = 0``),
+  the impulse, the contact and separation times, the restitution and the state once separated,
+  and the deadline misses (``late_sample_steps``, ``pose_sample_misses``,
+  ``wrench_sample_misses``, ``dropped_steps``). Published at every phase change and every
+  ``status_period_s`` of simulated time.
 
 The scenario YAML is the single source of truth (``scenario_file``; empty: the installed
-``cisas_docking.yaml``). ``compensation`` may override its ``facility.compensation``. The
-clock starts with the first robot pose. Until then the node publishes the initial command and
-does not step. After that it runs the steps due on the node clock every
-``facility.control_period_s`` (:class:`hil_common.pacing.StepPacer`: a late timer catches up,
-at most ``max_catch_up`` steps per callback, beyond which steps are dropped and counted). A
-robot pose older than ``pose_timeout_s`` stops the steps; they resume, without catching up,
-when the pose is fresh again.
+``cisas_docking.yaml``). ``compensation`` may override its ``facility.compensation``. Until a
+robot pose is valid and ``min_command_subscribers`` listen to the commands, the node publishes
+the initial command and does not step.
+
+**The simulated timeline.** Step ``k`` of the rule belongs to the node-clock time
+``epoch_s + k dt``; the command it produces is stamped with the time of the state it holds,
+``epoch_s + (k + 1) dt``. A step uses the robot pose and the F/T wrench valid at its time: the
+latest sample stamped at or before it (:class:`hil_docking.facility_rule.StampedSamples`; a
+sample is never used before its stamp). A step is due on the node clock
+(:class:`hil_common.pacing.StepPacer`: a late timer catches up, at most ``max_catch_up`` steps
+per callback) and runs once a pose and a wrench newer than the ones it used last are valid at
+its time. When they are late the step waits for them (a deadline miss, counted once per step
+in ``late_sample_steps``): the loop delay stays the one the robot realised, and the simulated
+timeline falls behind the wall clock instead. Steps beyond ``max_catch_up`` are dropped
+(``dropped_steps``) and the timeline slips by them; a step that then runs with a sample older
+than its period counts in ``pose_sample_misses`` / ``wrench_sample_misses``. A robot pose that
+arrived longer than ``pose_timeout_s`` ago stops the steps; they resume on a new timeline once
+a pose is valid again.
 """
 
 from __future__ import annotations
@@ -28,14 +46,16 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_docking.contact import COMPENSATIONS
-from hil_docking.facility_rule import DockingFacility
+from hil_docking.facility_rule import DockingFacility, StampedSamples
 from hil_docking.scenario import load_docking_scenario
 
 PARAMS = [
@@ -46,7 +66,23 @@ PARAMS = [
     Param('pose_timeout_s', 0.1, 'The node stops ticking while the robot pose is older than this [s]', min=0.001,
           max=10.0),
     Param('max_catch_up', 20, 'Steps a late timer callback may catch up, at most', min=1, max=10000),
+    Param('min_command_subscribers', 1, 'The node starts stepping once this many subscribers listen to chaser/pose_cmd '
+          '(the robot side, and a recorder that must see the whole mission)', min=0, max=100),
+    Param('status_period_s', 0.1, 'facility/status is published every this much simulated time [s] (and at '
+          'every phase change)', min=0.001, max=60.0),
 ]
+STATUS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def _stamp_s(header) -> float:
+    return header.stamp.sec + header.stamp.nanosec * 1e-9
+
+
+def _stamp_msg(t_s: float):
+    from builtin_interfaces.msg import Time
+
+    ns = int(round(t_s * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 class DockingFacilityNode(Node):
@@ -56,17 +92,23 @@ class DockingFacilityNode(Node):
         self.scenario = load_docking_scenario(p.scenario_file or None)
         self.rule = DockingFacility(self.scenario, p.compensation or None)
         self.frame_id, self.pose_timeout_s, self.max_catch_up = p.frame_id, p.pose_timeout_s, p.max_catch_up
+        self.min_command_subscribers = p.min_command_subscribers
+        self.status_every = max(1, int(round(p.status_period_s / self.scenario.control_period_s)))
         self.pacer: StepPacer | None = None
+        self.epoch_s: float | None = None          # node-clock time of the rule's t = 0
         self.axis = self.rule.axis
-        self.force_facility_n = 0.0
-        self.robot_position: np.ndarray | None = None
+        dt = self.scenario.control_period_s
+        self.poses, self.forces = StampedSamples(dt), StampedSamples(dt)
         self.pose_time_s: float | None = None
-        self.pose_stamp_s: float | None = None
-        self.pub_pose = self.create_publisher(PoseStamped, 'chaser/pose_cmd', 10)
-        self.pub_twist = self.create_publisher(TwistStamped, 'chaser/twist_cmd', 10)
-        self.pub_virtual = self.create_publisher(WrenchStamped, 'facility/virtual_wrench', 10)
-        self.create_subscription(WrenchStamped, 'facility/ft/wrench', self.on_wrench, 10)
-        self.create_subscription(PoseStamped, 'facility/robot_pose_lvlh', self.on_pose, 10)
+        self.dropped_steps = 0
+        self.late_sample_steps = 0
+        self._waiting_k = -1
+        self.pub_pose = self.create_publisher(PoseStamped, 'chaser/pose_cmd', 100)
+        self.pub_twist = self.create_publisher(TwistStamped, 'chaser/twist_cmd', 100)
+        self.pub_virtual = self.create_publisher(WrenchStamped, 'facility/virtual_wrench', 100)
+        self.pub_status = self.create_publisher(DiagnosticStatus, 'facility/status', STATUS_QOS)
+        self.create_subscription(WrenchStamped, 'facility/ft/wrench', self.on_wrench, 100)
+        self.create_subscription(PoseStamped, 'facility/robot_pose_lvlh', self.on_pose, 100)
         self.create_timer(self.scenario.control_period_s, self.tick)
         self.get_logger().info(
             f'{self.scenario.name}: m = {self.rule.mass_kg:g} kg, k_V = {self.rule.gains.stiffness_n_m:.4g} N/m, '
@@ -76,37 +118,84 @@ class DockingFacilityNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def _sample_stamp(self, header) -> float:
+        """The header stamp; an unstamped (zero) sample is taken as valid at the current step."""
+        stamp = _stamp_s(header)
+        if stamp > 0.0:
+            return stamp
+        return self._now() if self.pacer is None else self.epoch_s + self.rule.k * self.scenario.control_period_s
+
     def on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
-        self.force_facility_n = -float(np.array([f.x, f.y, f.z]) @ self.axis)
+        self.forces.put(self._sample_stamp(msg.header), -float(np.array([f.x, f.y, f.z]) @ self.axis))
 
     def on_pose(self, msg: PoseStamped) -> None:
         q = msg.pose.position
-        self.robot_position = np.array([q.x, q.y, q.z])
         self.pose_time_s = self._now()
-        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.pose_stamp_s = stamp if stamp > 0.0 else self.pose_time_s
+        self.poses.put(self._sample_stamp(msg.header), np.array([q.x, q.y, q.z]))
 
     def tick(self) -> None:
         now = self._now()
         fresh = self.pose_time_s is not None and now - self.pose_time_s <= self.pose_timeout_s
+        dt = self.scenario.control_period_s
+        if self.pacer is None:                    # (re)start once a pose is valid now (not only stamped later)
+            fresh = fresh and self.poses.ready(now) and \
+                self.pub_pose.get_subscription_count() >= self.min_command_subscribers
         if not fresh:
+            if self.pacer is not None:
+                self.dropped_steps += self.pacer.overruns
             self.pacer = None                     # hold; resume without catching up
-        elif self.pacer is None:
-            self.pacer = StepPacer(self.scenario.control_period_s, now, max_catch_up=self.max_catch_up)
+            self.publish(self.rule.state_lvlh, now)
+        elif self.pacer is None:                  # (re)start: the timeline continues from now
+            self.pacer = StepPacer(dt, now, max_catch_up=self.max_catch_up)
+            self.epoch_s = now - self.rule.k * dt
+            self.publish(self.rule.state_lvlh, now)
         else:
             overruns = self.pacer.overruns
-            for _ in range(self.pacer.due(now)):
-                self.rule.step(self.force_facility_n, self.robot_position, sample_time_s=self.pose_stamp_s)
+            due = self.pacer.due(now)
+            if self.pacer.overruns > overruns:     # dropped steps: the simulated timeline slips behind
+                self.epoch_s += (self.pacer.overruns - overruns) * dt
+            for i in range(due):
+                t_k = self.epoch_s + self.rule.k * dt
+                if not (self.poses.new_at(t_k) and self.forces.new_at(t_k)):
+                    # its samples are late: the step waits for them (a deadline miss, counted once per
+                    # step); the steps not run now are due again at the next callback
+                    self.pacer.steps_done -= due - i
+                    if self._waiting_k != self.rule.k:
+                        self._waiting_k = self.rule.k
+                        self.late_sample_steps += 1
+                    break
+                self.step(t_k)
             if self.pacer.overruns > overruns:
-                self.get_logger().warning(f'{self.pacer.overruns} steps dropped so far (late timer)',
-                                          throttle_duration_sec=5.0)
-        self.publish(self.rule.state_lvlh)
+                self.get_logger().warning(f'{self.dropped_steps + self.pacer.overruns} steps dropped so far '
+                                          '(late timer)', throttle_duration_sec=5.0)
 
-    def publish(self, state) -> None:
-        stamp = self.get_clock().now().to_msg()
+    def step(self, t_s: float) -> None:
+        """One rule step at node-clock time ``t_s`` with the samples valid then; publishes its command."""
+        pose, force = self.poses.at(t_s), self.forces.at(t_s)       # never None for poses: ready at the start
+        phase = self.rule.phase
+        self.rule.step(0.0 if force is None else force[1], pose[1], sample_time_s=pose[0])
+        self.rule.begin_tick()                    # a burn due at the new step belongs to its command
+        self.publish(self.rule.state_lvlh, t_s + self.scenario.control_period_s)
+        if self.rule.phase != phase or self.rule.k % self.status_every == 0:
+            self.publish_status()
+
+    def publish_status(self) -> None:
+        r = self.rule
+        values = {'phase': r.phase, 't_s': r.t, 'epoch_s': self.epoch_s, 'impulse_n_s': r.impulse_n_s,
+                  'closing_speed_in_m_s': r.closing_speed_in_m_s, 'contact_start_s': r.contact_start_s,
+                  'separation_s': r.separation_s, 'restitution': r.restitution,
+                  'separation_state_lvlh': None if r.separation_state is None else r.separation_state.tolist(),
+                  'late_sample_steps': self.late_sample_steps,
+                  'pose_sample_misses': self.poses.misses, 'wrench_sample_misses': self.forces.misses,
+                  'dropped_steps': self.dropped_steps + (self.pacer.overruns if self.pacer else 0)}
+        msg = DiagnosticStatus(level=DiagnosticStatus.OK, name=self.get_fully_qualified_name(), message=r.phase)
+        msg.values = [KeyValue(key=k, value='' if v is None else repr(v)) for k, v in values.items()]
+        self.pub_status.publish(msg)
+
+    def publish(self, state, t_s: float) -> None:
         pose = PoseStamped()
-        pose.header.stamp, pose.header.frame_id = stamp, self.frame_id
+        pose.header.stamp, pose.header.frame_id = _stamp_msg(t_s), self.frame_id
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in state[0:3])
         pose.pose.orientation.w = 1.0
         self.pub_pose.publish(pose)

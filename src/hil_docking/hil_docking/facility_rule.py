@@ -10,12 +10,20 @@ advances the CW relative admittance of the relative coordinate (equivalent mass)
 ``-(f_L + f_V) n`` held over the tick, applies the planned burns of the two-impulse approach,
 and returns the commanded relative state. It also keeps the phase, the impulse (Eq. 30) and
 the first-contact state. ``eps`` is designed for the loop delay plus half a tick (the hold).
+
+The robot side of the loop, shared by the lockstep runner and the live graph:
+:class:`EmulatedRobot` is an ideal robot with the pure loop delay and the facility's lumped
+contact (it stands in for the lab in ``cisas_docking.launch.py``), and :class:`StampedSamples`
+picks, for a step at time ``t``, the latest measured sample stamped at or before ``t`` and
+counts the steps whose sample did not arrive in time (deadline misses).
 Plain Python; no rclpy.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from collections import deque
 
 from hil_docking.contact import equivalent_mass, virtual_gains
 from hil_docking.cw import CWModel, CWRelativeAdmittance, two_impulse_transfer
@@ -55,6 +63,7 @@ class DockingFacility:
         self.contact_start_s: float | None = None
         self.separation_s: float | None = None
         self.first_contact_state: np.ndarray | None = None
+        self.separation_state: np.ndarray | None = None
         self.closing_speed_in_m_s: float | None = None
         self._last_robot_position: np.ndarray | None = None
         self._last_sample_time_s: float | None = None
@@ -117,5 +126,88 @@ class DockingFacility:
         self.impulse_n_s += f * self.dt
         self.last_penetration_m, self.last_force_virtual_n = x, f_v
         self.state_lvlh = self.admittance.step(-f * self.axis, self.dt)
+        if self.separation_s is not None and self.separation_state is None:
+            self.separation_state = self.state_lvlh.copy()
         self.k += 1
         return self.state_lvlh
+
+    @property
+    def restitution(self) -> float | None:
+        """``-v_out / v_in`` along the docking axis once the robot has left contact (Eq. 15), else None."""
+        if self.separation_state is None or not self.closing_speed_in_m_s:
+            return None
+        return float(-(self.separation_state[3:6] @ self.axis) / self.closing_speed_in_m_s)
+
+
+class EmulatedRobot:
+    """The lab side of seed 003 Fig. 5 in simulation: an ideal robot and the facility's contact.
+
+    The robot realises a commanded relative state ``[dr; dv]`` exactly, ``delay_s`` (the loop
+    delay ``Delta`` of the scenario) after the command's time; while its mock-up penetrates the
+    target's (``x = dr . n > 0``) the F/T sensor measures the lumped contact
+    ``f_L = k_L x + b_L x'`` (Eqs. 16-18) of the realised motion, compressive positive.
+    """
+
+    def __init__(self, sc: DockingScenario):
+        self.delay_s = float(sc.loop_delay_s)
+        self.lumped = sc.facility.lumped
+        self.axis = sc.docking_axis_lvlh
+
+    def realise(self, command_lvlh) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(position, velocity, f_L)`` of the robot that reproduces ``command_lvlh`` (``delay_s`` later)."""
+        state = np.asarray(command_lvlh, dtype=float).reshape(6)
+        x, xd = float(state[0:3] @ self.axis), float(state[3:6] @ self.axis)
+        f_l = float(self.lumped.force(x, xd)) if x > 0.0 else 0.0
+        return state[0:3].copy(), state[3:6].copy(), f_l
+
+
+class StampedSamples:
+    """Measured samples by their stamps; a step at time ``t`` uses the latest one stamped at or before ``t``.
+
+    A sample may arrive before its stamp (the emulated robot's delay is known) or after it (a
+    real sensor's latency); it is never used before its time. :meth:`new_at` tells whether a
+    sample newer than the last one used is valid at ``t`` (the node waits for it). When no
+    sample stamped in ``(t - period_s, t]`` is there when the step runs, the step holds an
+    older one and the miss is counted (``misses``). Stamps must increase; a sample that does
+    not is dropped (``out_of_order``).
+    """
+
+    def __init__(self, period_s: float):
+        if not period_s > 0.0:
+            raise ValueError(f'period_s must be > 0, got {period_s!r}')
+        self.period_s = float(period_s)
+        self._tol = 1e-3 * self.period_s            # stamps in ns and step times in float
+        self._samples: deque = deque()
+        self._used_stamp = -np.inf
+        self.misses = 0
+        self.out_of_order = 0
+
+    def put(self, stamp_s: float, value) -> None:
+        if self._samples and stamp_s <= self._samples[-1][0]:
+            self.out_of_order += 1
+            return
+        self._samples.append((float(stamp_s), value))
+
+    def ready(self, t_s: float) -> bool:
+        """Whether a sample is valid at ``t_s`` (one stamped at or before it)."""
+        return bool(self._samples) and self._samples[0][0] <= t_s + self._tol
+
+    def _advance(self, t_s: float):
+        s = self._samples
+        while len(s) >= 2 and s[1][0] <= t_s + self._tol:
+            s.popleft()                     # time only moves forward: older samples are not needed again
+        return s[0] if s and s[0][0] <= t_s + self._tol else None
+
+    def new_at(self, t_s: float) -> bool:
+        """Whether a sample newer than the last one :meth:`at` returned is valid at ``t_s``."""
+        latest = self._advance(t_s)
+        return latest is not None and latest[0] > self._used_stamp
+
+    def at(self, t_s: float):
+        """``(stamp, value)`` of the sample valid at ``t_s`` (None before the first one); counts a miss."""
+        latest = self._advance(t_s)
+        if latest is None or latest[0] <= t_s - self.period_s + self._tol:
+            self.misses += 1
+        if latest is not None:
+            self._used_stamp = latest[0]
+        return latest

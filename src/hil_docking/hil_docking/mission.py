@@ -20,14 +20,13 @@ Plain Python; no rclpy.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
 from hil_docking.contact import impact_closed_form, post_impact_state, velocity_changes
-from hil_docking.facility_rule import APPROACH, CONTACT, POST_IMPACT, DockingFacility
+from hil_docking.facility_rule import APPROACH, CONTACT, POST_IMPACT, DockingFacility, EmulatedRobot, StampedSamples
 from hil_docking.scenario import DockingScenario
 
 __all__ = ['APPROACH', 'CONTACT', 'POST_IMPACT', 'MissionRun', 'run_mission']
@@ -49,7 +48,9 @@ class MissionRun:
 def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = None,
                 compensation: str | None = None) -> MissionRun:
     """Run the mission with ideal robots: the robot realises the simulated state ``Delta`` later and
-    the facility's contact force is its lumped model ``f_L`` (Eqs. 16-18) of the robot's state."""
+    the facility's contact force is its lumped model ``f_L`` (Eqs. 16-18) of the robot's state
+    (:class:`~hil_docking.facility_rule.EmulatedRobot`, the robot of the live graph, with its
+    samples picked by their stamps as the node does)."""
     say = progress or (lambda _msg: None)
     rule = DockingFacility(sc, compensation)
     comp, transfer, lumped, gains, m_eq, axis = (rule.compensation, rule.transfer, rule.lumped, rule.gains,
@@ -61,8 +62,10 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         f'N s/m; facility k_L = {lumped.stiffness_n_m:g}, b_L = {lumped.damping_ns_m:g}; virtual k_V = '
         f'{gains.stiffness_n_m:.4g}, b_V = {gains.damping_ns_m:.4g} (eps = {gains.epsilon_ns_m:.4g}, {comp}); '
         f'designer m_min = {rule.m_min_kg:.3g} kg for Delta = {rule.effective_delay_s * 1e3:g} ms')
-    current = rule.state_lvlh
-    history = deque([current.copy()] * (n_delay + 1), maxlen=n_delay + 1)
+    robot_model = EmulatedRobot(sc)
+    samples = StampedSamples(dt)
+    for j in range(n_delay):                              # at rest until the first command is realised
+        samples.put(j * dt, robot_model.realise(rule.state_lvlh))
     contact_cap = int(np.ceil(20.0 * impact_closed_form(m_eq, sc.orbital_contact).duration_s / dt)) + 4 * n_delay
     n_post = int(round(sc.post_impact_duration_s / dt))
     rows_t, rows_s, rows_r, rows_fl, rows_fv, rows_p = [], [], [], [], [], []
@@ -72,13 +75,11 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         n_burns = len(rule.burns)
         current = rule.begin_tick()
         if len(rule.burns) > n_burns:
-            history[-1] = current.copy()
             say(f't = {t:.3f} s: second burn, closing at {rule.closing_speed_in_m_s:.4f} m/s')
-        robot = history[0]                                  # the simulated state Delta ago
-        x_r, v_r = float(robot[0:3] @ axis), float(robot[3:6] @ axis)
-        f_l = float(lumped.force(x_r, v_r)) if x_r > 0.0 else 0.0
+        samples.put(t + n_delay * dt, robot_model.realise(current))      # realised Delta later
+        robot_position, robot_velocity, f_l = samples.at(t)[1]            # the simulated state Delta ago
         phase_before = rule.phase
-        state_next = rule.step(f_l, robot[0:3], robot[3:6])
+        rule.step(f_l, robot_position, robot_velocity)
         if rule.phase == POST_IMPACT and phase_before == CONTACT:
             k_end = rule.k - 1 + n_post
             v_out = float(current[3:6] @ axis)
@@ -86,7 +87,7 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
                 f'restitution {-v_out / rule.closing_speed_in_m_s:.4f}')
         rows_t.append(t)
         rows_s.append(current.copy())
-        rows_r.append(robot[0:3].copy())
+        rows_r.append(robot_position)
         rows_fl.append(f_l)
         rows_fv.append(rule.last_force_virtual_n)
         rows_p.append(rule.phase)
@@ -94,7 +95,6 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
             break
         if rule.phase == CONTACT and rule.k - rule.n_approach > contact_cap:
             raise RuntimeError('the robot did not leave contact: check the contact damping (over-damped?)')
-        history.append(state_next.copy())
     states = np.array(rows_s)
     t_arr = np.array(rows_t)
     closed = impact_closed_form(m_eq, sc.orbital_contact)
