@@ -1,0 +1,107 @@
+"""``cisas_docking.launch.py`` is thin over one graph definition (hil_docking.graph.cisas_graph).
+
+The same checks ``hil_bringup/test/test_launch_files.py`` runs on the graphs of hil_bringup
+(launch/launch_ros are not installable here, so the launch file is checked statically): the
+launch file is installed and only hands the graph to ``graph_launch_description``; every node
+resolves to its executable and accepts its parameters by its own schema; ``record:=true``
+records the graph's topics; bad arguments and an unstable scenario are refused by name.
+"""
+
+import ast
+import importlib
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
+
+from hil_bringup import graphs
+from hil_bringup.graphs import GraphError
+from hil_common.fields import ScenarioError
+from hil_common.params import validate
+from hil_docking.graph import CISAS_ARGS, cisas_graph
+from hil_docking.scenario import scenario_path
+
+LAUNCH = Path(__file__).resolve().parents[1] / 'launch' / 'cisas_docking.launch.py'
+SCHEMAS = {'facility_emulator_node': 'hil_docking.facility_emulator_node',
+           'docking_facility_node': 'hil_docking.docking_facility_node',
+           'recorder_node': 'hil_bringup.recorder_node'}
+
+
+def schema(executable):
+    return importlib.import_module(SCHEMAS[executable]).PARAMS
+
+
+def test_the_launch_file_is_installed_and_thin_over_the_graph():
+    installed = Path(get_package_share_directory('hil_docking')) / 'launch' / LAUNCH.name
+    assert installed.read_text() == LAUNCH.read_text(), 'cisas_docking.launch.py is not installed (run ./dev setup)'
+    tree = ast.parse(LAUNCH.read_text())
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call)]
+    assert not [c for c in calls if getattr(c.func, 'id', None) in ('Node', 'ExecuteProcess')]
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description')
+    ret = fn.body[-1].value
+    assert ret.func.id == 'graph_launch_description' and [a.id for a in ret.args] == ['CISAS_ARGS', 'cisas_graph']
+    # what launch declares: the graph's arguments plus the record arguments launch_common reads
+    assert {'record', 'bag_path'} <= {a.name for a in CISAS_ARGS}
+
+
+@pytest.mark.parametrize('given', [{}, {'compensation': 'none'}, {'compensation': 'first_order', 'pose_timeout_s': '0.5'}],
+                         ids=str)
+def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(given):
+    graph = cisas_graph(given)
+    assert [s.label for s in graph.stages] == ['lab', 'stack']
+    assert {n.fqn for n in graph.nodes} == {'/facility_emulator', '/docking_facility'}
+    for spec in graph.nodes:
+        exe = Path(get_package_prefix(spec.package)) / 'lib' / spec.package / spec.executable
+        assert exe.is_file() and os.access(exe, os.X_OK), f'{spec.fqn}: {exe} not found'
+        declared = {p.name for p in schema(spec.executable)}
+        assert set(spec.parameters) <= declared, f'{spec.fqn}: unknown {set(spec.parameters) - declared}'
+        validate(schema(spec.executable), spec.parameters)
+        kwargs = spec.launch_kwargs()
+        assert yaml.safe_load(spec.params_yaml()) == {spec.fqn: {'ros__parameters': graphs._plain(kwargs['parameters'][0])}}
+        assert spec.ros_arguments('p.yaml')[:3] == ['--ros-args', '-r', f'__node:={kwargs["name"]}']
+    # both nodes read the one scenario file
+    files = {n.parameters['scenario_file'] for n in graph.nodes}
+    assert len(files) == 1 and Path(files.pop()).read_text() == scenario_path().read_text()
+    assert graph.node('/docking_facility').parameters['compensation'] == given.get('compensation', '')
+
+
+def test_record_true_records_the_graph_s_topics():
+    from hil_bringup.launch_common import record_command
+    from hil_bringup.recorder_node import message_class
+
+    graph = cisas_graph()
+    topics = [t for t, _ in graph.record_topics]
+    assert {'chaser/pose_cmd', 'facility/robot_pose_lvlh', 'facility/ft/wrench', 'facility/virtual_wrench',
+            'facility/status'} <= set(topics)
+    for _, type_name in graph.record_topics:
+        message_class(type_name)
+    cmd = record_command(graph, 'bag', ros2_available=True)['cmd']
+    assert cmd[:3] == ['ros2', 'bag', 'record'] and cmd[-len(topics):] == topics
+    spec = record_command(graph, 'bag', ros2_available=False)['node']
+    validate(schema(spec.executable), spec.parameters)
+
+
+@pytest.mark.parametrize('given, named', [
+    ({'lab': 'cisas'}, 'lab'), ({'compensation': 'magic'}, 'compensation'), ({'pose_timeout_s': 'soon'}, 'pose_timeout_s'),
+    ({'scenario': 'no_such_scenario'}, 'scenario'), ({'scenarios': 'x'}, 'scenarios'),
+])
+def test_bad_launch_arguments_are_refused_naming_them(given, named):
+    with pytest.raises(GraphError, match=named):
+        cisas_graph(given)
+
+
+def test_a_bad_or_unstable_scenario_is_refused_before_anything_starts(tmp_path):
+    text = scenario_path().read_text()
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(text.replace('chaser_mass_kg: 100.0', 'chaser_mass_kg: -1.0'))
+    with pytest.raises(ScenarioError, match='spacecraft.chaser_mass_kg'):
+        cisas_graph({'scenario': str(bad)})
+    # 0.8 kg equivalent mass with eps = k Delta: below the exact-delay minimum of the applied law
+    # (k' = 5000 N/m, b' = 152.5 N s/m at 10.5 ms: 1.26 kg), refused by the designer at graph build
+    light = tmp_path / 'light.yaml'
+    light.write_text(text.replace('chaser_mass_kg: 100.0', 'chaser_mass_kg: 0.8').replace('target_mass_kg: 300.0',
+                                                                                          'target_mass_kg: 1000000000.0'))
+    with pytest.raises(ValueError, match='below the stable minimum 1.259 kg'):
+        cisas_graph({'scenario': str(light), 'compensation': 'first_order'})
