@@ -140,13 +140,7 @@ class ObswController:
     # -- kinematics from on-board states ----------------------------------------------
     def tool_kinematics(self, pose_base_in_orbit: pin.SE3, q_arm):
         """``(g_tool in orbit, J_tool)`` with ``V_tool = J_tool [V_b; dq]`` (tool body twist)."""
-        m = self.model
-        cfg = m._identity_config(q_arm)
-        pin.framesForwardKinematics(m.model, m.data, cfg)
-        jac_flange = pin.computeFrameJacobian(m.model, m.data, cfg, m.ee_frame_id, pin.LOCAL)
-        pose_flange_in_base = m.data.oMf[m.ee_frame_id]
-        pose_tool_in_base = pose_flange_in_base * self.pose_tool_in_flange
-        jac_tool = self.pose_tool_in_flange.toActionMatrixInverse() @ jac_flange
+        pose_tool_in_base, jac_tool = self.model.tool_pose_and_jacobian(q_arm, self.pose_tool_in_flange)
         return pose_base_in_orbit * pose_tool_in_base, jac_tool
 
     def joint_angles_for_tool(self, pose_tool_in_base: pin.SE3, q_seed, iterations: int = 100) -> np.ndarray:

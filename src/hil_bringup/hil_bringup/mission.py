@@ -151,13 +151,9 @@ class _Mission:
 
     # -- shared ----------------------------------------------------------------------------
     def tool_pose_twist(self, g_base, v_base, q, dq):
-        m = self.model
-        cfg = m._identity_config(q)
-        pin.framesForwardKinematics(m.model, m.data, cfg)
-        jac = pin.computeFrameJacobian(m.model, m.data, cfg, m.ee_frame_id, pin.LOCAL)
-        pose_tool = g_base * m.data.oMf[m.ee_frame_id] * self.pose_tool_in_flange
-        twist_tool = self.pose_tool_in_flange.actInv(pin.Motion(jac @ np.concatenate((v_base, dq)))).vector
-        return pose_tool, twist_tool
+        """The tool's pose in the frame of ``g_base`` and its body twist (:meth:`ServicerModel.tool_pose_and_jacobian`)."""
+        pose_tool_in_base, jac_tool = self.model.tool_pose_and_jacobian(q, self.pose_tool_in_flange)
+        return g_base * pose_tool_in_base, jac_tool @ np.concatenate((v_base, dq))
 
     def contact_wrench(self):
         """Contact wrench on the tool (tool frame) from the lab-frame states; updates the gripper."""

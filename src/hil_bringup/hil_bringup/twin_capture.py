@@ -37,8 +37,8 @@ import pinocchio as pin
 
 from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
 from hil_bringup.mission import AbsoluteMission, HilMission, _initial, _Mission
-from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
-from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, tare_twin_sensors
+from hil_bringup.scenario import MissionScenario
+from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange, tare_twin_sensors
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.passivity import PassivityController, integration_energy
 from hil_dynamics.se3 import transform_wrench
@@ -110,11 +110,7 @@ class TwinCaptureMission(_Mission):
             self.tables[ns] = table
         # The wrist sensor relative to the arm's flange (URDF EE frame), from the twin at start.
         s = scenario.servicer
-        cfg = self.model._identity_config(self.twin.joint_state('servicer_arm').positions)
-        pin.framesForwardKinematics(self.model.model, self.model.data, cfg)
-        pose_flange_in_arm_base = pose_arm_mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
-        self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
-            self.twin.body_pose_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
+        self.pose_wrist_sensor_in_flange = pose_wrist_sensor_in_flange(self.model, self.twin, s.urdf)
         deadband = self.cal.facility.ft_deadband
         self.client_ft = TwinFtSensor(self.twin, 'client_ft', 'client_mockup', deadband)
         self.wrist_ft = TwinFtSensor(self.twin, 'servicer_wrist_ft', 'servicer_arm_gripper', deadband)

@@ -138,6 +138,15 @@ class TwinFtSensor:
         return np.asarray(out)
 
 
+def pose_wrist_sensor_in_flange(model: ServicerModel, twin: LabTwin, urdf: str) -> pin.SE3:
+    """The twin's wrist F/T sensor relative to the arm's flange (the URDF EE frame), from the twin's
+    joint angles and poses at the time of the call."""
+    pose_flange_in_base, _ = model.frame_pose_and_jacobian(twin.joint_state('servicer_arm').positions)
+    pose_flange_in_arm_base = pose_arm_mount_in_base(urdf).actInv(pose_flange_in_base)
+    return pose_flange_in_arm_base.actInv(
+        twin.body_pose_in_world('servicer_arm_base').actInv(twin.site_pose_in_world('servicer_wrist_ft_site')))
+
+
 def tare_twin_sensors(twin: LabTwin, sensors, seconds: float) -> None:
     """Hold the robots still and tare the sensors over ``seconds`` of twin time (the driver's
     tare, before a run starts)."""
@@ -172,12 +181,7 @@ class TwinHilMission(_Mission):
         flange_world = self.twin.flange_pose_in_world('servicer')
         pose_arm_base_in_flange = flange_world.actInv(self.twin.body_pose_in_world('servicer_arm_base'))
         self.body_in_flange['servicer'] = pose_arm_base_in_flange * pose_arm_mount_in_base(s.urdf).inverse()
-        # The wrist sensor relative to the arm's flange (the URDF EE frame), from the twin at start.
-        cfg = self.model._identity_config(self.twin.joint_state('servicer_arm').positions)
-        pin.framesForwardKinematics(self.model.model, self.model.data, cfg)
-        pose_flange_in_arm_base = pose_arm_mount_in_base(s.urdf).actInv(self.model.data.oMf[self.model.ee_frame_id])
-        self.pose_wrist_sensor_in_flange = pose_flange_in_arm_base.actInv(
-            self.twin.body_pose_in_world('servicer_arm_base').actInv(self.twin.site_pose_in_world('servicer_wrist_ft_site')))
+        self.pose_wrist_sensor_in_flange = pose_wrist_sensor_in_flange(self.model, self.twin, s.urdf)
         self.home = {ns: self.twin.flange_pose(ns) for ns in ('client', 'servicer')}
         # The twin's world is the lab: where the nominal frame lies (for the gravity of Eq. 20).
         base_world = self.twin.base_pose('servicer')

@@ -140,6 +140,24 @@ class ServicerModel:
         self._q[7:] = q_arm
         return self._q
 
+    # -- kinematics (base CoM frame at the identity) -----------------------------------
+    def frame_pose_and_jacobian(self, q_arm, frame: str | int | None = None) -> tuple[pin.SE3, np.ndarray]:
+        """``(pose_frame_in_base, J)`` of a frame (default: the EE frame) at joint angles ``q``.
+
+        ``J`` (6x(6+n), Pinocchio ``LOCAL``) maps ``[V_b; dq]`` to the frame's body twist, so for
+        the EE frame it is ``[J_b J_m]`` of seed 004 Eq. (12)."""
+        fid = self.ee_frame_id if frame is None else (frame if isinstance(frame, int) else self.model.getFrameId(frame))
+        cfg = self._identity_config(q_arm)
+        pin.framesForwardKinematics(self.model, self.data, cfg)
+        jac = pin.computeFrameJacobian(self.model, self.data, cfg, fid, pin.LOCAL)
+        return pin.SE3(self.data.oMf[fid]), jac
+
+    def tool_pose_and_jacobian(self, q_arm, pose_tool_in_flange: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
+        """``(pose_tool_in_base, J_tool)`` of a tool rigidly held by the EE frame (the flange):
+        ``V_tool = J_tool [V_b; dq]``, ``J_tool = Ad_{g_ft^-1} J_flange`` (the stack's one tool FK)."""
+        pose_flange_in_base, jac_flange = self.frame_pose_and_jacobian(q_arm)
+        return pose_flange_in_base * pose_tool_in_flange, pose_tool_in_flange.toActionMatrixInverse() @ jac_flange
+
     def _velocity(self, twist_base_body, dq_arm) -> np.ndarray:
         v = np.empty(self.model.nv)
         v[:6] = twist_base_body
@@ -451,7 +469,7 @@ class ServicerAdmittance:
         minv_t = self.nominal_body.mass_matrix_inv
         inertia_t = self.nominal_body.inertia
         pin_model, pin_data = model.model, model.data
-        config = model._identity_config(q).copy()
+        config = model.configuration(pin.SE3.Identity(), q)
         velocity = np.empty(pin_model.nv)
         velocity[6:] = dq
         nle = pin.nonLinearEffects

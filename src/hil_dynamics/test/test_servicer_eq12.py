@@ -128,3 +128,19 @@ def test_bad_models_are_rejected():
     from hil_dynamics.models import lbr_iiwa14_urdf
     with pytest.raises(ValueError, match='base CoM'):
         ServicerModel(lbr_iiwa14_urdf(), 'lbr_flange')    # root frame is not at the CoM of link_0
+
+
+def test_tool_pose_and_jacobian_against_a_finite_difference_of_the_tool_pose(servicer):
+    """``ServicerModel.tool_pose_and_jacobian``: the tool pose moves, to first order, by
+    ``exp6(h J_tool [V_b; dq])`` (body twist) when base and joints move by ``h [V_b; dq]``."""
+    q_arm, twist, dq = _random_state(servicer.n)
+    pose_tool_in_flange = se3.pose(pin.rpy.rpyToMatrix(0.2, 0.5, -0.3), [0.05, -0.02, 0.15])
+    pose_tool, jac_tool = servicer.tool_pose_and_jacobian(q_arm, pose_tool_in_flange)
+    pose_flange, jac_flange = servicer.frame_pose_and_jacobian(q_arm, servicer.ee_frame)
+    np.testing.assert_allclose(jac_flange, servicer.ee_jacobian(q_arm), atol=1e-14)
+    h = 1e-6
+    pose_tool_next = pin.exp6(pin.Motion(twist * h)) * servicer.tool_pose_and_jacobian(q_arm + h * dq,
+                                                                                          pose_tool_in_flange)[0]
+    np.testing.assert_allclose(pin.log6(pose_tool.actInv(pose_tool_next)).vector / h,
+                               jac_tool @ np.concatenate((twist, dq)), atol=1e-5)
+    np.testing.assert_allclose((pose_flange * pose_tool_in_flange).homogeneous, pose_tool.homogeneous, atol=1e-14)
