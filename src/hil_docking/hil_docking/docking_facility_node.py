@@ -31,8 +31,8 @@ the initial command and does not step.
 latest sample stamped at or before it (:class:`hil_docking.facility_rule.StampedSamples`; a
 sample is never used before its stamp). A step is due on the node clock
 (:class:`hil_common.pacing.StepPacer`: a late timer catches up, at most ``max_catch_up`` steps
-per callback) and runs once a pose and a wrench newer than the ones it used last are valid at
-its time. When they are late the step waits for them (a deadline miss, counted once per step
+per callback) and runs once the pose and the wrench valid at its time are final (a sample
+stamped at or after it has arrived; stamps increase). When they are late the step waits for them (a deadline miss, counted once per step
 in ``late_sample_steps``): the loop delay stays the one the robot realised, and the simulated
 timeline falls behind the wall clock instead. Steps beyond ``max_catch_up`` are dropped
 (``dropped_steps``) and the timeline slips by them; a step that then runs with a sample older
@@ -65,7 +65,8 @@ PARAMS = [
     Param('frame_id', 'target_lvlh', 'Frame of the published commands (LVLH-aligned lab axes at the port)'),
     Param('pose_timeout_s', 0.1, 'The node stops ticking while the robot pose is older than this [s]', min=0.001,
           max=10.0),
-    Param('max_catch_up', 20, 'Steps a late timer callback may catch up, at most', min=1, max=10000),
+    Param('max_catch_up', 20, 'Steps a late timer callback may catch up, at most (beyond: dropped)', min=1,
+          max=10**9),
     Param('min_command_subscribers', 1, 'The node starts stepping once this many subscribers listen to chaser/pose_cmd '
           '(the robot side, and a recorder that must see the whole mission)', min=0, max=100),
     Param('status_period_s', 0.1, 'facility/status is published every this much simulated time [s] (and at '
@@ -128,11 +129,18 @@ class DockingFacilityNode(Node):
     def on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.forces.put(self._sample_stamp(msg.header), -float(np.array([f.x, f.y, f.z]) @ self.axis))
+        self._resume()
 
     def on_pose(self, msg: PoseStamped) -> None:
         q = msg.pose.position
         self.pose_time_s = self._now()
         self.poses.put(self._sample_stamp(msg.header), np.array([q.x, q.y, q.z]))
+        self._resume()
+
+    def _resume(self) -> None:
+        """A step waiting for its samples runs as soon as they are there, not at the next tick."""
+        if self.pacer is not None and self._waiting_k == self.rule.k:
+            self.advance(self._now())
 
     def tick(self) -> None:
         now = self._now()
@@ -151,24 +159,29 @@ class DockingFacilityNode(Node):
             self.epoch_s = now - self.rule.k * dt
             self.publish(self.rule.state_lvlh, now)
         else:
-            overruns = self.pacer.overruns
-            due = self.pacer.due(now)
-            if self.pacer.overruns > overruns:     # dropped steps: the simulated timeline slips behind
-                self.epoch_s += (self.pacer.overruns - overruns) * dt
-            for i in range(due):
-                t_k = self.epoch_s + self.rule.k * dt
-                if not (self.poses.new_at(t_k) and self.forces.new_at(t_k)):
-                    # its samples are late: the step waits for them (a deadline miss, counted once per
-                    # step); the steps not run now are due again at the next callback
-                    self.pacer.steps_done -= due - i
-                    if self._waiting_k != self.rule.k:
-                        self._waiting_k = self.rule.k
-                        self.late_sample_steps += 1
-                    break
-                self.step(t_k)
-            if self.pacer.overruns > overruns:
-                self.get_logger().warning(f'{self.dropped_steps + self.pacer.overruns} steps dropped so far '
-                                          '(late timer)', throttle_duration_sec=5.0)
+            self.advance(now)
+
+    def advance(self, now: float) -> None:
+        """Run the steps due at ``now`` whose samples are final; the others wait."""
+        dt = self.scenario.control_period_s
+        overruns = self.pacer.overruns
+        due = self.pacer.due(now)
+        if self.pacer.overruns > overruns:         # dropped steps: the simulated timeline slips behind
+            self.epoch_s += (self.pacer.overruns - overruns) * dt
+        for i in range(due):
+            t_k = self.epoch_s + self.rule.k * dt
+            if not (self.poses.complete_at(t_k) and self.forces.complete_at(t_k)):
+                # its samples are late: the step waits for them (a deadline miss, counted once per
+                # step); the steps not run now are due again when a sample arrives or at the next tick
+                self.pacer.steps_done -= due - i
+                if self._waiting_k != self.rule.k:
+                    self._waiting_k = self.rule.k
+                    self.late_sample_steps += 1
+                break
+            self.step(t_k)
+        if self.pacer.overruns > overruns:
+            self.get_logger().warning(f'{self.dropped_steps + self.pacer.overruns} steps dropped so far '
+                                      '(late timer)', throttle_duration_sec=5.0)
 
     def step(self, t_s: float) -> None:
         """One rule step at node-clock time ``t_s`` with the samples valid then; publishes its command."""

@@ -165,11 +165,11 @@ class StampedSamples:
     """Measured samples by their stamps; a step at time ``t`` uses the latest one stamped at or before ``t``.
 
     A sample may arrive before its stamp (the emulated robot's delay is known) or after it (a
-    real sensor's latency); it is never used before its time. :meth:`new_at` tells whether a
-    sample newer than the last one used is valid at ``t`` (the node waits for it). When no
-    sample stamped in ``(t - period_s, t]`` is there when the step runs, the step holds an
-    older one and the miss is counted (``misses``). Stamps must increase; a sample that does
-    not is dropped (``out_of_order``).
+    real sensor's latency); it is never used before its time. Stamps must increase (a sample
+    that does not is dropped, ``out_of_order``), so the sample valid at ``t`` is final once one
+    stamped at or after ``t`` has arrived (:meth:`complete_at`; until then the node waits).
+    When the sample valid at ``t`` is stamped at or before ``t - period_s`` (the robot sent
+    none for this period), the miss is counted (``misses``).
     """
 
     def __init__(self, period_s: float):
@@ -178,7 +178,6 @@ class StampedSamples:
         self.period_s = float(period_s)
         self._tol = 1e-3 * self.period_s            # stamps in ns and step times in float
         self._samples: deque = deque()
-        self._used_stamp = -np.inf
         self.misses = 0
         self.out_of_order = 0
 
@@ -198,16 +197,13 @@ class StampedSamples:
             s.popleft()                     # time only moves forward: older samples are not needed again
         return s[0] if s and s[0][0] <= t_s + self._tol else None
 
-    def new_at(self, t_s: float) -> bool:
-        """Whether a sample newer than the last one :meth:`at` returned is valid at ``t_s``."""
-        latest = self._advance(t_s)
-        return latest is not None and latest[0] > self._used_stamp
+    def complete_at(self, t_s: float) -> bool:
+        """Whether the sample valid at ``t_s`` is final: one stamped at or after ``t_s`` has arrived."""
+        return bool(self._samples) and self._samples[-1][0] >= t_s - self._tol
 
     def at(self, t_s: float):
         """``(stamp, value)`` of the sample valid at ``t_s`` (None before the first one); counts a miss."""
         latest = self._advance(t_s)
         if latest is None or latest[0] <= t_s - self.period_s + self._tol:
             self.misses += 1
-        if latest is not None:
-            self._used_stamp = latest[0]
         return latest

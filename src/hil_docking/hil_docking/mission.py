@@ -114,6 +114,8 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         'dv_chaser_m_s': dv_c, 'dv_target_m_s': dv_t,
         'third_leg_shortcut_error_m': float(np.linalg.norm(shortcut_end[0:3] - states[-1, 0:3])),
         'final_position_lvlh_m': states[-1, 0:3].tolist(),
+        'contact_start_s': rule.contact_start_s, 'separation_s': rule.separation_s,
+        'separation_state_lvlh': rule.separation_state.tolist(),
     }
     say(f'post-impact leg: {sc.post_impact_duration_s:g} s, ends at {np.round(states[-1, 0:3], 4).tolist()} m; '
         f'impulsive shortcut (Eq. 30 + Eq. 12) off by {summary["third_leg_shortcut_error_m"] * 1e3:.2f} mm')
