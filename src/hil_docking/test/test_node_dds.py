@@ -16,8 +16,8 @@ def ros():
 
 
 def test_node_flies_the_cw_approach_with_the_robot_in_the_loop(ros):
-    """The test plays an ideal robot: it feeds every command back as the measured pose, with no
-    contact force. Every command must lie on the CW transfer arc (one per tick, t = k dt) and
+    """The test plays an ideal robot: it feeds every command back as the measured pose, stamped the
+    loop delay later (the node's simulated timeline), with no contact force. Every command must lie on the CW transfer arc (one per tick, t = k dt) and
     the chaser must advance along it."""
     node, executor = ros
     sc = load_docking_scenario()
@@ -26,6 +26,7 @@ def test_node_flies_the_cw_approach_with_the_robot_in_the_loop(ros):
                                     vf=sc.closing_speed_m_s * sc.docking_axis_lvlh)
     n = int(round(sc.approach_duration_s / sc.control_period_s))
     arc = np.array([transfer.state_at(cw, k * sc.control_period_s)[0:3] for k in range(n + 1)])
+    delay_ns = int(round(sc.loop_delay_s * 1e9))
     proc = start_node('hil_docking', 'docking_facility_node', 'pose_timeout_s:=1.0')
     try:
         commands = []
@@ -35,11 +36,16 @@ def test_node_flies_the_cw_approach_with_the_robot_in_the_loop(ros):
         def on_command(msg):
             p = msg.pose.position
             commands.append(np.array([p.x, p.y, p.z]))
-            pose_pub.publish(msg)                 # the ideal robot reproduces the command
-            wrench_pub.publish(WrenchStamped())   # no contact
+            # the ideal robot reproduces the command the loop delay later (stamped then), no contact
+            ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec + delay_ns
+            msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+            wrench = WrenchStamped()
+            wrench.header = msg.header
+            pose_pub.publish(msg)
+            wrench_pub.publish(wrench)
         node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 10)
         assert spin_until(executor, lambda: len(commands) > 0, 30.0), 'no command from the node'
-        assert spin_until(executor, lambda: np.linalg.norm(commands[-1] - sc.start_lvlh_m) > 0.05, 30.0), \
+        assert spin_until(executor, lambda: np.linalg.norm(commands[-1] - sc.start_lvlh_m) > 0.005, 60.0), \
             'the chaser does not advance'
     finally:
         out = stop_process(proc)
