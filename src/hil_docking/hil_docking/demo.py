@@ -1,6 +1,6 @@
 """``docking_demo``: the seed 003 docking on the CISAS facility, in simulation (lockstep runner).
 
-    docking_demo [--scenario PATH] [--out runs/docking]
+    docking_demo [--scenario PATH] [--out runs/docking] [--no-live] [--live-timeout-s 600]
 
 Runs, with the rule objects of :mod:`hil_docking` and the scenario YAML
 (``share/hil_docking/scenarios/cisas_docking.yaml``):
@@ -21,6 +21,13 @@ and records the mission to the bag folder ``mission/`` (rosbag2, MCAP storage, t
 ``/facility/robot_pose_lvlh``, ``/facility/ft/wrench`` (``f_L`` on the chaser mock-up),
 ``/facility/virtual_wrench`` (``f_V``), ``/cisas/joint_states`` (the arm along the approach).
 Stamps are simulated time from 0. Plots through matplotlib's Agg backend.
+
+**Live stage** (unless ``--no-live``): the graph of ``cisas_docking.launch.py``
+(:func:`hil_docking.graph.cisas_graph`, the same definition) on loopback DDS in a ROS domain of
+its own, flying the same scenario with the emulated CISAS robot and contact, judged by
+:func:`hil_docking.live.judge_live` (CW approach on the transfer arc, compensated restitution,
+post-impact leg on the free CW motion) and recorded to the bag folder ``live/`` (MCAP). Its
+verdict goes to ``live_summary.json``; when the live part fails the demo prints why and exits 1.
 """
 
 from __future__ import annotations
@@ -213,6 +220,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog='docking_demo', description=__doc__.split('\n\n')[0])
     parser.add_argument('--scenario', type=Path, default=None, help='scenario YAML (default: cisas_docking)')
     parser.add_argument('--out', type=Path, default=Path('runs/docking'))
+    parser.add_argument('--no-live', action='store_true', help='skip the live stage (the ROS graph)')
+    parser.add_argument('--live-timeout-s', type=float, default=600.0,
+                        help='wall time the live stage may take before it counts as failed [s]')
     args = parser.parse_args(argv)
     t_start = time.perf_counter()
 
@@ -241,8 +251,50 @@ def main(argv=None) -> int:
     summary = dict(run.summary, feedforward={v: {'max_joint_error_deg': e, 'time_per_iteration_s': t}
                                              for v, (e, t) in table.items()})
     (out / 'summary.json').write_text(json.dumps(summary, indent=2))
-    say(f'wrote {out / "summary.json"}; done')
-    return 0
+    say(f'wrote {out / "summary.json"}')
+    if args.no_live:
+        say('done (live stage skipped)')
+        return 0
+    ok = live_stage(sc, args.scenario, out, args.live_timeout_s, say, lockstep=run.summary)
+    say('done' if ok else 'done: THE LIVE STAGE FAILED (see above)')
+    return 0 if ok else 1
+
+
+def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeout_s: float, say,
+               lockstep: dict | None = None) -> bool:
+    """The graph of ``cisas_docking.launch.py`` live (:func:`hil_docking.live.run_live`); True when it did its job."""
+    from hil_common.network import apply_network_profile, demo_domain_id
+    from hil_docking.live import run_live
+    from hil_docking.scenario import scenario_path
+
+    apply_network_profile()
+    domain = demo_domain_id()          # a random ROS domain unless ROS_DOMAIN_ID is set: two runs do not cross
+    say(f'live stage: the cisas_docking.launch.py graph on loopback DDS (ROS domain {domain}), '
+        f'{sc.approach_duration_s + sc.post_impact_duration_s:g} s of simulated mission plus the contact')
+    try:
+        summary = run_live(scenario_file or scenario_path(), out, say=lambda m: say(m), wall_timeout_s=timeout_s,
+                           record=True)
+    except Exception as exc:  # noqa: BLE001 - any failure of the live part is reported, not a traceback
+        say(f'live stage FAILED to run: {type(exc).__name__}: {exc}')
+        return False
+    (out / 'live_summary.json').write_text(json.dumps(summary, indent=2, default=float))
+    if summary.get('restitution') is not None:
+        ref = f" (lockstep {lockstep['restitution']:.4f})" if lockstep else ''
+        say(f"  live: restitution {summary['restitution']:.4f}{ref}, orbital {summary['restitution_orbital']:.4f}; "
+            f"impulse {summary['impulse_n_s']:.4g} N s; approach off the CW arc by at most "
+            f"{summary.get('approach_max_off_arc_m', float('nan')):.2g} m; post-impact leg off the free CW motion by "
+            f"at most {summary.get('post_impact_max_off_arc_m', float('nan')):.2g} m")
+    say(f"  live: {summary.get('t_s')} s simulated in {summary['wall_s']} s of wall time; steps that waited for a "
+        f"late robot sample {summary.get('late_sample_steps')}, held samples {summary.get('pose_sample_misses')}, "
+        f"dropped steps {summary.get('dropped_steps')}; recorded {sum(summary['recording'].values())} messages to "
+        f"{out / 'live'}")
+    say(f"wrote {out / 'live_summary.json'}")
+    if not summary['ok']:
+        say('live stage FAILED:')
+        for problem in summary['problems']:
+            say(f'  - {problem}')
+        say(f"  node logs: {summary['nodes_log_dir']}")
+    return bool(summary['ok'])
 
 
 if __name__ == '__main__':

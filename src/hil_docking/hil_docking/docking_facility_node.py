@@ -17,13 +17,15 @@ positions relative to the target's docking port:
   (``message``), the simulated time ``t_s``, ``epoch_s`` (the node-clock time of ``t_s = 0``),
   the impulse, the contact and separation times, the restitution and the state once separated,
   and the deadline misses (``late_sample_steps``, ``pose_sample_misses``,
-  ``wrench_sample_misses``, ``dropped_steps``). Published at every phase change and every
-  ``status_period_s`` of simulated time.
+  ``wrench_sample_misses``, ``dropped_steps``). Published at every phase change, every
+  ``status_period_s`` of simulated time, and when the mission is complete.
 
 The scenario YAML is the single source of truth (``scenario_file``; empty: the installed
 ``cisas_docking.yaml``). ``compensation`` may override its ``facility.compensation``. Until a
 robot pose is valid and ``min_command_subscribers`` listen to the commands, the node publishes
-the initial command and does not step.
+the initial command and does not step. Once the post-impact leg has run
+``post_impact.duration_s`` the mission is complete: the node publishes its last status
+(``complete``) and stops stepping; the robot holds the last command.
 
 **The simulated timeline.** Step ``k`` of the rule belongs to the node-clock time
 ``epoch_s + k dt``; the command it produces is stamped with the time of the state it holds,
@@ -110,7 +112,8 @@ class DockingFacilityNode(Node):
         self.pub_status = self.create_publisher(DiagnosticStatus, 'facility/status', STATUS_QOS)
         self.create_subscription(WrenchStamped, 'facility/ft/wrench', self.on_wrench, 100)
         self.create_subscription(PoseStamped, 'facility/robot_pose_lvlh', self.on_pose, 100)
-        self.create_timer(self.scenario.control_period_s, self.tick)
+        self.completed = False
+        self.timer = self.create_timer(self.scenario.control_period_s, self.tick)
         self.get_logger().info(
             f'{self.scenario.name}: m = {self.rule.mass_kg:g} kg, k_V = {self.rule.gains.stiffness_n_m:.4g} N/m, '
             f'b_V = {self.rule.gains.damping_ns_m:.4g} N s/m ({self.rule.compensation}), '
@@ -139,10 +142,12 @@ class DockingFacilityNode(Node):
 
     def _resume(self) -> None:
         """A step waiting for its samples runs as soon as they are there, not at the next tick."""
-        if self.pacer is not None and self._waiting_k == self.rule.k:
+        if self.pacer is not None and self._waiting_k == self.rule.k and not self.completed:
             self.advance(self._now())
 
     def tick(self) -> None:
+        if self.completed:
+            return
         now = self._now()
         fresh = self.pose_time_s is not None and now - self.pose_time_s <= self.pose_timeout_s
         dt = self.scenario.control_period_s
@@ -179,6 +184,8 @@ class DockingFacilityNode(Node):
                     self.late_sample_steps += 1
                 break
             self.step(t_k)
+            if self.completed:
+                return
         if self.pacer.overruns > overruns:
             self.get_logger().warning(f'{self.dropped_steps + self.pacer.overruns} steps dropped so far '
                                       '(late timer)', throttle_duration_sec=5.0)
@@ -190,7 +197,13 @@ class DockingFacilityNode(Node):
         self.rule.step(0.0 if force is None else force[1], pose[1], sample_time_s=pose[0])
         self.rule.begin_tick()                    # a burn due at the new step belongs to its command
         self.publish(self.rule.state_lvlh, t_s + self.scenario.control_period_s)
-        if self.rule.phase != phase or self.rule.k % self.status_every == 0:
+        if self.rule.complete:                    # the mission is over: report it and go quiet
+            self.completed = True
+            self.timer.cancel()
+            self.publish_status()
+            self.get_logger().info(f'mission complete at t = {self.rule.t:.3f} s (restitution '
+                                   f'{self.rule.restitution:.4f}, late-sample steps {self.late_sample_steps})')
+        elif self.rule.phase != phase or self.rule.k % self.status_every == 0:
             self.publish_status()
 
     def publish_status(self) -> None:
@@ -202,7 +215,9 @@ class DockingFacilityNode(Node):
                   'late_sample_steps': self.late_sample_steps,
                   'pose_sample_misses': self.poses.misses, 'wrench_sample_misses': self.forces.misses,
                   'dropped_steps': self.dropped_steps + (self.pacer.overruns if self.pacer else 0)}
-        msg = DiagnosticStatus(level=DiagnosticStatus.OK, name=self.get_fully_qualified_name(), message=r.phase)
+        values['complete'] = self.completed
+        msg = DiagnosticStatus(level=DiagnosticStatus.OK, name=self.get_fully_qualified_name(),
+                               message='complete' if self.completed else r.phase)
         msg.values = [KeyValue(key=k, value='' if v is None else repr(v)) for k, v in values.items()]
         self.pub_status.publish(msg)
 

@@ -132,6 +132,12 @@ class DockingFacility:
         return self.state_lvlh
 
     @property
+    def complete(self) -> bool:
+        """The mission is over: the post-impact leg has run ``post_impact.duration_s`` since the separation."""
+        return self.separation_s is not None and self.t >= self.separation_s + self.scenario.post_impact_duration_s \
+            - 0.5 * self.dt
+
+    @property
     def restitution(self) -> float | None:
         """``-v_out / v_in`` along the docking axis once the robot has left contact (Eq. 15), else None."""
         if self.separation_state is None or not self.closing_speed_in_m_s:

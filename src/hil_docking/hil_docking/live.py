@@ -2,9 +2,9 @@
 
 :func:`run_live` starts the graph of ``cisas_docking.launch.py`` with
 :class:`hil_bringup.graph_runner.RunningGraph` (the same specs and command lines as the launch
-file), listens to the commands and ``facility/status``, and stops once the post-impact leg has
-run for the scenario's ``post_impact.duration_s`` of *simulated* time (a wall-clock timeout only
-guards against a graph that never gets there). :func:`judge_live` (plain Python) then checks
+file), listens to the commands and ``facility/status``, and stops once the docking node reports
+the mission complete: the post-impact leg has run the scenario's ``post_impact.duration_s`` of
+*simulated* time (a wall-clock timeout only guards against a graph that never gets there). :func:`judge_live` (plain Python) then checks
 what the mission must achieve, on the simulated timeline:
 
 * **CW approach** (seed 003 Eqs. 11-12): every command up to the port lies on the two-impulse
@@ -165,8 +165,8 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
              wall_timeout_s: float = 300.0, record: bool = False, on_running=None) -> dict:
     """Start the graph of ``cisas_docking.launch.py`` for ``scenario_path`` and judge the mission.
 
-    Runs until the post-impact leg has lasted ``post_impact.duration_s`` of simulated time (or
-    ``wall_timeout_s``). With ``record`` the graph's topics go to the bag folder ``out/live``
+    Runs until the docking node reports the mission complete (the post-impact leg has lasted
+    ``post_impact.duration_s`` of simulated time), or ``wall_timeout_s``. With ``record`` the graph's topics go to the bag folder ``out/live``
     (MCAP). Returns :func:`judge_live`'s summary plus the node exits and warnings
     (:class:`hil_bringup.live_report.LiveReport`); ``ok`` is False when anything failed.
     ``on_running(running_graph)`` is called once the graph has started (the load test starts
@@ -191,7 +191,6 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     report = LiveReport(LiveExpectations())
     seen = LiveObservations()
     running = RunningGraph(graph, out / 'live_nodes', say=say)
-    done = {'end_s': None}
     unfinished = []
     with test_node('hil_docking_live') as (node, executor):
         def on_command(msg):
@@ -201,11 +200,9 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
         def on_status(msg):
             values = parse_status({kv.key: kv.value for kv in msg.values})
             if seen.statuses and values.get('t_s', 0.0) <= seen.statuses[-1].get('t_s', 0.0) \
-                    and values.get('phase') == seen.statuses[-1].get('phase'):
+                    and values.get('complete') == seen.statuses[-1].get('complete'):
                 return                                   # a latched repeat
             seen.statuses.append(values)
-            if values.get('separation_s') is not None:
-                done['end_s'] = values['separation_s'] + sc.post_impact_duration_s
         node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 1000)
         node.create_subscription(DiagnosticStatus, CISAS_STATUS_TOPIC, on_status, LATCHED_QOS)
         recorder = None
@@ -224,8 +221,7 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
                 next_report = 0.0
 
                 def finished():
-                    last = seen.statuses[-1] if seen.statuses else {}
-                    return done['end_s'] is not None and last.get('t_s', 0.0) >= done['end_s']
+                    return bool(seen.statuses) and seen.statuses[-1].get('complete') is True
                 while not finished() and time.monotonic() - t0 < wall_timeout_s:
                     spin_until(executor, finished, 1.0)
                     dead = running.dead()
