@@ -58,7 +58,7 @@ def lockstep_part(scenario, duration_s: float, out_dir: Path) -> dict:
     spin = float(np.linalg.norm(scenario.client.twist_client_body_0[3:]))
     radius = float(np.linalg.norm(scenario.client.pose_grasp_in_client.translation))
     after = run.t >= start + width
-    drift = np.linalg.norm(run.grasp_cmd_relative - run.grasp_cmd_relative[0], axis=1)
+    drift = np.linalg.norm(run.pos_grasp_in_nominal_cmd - run.pos_grasp_in_nominal_cmd[0], axis=1)
     metrics = {
         'scenario': scenario.name,
         'duration_s': duration_s,
@@ -71,13 +71,13 @@ def lockstep_part(scenario, duration_s: float, out_dir: Path) -> dict:
         'relative_grasp_drift_end_m': float(drift[-1]),
         'push_impulse_ns': float(np.linalg.norm(force) * width),
         # |p_c| grows at impulse/mass (p_c itself turns with the nominal frame).
-        'drift_rate_m_s': (float((np.linalg.norm(run.client_com_in_nominal[-1]) - np.linalg.norm(run.client_com_in_nominal[after][0]))
+        'drift_rate_m_s': (float((np.linalg.norm(run.pos_client_in_nominal[-1]) - np.linalg.norm(run.pos_client_in_nominal[after][0]))
                                  / (run.t[-1] - run.t[after][0])) if after.sum() >= 2 else None),
         'drift_rate_predicted_m_s': float(np.linalg.norm(force) * width / scenario.client.body.mass_kg),
         'max_relative_angular_rate_deg_s': float(np.degrees(np.linalg.norm(run.twist_client_rel_body[:, 3:], axis=1).max())),
     }
     np.savetxt(out_dir / 'client_trajectory.csv',
-               np.column_stack([run.t, run.grasp_cmd_relative, run.grasp_cmd_absolute, run.twist_client_rel_body]),
+               np.column_stack([run.t, run.pos_grasp_in_nominal_cmd, run.pos_grasp_in_orbit, run.twist_client_rel_body]),
                delimiter=',', header='t_s,grasp_rel_x,grasp_rel_y,grasp_rel_z,grasp_abs_x,grasp_abs_y,grasp_abs_z,'
                'vc_x,vc_y,vc_z,wc_x,wc_y,wc_z', comments='')
     _plot(run, box, start, width, out_dir / 'client_workspace.png')
@@ -90,7 +90,7 @@ def _plot(run, box, start, width, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for label, p, style in (('absolute formulation', run.grasp_cmd_absolute, '-'), ('relative formulation', run.grasp_cmd_relative, '--')):
+    for label, p, style in (('absolute formulation', run.pos_grasp_in_orbit, '-'), ('relative formulation', run.pos_grasp_in_nominal_cmd, '--')):
         d = p - p[0]
         for i, axis in enumerate('xyz'):
             axes[0].plot(run.t, d[:, i], style, label=f'{label}, {axis}')
@@ -98,7 +98,7 @@ def _plot(run, box, start, width, path: Path) -> None:
     axes[0].set_ylim(-3.5, 3.5)
     axes[0].set(xlabel='t [s]', ylabel='grasp-point command - start [m]', title='Grasp-point command in the lab')
     axes[0].legend(fontsize=7)
-    drift = run.grasp_cmd_relative - run.grasp_cmd_relative[0]
+    drift = run.pos_grasp_in_nominal_cmd - run.pos_grasp_in_nominal_cmd[0]
     for i, axis in enumerate('xyz'):
         axes[1].plot(run.t, drift[:, i] * 1e3, label=axis)
     axes[1].axvspan(start, start + width, color='orange', alpha=0.3, label='push')

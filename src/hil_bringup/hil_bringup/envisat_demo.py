@@ -39,7 +39,7 @@ def settle_time(rec: MissionRecord, after_s: float, speed_m_s: float = 1e-3, rat
 
 
 def momentum_drift(rec: MissionRecord, from_s: float) -> dict:
-    p = rec.momentum_orbit[rec.t >= from_s]
+    p = rec.momentum_in_orbit[rec.t >= from_s]
     return {'linear_relative': float(np.linalg.norm(p[:, :3] - p[0, :3], axis=1).max() / np.linalg.norm(p[0, :3])),
             'angular_relative': float(np.linalg.norm(p[:, 3:] - p[0, 3:], axis=1).max() / np.linalg.norm(p[0, 3:]))}
 
@@ -67,10 +67,10 @@ def capture_metrics(scenario, hil: HilMission, rec: MissionRecord, ref_rec: Miss
     box_c, box_s = scenario.workspace_box_m, scenario.servicer_workspace_box_m
     out['workspace'] = {
         'client_box_m': box_c.tolist(), 'servicer_box_m': box_s.tolist(),
-        'relative_client_table_exit_s': rec.exit_time('grasp_cmd_client_table', box_c),
-        'relative_servicer_table_exit_s': rec.exit_time('base_cmd_servicer_table', box_s),
-        'absolute_client_exit_s': rec.exit_time('grasp_point_orbit', box_c),
-        'absolute_servicer_exit_s': rec.exit_time('base_com_orbit', box_s),
+        'relative_client_table_exit_s': rec.exit_time('pos_grasp_in_nominal_cmd', box_c),
+        'relative_servicer_table_exit_s': rec.exit_time('pos_base_in_nominal_cmd', box_s),
+        'absolute_client_exit_s': rec.exit_time('pos_grasp_in_orbit', box_c),
+        'absolute_servicer_exit_s': rec.exit_time('pos_base_in_orbit', box_s),
         'seed004_absolute_limit_s': SEED_ABSOLUTE_LIMIT_S,
     }
     return out
@@ -217,16 +217,16 @@ def record_capture_mcap(rec: MissionRecord, joint_names, path: Path, rate_hz: fl
         for i in range(0, len(rec.t), every):
             t = float(rec.t[i])
             ns = int(round(t * 1e9))
-            for topic, pose, twist, child in (('/client/state', rec.pose_client_orbit[i], rec.twist_client_body[i], 'client_com'),
-                                              ('/servicer/state', rec.pose_base_orbit[i], rec.twist_base_body[i], 'servicer_base_com')):
+            for topic, pose, twist, child in (('/client/state', rec.pose_client_in_orbit[i], rec.twist_client_body[i], 'client_com'),
+                                              ('/servicer/state', rec.pose_base_in_orbit[i], rec.twist_base_body[i], 'servicer_base_com')):
                 m = Odometry()
                 stamp(m, t, 'orbit')
                 m.child_frame_id = child
                 pose_msg(m.pose.pose, pose)
                 twist_to_msg(twist, m.twist.twist)
                 writer.write(topic, m, ns)
-            for topic, pose, frame in (('/client/table/pose_cmd', rec.pose_client_table[i], 'client_nominal'),
-                                       ('/servicer/table/pose_cmd', rec.pose_servicer_table[i], 'client_nominal')):
+            for topic, pose, frame in (('/client/table/pose_cmd', rec.pose_client_in_nominal_cmd[i], 'client_nominal'),
+                                       ('/servicer/table/pose_cmd', rec.pose_base_in_nominal_cmd[i], 'client_nominal')):
                 if np.all(np.isfinite(pose)):
                     m = PoseStamped()
                     stamp(m, t, frame)

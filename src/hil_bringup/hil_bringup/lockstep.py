@@ -34,20 +34,20 @@ def push_in_orbit(force_orbit_n, start_s: float, duration_s: float) -> Callable[
 class ClientRun:
     """Sampled trajectories of a client run (rows = samples)."""
 
-    t: np.ndarray                      # [s]
-    grasp_cmd_relative: np.ndarray     # grasp point commanded by the relative formulation, in the nominal frame [m]
-    grasp_cmd_absolute: np.ndarray     # grasp point commanded by the absolute formulation (orbit frame) [m]
-    client_com_in_nominal: np.ndarray  # p_c [m]
-    twist_client_rel_body: np.ndarray  # V_c
-    twist_client_body: np.ndarray      # V_t (Eq. 23)
-    twist_nominal_body: np.ndarray     # V_n
-    delta_twist: np.ndarray            # Delta V_c = Ad_{g_c^-1} V_n
-    momentum_orbit: np.ndarray         # [P; L] of the client in the orbit frame, from Eq. (23)
-    kinetic_energy: np.ndarray         # [J]
+    t: np.ndarray                         # [s]
+    pos_grasp_in_nominal_cmd: np.ndarray  # grasp point commanded by the relative formulation, in the nominal frame [m]
+    pos_grasp_in_orbit: np.ndarray        # grasp point commanded by the absolute formulation (orbit frame) [m]
+    pos_client_in_nominal: np.ndarray     # p_c [m]
+    twist_client_rel_body: np.ndarray     # V_c
+    twist_client_body: np.ndarray         # V_t (Eq. 23)
+    twist_nominal_body: np.ndarray        # V_n
+    delta_twist: np.ndarray               # Delta V_c = Ad_{g_c^-1} V_n
+    momentum_in_orbit: np.ndarray         # [P; L] of the client in the orbit frame, from Eq. (23)
+    kinetic_energy: np.ndarray            # [J]
 
     def workspace_exit_time(self, box_m, which: str = 'absolute') -> float | None:
         """First time the grasp-point command leaves a box centred on its start (None if never)."""
-        p = self.grasp_cmd_absolute if which == 'absolute' else self.grasp_cmd_relative
+        p = self.pos_grasp_in_orbit if which == 'absolute' else self.pos_grasp_in_nominal_cmd
         outside = np.any(np.abs(p - p[0]) > 0.5 * np.asarray(box_m), axis=1)
         return float(self.t[np.argmax(outside)]) if outside.any() else None
 

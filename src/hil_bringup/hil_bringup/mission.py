@@ -40,41 +40,41 @@ from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLoc
 
 RECORD_FIELDS = (
     't', 'phase', 'pos_base_in_client', 'rpy_base_in_client', 'twist_base_rel_client', 'wrench_base_com', 'tau_arm',
-    'base_error', 'tool_error', 'momentum_orbit', 'wrench_tool', 'grasp_cmd_client_table', 'base_cmd_servicer_table',
-    'grasp_point_orbit', 'base_com_orbit', 'q_arm', 'gripper', 'pose_client_orbit', 'twist_client_body',
-    'pose_base_orbit', 'twist_base_body', 'dq_arm', 'pose_client_table', 'pose_servicer_table', 'passivity_client',
-    'passivity_servicer')
+    'base_error', 'tool_error', 'momentum_in_orbit', 'wrench_tool', 'pos_grasp_in_nominal_cmd',
+    'pos_base_in_nominal_cmd', 'pos_grasp_in_orbit', 'pos_base_in_orbit', 'q_arm', 'gripper', 'pose_client_in_orbit',
+    'twist_client_body', 'pose_base_in_orbit', 'twist_base_body', 'dq_arm', 'pose_client_in_nominal_cmd',
+    'pose_base_in_nominal_cmd', 'passivity_client', 'passivity_servicer')
 
 
 @dataclass
 class MissionRecord:
     """Samples of a mission run (lists while running, arrays after :meth:`finish`)."""
 
-    t: list = field(default_factory=list)                        # [s]
-    phase: list = field(default_factory=list)                    # OBSW phase name
-    pos_base_in_client: list = field(default_factory=list)       # servicer CoM in the client CoM frame [m] (Fig. 8)
-    rpy_base_in_client: list = field(default_factory=list)       # relative orientation, roll-pitch-yaw [rad] (Fig. 9)
-    twist_base_rel_client: list = field(default_factory=list)    # base body twist relative to the client, base axes (Fig. 13)
-    wrench_base_com: list = field(default_factory=list)          # F_b [N, N m]
-    tau_arm: list = field(default_factory=list)                  # tau [N m]
-    base_error: list = field(default_factory=list)               # OBSW base error [m, rad]
-    tool_error: list = field(default_factory=list)               # OBSW tool-to-fixture error [m, rad]
-    momentum_orbit: list = field(default_factory=list)           # [P; L] of servicer + client, orbit frame/origin
-    wrench_tool: list = field(default_factory=list)              # contact wrench on the tool [N, N m]
-    grasp_cmd_client_table: list = field(default_factory=list)   # client table command: grasp point (lab/nominal) [m]
-    base_cmd_servicer_table: list = field(default_factory=list)  # servicer table command: base CoM (lab/nominal) [m]
-    grasp_point_orbit: list = field(default_factory=list)        # what an absolute scheme would command [m]
-    base_com_orbit: list = field(default_factory=list)           # idem for the servicer [m]
-    q_arm: list = field(default_factory=list)                    # [rad]
-    gripper: list = field(default_factory=list)                  # contact state name
+    t: list = field(default_factory=list)                         # [s]
+    phase: list = field(default_factory=list)                     # OBSW phase name
+    pos_base_in_client: list = field(default_factory=list)        # servicer CoM in the client CoM frame [m] (Fig. 8)
+    rpy_base_in_client: list = field(default_factory=list)        # relative orientation, roll-pitch-yaw [rad] (Fig. 9)
+    twist_base_rel_client: list = field(default_factory=list)     # base body twist relative to the client, base axes (Fig. 13)
+    wrench_base_com: list = field(default_factory=list)           # F_b [N, N m]
+    tau_arm: list = field(default_factory=list)                   # tau [N m]
+    base_error: list = field(default_factory=list)                # OBSW base error [m, rad]
+    tool_error: list = field(default_factory=list)                # OBSW tool-to-fixture error [m, rad]
+    momentum_in_orbit: list = field(default_factory=list)         # [P; L] of servicer + client, orbit frame/origin
+    wrench_tool: list = field(default_factory=list)               # contact wrench on the tool [N, N m]
+    pos_grasp_in_nominal_cmd: list = field(default_factory=list)  # client table command: grasp point (lab/nominal) [m]
+    pos_base_in_nominal_cmd: list = field(default_factory=list)   # servicer table command: base CoM (lab/nominal) [m]
+    pos_grasp_in_orbit: list = field(default_factory=list)        # what an absolute scheme would command [m]
+    pos_base_in_orbit: list = field(default_factory=list)         # idem for the servicer [m]
+    q_arm: list = field(default_factory=list)                     # [rad]
+    gripper: list = field(default_factory=list)                   # contact state name
     # For the recording: poses as [x y z qx qy qz qw], twists linear first.
-    pose_client_orbit: list = field(default_factory=list)        # g_t (Eq. 23)
-    twist_client_body: list = field(default_factory=list)        # V_t
-    pose_base_orbit: list = field(default_factory=list)          # g_b (Eq. 23)
-    twist_base_body: list = field(default_factory=list)          # V_b
-    dq_arm: list = field(default_factory=list)                   # [rad/s]
-    pose_client_table: list = field(default_factory=list)        # g_c: client table command (NaN without robots)
-    pose_servicer_table: list = field(default_factory=list)      # g_s: servicer table command (NaN without robots)
+    pose_client_in_orbit: list = field(default_factory=list)      # g_t (Eq. 23)
+    twist_client_body: list = field(default_factory=list)         # V_t
+    pose_base_in_orbit: list = field(default_factory=list)        # g_b (Eq. 23)
+    twist_base_body: list = field(default_factory=list)           # V_b
+    dq_arm: list = field(default_factory=list)                    # [rad/s]
+    pose_client_in_nominal_cmd: list = field(default_factory=list)  # g_c: client table command (NaN without robots)
+    pose_base_in_nominal_cmd: list = field(default_factory=list)  # g_s: servicer table command (NaN without robots)
     # Passivity observers of the two admittance ports (hil_dynamics.passivity), cumulative [J] and
     # the damping rate [1/s]: [E_obs, E_port, E_integration, E_dissipated, beta] (NaN without robots).
     passivity_client: list = field(default_factory=list)
@@ -101,7 +101,7 @@ def build_controller(scenario: MissionScenario, model: ServicerModel | None = No
                           s.pose_tool_at_grasp_in_grasp, s.pose_base_in_client_desired, s.q_arm_0, scenario.obsw)
 
 
-class _Mission:
+class MissionLoop:
     """Shared sampling logic: OBSW at its rate, contact evaluated per sample, recording."""
 
     def __init__(self, scenario: MissionScenario, controller: ObswController | None, dt: float | None,
@@ -184,23 +184,23 @@ class _Mission:
         r.tau_arm.append(self.tau_arm.copy())
         r.base_error.append(self.command.base_error if self.command is not None else np.full(6, np.nan))
         r.tool_error.append(self.command.tool_error if self.command is not None else np.full(6, np.nan))
-        r.momentum_orbit.append(self.momentum(g_t, v_t, g_b, v_b, q, dq))
+        r.momentum_in_orbit.append(self.momentum(g_t, v_t, g_b, v_b, q, dq))
         r.wrench_tool.append(self.wrench_tool.copy())
         grasp_cmd, base_cmd = self.table_commands()
-        r.grasp_cmd_client_table.append(grasp_cmd)
-        r.base_cmd_servicer_table.append(base_cmd)
-        r.grasp_point_orbit.append((g_t * self.pose_grasp_in_client).translation.copy())
-        r.base_com_orbit.append(g_b.translation.copy())
+        r.pos_grasp_in_nominal_cmd.append(grasp_cmd)
+        r.pos_base_in_nominal_cmd.append(base_cmd)
+        r.pos_grasp_in_orbit.append((g_t * self.pose_grasp_in_client).translation.copy())
+        r.pos_base_in_orbit.append(g_b.translation.copy())
         r.q_arm.append(np.array(q, dtype=float))
         r.gripper.append(self.contact.state)
-        r.pose_client_orbit.append(pin.SE3ToXYZQUAT(g_t))
+        r.pose_client_in_orbit.append(pin.SE3ToXYZQUAT(g_t))
         r.twist_client_body.append(np.array(v_t, dtype=float))
-        r.pose_base_orbit.append(pin.SE3ToXYZQUAT(g_b))
+        r.pose_base_in_orbit.append(pin.SE3ToXYZQUAT(g_b))
         r.twist_base_body.append(np.array(v_b, dtype=float))
         r.dq_arm.append(np.array(dq, dtype=float))
         pose_c, pose_s = self.table_poses()
-        r.pose_client_table.append(pose_c)
-        r.pose_servicer_table.append(pose_s)
+        r.pose_client_in_nominal_cmd.append(pose_c)
+        r.pose_base_in_nominal_cmd.append(pose_s)
         pc_client, pc_servicer = self.passivity_record()
         r.passivity_client.append(pc_client)
         r.passivity_servicer.append(pc_servicer)
@@ -219,7 +219,7 @@ class _Mission:
         self.t = self.k * self.dt
 
     def run(self, duration_s: float, record_every_s: float = 0.05,
-            progress: Callable[[float, '_Mission'], None] | None = None) -> MissionRecord:
+            progress: Callable[[float, 'MissionLoop'], None] | None = None) -> MissionRecord:
         n = int(round(duration_s / self.dt))
         every = max(1, int(round(record_every_s / self.dt)))
         for i in range(n + 1):
@@ -234,14 +234,14 @@ class _Mission:
         return self.record.finish()
 
 
-def _initial(scenario: MissionScenario):
+def initial_states(scenario: MissionScenario):
     """Seed 004 §III-C: ``g_n(0) = g_t(0) = I``, ``V_n(0) = V_t(0)``, base co-moving with the client."""
     c, s = scenario.client, scenario.servicer
     g_b0 = s.pose_base_in_client_0                    # client at the orbit origin at t = 0
     return servicer_initial_state(pin.SE3.Identity(), c.twist_client_body_0, g_b0), g_b0
 
 
-class HilMission(_Mission):
+class HilMission(MissionLoop):
     """The facility loop of seed 004 Fig. 7 with ideal robots (see the module docstring).
 
     ``forced=False`` sets ``F_b = tau = 0`` (the unforced validation of seed 004 §V).
@@ -252,7 +252,7 @@ class HilMission(_Mission):
                  robot_delay_steps: int = 0):
         super().__init__(scenario, controller, dt, forced)
         c, s = scenario.client, scenario.servicer
-        init, _ = _initial(scenario)
+        init, _ = initial_states(scenario)
         self.client = ClientAdmittance(c.body, c.twist_client_body_0)
         nominal_in_lab = pose_nominal_in_lab(scenario)
         adm = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
@@ -341,14 +341,14 @@ class HilMission(_Mission):
         return tuple(np.array(out.as_list()) for out in self._passivity_out)
 
 
-class AbsoluteMission(_Mission):
+class AbsoluteMission(MissionLoop):
     """The absolute reference ("GNCDE"): free-floating servicer (ABA) and client (Eq. 2) in orbit."""
 
     def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
                  forced: bool = True):
         super().__init__(scenario, controller, dt, forced)
         c, s = scenario.client, scenario.servicer
-        init, g_b0 = _initial(scenario)
+        init, g_b0 = initial_states(scenario)
         self.client = AbsoluteRigidBody(c.body, c.twist_client_body_0)
         model = pin.buildModelFromXML(s.urdf, pin.JointModelFreeFlyer())
         model.gravity = pin.Motion.Zero()

@@ -36,7 +36,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
-from hil_bringup.mission import AbsoluteMission, HilMission, _initial, _Mission
+from hil_bringup.mission import AbsoluteMission, HilMission, MissionLoop, initial_states
 from hil_bringup.scenario import MissionScenario
 from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange, tare_twin_sensors
 from hil_dynamics.client import ClientAdmittance
@@ -74,7 +74,7 @@ class TwinGripper:
             self.commanded = True
 
 
-class TwinCaptureMission(_Mission):
+class TwinCaptureMission(MissionLoop):
     """The Envisat capture with the lab twin in the loop (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, facility=None, controller=None, twin_config_override=None,
@@ -83,7 +83,7 @@ class TwinCaptureMission(_Mission):
         super().__init__(scenario, controller, None, forced=True)
         c = scenario.client
         self.cal: LabCalibration = calibrate(facility or load_facility('envisat_lab'), scenario)
-        init, _ = _initial(scenario)
+        init, _ = initial_states(scenario)
         self.twin = LabTwin(twin_config_override or twin_config(self.cal))
         # The grip must carry the tumbling stack's steady internal load (~15 N, ~9.5 N m) without
         # creeping: MuJoCo's soft-constraint friction lets the pads creep and turn on the lip under
@@ -145,7 +145,7 @@ class TwinCaptureMission(_Mission):
         self.lab = {'t': [], 'tool_in_grasp_error': [], 'wrench_client_at_grasp': [], 'wrench_gripper_at_grasp': [],
                     'gripper': [], 'energy_injected_j': [], 'passivity_arm': []}
 
-    # -- _Mission interface ----------------------------------------------------------------
+    # -- MissionLoop interface ----------------------------------------------------------------
     def lab_states(self):
         cs, ss = self.client_rule.state, self.servicer_rule.state
         return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
@@ -312,7 +312,7 @@ def capture_figures(rec, controller, after_grasp_s: float = 2.0) -> dict:
     out = {'approach_start_s': times.get('approach'), 'grasp_latch_s': times.get('grasp'),
            'post_grasp_s': times.get('post_grasp')}
     rel = np.asarray(rec.twist_base_rel_client)
-    mom = np.asarray(rec.momentum_orbit)
+    mom = np.asarray(rec.momentum_in_orbit)
     wrench = np.asarray(rec.wrench_tool)
     if out['grasp_latch_s'] is not None:
         latch = out['grasp_latch_s']

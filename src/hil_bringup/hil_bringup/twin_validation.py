@@ -40,7 +40,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_admittance.obsw import ObswCommand
-from hil_bringup.mission import AbsoluteMission, MissionRecord, _initial, _Mission, compare_relative_pose
+from hil_bringup.mission import AbsoluteMission, MissionLoop, MissionRecord, compare_relative_pose, initial_states
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
 from hil_common.errors import SensorFault
 from hil_dynamics.client import ClientAdmittance
@@ -159,14 +159,14 @@ def tare_twin_sensors(twin: LabTwin, sensors, seconds: float) -> None:
             sensor.wrench()
 
 
-class TwinHilMission(_Mission):
+class TwinHilMission(MissionLoop):
     """The unforced HIL loop closed through the lab twin (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, controller=None, twin_config: TwinConfig | None = None,
                  delay_compensation: bool = True):
         super().__init__(scenario, controller, None, forced=controller is not None)
         c, s, v = scenario.client, scenario.servicer, scenario.unforced_validation
-        init, _ = _initial(scenario)
+        init, _ = initial_states(scenario)
         self.twin = LabTwin(twin_config or validation_twin_config(scenario))
         if not np.isclose(self.twin.dt * round(self.dt / self.twin.dt), self.dt):
             raise ValueError('the admittance period must be a whole number of twin steps')
@@ -202,7 +202,7 @@ class TwinHilMission(_Mission):
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
         self.measured = {'pos_base_in_client': [], 'rpy_base_in_client': []}
 
-    # -- _Mission interface ----------------------------------------------------------------
+    # -- MissionLoop interface ----------------------------------------------------------------
     def lab_states(self):
         cs, ss = self.client_rule.state, self.servicer_rule.state
         return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,

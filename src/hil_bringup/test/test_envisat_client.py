@@ -40,7 +40,7 @@ def test_absolute_formulation_leaves_the_1m_box_when_a_pure_spin_predicts_and_re
     relative = run_client(SCENARIO, 600.0, dt=0.004, record_every_s=0.5, with_absolute=False)
     assert relative.t[-1] == pytest.approx(600.0)
     assert relative.workspace_exit_time(BOX, 'relative') is None
-    drift = np.linalg.norm(relative.grasp_cmd_relative - relative.grasp_cmd_relative[0], axis=1).max()
+    drift = np.linalg.norm(relative.pos_grasp_in_nominal_cmd - relative.pos_grasp_in_nominal_cmd[0], axis=1).max()
     assert drift <= 1e-6, drift
     assert np.abs(relative.twist_client_rel_body).max() <= 1e-9
 
@@ -55,15 +55,15 @@ def test_bounded_push_drift_equals_impulse_and_velocities_stay_bounded():
     body = SCENARIO.client.body
     after = run.t >= t0 + width
     # Linear momentum in orbit: exactly the impulse (independent of the attitude).
-    p_before = run.momentum_orbit[0, :3]
-    np.testing.assert_allclose(run.momentum_orbit[after, :3] - p_before, np.tile(force * width, (after.sum(), 1)), atol=1e-8)
+    p_before = run.momentum_in_orbit[0, :3]
+    np.testing.assert_allclose(run.momentum_in_orbit[after, :3] - p_before, np.tile(force * width, (after.sum(), 1)), atol=1e-8)
     # The commanded CoM drifts as the impulse predicts: |p_c| = (J/m)(t - t0 - width/2).
     predicted = np.linalg.norm(force) * width / body.mass_kg * (run.t[after] - t0 - 0.5 * width)
-    np.testing.assert_allclose(np.linalg.norm(run.client_com_in_nominal[after], axis=1), predicted, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(run.pos_client_in_nominal[after], axis=1), predicted, rtol=1e-7, atol=1e-9)
     # After the push the system is free again: energy and orbit momentum are constant.
     e = run.kinetic_energy[after]
     assert np.ptp(e) <= 1e-9 * e[0]
-    h = run.momentum_orbit[after]
+    h = run.momentum_in_orbit[after]
     assert np.abs(h - h[0]).max() <= 1e-9 * np.linalg.norm(h[0])
     # Eq. (29): |V_c| <= |V_t| + |Delta V_c| with both terms bounded a priori:
     # |w_t| <= sqrt(2 E / I_min), |w_n| constant; |v| grows at most with the drift lever arm.
@@ -76,9 +76,9 @@ def test_bounded_push_drift_equals_impulse_and_velocities_stay_bounded():
     assert np.all(v_c <= rhs + 1e-12)
     # Linear part of Delta V_c is R_c^T (v_n + w_n x p_c), so |v_c| <= |v_t| + |v_n| + |w_n| |p_c|.
     speed_bound = (math.sqrt(2.0 * e[0] / body.mass_kg) + np.linalg.norm(run.twist_nominal_body[:, :3], axis=1)
-                   + np.linalg.norm(run.twist_nominal_body[:, 3:], axis=1) * np.linalg.norm(run.client_com_in_nominal, axis=1))
+                   + np.linalg.norm(run.twist_nominal_body[:, 3:], axis=1) * np.linalg.norm(run.pos_client_in_nominal, axis=1))
     assert np.all(np.linalg.norm(run.twist_client_rel_body[:, :3], axis=1) <= speed_bound + 1e-9)
     # The drift is real physics (1.3 mm/s after 10 N s on 7.8 t): report when it would leave the box.
     exit_rel = run.workspace_exit_time(BOX, 'relative')
-    print(f'\nafter a 10 N x 1 s push the relative grasp command drifted {np.abs(run.grasp_cmd_relative[-1] - run.grasp_cmd_relative[0]).max() * 1e3:.1f} mm '
+    print(f'\nafter a 10 N x 1 s push the relative grasp command drifted {np.abs(run.pos_grasp_in_nominal_cmd[-1] - run.pos_grasp_in_nominal_cmd[0]).max() * 1e3:.1f} mm '
           f'in 600 s (leaves the box after {exit_rel} s); |w_c| max {math.degrees(w_c.max()):.4f} deg/s')

@@ -49,7 +49,7 @@ def test_unforced_hil_matches_the_absolute_reference(scenario):
     travel = np.linalg.norm(hil.pos_base_in_client - hil.pos_base_in_client[0], axis=1).max()
     assert travel > 1.0
     # The unforced client stays on its nominal: the client table does not move (Eq. 11 with F_c = 0).
-    assert np.abs(hil.grasp_cmd_client_table - hil.grasp_cmd_client_table[0]).max() < 1e-9
+    assert np.abs(hil.pos_grasp_in_nominal_cmd - hil.pos_grasp_in_nominal_cmd[0]).max() < 1e-9
 
 
 def test_capture_phases_happen_in_order(capture):
@@ -89,13 +89,13 @@ def test_momentum_is_conserved_after_the_grasp(capture):
     """Thrusters off after the grasp: servicer + client momentum (Eq. 23 states) drifts < 1%."""
     hil, rec, _, _ = capture
     after = rec.t >= hil.controller.phase_times['post_grasp']
-    p = rec.momentum_orbit[after]
+    p = rec.momentum_in_orbit[after]
     drift_linear = np.linalg.norm(p[:, :3] - p[0, :3], axis=1).max() / np.linalg.norm(p[0, :3])
     drift_angular = np.linalg.norm(p[:, 3:] - p[0, 3:], axis=1).max() / np.linalg.norm(p[0, 3:])
     print(f'\nmomentum drift after the grasp: linear {drift_linear:.2e}, angular {drift_angular:.2e} (relative)')
     assert drift_linear < 0.01 and drift_angular < 0.01
     # Before the grasp the thrusters act, and the momentum does change (the check can fail).
-    before = rec.momentum_orbit[rec.t < hil.controller.phase_times['grasp']]
+    before = rec.momentum_in_orbit[rec.t < hil.controller.phase_times['grasp']]
     assert np.linalg.norm(before[-1, :3] - before[0, :3]) > 0.01 * np.linalg.norm(before[0, :3])
 
 
@@ -112,11 +112,11 @@ def test_capture_hil_matches_the_absolute_reference(capture):
 def test_robots_stay_in_their_workspace_during_the_capture(capture, scenario):
     hil, rec, _, _ = capture
     client_box, servicer_box = scenario.workspace_box_m, scenario.servicer_workspace_box_m
-    assert rec.exit_time('grasp_cmd_client_table', client_box) is None
-    assert rec.exit_time('base_cmd_servicer_table', servicer_box) is None
+    assert rec.exit_time('pos_grasp_in_nominal_cmd', client_box) is None
+    assert rec.exit_time('pos_base_in_nominal_cmd', servicer_box) is None
     # The absolute formulation would have left within seconds (seed 004: 14 s on OOS-Sim).
-    t_client = rec.exit_time('grasp_point_orbit', client_box)
-    t_servicer = rec.exit_time('base_com_orbit', servicer_box)
+    t_client = rec.exit_time('pos_grasp_in_orbit', client_box)
+    t_servicer = rec.exit_time('pos_base_in_orbit', servicer_box)
     radius = np.linalg.norm(scenario.client.pose_grasp_in_client.translation)
     spin = np.linalg.norm(scenario.client.twist_client_body_0[3:])
     print(f'\nabsolute formulation leaves the box: client after {t_client:.2f} s, servicer after {t_servicer:.2f} s '
@@ -134,8 +134,8 @@ def test_station_keeping_stays_in_the_workspace_for_600_s(scenario):
     finally:
         scenario.obsw.sync_duration_s = saved
     assert set(run.phase) == {'sync'}
-    assert run.exit_time('grasp_cmd_client_table', scenario.workspace_box_m) is None
-    assert run.exit_time('base_cmd_servicer_table', scenario.servicer_workspace_box_m) is None
+    assert run.exit_time('pos_grasp_in_nominal_cmd', scenario.workspace_box_m) is None
+    assert run.exit_time('pos_base_in_nominal_cmd', scenario.servicer_workspace_box_m) is None
     # Meanwhile the client turned by more than a full revolution: an absolute scheme could not follow.
     angle = np.linalg.norm(scenario.client.twist_client_body_0[3:]) * run.t[-1]
     assert angle > 2 * math.pi

@@ -51,7 +51,7 @@ def run():
     m.step()
     # Grasp near 31.4 s, re-basing from post_grasp + 3 s over 6 s; then 12 s on the new nominal.
     rec = m.run(31.5 - m.t + scenario.rebase.after_post_grasp_s + scenario.rebase.ramp_s + 12.0, record_every_s=0.1)
-    for name in ('t', 'grasp_cmd_client_table', 'base_cmd_servicer_table'):
+    for name in ('t', 'pos_grasp_in_nominal_cmd', 'pos_base_in_nominal_cmd'):
         setattr(rec, name, np.concatenate((getattr(approach, name), getattr(rec, name))))
     return scenario, m, rec, np.array(jumps), commands
 
@@ -84,14 +84,14 @@ def test_table_commands_do_not_jump(run):
 
 def test_tables_stay_in_their_boxes_after_the_grasp(run):
     scenario, m, rec, _, _ = run
-    assert rec.exit_time('grasp_cmd_client_table', scenario.workspace_box_m) is None
-    assert rec.exit_time('base_cmd_servicer_table', scenario.servicer_workspace_box_m) is None
+    assert rec.exit_time('pos_grasp_in_nominal_cmd', scenario.workspace_box_m) is None
+    assert rec.exit_time('pos_base_in_nominal_cmd', scenario.servicer_workspace_box_m) is None
     # After the ramp the tables only follow the stack's internal motion: their drift over the last
     # 10 s, extrapolated to 600 s after the grasp, stays inside the boxes.
     assert rec.t[-1] - 10.0 >= m.rebase.steps[-1].t
     late = rec.t >= rec.t[-1] - 10.0
-    for name, box in (('grasp_cmd_client_table', scenario.workspace_box_m),
-                      ('base_cmd_servicer_table', scenario.servicer_workspace_box_m)):
+    for name, box in (('pos_grasp_in_nominal_cmd', scenario.workspace_box_m),
+                      ('pos_base_in_nominal_cmd', scenario.servicer_workspace_box_m)):
         p = getattr(rec, name)
         rate = np.abs(p[late][-1] - p[late][0]).max() / 10.0
         reach = np.abs(p[-1] - p[0]).max() + rate * (600.0 + m.controller.phase_times['post_grasp'] - rec.t[-1])
@@ -108,7 +108,7 @@ def test_passivity_controller_removes_what_the_table_delay_injects(run):
     """
     _, m, rec, _, _ = run
     client, servicer = rec.passivity_client, rec.passivity_servicer
-    assert client.shape == (len(rec.pose_client_table), 5) and np.isfinite(client).all() and np.isfinite(servicer).all()
+    assert client.shape == (len(rec.pose_client_in_nominal_cmd), 5) and np.isfinite(client).all() and np.isfinite(servicer).all()
     dissipated = client[-1, 3] + servicer[-1, 3]
     print(f'\ndissipated: client {client[-1, 3]:.2e} J, servicer {servicer[-1, 3]:.2e} J; max E_obs left: client '
           f'{client[:, 0].max():.1e} J, servicer {servicer[:, 0].max():.1e} J; client port net {client[-1, 1]:.1e} J')

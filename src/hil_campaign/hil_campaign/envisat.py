@@ -154,7 +154,7 @@ def capture_metrics(mission, rec: MissionRecord, peak_force_n: float | None = No
         settled = settle_time(rec, post)
         out['settle_time_s'] = nan if settled is None else settled
     exit_s = None
-    if np.all(np.isfinite(rec.grasp_cmd_client_table)):
-        exit_s = rec.exit_time('grasp_cmd_client_table', mission.scenario.workspace_box_m)
+    if np.all(np.isfinite(rec.pos_grasp_in_nominal_cmd)):
+        exit_s = rec.exit_time('pos_grasp_in_nominal_cmd', mission.scenario.workspace_box_m)
     out['client_table_exit_s'] = nan if exit_s is None else exit_s
     return out

@@ -939,7 +939,7 @@ def warm_up() -> None:
     loop.step(1e-3, np.zeros(6), lambda t, q, dq: np.zeros(7), np.zeros(6))     # Pinocchio-fused lockstep
     adm, ff = loop.admittance, loop.feedforward
     s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
-    adm._step_pinocchio(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
+    adm.step_pinocchio(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
     ff.torques(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_base_in_nominal, s.twist_base_rel_body,
                s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
     rk = FusedRKMK4(1, 6)

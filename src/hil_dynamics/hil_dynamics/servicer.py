@@ -45,7 +45,7 @@ from hil_dynamics.rigid_body import RigidBody
 STANDARD_GRAVITY_M_S2 = 9.80665
 
 
-def _vectors(*specs) -> list[np.ndarray]:
+def finite_vectors(*specs) -> list[np.ndarray]:
     """``(value, size, name)`` triples as finite float vectors, or a ValueError naming the bad one.
 
     One finiteness check over all of them (this runs at every 1 kHz sample).
@@ -65,9 +65,9 @@ def _vectors(*specs) -> list[np.ndarray]:
     return out
 
 
-def _vector(value, size: int, name: str) -> np.ndarray:
+def finite_vector(value, size: int, name: str) -> np.ndarray:
     """One finite float vector of the given size, or a ValueError naming ``name``."""
-    return _vectors((value, size, name))[0]
+    return finite_vectors((value, size, name))[0]
 
 
 _BASE, _ARM = slice(0, 6), slice(6, None)
@@ -237,13 +237,13 @@ def servicer_initial_state(pose_client_in_orbit_0: pin.SE3, twist_client_body_0,
     Without ``twist_base_body_0`` the base starts moving rigidly with the client
     (``V_b(0) = Ad_{g_bt} V_t(0)``), which gives ``V_s(0) = 0``: the lab robot starts at rest.
     """
-    twist_t0 = _vector(twist_client_body_0, 6, 'twist_client_body_0')
+    twist_t0 = finite_vector(twist_client_body_0, 6, 'twist_client_body_0')
     g_s0 = pose_client_in_orbit_0.actInv(pose_base_in_orbit_0)
     if twist_base_body_0 is None:
         g_bt = pose_base_in_orbit_0.actInv(pose_client_in_orbit_0)
         twist_b0 = g_bt.act(pin.Motion(twist_t0)).vector
     else:
-        twist_b0 = _vector(twist_base_body_0, 6, 'twist_base_body_0')
+        twist_b0 = finite_vector(twist_base_body_0, 6, 'twist_base_body_0')
     twist_s0 = twist_b0 - delta_twist(g_s0, twist_t0)
     return ServicerInitialState(g_s0, twist_b0, twist_s0)
 
@@ -290,9 +290,9 @@ class ServicerAdmittance:
         self.model = model
         self.nominal_body = nominal_body
         g_n0 = pin.SE3.Identity() if pose_nominal_in_orbit_0 is None else pin.SE3(pose_nominal_in_orbit_0)
-        self.state = ServicerState(float(t0), g_n0, _vector(twist_nominal_body_0, 6, 'twist_nominal_body_0'),
+        self.state = ServicerState(float(t0), g_n0, finite_vector(twist_nominal_body_0, 6, 'twist_nominal_body_0'),
                                    pin.SE3(pose_base_in_nominal_0),
-                                   _vector(twist_base_rel_body_0, 6, 'twist_base_rel_body_0'))
+                                   finite_vector(twist_base_rel_body_0, 6, 'twist_base_rel_body_0'))
         self._zero_wrench = np.zeros(6)
         # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick.
         w = self._fused = self._fused_setup()
@@ -308,7 +308,7 @@ class ServicerAdmittance:
         from hil_dynamics.rebase import rebase_relative
 
         s = self.state
-        twist_nominal_body = _vector(twist_nominal_body, 6, 'twist_nominal_body')
+        twist_nominal_body = finite_vector(twist_nominal_body, 6, 'twist_nominal_body')
         g_s, v_s = rebase_relative(s.pose_nominal_in_orbit, s.twist_nominal_body, s.pose_base_in_nominal,
                                    s.twist_base_rel_body, pose_nominal_in_orbit, twist_nominal_body)
         if nominal_body is not None:
@@ -363,21 +363,21 @@ class ServicerAdmittance:
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
-        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
-                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
+        q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                              (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
         w = self.__dict__.get('_fused')
         if w is None:
             w = self._fused = self._fused_setup()
         if w.chain is not None:
             return self._step_compiled(dt, q, dq, ddq, f_b, f_e, w)
-        return self._step_pinocchio(dt, q, dq, ddq, f_b, f_e)
+        return self.step_pinocchio(dt, q, dq, ddq, f_b, f_e)
 
-    def _step_pinocchio(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
+    def step_pinocchio(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
         """:meth:`step` with Pinocchio's ``crba``/``computeFrameJacobian``/``nonLinearEffects`` and
         compiled glue (the path for a model that is not a free-flyer chain of 1-DOF joints)."""
         n = self.model.n
-        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
-                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
+        q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                              (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
         w = self.__dict__.get('_fused')
         if w is None:
             w = self._fused = self._fused_setup()
@@ -458,8 +458,8 @@ class ServicerAdmittance:
         if not dt > 0.0:
             raise ValueError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
-        q, dq, ddq, f_b, f_e = _vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
-                                        (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
+        q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
+                                              (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
         model = self.model
         mass = model.mass_matrix(q)
         jac_b = model.ee_jacobian(q)[:, :6]
@@ -539,14 +539,14 @@ class ArmFeedForward:
         self.pose_nominal_in_lab = pin.SE3.Identity() if pose_nominal_in_lab is None else pin.SE3(pose_nominal_in_lab)
         self.use_ff1, self.use_ff2, self.use_ff3, self.use_gravity = use_ff1, use_ff2, use_ff3, use_gravity
         # A separate Pinocchio model with the lab gravity for G.
-        self._lab_model = model.model.copy()
-        self._lab_model.gravity = pin.Motion(np.array([0.0, 0.0, -gravity_m_s2, 0.0, 0.0, 0.0]))
-        self._lab_data = self._lab_model.createData()
+        self.lab_model = model.model.copy()
+        self.lab_model.gravity = pin.Motion(np.array([0.0, 0.0, -gravity_m_s2, 0.0, 0.0, 0.0]))
+        self.lab_data = self.lab_model.createData()
 
     def gravity_torque(self, pose_base_in_nominal: pin.SE3, q_arm) -> np.ndarray:
         """``G`` of Eq. (20): the generalised gravity force on the joints of the arm on ground."""
         q_lab = self.model.configuration(self.pose_nominal_in_lab * pose_base_in_nominal, q_arm)
-        return -pin.computeGeneralizedGravity(self._lab_model, self._lab_data, q_lab)[6:].copy()
+        return -pin.computeGeneralizedGravity(self.lab_model, self.lab_data, q_lab)[6:].copy()
 
     def torques(self, tau_obsw, q_arm, dq_arm, pose_base_in_nominal: pin.SE3, twist_base_rel_body,
                 twist_nominal_body, accel_nominal_body, mass_matrix=None) -> ArmTorques:
@@ -562,7 +562,7 @@ class ArmFeedForward:
         """
         model = self.model
         n = model.n
-        tau_obsw, q_arm, dq_arm = _vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
+        tau_obsw, q_arm, dq_arm = finite_vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
         w = self.__dict__.get('_fused')
         if w is None:
             pm = model.model
@@ -602,7 +602,7 @@ class ArmFeedForward:
             kernels.pose_mul_into(w.nominal_in_lab, w.pose, w.pose_lab)
             kernels.xyzquat_into(w.pose_lab, w.cfg_lab)
             w.cfg_lab[7:] = q_arm
-            gravity = -pin.computeGeneralizedGravity(self._lab_model, self._lab_data, w.cfg_lab)[6:]
+            gravity = -pin.computeGeneralizedGravity(self.lab_model, self.lab_data, w.cfg_lab)[6:]
         tau_q = tau_obsw - gravity + tau_ff1 + tau_ff2 + tau_ff3
         return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
 
@@ -611,7 +611,7 @@ class ArmFeedForward:
         """The readable form of :meth:`torques`: Eq. (22) term by term from the Eq. (12) blocks."""
         model = self.model
         n = model.n
-        tau_obsw, q_arm, dq_arm = _vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
+        tau_obsw, q_arm, dq_arm = finite_vectors((tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'))
         m_vs = pin.Motion(np.asarray(twist_base_rel_body, dtype=float))
         delta = pose_base_in_nominal.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float)))   # Eq. (15)
         twist_s = m_vs.vector

@@ -28,7 +28,7 @@ import pinocchio as pin
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
-                                   ServicerState, _vector)
+                                   ServicerState, finite_vector)
 
 # A wrench input: a constant vector, or a function of time [s].
 Input = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -122,8 +122,8 @@ class ServicerHilLockstep:
         self.feedforward = feedforward
         self.ground_arm = ground_arm
         self.n = n
-        self.q_arm = _vector(q_arm_0, n, 'q_arm_0')
-        self.dq_arm = _vector(dq_arm_0, n, 'dq_arm_0')
+        self.q_arm = finite_vector(q_arm_0, n, 'q_arm_0')
+        self.dq_arm = finite_vector(dq_arm_0, n, 'dq_arm_0')
         self.last_torques = None
 
     @staticmethod
@@ -185,7 +185,7 @@ class ServicerHilLockstep:
         # Assumption 2: the ground arm is the same arm; with identical parameters its mass matrix
         # is the orbit model's (computed once per stage instead of twice).
         w.same_ground_mass = all(np.array_equal(a, b) for a, b in zip(w.co, w.cg))
-        w.lab_gravity = np.asarray(ff._lab_model.gravity.vector, dtype=float).copy()
+        w.lab_gravity = np.asarray(ff.lab_model.gravity.vector, dtype=float).copy()
         w.ground_gravity = np.asarray(ground.model.gravity.vector, dtype=float).copy()
         w.nominal_in_lab = kernels.pose_array(ff.pose_nominal_in_lab)
         nj = max(adm.model.model.njoints, ff.model.model.njoints, ground.model.njoints)
@@ -204,9 +204,9 @@ class ServicerHilLockstep:
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
         n, ff, ground = self.n, self.feedforward, self.ground_arm
-        f_b = _vector(wrench_base_com, 6, 'wrench_base_com')
-        f_e = _vector(wrench_ee, 6, 'wrench_ee')
-        tau = _vector(tau_obsw, n, 'tau_obsw')
+        f_b = finite_vector(wrench_base_com, 6, 'wrench_base_com')
+        f_e = finite_vector(wrench_ee, 6, 'wrench_ee')
+        tau = finite_vector(tau_obsw, n, 'tau_obsw')
         if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
             w.fext_o[w.ee_joint_o] = w.ee_placement_o.act(pin.Force(f_e)).vector
             w.fext_g[ground._ee_joint] = ground._ee_placement.act(pin.Force(f_e)).vector
@@ -239,7 +239,7 @@ class ServicerHilLockstep:
         w.same_ff_model = ff.model is adm.model
         w.fm = ff.model.model
         w.d_ff_b, w.d_ff_s = w.fm.createData(), w.fm.createData()
-        w.lab_model, w.lab_data = ff._lab_model, ff._lab_model.createData()
+        w.lab_model, w.lab_data = ff.lab_model, ff.lab_model.createData()
         w.gm, w.d_gm, w.d_gr = ground.model, ground.model.createData(), ground.model.createData()
         w.cfg_o = pin.neutral(om)
         w.cfg_lab = np.empty(om.nq)
@@ -275,9 +275,9 @@ class ServicerHilLockstep:
         w_ff23 = 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0
         w_grav = 1.0 if ff.use_gravity else 0.0
         at = self._at
-        const_f_b = None if callable(wrench_base_com) else _vector(wrench_base_com, 6, 'wrench_base_com')
-        const_f_e = None if callable(wrench_ee) else _vector(wrench_ee, 6, 'wrench_ee')
-        const_tau = None if callable(tau_obsw) else _vector(tau_obsw, n, 'tau_obsw')
+        const_f_b = None if callable(wrench_base_com) else finite_vector(wrench_base_com, 6, 'wrench_base_com')
+        const_f_e = None if callable(wrench_ee) else finite_vector(wrench_ee, 6, 'wrench_ee')
+        const_tau = None if callable(tau_obsw) else finite_vector(tau_obsw, n, 'tau_obsw')
 
         def set_fext(f_e):
             if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):

@@ -174,7 +174,7 @@ def test_servicer_admittance_fused_step_matches_reference_step():
                 rng.normal(0.0, 30.0, 6))
         dt = 10.0 ** rng.uniform(-4.0, -1.5)
         out = []
-        for step in (adm.step, adm._step_pinocchio, adm.step_reference):
+        for step in (adm.step, adm.step_pinocchio, adm.step_reference):
             adm.state = copy.deepcopy(state)
             for _ in range(2):
                 s = step(dt, *args)

@@ -40,7 +40,7 @@ RECV_SIZE = rdt.RECORD_SIZE * rdt.MAX_RECORDS_PER_PACKET + 1
 
 # --------------------------------------------------------------------------- parameters
 
-def _ipv4(value: str) -> str | None:
+def check_ipv4(value: str) -> str | None:
     try:
         ipaddress.IPv4Address(value)
     except ValueError:
@@ -48,16 +48,16 @@ def _ipv4(value: str) -> str | None:
     return None
 
 
-def _nonempty(value: str) -> str | None:
+def check_nonempty(value: str) -> str | None:
     return None if value.strip() else 'must not be empty'
 
 
-def _unit_quaternion(value: list) -> str | None:
+def check_unit_quaternion(value: list) -> str | None:
     n = math.sqrt(sum(v * v for v in value))
     return None if abs(n - 1.0) < 1e-3 else f'quaternion [x, y, z, w] must have norm 1, got {n:.6g}'
 
 
-def _force_unit(value: str) -> str | None:
+def check_force_unit(value: str) -> str | None:
     try:
         rdt.unit_scale(value, rdt.FORCE_UNITS, 'force')
     except rdt.CalibrationError as exc:
@@ -65,7 +65,7 @@ def _force_unit(value: str) -> str | None:
     return None
 
 
-def _torque_unit(value: str) -> str | None:
+def check_torque_unit(value: str) -> str | None:
     try:
         rdt.unit_scale(value, rdt.TORQUE_UNITS, 'torque')
     except rdt.CalibrationError as exc:
@@ -74,7 +74,7 @@ def _torque_unit(value: str) -> str | None:
 
 
 PARAMS: tuple[Param, ...] = (
-    Param('sensor_ip', '127.0.0.1', 'IPv4 address of the Net F/T sensor (or of the RDT simulator)', check=_ipv4),
+    Param('sensor_ip', '127.0.0.1', 'IPv4 address of the Net F/T sensor (or of the RDT simulator)', check=check_ipv4),
     Param('sensor_port', rdt.RDT_PORT, 'RDT UDP port of the sensor', min=1, max=65535),
     Param('local_port', 0, 'local UDP port the driver sends from and receives on (0: any free port)', min=0, max=65535),
     Param('rdt_mode', 'realtime', 'realtime: one record per datagram; buffered: several records per datagram',
@@ -89,15 +89,15 @@ PARAMS: tuple[Param, ...] = (
     Param('publish_rate_hz', 0.0, 'maximum publication rate of the wrench topics; 0 publishes every new sample',
           min=0.0, max=100000.0),
     Param('sensor_frame', 'ft_sensor', 'frame_id of the raw wrench (and of the processed one without target_frame)',
-          check=_nonempty),
+          check=check_nonempty),
     Param('calibration.source', 'parameters',
           "'parameters': use calibration.counts_per_*; 'sensor': read http://<sensor_ip>/netftapi2.xml at start-up",
           choices=('parameters', 'sensor')),
     Param('calibration.counts_per_force', 1000000.0, 'counts per calibration.force_unit', min=1e-9),
     Param('calibration.counts_per_torque', 1000000.0, 'counts per calibration.torque_unit', min=1e-9),
-    Param('calibration.force_unit', 'N', 'unit of counts_per_force (N, kN, lbf, klbf, g, kg)', check=_force_unit),
+    Param('calibration.force_unit', 'N', 'unit of counts_per_force (N, kN, lbf, klbf, g, kg)', check=check_force_unit),
     Param('calibration.torque_unit', 'Nm', 'unit of counts_per_torque (Nm, N-mm, kN-m, lbf-in, lbf-ft, ...)',
-          check=_torque_unit),
+          check=check_torque_unit),
     Param('calibration.http_port', 80, 'HTTP port of the calibration page', min=1, max=65535),
     Param('calibration.timeout_s', 2.0, 'timeout reading the calibration page', min=0.01, max=60.0),
     Param('software_bias.enabled', True, 'subtract the software bias (tare) taken with the tare service'),
@@ -116,10 +116,10 @@ PARAMS: tuple[Param, ...] = (
           'gravity vector in the frame the pose input is expressed in', length=3),
     Param('gravity_compensation.sensor_in_flange_xyzw', [0.0, 0.0, 0.0, 1.0],
           "rotation of the sensor frame in the pose input's frame (e.g. the flange), quaternion x y z w",
-          length=4, check=_unit_quaternion),
+          length=4, check=check_unit_quaternion),
     Param('gravity_compensation.pose_topic', 'flange_pose',
           'geometry_msgs/PoseStamped: orientation of the flange (the sensor mount) in the gravity frame',
-          check=_nonempty),
+          check=check_nonempty),
     Param('deadband.enabled', False, 'zero each axis of the processed wrench inside its band (after the filter), '
           'so an admittance does not integrate sensor noise'),
     Param('deadband.widths', [0.25, 0.25, 0.25, 0.015, 0.015, 0.015],
@@ -127,11 +127,11 @@ PARAMS: tuple[Param, ...] = (
           length=6, min=0.0),
     Param('target_frame.enabled', False, 'express the processed wrench in a constant target frame'),
     Param('target_frame.frame_id', 'client_com', 'frame_id of the processed wrench when target_frame.enabled',
-          check=_nonempty),
+          check=check_nonempty),
     Param('target_frame.sensor_in_target_xyz_m', [0.0, 0.0, 0.0],
           'position of the sensor origin in the target frame (pose_sensor_in_target)', length=3),
     Param('target_frame.sensor_in_target_xyzw', [0.0, 0.0, 0.0, 1.0],
-          'rotation of the sensor frame in the target frame, quaternion x y z w', length=4, check=_unit_quaternion),
+          'rotation of the sensor frame in the target frame, quaternion x y z w', length=4, check=check_unit_quaternion),
     Param('overload.enabled', True, 'latch a fault when any raw axis exceeds its limit'),
     Param('overload.limits', [500.0, 500.0, 1500.0, 50.0, 50.0, 50.0],
           'per-axis limits |Fx| |Fy| |Fz| (N) |Tx| |Ty| |Tz| (Nm) on the raw wrench', length=6, min=1e-9),

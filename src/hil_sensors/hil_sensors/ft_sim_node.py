@@ -24,18 +24,18 @@ from rclpy.node import Node
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_sensors import rdt
-from hil_sensors.ft_driver import _force_unit, _ipv4, _torque_unit
+from hil_sensors.ft_driver import check_force_unit, check_ipv4, check_torque_unit
 from hil_sensors.rdt_sim import ConstantSource, RdtSimulator, SineSource
 
 PARAMS = (
-    Param('host', '127.0.0.1', 'address the simulated sensor listens on', check=_ipv4),
+    Param('host', '127.0.0.1', 'address the simulated sensor listens on', check=check_ipv4),
     Param('port', rdt.RDT_PORT, 'RDT UDP port', min=1, max=65535),
     Param('rate_hz', 1000.0, 'records per second', min=1.0, max=100000.0),
     Param('records_per_packet', 10, 'records per datagram in buffered mode', min=1, max=rdt.MAX_RECORDS_PER_PACKET),
     Param('counts_per_force', 1000000.0, 'calibration: counts per force_unit', min=1e-9),
     Param('counts_per_torque', 1000000.0, 'calibration: counts per torque_unit', min=1e-9),
-    Param('force_unit', 'N', 'calibration force unit', check=_force_unit),
-    Param('torque_unit', 'Nm', 'calibration torque unit', check=_torque_unit),
+    Param('force_unit', 'N', 'calibration force unit', check=check_force_unit),
+    Param('torque_unit', 'Nm', 'calibration torque unit', check=check_torque_unit),
     Param('serve_calibration', False, 'serve /netftapi2.xml over HTTP'),
     Param('http_port', 8080, 'HTTP port of the calibration page (0: any free port)', min=0, max=65535),
     Param('source', 'constant', 'wrench source', choices=('constant', 'sine', 'topic')),

@@ -234,18 +234,19 @@ class ToolGravity:
         self.mass_kg = float(mass_kg)
         self.com = np.asarray(com_in_sensor, dtype=float)
         self.gravity = np.asarray(gravity, dtype=float)
-        self.r_flange_sensor = quaternion_to_matrix(rotation_sensor_in_flange)
+        self.rotation_sensor_in_flange = quaternion_to_matrix(rotation_sensor_in_flange)
         self.wrench: tuple[float, ...] = ZERO6
         self.has_orientation = False
         self.updates = 0
 
     def set_flange_orientation(self, xyzw: Sequence[float]) -> None:
         """Orientation of the pose input's frame (flange) in the gravity frame."""
-        r_world_sensor = quaternion_to_matrix(xyzw) @ self.r_flange_sensor
-        self.set_sensor_rotation(r_world_sensor)
+        rotation_sensor_in_world = quaternion_to_matrix(xyzw) @ self.rotation_sensor_in_flange
+        self.set_sensor_rotation(rotation_sensor_in_world)
 
-    def set_sensor_rotation(self, r_world_sensor: np.ndarray) -> None:
-        force = self.mass_kg * (np.asarray(r_world_sensor).T @ self.gravity)
+    def set_sensor_rotation(self, rotation_sensor_in_world: np.ndarray) -> None:
+        """The sensor's orientation in the gravity frame (``R_ws``): ``f_g = m R_ws^T g``."""
+        force = self.mass_kg * (np.asarray(rotation_sensor_in_world).T @ self.gravity)
         torque = np.cross(self.com, force)
         w = tuple(float(v) for v in (*force, *torque))
         if not all(math.isfinite(v) for v in w):
