@@ -1,0 +1,176 @@
+"""The servicer admittance node's policy, without rclpy (seed 004 Eqs. 18, 22, 23; §VI).
+
+:class:`ServicerSide` is what :mod:`hil_admittance.servicer_admittance_node` does between
+receiving a message and publishing one, as plain Python the tests drive directly:
+
+* **inputs with freshness**: the wrist wrench ``F_e`` (moved from the sensor to the EE frame
+  through the constant ``pose_sensor_in_ee``), the OBSW's ``F_b`` and ``tau``, the measured
+  table twist; each is used while younger than ``input_timeout_s`` and counts as zero after
+  (the OBSW is silent: the spacecraft coasts); the measured twist falls back to the commanded one;
+* **joint acceleration by differencing**: ``ddq = (dq_k - dq_{k-1}) / (t_k - t_{k-1})`` between
+  joint-state samples;
+* **hold on a sensor fault**: while the wrist F/T reports a latched fault the table's twist
+  command is zero (its pose stops) and the arm gets only its gravity compensation ``-G``
+  (Eq. 20), the admittance does not integrate;
+* **fixed-step pacing** (:class:`hil_common.pacing.StepPacer`, as the client node): a late
+  timer callback runs the steps that are due, up to ``max_catch_up``; more are dropped and counted.
+
+Inputs are refused (counted, :attr:`rejected`, with a reason) when non-finite or of the wrong size.
+Times are seconds on the node's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from hil_common.pacing import StepPacer
+from hil_dynamics.passivity import PassivityController, PassivityOutput
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState
+
+
+@dataclass
+class ServicerOutput:
+    """What the node publishes after a tick."""
+
+    state: ServicerState
+    pose_table_cmd: pin.SE3           # g_s, or g_s(0)^-1 g_s with ``table_pose_from_start``
+    twist_table_cmd: np.ndarray       # V_s (zero while holding)
+    tau_q: np.ndarray                 # Eq. (22) joint torques (gravity compensation only while holding)
+    passivity: PassivityOutput | None
+    holding: bool
+    step_time_s: float                # the simulated time the state belongs to (node clock)
+
+
+class _Input:
+    """A value and the time it arrived; zero (``fallback``) once older than the timeout."""
+
+    def __init__(self, size: int):
+        self.value, self.stamp_s = np.zeros(size), None
+
+    def set(self, value: np.ndarray, now_s: float) -> None:
+        self.value, self.stamp_s = value, now_s
+
+    def fresh(self, now_s: float, timeout_s: float) -> bool:
+        return self.stamp_s is not None and now_s - self.stamp_s <= timeout_s
+
+    def get(self, now_s: float, timeout_s: float, fallback: np.ndarray) -> np.ndarray:
+        return self.value if self.fresh(now_s, timeout_s) else fallback
+
+
+class ServicerSide:
+    """The servicer admittance node's rule (see the module docstring)."""
+
+    def __init__(self, adm: ServicerAdmittance, ff: ArmFeedForward, pose_sensor_in_ee: pin.SE3, dt_s: float,
+                 input_timeout_s: float, passivity: PassivityController, t0_s: float = 0.0, max_catch_up: int = 20,
+                 table_pose_from_start: bool = False):
+        self.adm, self.ff, self.passivity = adm, ff, passivity
+        self.pose_sensor_in_ee = pose_sensor_in_ee
+        self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
+        self.n = adm.model.n
+        self.pacer = StepPacer(self.dt_s, t0_s, max_catch_up)
+        self.pose_start_inv = adm.state.pose_base_in_nominal.inverse() if table_pose_from_start else None
+        self.wrench_ee, self.wrench_base_com = _Input(6), _Input(6)
+        self.tau_obsw, self.twist_measured = _Input(self.n), _Input(6)
+        self.q = self.dq = None
+        self.ddq = np.zeros(self.n)
+        self.joints_stamp_s: float | None = None
+        self.fault = False
+        self.rejected = 0
+        self.last_rejection = ''
+        self.passivity_out: PassivityOutput | None = None
+
+    # -- inputs ----------------------------------------------------------------------------
+    def _finite(self, what: str, value, size: int) -> np.ndarray | None:
+        value = np.asarray(value, dtype=float)
+        if value.shape != (size,) or not np.all(np.isfinite(value)):
+            self.reject(f'{what} {value.tolist()}')
+            return None
+        return value
+
+    def reject(self, reason: str) -> None:
+        self.rejected += 1
+        self.last_rejection = reason
+
+    def set_wrench_sensor(self, wrench_sensor, now_s: float) -> bool:
+        """The wrist F/T wrench in the sensor frame; stored as ``F_e`` in the EE frame."""
+        w = self._finite('wrench_ee', wrench_sensor, 6)
+        if w is not None:
+            self.wrench_ee.set(transform_wrench(self.pose_sensor_in_ee, w), now_s)
+        return w is not None
+
+    def set_wrench_base(self, wrench_base_com, now_s: float) -> bool:
+        w = self._finite('wrench_base_com', wrench_base_com, 6)
+        if w is not None:
+            self.wrench_base_com.set(w, now_s)
+        return w is not None
+
+    def set_tau(self, tau_obsw, now_s: float) -> bool:
+        t = self._finite('tau_obsw', tau_obsw, self.n)
+        if t is not None:
+            self.tau_obsw.set(t, now_s)
+        return t is not None
+
+    def set_twist_measured(self, twist, now_s: float) -> bool:
+        v = np.asarray(twist, dtype=float)
+        if v.shape == (6,) and np.all(np.isfinite(v)):
+            self.twist_measured.set(v, now_s)
+            return True
+        return False
+
+    def set_joints(self, q, dq, now_s: float) -> None:
+        """Measured ``q, dq``; ``ddq`` by differencing ``dq`` over the time between samples."""
+        q, dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        if self.dq is not None and self.joints_stamp_s is not None and now_s > self.joints_stamp_s:
+            self.ddq = (dq - self.dq) / (now_s - self.joints_stamp_s)
+        self.q, self.dq, self.joints_stamp_s = q, dq, now_s
+
+    def set_fault(self, latched: bool) -> bool:
+        """The wrist F/T's latch; True when it changed."""
+        changed = bool(latched) != self.fault
+        self.fault = bool(latched)
+        return changed
+
+    # -- the step ----------------------------------------------------------------------------
+    def _passivity_wrench(self, s: ServicerState, wrench_ee: np.ndarray, now_s: float) -> np.ndarray:
+        """Observe the table port over the coming step; the damping to add to ``F_b`` (seed 004 §VI)."""
+        v_cmd = s.twist_base_rel_body
+        jac_b = self.adm.model.ee_jacobian(self.q)[:, :6]
+        self.passivity_out = self.passivity.update(self.twist_measured.get(now_s, self.timeout_s, v_cmd), v_cmd,
+                                                   jac_b.T @ wrench_ee, self.dt_s)
+        return self.passivity_out.wrench_pc
+
+    def tick(self, now_s: float) -> ServicerOutput | None:
+        """The steps due at ``now_s``; None when none is due, or before the first joint state."""
+        if self.q is None:
+            self.pacer.due(now_s)                     # no arm state yet: nothing to command, no backlog
+            return None
+        steps = self.pacer.due(now_s)
+        if steps == 0:
+            return None
+        s = self.adm.state
+        if self.fault:
+            # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
+            twist_cmd, tau_q = np.zeros(6), -self.ff.gravity_torque(s.pose_base_in_nominal, self.q)
+        else:
+            timeout = self.timeout_s
+            wrench_ee = self.wrench_ee.get(now_s, timeout, np.zeros(6))
+            wrench_base = self.wrench_base_com.get(now_s, timeout, np.zeros(6))
+            tau_obsw = self.tau_obsw.get(now_s, timeout, np.zeros(self.n))
+            try:
+                for _ in range(steps):
+                    vn_dot = self.adm.nominal_acceleration(s.twist_nominal_body)
+                    wrench_pc = self._passivity_wrench(s, wrench_ee, now_s)
+                    s = self.adm.step(self.dt_s, self.q, self.dq, self.ddq, wrench_base + wrench_pc, wrench_ee)
+                tau_q = self.ff.torques(tau_obsw, self.q, self.dq, s.pose_base_in_nominal, s.twist_base_rel_body,
+                                        s.twist_nominal_body, vn_dot).tau_q
+            except ValueError as exc:            # e.g. joint angles the model refuses: counted, no output
+                self.reject(str(exc))
+                return None
+            twist_cmd = s.twist_base_rel_body
+        pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
+        return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, self.fault,
+                              self.pacer.step_time(self.pacer.steps_done))

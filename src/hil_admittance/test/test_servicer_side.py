@@ -1,0 +1,104 @@
+"""The servicer admittance node's policy without rclpy (hil_admittance.servicer_side.ServicerSide):
+freshness of the inputs, joint acceleration by differencing, hold on a sensor fault, pacing.
+
+The reference is a second :class:`ServicerAdmittance` stepped by hand with the inputs the
+policy says must apply (zero once stale, the differenced ``ddq``), so each check fails if the
+rule uses a stale input, forgets the differencing, integrates while holding or drops a step."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hil_admittance.servicer_side import ServicerSide
+from hil_dynamics.models import servicer_lbr_urdf
+from hil_dynamics.passivity import PassivityController
+from hil_dynamics.rigid_body import RigidBody
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
+
+DT, TIMEOUT = 1e-3, 0.05
+URDF = servicer_lbr_urdf()
+BODY = RigidBody(8000.0, np.diag([1.7e4, 1.2e5, 1.3e5]))
+TWIST_N0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, -0.0175])
+POSE_BASE_0 = pin.SE3(pin.rpy.rpyToMatrix(0.0, 1.5707963267948966, 0.0), np.array([-4.8, -0.2, 1.1]))
+POSE_SENSOR_IN_EE = pin.SE3(pin.rpy.rpyToMatrix(0.0, 0.0, 0.5), np.array([0.0, 0.0, 0.05]))
+Q0 = np.array([0.1, 0.4, -0.2, -1.2, 0.1, 0.6, 0.0])
+
+
+def _admittance():
+    return ServicerAdmittance(ServicerModel(URDF, 'lbr_flange'), BODY, TWIST_N0, None, POSE_BASE_0, np.zeros(6))
+
+
+def _side(**kw):
+    adm = _admittance()
+    ff = ArmFeedForward(ServicerModel(URDF, 'lbr_flange'), pin.SE3(np.eye(3), np.array([0.0, 0.0, 1.5])), 9.80665)
+    passivity = PassivityController(adm.model.mass_matrix(Q0)[:6, :6], 100.0, enabled=False)
+    return ServicerSide(adm, ff, POSE_SENSOR_IN_EE, DT, TIMEOUT, passivity, **kw)
+
+
+def _same_state(a, b):
+    np.testing.assert_allclose(a.pose_base_in_nominal.homogeneous, b.pose_base_in_nominal.homogeneous, atol=1e-14)
+    np.testing.assert_allclose(a.twist_base_rel_body, b.twist_base_rel_body, atol=1e-14)
+
+
+def test_inputs_apply_while_fresh_and_count_as_zero_once_stale_with_the_differenced_ddq():
+    side, ref = _side(max_catch_up=1000), _admittance()
+    dq0, dq1 = np.full(7, 0.01), np.array([0.02, 0.0, 0.01, 0.03, -0.01, 0.0, 0.01])
+    side.set_joints(Q0, dq0, 0.0)
+    side.set_joints(Q0, dq1, 0.004)
+    ddq = (dq1 - dq0) / 0.004
+    np.testing.assert_allclose(side.ddq, ddq, rtol=1e-12)
+    f_b = np.array([3.0, -1.0, 2.0, 0.5, 0.2, -0.4])
+    f_sensor = np.array([1.0, 2.0, -4.0, 0.1, -0.2, 0.05])
+    side.set_wrench_base(f_b, 0.004)
+    side.set_wrench_sensor(f_sensor, 0.004)
+    f_e = transform_wrench(POSE_SENSOR_IN_EE, f_sensor)
+    out = side.tick(0.0045)                               # 4 steps due since t0 = 0
+    for _ in range(4):
+        expected = ref.step(DT, Q0, dq1, ddq, f_b, f_e)
+    _same_state(out.state, expected)
+    assert np.linalg.norm(out.state.twist_base_rel_body) > 0.0 and not out.holding
+    # 0.06 s later both inputs are stale: the steps that are due integrate with zero wrenches.
+    out = side.tick(0.0045 + TIMEOUT + 0.0105)
+    n = side.pacer.steps_done - 4
+    assert n == 61
+    for _ in range(n):
+        expected = ref.step(DT, Q0, dq1, ddq, np.zeros(6), np.zeros(6))
+    _same_state(out.state, expected)
+
+
+def test_a_latched_sensor_fault_holds_the_table_and_gives_the_arm_only_its_gravity_compensation():
+    side = _side()
+    side.set_joints(Q0, np.zeros(7), 0.0)
+    side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), 0.0)
+    before = side.tick(0.002)
+    assert side.set_fault(True) and not side.set_fault(True)
+    held = side.tick(0.010)
+    assert held.holding
+    np.testing.assert_array_equal(held.twist_table_cmd, np.zeros(6))
+    _same_state(held.state, before.state)                  # the admittance did not integrate
+    np.testing.assert_allclose(held.tau_q, -side.ff.gravity_torque(before.state.pose_base_in_nominal, Q0), atol=1e-12)
+    assert np.linalg.norm(held.tau_q) > 1.0                # the lab gravity on the LBR is not small
+    assert side.set_fault(False)
+    resumed = side.tick(0.012)
+    assert not resumed.holding and np.linalg.norm(resumed.twist_table_cmd) > 0.0
+
+
+def test_pacing_runs_the_due_steps_and_drops_beyond_max_catch_up():
+    side = _side(max_catch_up=5)
+    assert side.tick(0.003) is None                        # no joint state yet: nothing, and no backlog
+    side.set_joints(Q0, np.zeros(7), 0.003)
+    assert side.tick(0.0031) is None                       # early: no step due
+    out = side.tick(0.0061)                                # 3 steps due
+    assert side.pacer.steps_done == 6 and out.step_time_s == pytest.approx(0.006)
+    side.tick(0.0161)                                      # 10 due, 5 run, 5 dropped and counted
+    assert side.pacer.overruns == 5
+
+
+def test_malformed_inputs_are_refused_and_counted():
+    side = _side()
+    assert not side.set_wrench_sensor([np.nan] * 6, 0.0)
+    assert not side.set_tau(np.zeros(6), 0.0)              # 7 joints
+    assert not side.set_wrench_base(np.zeros(5), 0.0)
+    assert side.rejected == 3 and 'wrench_base_com' in side.last_rejection
+    assert not side.wrench_ee.fresh(0.0, TIMEOUT) and not side.tau_obsw.fresh(0.0, TIMEOUT)
