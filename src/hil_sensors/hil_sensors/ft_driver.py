@@ -228,6 +228,54 @@ MAX_RDT_RATE_HZ = 7000.0
 ASSUMED_RATE_HZ = 1000.0
 
 
+# --------------------------------------------------------------------------- node policy (no rclpy)
+
+#: Counters whose growth between two diagnostics reports is a warning.
+PROBLEM_COUNTERS = ('seq_lost', 'malformed', 'status_error_records', 'nonfinite')
+
+
+def diagnostic_status(snap: Mapping[str, Any], previous: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """``(level, message)`` of the driver's diagnostics from a :meth:`FtDriver.snapshot` and the
+    previous report's; ``level`` is the name of a ``diagnostic_msgs/DiagnosticStatus`` level
+    (``'OK'``, ``'WARN'``, ``'ERROR'``). The first that applies, most severe first: a latched
+    fault, a sensor status error, no sample since the start timeout (ERROR); waiting for the
+    first sample, measuring the rate, waiting for the pose input, new lost/malformed/error
+    records, not streaming (WARN); else streaming (OK)."""
+    if snap['fault_active']:
+        return 'ERROR', f"FAULT {snap['fault_reason']}: {snap['fault_detail']}"
+    if snap['last_status']:
+        return 'ERROR', 'sensor status: ' + ', '.join(snap['last_status_bits'])
+    if snap['stream_state'] == NO_DATA:
+        return 'ERROR', snap['stream_detail']
+    if snap['stream_state'] == WAITING:
+        return 'WARN', snap['stream_detail']
+    if snap['filter_pending']:
+        return 'WARN', 'measuring the stream rate (processed wrench withheld)'
+    if snap['gravity_ready'] is False:
+        return 'WARN', 'waiting for the pose input (processed wrench withheld)'
+    if previous is not None and any(snap[k] > previous[k] for k in PROBLEM_COUNTERS):
+        return 'WARN', 'lost, malformed or error records since the last report'
+    if not snap['streaming']:
+        return 'WARN', 'not streaming'
+    return 'OK', 'streaming'
+
+
+class PublishDecimator:
+    """``publish_rate_hz`` (0: every new sample): a sample whose stamp is closer than
+    ``1 / publish_rate_hz`` to the last published one is skipped; a newer one goes out later
+    (the driver never queues, so skipping only publishes less often, never older data)."""
+
+    def __init__(self, publish_rate_hz: float):
+        self.min_interval_ns = int(1e9 / publish_rate_hz) if publish_rate_hz > 0 else 0
+        self.last_ns = 0
+
+    def admit(self, stamp_ns: int) -> bool:
+        return not self.min_interval_ns or stamp_ns - self.last_ns >= self.min_interval_ns
+
+    def published(self, stamp_ns: int) -> None:
+        self.last_ns = stamp_ns
+
+
 # --------------------------------------------------------------------------- driver
 
 class FtDriver:

@@ -48,7 +48,8 @@ from hil_common.params import ParameterError, declare_parameters
 from hil_common.lab_clock import uses_sim_time
 from hil_common.ros_main import run_node
 from hil_sensors import rdt
-from hil_sensors.ft_driver import PARAMS, FtDriver, check_parameters, resolve_calibration
+from hil_sensors.ft_driver import (PARAMS, FtDriver, PublishDecimator, check_parameters, diagnostic_status,
+                                   resolve_calibration)
 
 WRENCH_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5, reliability=ReliabilityPolicy.RELIABLE)
 FAULT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
@@ -97,7 +98,7 @@ class FtSensorNode(LifecycleNode):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._entities: list = []
-        self._last_pub_ns = 0
+        self._decimator = PublishDecimator(0.0)
         self._diag_prev: tuple[float, dict] | None = None
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._diag_timer = None
@@ -219,7 +220,7 @@ class FtSensorNode(LifecycleNode):
     def _receive_loop(self) -> None:
         driver = self.driver
         timeout = min(0.02, self.cfg['stale_timeout_ms'] / 4000.0)
-        min_interval = int(1e9 / self.cfg['publish_rate_hz']) if self.cfg['publish_rate_hz'] > 0 else 0
+        decimator = self._decimator = PublishDecimator(self.cfg['publish_rate_hz'])
         log = self.get_logger()
         while not self._stop.is_set():
             try:
@@ -230,7 +231,7 @@ class FtSensorNode(LifecycleNode):
                     events = driver.take_fault_events()
                     notices, driver.notices = driver.notices, []
                     sample = driver.take_sample()
-                    if sample is not None and min_interval and sample.stamp_ns - self._last_pub_ns < min_interval:
+                    if sample is not None and not decimator.admit(sample.stamp_ns):
                         sample = None   # decimated: the next newer sample will be published
                     out = driver.processed_output(sample) if sample is not None else None
                 for notice in notices:
@@ -262,7 +263,7 @@ class FtSensorNode(LifecycleNode):
             f.x, f.y, f.z, t.x, t.y, t.z = out[0], out[1], out[2], out[3], out[4], out[5]
             self.wrench_pub.publish(m)
         done = time.time_ns()
-        self._last_pub_ns = sample.stamp_ns
+        self._decimator.published(sample.stamp_ns)
         with self.lock:
             self.driver.record_publication(sample, done)
 
@@ -372,40 +373,14 @@ class FtSensorNode(LifecycleNode):
             if dt > 0:
                 rate_in = (snap['accepted'] - prev['accepted']) / dt
                 rate_pub = (snap['published'] - prev['published']) / dt
-        new_problems = self._diag_prev is not None and any(
-            snap[k] > self._diag_prev[1][k] for k in ('seq_lost', 'malformed', 'status_error_records', 'nonfinite'))
+        previous = self._diag_prev[1] if self._diag_prev is not None else None
         self._diag_prev = (now_mono, snap)
 
         status = DiagnosticStatus()
         status.name = f'{self.get_fully_qualified_name()}: F/T sensor'
         status.hardware_id = f"netft {self.cfg['sensor_ip']}:{self.cfg['sensor_port']}"
-        if snap['fault_active']:
-            status.level = DiagnosticStatus.ERROR
-            status.message = f"FAULT {snap['fault_reason']}: {snap['fault_detail']}"
-        elif snap['last_status']:
-            status.level = DiagnosticStatus.ERROR
-            status.message = 'sensor status: ' + ', '.join(snap['last_status_bits'])
-        elif snap['stream_state'] == 'no_data':
-            status.level = DiagnosticStatus.ERROR
-            status.message = snap['stream_detail']
-        elif snap['stream_state'] == 'waiting':
-            status.level = DiagnosticStatus.WARN
-            status.message = snap['stream_detail']
-        elif snap['filter_pending']:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'measuring the stream rate (processed wrench withheld)'
-        elif snap['gravity_ready'] is False:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'waiting for the pose input (processed wrench withheld)'
-        elif new_problems:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'lost, malformed or error records since the last report'
-        elif not snap['streaming']:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'not streaming'
-        else:
-            status.level = DiagnosticStatus.OK
-            status.message = 'streaming'
+        level, status.message = diagnostic_status(snap, previous)
+        status.level = getattr(DiagnosticStatus, level)
         values = {
             'input_rate_hz': rate_in, 'publish_rate_hz': rate_pub,
             'last_sample_age_ms': snap['last_sample_age_ms'],

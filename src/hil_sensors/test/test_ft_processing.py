@@ -183,3 +183,37 @@ def test_soft_deadband_keeps_white_noise_from_accumulating():
     drift_raw = np.abs(np.cumsum(np.cumsum(noise, axis=0), axis=0)[-1]).max()
     drift_banded = np.abs(np.cumsum(np.cumsum(banded, axis=0), axis=0)[-1]).max()
     assert drift_raw > 1e3 * max(drift_banded, 1e-9)
+
+
+def test_publish_decimation_keeps_the_rate_and_never_an_older_sample():
+    from hil_sensors.ft_driver import PublishDecimator
+    for rate, expected in ((250.0, 250), (0.0, 1000), (300.0, 250)):   # 300 Hz of a 1 kHz stream: every 4th sample
+        d = PublishDecimator(rate)
+        published = []
+        for k in range(1000):                               # one second at 1 kHz
+            stamp = 1_000_000 * k + 5_000_000_000
+            if d.admit(stamp):
+                d.published(stamp)
+                published.append(stamp)
+        assert len(published) == expected
+        assert np.all(np.diff(published) >= (1e9 / rate if rate else 0))
+
+
+def test_diagnostic_level_from_the_driver_snapshot():
+    from hil_sensors.ft_driver import FtDriver, diagnostic_status
+    driver = FtDriver(check_parameters({'sensor_rate_hz': 1000.0, 'gravity_compensation.enabled': True,
+                                        'gravity_compensation.tool_mass_kg': 1.0}))
+    snap = driver.snapshot(0)
+    assert diagnostic_status(snap) == ('WARN', 'waiting for the pose input (processed wrench withheld)')
+    driver.set_flange_orientation([0.0, 0.0, 0.0, 1.0])
+    snap = driver.snapshot(0)
+    assert diagnostic_status(snap) == ('WARN', 'not streaming')
+    streaming = {**snap, 'streaming': True, 'stream_state': 'ok'}
+    assert diagnostic_status(streaming, snap) == ('OK', 'streaming')
+    assert diagnostic_status({**streaming, 'seq_lost': 3}, streaming)[0] == 'WARN'
+    assert diagnostic_status({**streaming, 'stream_state': 'waiting', 'stream_detail': 'w'}) == ('WARN', 'w')
+    assert diagnostic_status({**streaming, 'stream_state': 'no_data', 'stream_detail': 'n'}) == ('ERROR', 'n')
+    assert diagnostic_status({**streaming, 'last_status': 0x20000, 'last_status_bits': ['x']}) == ('ERROR', 'sensor status: x')
+    driver.fault.trip('overload', 'fx = 600 exceeds the limit 500', 0)
+    level, message = diagnostic_status(driver.snapshot(0))
+    assert level == 'ERROR' and message.startswith('FAULT overload')
