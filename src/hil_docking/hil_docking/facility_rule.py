@@ -31,6 +31,15 @@ from hil_docking.designer import m_min_exact
 from hil_docking.scenario import DockingScenario
 
 APPROACH, CONTACT, POST_IMPACT = 'approach', 'contact', 'post_impact'
+#: Penetrations up to this are the rounding of the arrival at the port (the transfer reaches it to
+#: ~1e-10 m), not contact: at 5e-14 m the rate differenced across the braking burn (the approach
+#: speed, 3 times the closing speed) would otherwise add a spurious damping impulse.
+CONTACT_TOLERANCE_M = 1e-9
+
+
+def in_contact(penetration_m: float) -> bool:
+    """The interfaces touch: ``x = dr . n`` above :data:`CONTACT_TOLERANCE_M`."""
+    return penetration_m > CONTACT_TOLERANCE_M
 
 
 class DockingFacility:
@@ -86,7 +95,7 @@ class DockingFacility:
         return self.state_lvlh
 
     def virtual_force(self, penetration_m: float, rate_m_s: float) -> float:
-        if penetration_m <= 0.0:
+        if not in_contact(penetration_m):
             return 0.0
         return float(self.gains.stiffness_n_m * penetration_m + self.gains.damping_ns_m * rate_m_s)
 
@@ -118,9 +127,9 @@ class DockingFacility:
         self._last_robot_velocity = v
         x, xd = float(p @ self.axis), float(v @ self.axis)
         f_v = self.virtual_force(x, xd)
-        if x > 0.0 and self.contact_start_s is None:
+        if in_contact(x) and self.contact_start_s is None:
             self.contact_start_s, self.first_contact_state = self.t, self.state_lvlh.copy()
-        if x <= 0.0 and self.contact_start_s is not None and self.separation_s is None:
+        if not in_contact(x) and self.contact_start_s is not None and self.separation_s is None:
             self.separation_s, self.phase = self.t, POST_IMPACT
         f = f_l + f_v
         self.impulse_n_s += f * self.dt
@@ -163,7 +172,7 @@ class EmulatedRobot:
         """``(position, velocity, f_L)`` of the robot that reproduces ``command_lvlh`` (``delay_s`` later)."""
         state = np.asarray(command_lvlh, dtype=float).reshape(6)
         x, xd = float(state[0:3] @ self.axis), float(state[3:6] @ self.axis)
-        f_l = float(self.lumped.force(x, xd)) if x > 0.0 else 0.0
+        f_l = float(self.lumped.force(x, xd)) if in_contact(x) else 0.0
         return state[0:3].copy(), state[3:6].copy(), f_l
 
 

@@ -46,11 +46,15 @@ class MissionRun:
 
 
 def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = None,
-                compensation: str | None = None) -> MissionRun:
+                compensation: str | None = None, difference_robot_pose: bool = False) -> MissionRun:
     """Run the mission with ideal robots: the robot realises the simulated state ``Delta`` later and
     the facility's contact force is its lumped model ``f_L`` (Eqs. 16-18) of the robot's state
     (:class:`~hil_docking.facility_rule.EmulatedRobot`, the robot of the live graph, with its
-    samples picked by their stamps as the node does)."""
+    samples picked by their stamps as the node does).
+
+    ``difference_robot_pose``: the rule differences the robot's stamped positions for the rate, as
+    ``docking_facility_node`` does, instead of getting the robot's velocity: the live graph's
+    loop without DDS (the live test compares the two)."""
     say = progress or (lambda _msg: None)
     rule = DockingFacility(sc, compensation)
     comp, transfer, lumped, gains, m_eq, axis = (rule.compensation, rule.transfer, rule.lumped, rule.gains,
@@ -77,9 +81,12 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         if len(rule.burns) > n_burns:
             say(f't = {t:.3f} s: second burn, closing at {rule.closing_speed_in_m_s:.4f} m/s')
         samples.put(t + n_delay * dt, robot_model.realise(current))      # realised Delta later
-        robot_position, robot_velocity, f_l = samples.at(t)[1]            # the simulated state Delta ago
+        stamp, (robot_position, robot_velocity, f_l) = samples.at(t)      # the simulated state Delta ago
         phase_before = rule.phase
-        rule.step(f_l, robot_position, robot_velocity)
+        if difference_robot_pose:
+            rule.step(f_l, robot_position, sample_time_s=stamp)
+        else:
+            rule.step(f_l, robot_position, robot_velocity)
         if rule.phase == POST_IMPACT and phase_before == CONTACT:
             k_end = rule.k - 1 + n_post
             v_out = float(current[3:6] @ axis)
@@ -115,7 +122,7 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         'third_leg_shortcut_error_m': float(np.linalg.norm(shortcut_end[0:3] - states[-1, 0:3])),
         'final_position_lvlh_m': states[-1, 0:3].tolist(),
         'contact_start_s': rule.contact_start_s, 'separation_s': rule.separation_s,
-        'separation_state_lvlh': rule.separation_state.tolist(),
+        'separation_state_lvlh': rule.separation_state.tolist(), 'restitution_at_separation': rule.restitution,
     }
     say(f'post-impact leg: {sc.post_impact_duration_s:g} s, ends at {np.round(states[-1, 0:3], 4).tolist()} m; '
         f'impulsive shortcut (Eq. 30 + Eq. 12) off by {summary["third_leg_shortcut_error_m"] * 1e3:.2f} mm')

@@ -115,3 +115,18 @@ def test_facility_rule_differences_the_robot_pose_by_its_stamps(scenario):
     assert rule.last_force_virtual_n == pytest.approx(k_v * 0.00102, rel=1e-9)
     rule.step(0.0, -0.001 * n, sample_time_s=10.006)                  # out of contact: no virtual force
     assert rule.last_force_virtual_n == 0.0
+
+
+def test_the_arrival_at_the_port_is_not_contact(scenario):
+    """The transfer reaches the port to rounding (x ~ 5e-14 m). The rate differenced there is the
+    approach speed, before the braking burn: counted as contact it added a spurious damping
+    impulse (0.2 % on the restitution of the live loop)."""
+    from hil_docking.facility_rule import DockingFacility
+
+    rule = DockingFacility(scenario)
+    n = scenario.docking_axis_lvlh
+    rule.step(0.0, -1.5e-4 * n, sample_time_s=0.0)
+    rule.step(0.0, 5e-14 * n, sample_time_s=1e-3)           # at the port, at 0.15 m/s
+    assert rule.last_force_virtual_n == 0.0 and rule.contact_start_s is None
+    rule.step(0.0, 5e-5 * n, sample_time_s=2e-3)            # 50 um in: contact
+    assert rule.last_force_virtual_n > 0.0 and rule.contact_start_s is not None
