@@ -17,7 +17,7 @@ import numpy as np
 
 from hil_lab_twin.scene import TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import MotionTable, TableLimits
 
 N_IK = 5000

@@ -45,7 +45,7 @@ from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
-from hil_motion_table.messages import flange_target_from_body_motion, home_pose, reorder
+from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, home_pose, reorder
 from hil_motion_table.table import home_for_nominal_frame
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id'],   # declared below, default 'ft_sensor'

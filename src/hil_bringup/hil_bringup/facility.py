@@ -164,7 +164,7 @@ class LabCalibration:
     def flange_target(self, ns: str, pose_body_in_nominal: pin.SE3) -> pin.SE3:
         """``pose_flange_in_base`` that puts table ``ns``'s body at ``pose_body_in_nominal``: what the
         motion-table node does with ``command_frame: nominal`` (the same two functions)."""
-        from hil_motion_table.messages import flange_target_from_body_motion
+        from hil_motion_table.kinematics_helpers import flange_target_from_body_motion
         from hil_motion_table.table import home_for_nominal_frame
 
         y = self.pose_body_in_flange[ns]
@@ -211,7 +211,7 @@ def calibrate(facility: Facility, scenario, check: bool = True) -> LabCalibratio
 
 
 def _reach(facility: Facility, ns: str, pose_flange_in_base: pin.SE3, check: bool) -> np.ndarray:
-    from hil_motion_table.messages import make_kinematics
+    from hil_motion_table.kinematics_helpers import make_kinematics
 
     kin = make_kinematics(facility.robot_models[ns])
     seeds = [np.array(kin.q_home, dtype=float)]

@@ -58,7 +58,7 @@ class LabView:
 
     def __init__(self, calibration):
         from hil_dynamics.servicer import ServicerModel
-        from hil_motion_table.messages import make_kinematics
+        from hil_motion_table.kinematics_helpers import make_kinematics
 
         self.cal = calibration
         f = calibration.facility

@@ -45,7 +45,7 @@ from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance
 from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import make_kinematics
+from hil_motion_table.kinematics_helpers import make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 
 SEED = {'approach_start_s': 9.1, 'grasp_latch_s': 32.6}     # seed 004 §V

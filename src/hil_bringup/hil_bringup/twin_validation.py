@@ -49,7 +49,7 @@ from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerMo
 from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
+from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import ToolGravity, WrenchChain
 

@@ -9,7 +9,7 @@ from hil_admittance import client_admittance_node as client_node
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_motion_table import motion_table_node as table_node
-from hil_motion_table.messages import home_pose
+from hil_motion_table.kinematics_helpers import home_pose
 from hil_common.params import validate
 
 

@@ -22,7 +22,7 @@ from std_srvs.srv import Trigger
 
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
-from hil_motion_table.messages import make_kinematics
+from hil_motion_table.kinematics_helpers import make_kinematics
 
 V_MAX = 0.5
 

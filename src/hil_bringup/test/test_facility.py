@@ -23,7 +23,7 @@ from hil_bringup.mission import build_controller
 from hil_bringup.scenario import ScenarioError, load_scenario
 from hil_common.conversions import xyz_rpy_to_pose
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
+from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import home_for_nominal_frame
 
 

@@ -63,7 +63,7 @@ def test_live_view_follows_the_robots_and_serves_the_scene_over_foxglove():
     from hil_bringup.facility import calibrate, load_facility
     from hil_bringup.scenario import load_scenario
     from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
-    from hil_motion_table.messages import make_kinematics
+    from hil_motion_table.kinematics_helpers import make_kinematics
 
     cal = calibrate(load_facility('envisat_lab'), load_scenario('envisat_capture'))
     kin = make_kinematics('ur10e')

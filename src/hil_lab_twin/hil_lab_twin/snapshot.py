@@ -19,7 +19,7 @@ from hil_lab_twin.lockstep import TableInTheLoop, response_delay
 from hil_lab_twin.png import write_apng, write_png
 from hil_lab_twin.scene import ServoConfig, facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import MotionTable, TableLimits
 
 AMPLITUDE = np.array([0.06, 0.05, 0.04, 0.15, 0.15, 0.2])

@@ -8,7 +8,7 @@ import pytest
 
 from hil_lab_twin.scene import FtConfig, GripConfig, RobotConfig, TwinConfig, teleop_facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import make_kinematics
+from hil_motion_table.kinematics_helpers import make_kinematics
 
 QUIET = FtConfig(noise_force_std=0.0, noise_torque_std=0.0)
 K_LIN = 2e4

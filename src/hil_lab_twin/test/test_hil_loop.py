@@ -26,7 +26,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_common.ros_testing import spin_until, start_node, stop_process
-from hil_motion_table.messages import make_kinematics
+from hil_motion_table.kinematics_helpers import make_kinematics
 
 MASS_KG, PUSH_N, PUSH_S = 500.0, 50.0, 1.0
 

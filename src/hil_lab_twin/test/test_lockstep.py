@@ -8,7 +8,7 @@ import pytest
 from hil_lab_twin.lockstep import TableInTheLoop, response_delay
 from hil_lab_twin.scene import ServoConfig, facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import MotionTable, TableLimits
 
 AMPLITUDE = np.array([0.02, 0.015, 0.01, 0.03, 0.03, 0.04])

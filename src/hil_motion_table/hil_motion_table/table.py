@@ -310,7 +310,7 @@ def tracking_error(pose_cmd_in_base: pin.SE3, pose_measured_in_base: pin.SE3) ->
 
 def home_for_nominal_frame(pose_nominal_in_base: pin.SE3, pose_body_in_flange: pin.SE3) -> pin.SE3:
     """``command_frame: nominal``: the "home" flange pose ``N Y^-1`` for which
-    :func:`hil_motion_table.messages.flange_target_from_body_motion` (``home Y g Y^-1``) puts the
+    :func:`hil_motion_table.kinematics_helpers.flange_target_from_body_motion` (``home Y g Y^-1``) puts the
     body at ``g`` in the nominal frame: ``pose_flange_in_base = N g Y^-1`` with
     ``N = pose_nominal_in_base`` (the lab calibration, :mod:`hil_bringup.facility`) and
     ``Y = pose_body_in_flange``. Both tables commanding in the one nominal frame make the

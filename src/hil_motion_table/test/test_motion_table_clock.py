@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
 from hil_common.ros_testing import spin_until, start_node, stop_process
-from hil_motion_table.messages import home_pose, make_kinematics
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics
 
 PERIOD_S = 0.01
 V_MAX = 0.5

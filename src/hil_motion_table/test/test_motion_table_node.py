@@ -18,7 +18,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
-from hil_motion_table.messages import home_pose, make_kinematics
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics
 from hil_common.ros_testing import node_executable, spin_until, start_node, stop_process
 
 EXE = node_executable('hil_motion_table', 'motion_table_node')

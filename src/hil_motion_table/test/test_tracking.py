@@ -7,7 +7,7 @@ import pinocchio as pin
 import pytest
 
 from hil_motion_table.kinematics import pose_error
-from hil_motion_table.messages import reorder, sinusoid_pose
+from hil_motion_table.kinematics_helpers import reorder, sinusoid_pose
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
 
@@ -52,7 +52,7 @@ def test_joint_states_are_reordered_by_name():
 
 
 def test_body_motion_maps_to_the_flange_target_and_twist():
-    from hil_motion_table.messages import flange_target_from_body_motion, flange_twist_from_body_twist
+    from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, flange_twist_from_body_twist
 
     home = pin.SE3(pin.exp3(np.array([0.2, -0.1, 0.4])), np.array([0.7, -0.2, 0.9]))
     body_in_flange = pin.SE3(pin.exp3(np.array([0.0, 0.3, 0.0])), np.array([-2.9, 0.1, 0.2]))  # e.g. a far CoM

@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from hil_common.conversions import pose_to_msg, seconds_to_stamp
-from hil_motion_table.messages import home_pose, make_kinematics, sinusoid_pose
+from hil_motion_table.kinematics_helpers import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import FAULTS
 from hil_common.ros_testing import spin_until, start_node, stop_process
 

@@ -104,7 +104,7 @@ class TeleopScenario:
         control rate of the nodes.
         """
         from hil_lab_twin.scene import SENSOR_HEIGHT_M, GRAPPLE_IN_MOCKUP_M, teleop_facility_config
-        from hil_motion_table.messages import make_kinematics
+        from hil_motion_table.kinematics_helpers import make_kinematics
         from hil_teleop.slave_measurement import MeasuredSlave
 
         c, g = self.config, self.graph

@@ -88,7 +88,7 @@ class SlaveLawNode(Node):
         self.ft_sign = p.ft_sign
         self.kin, self.slave = None, None
         if p.slave_robot != 'none':
-            from hil_motion_table.messages import make_kinematics
+            from hil_motion_table.kinematics_helpers import make_kinematics
             self.kin = make_kinematics(p.slave_robot)
             self.ee_in_flange_xyz = p.ee_in_flange_xyz
             self.held_joints = HeldCommand(0.0, p.joint_states_timeout_s)
@@ -141,7 +141,7 @@ class SlaveLawNode(Node):
         self.held_wrench.update(self._now(), self.ft_sign * w)
 
     def on_joint_states(self, msg):
-        from hil_motion_table.messages import reorder
+        from hil_motion_table.kinematics_helpers import reorder
         q = reorder(msg.name, msg.position, self.kin.joint_names)
         qd = reorder(msg.name, msg.velocity, self.kin.joint_names) if len(msg.velocity) == len(msg.name) else None
         if q is None or qd is None:

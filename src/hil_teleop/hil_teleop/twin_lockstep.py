@@ -44,7 +44,7 @@ from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 from hil_lab_twin.scene import GRAPPLE_IN_MOCKUP_M, SENSOR_HEIGHT_M, GripConfig, TwinConfig, teleop_facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import flange_target_from_body_motion, make_kinematics
+from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import Tare
 from hil_teleop.coordinates import x_from_pose

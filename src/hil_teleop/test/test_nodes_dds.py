@@ -236,7 +236,7 @@ def test_slave_law_node_measures_x_s_on_the_joint_states_and_holds_without_them(
     command shows up in x_s), the pose command is the flange pose; no joint states -> nothing commanded."""
     from sensor_msgs.msg import JointState
 
-    from hil_motion_table.messages import make_kinematics
+    from hil_motion_table.kinematics_helpers import make_kinematics
     from hil_teleop.slave_measurement import MeasuredSlave
 
     node, executor = ros

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.messages import make_kinematics
+from hil_motion_table.kinematics_helpers import make_kinematics
 from hil_teleop.experiments import HILS2_PULLS, STEP_START_S, X, hils2_agreement, hils2_operator
 from hil_teleop.lockstep import TeleopConfig
 from hil_teleop.master import ScriptedOperator

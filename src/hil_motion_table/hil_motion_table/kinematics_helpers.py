@@ -1,4 +1,5 @@
-"""Message-free helpers shared by the motion-table node and its tests (no rclpy)."""
+"""Kinematics helpers shared by the motion-table node, the runners and the tests (no rclpy): robot kinematics by
+model name, home pose, flange targets and twists from a body's motion, joint reordering, test trajectories."""
 
 from __future__ import annotations
 
