@@ -179,6 +179,12 @@ class RdtSimulator:
             self.paused = False
             self._next_deadline = time.perf_counter()
 
+    def set_rate(self, rate_hz: float) -> None:
+        """Change the output rate while streaming; the next record is due now."""
+        with self._lock:
+            self.rate_hz = float(rate_hz)
+            self._next_deadline = time.perf_counter()
+
     def inject(self, data: bytes, to: tuple[str, int] | None = None) -> None:
         """Send a raw datagram from the sensor socket (malformed-packet and fuzz tests)."""
         target = to or self.client

@@ -235,9 +235,7 @@ def simulator_process(conn, topic: str | None = None, wrench=(1.0, 2.0, 3.0, 0.1
         while True:
             cmd, arg = conn.recv()
             if cmd == 'rate':
-                with sim._lock:
-                    sim.rate_hz = float(arg)
-                    sim._next_deadline = time.perf_counter()
+                sim.set_rate(float(arg))
                 conn.send(True)
             elif cmd == 'stats':
                 conn.send((sim.stats.records_sent, received[0] if topic else 0, sim.stats.overruns))
