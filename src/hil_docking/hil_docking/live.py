@@ -69,11 +69,10 @@ def parse_status(values: dict) -> dict:
 
 
 def _distance_to_arc(points: np.ndarray, arc: np.ndarray) -> np.ndarray:
-    out = np.empty(len(points))
-    for i in range(0, len(points), 256):
-        chunk = points[i:i + 256]
-        out[i:i + 256] = np.min(np.linalg.norm(chunk[:, None, :] - arc[None, :, :], axis=2), axis=1)
-    return out
+    """Distance of each point to the nearest sample of ``arc`` (the commands are on the arc's time grid)."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(arc).query(points)[0]
 
 
 def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: float = RESTITUTION_TOL) -> dict:
