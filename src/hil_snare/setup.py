@@ -13,6 +13,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),
         ('share/' + PACKAGE + '/scenarios', sorted(glob('scenarios/*.yaml'))),
+        ('share/' + PACKAGE + '/launch', sorted(glob('launch/*.launch.py'))),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -24,6 +25,7 @@ setup(
         'console_scripts': [
             'snare_demo = hil_snare.demo:main',
             'snare_servicer_node = hil_snare.snare_servicer_node:main',
+            'snare_twin_node = hil_snare.snare_twin_node:main',
         ],
     },
 )

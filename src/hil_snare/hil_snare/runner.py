@@ -86,11 +86,16 @@ class IntegrationDiverged(RuntimeError):
     """The fixed-step integration left its stability region (the state is no longer finite)."""
 
 
+def lee_snare(cfg: HtvCaptureConfig) -> LeeSnare:
+    """The LEE's three wires and their drive (seed 000 §2, Table 3) of a run-3/4 configuration."""
+    return LeeSnare(cfg.ring_radius_m, cfg.sag_ratio, cfg.initial_angle_deg, cfg.final_angle_deg,
+                    cfg.tightening_time_s, cfg.x_wire_m, stall_force_n=cfg.stall_force_n)
+
+
 def build_htv_capture(cfg: HtvCaptureConfig):
     """Return ``(system, controller, poses, x)`` for seed 000's HTV capture."""
     arm = ArmConfig(SSRMS_TABLE1, cfg.gearbox, cfg.motor_inertia_kgm2, cfg.motor_damping_nms_per_rad)
-    snare = LeeSnare(cfg.ring_radius_m, cfg.sag_ratio, cfg.initial_angle_deg, cfg.final_angle_deg,
-                     cfg.tightening_time_s, cfg.x_wire_m, stall_force_n=cfg.stall_force_n)
+    snare = lee_snare(cfg)
     body, grapple, pose_gf_in_htv = htv()
     system = SnareSystem(body, grapple, snare, cfg.law, arm)
     q0 = np.asarray(cfg.joints_deg, dtype=float) * DEG

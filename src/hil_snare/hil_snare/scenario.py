@@ -85,6 +85,7 @@ class SnareScenario:
     dt_s: float
     duration_s: float
     control_period_s: float
+    source: Path | None = None        # the YAML it was read from
 
     def build(self):
         """``(system, controller, poses, x)`` for the lockstep runner."""
@@ -147,7 +148,7 @@ def load_snare_scenario(path_or_name) -> SnareScenario:
         cfg = ContactExperimentConfig(speed_mps=init.number('speed_mps', positive=True),
                                       probe_offset_m=init.number('probe_offset_m', 0.03), law=law, dt_s=dt,
                                       duration_s=duration)
-    scenario = SnareScenario(f.string('name', path.stem), kind, cfg, dt, duration, period)
+    scenario = SnareScenario(f.string('name', path.stem), kind, cfg, dt, duration, period, path)
     if kind == 'htv_capture':
         # the initial-state checks (grapple inside the LEE) run here, before any run can start
         try:

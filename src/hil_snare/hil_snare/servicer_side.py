@@ -35,6 +35,7 @@ class FlexibleArmServicer:
         self.controller = CameraFrameController(self.model, q0, kp, kd)
         self.tau_c = np.zeros(self.n)
         self.t = 0.0
+        self._derivative(self.x, np.zeros(6))    # compile the joint law now, not at the first step of a live run
 
     def _derivative(self, x, wrench_lee_local):
         n = self.n

@@ -7,7 +7,11 @@ Eqs. 3-7: flexible joints, camera-frame PD holding the initial pose) at ``rate_h
 the node clock (:class:`hil_common.pacing.StepPacer`), and publishes the LEE's motion for the
 table of the robot carrying the LEE mock-up: ``servicer/table/pose_cmd`` (the LEE relative to
 its initial pose, which is the table's nominal frame) and ``servicer/table/twist_cmd`` (its
-body twist). A wrench older than ``wrench_timeout_s`` is treated as zero.
+body twist). With ``drift_velocity_world_mps`` both are taken in a frame drifting at that
+velocity (the target's unforced motion, :mod:`hil_snare.lab`). At its first step it commands the
+capture on ``servicer/lee/capture_cmd`` (std_msgs/Bool, transient local): the LEE's wires start
+tightening, as at Table 3's instant. A wrench older than
+``wrench_timeout_s`` is treated as zero.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import numpy as np
 import pinocchio as pin
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import Bool
 
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.pacing import StepPacer
@@ -25,6 +31,7 @@ from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_snare.arms import SSRMS_TABLE1
 from hil_snare.joints import DEG, SsrmsGearbox
+from hil_snare.lab import lee_in_drift_frame
 from hil_snare.runner import TABLE3_JOINTS_DEG
 from hil_snare.servicer_side import FlexibleArmServicer
 from hil_snare.system import ArmConfig
@@ -42,6 +49,8 @@ PARAMS = [
           length=6),
     Param('wrench_timeout_s', 0.1, 'A wrench older than this is taken as zero [s]', min=0.001),
     Param('frame_id', 'servicer_table_nominal', 'Frame id of the published pose and twist'),
+    Param('drift_velocity_world_mps', [0.0, 0.0, 0.0], 'Velocity of the frame the LEE is streamed in, in the ISS '
+          "frame [m/s]: the target's unforced drift (hil_snare.lab.lee_in_drift_frame; 0: the ISS frame)", length=3),
 ]
 
 
@@ -56,16 +65,20 @@ class SnareServicer(Node):
         self.pose_lee0_inv = self.rule.lee_state()[0].inverse()
         self.pose_sensor_in_lee = xyz_rpy_to_pose(p.pose_sensor_in_lee)
         self.timeout_s = p.wrench_timeout_s
+        self.v_drift = np.asarray(p.drift_velocity_world_mps, dtype=float)
         self.wrench_lee = np.zeros(6)
         self.wrench_t = -1e18
-        now = self._now()
-        self.pacer = StepPacer(1.0 / p.rate_hz, now)
+        self.dt_s = 1.0 / p.rate_hz
+        self.pacer = None       # started at the first tick on a valid clock (use_sim_time: after the first /clock)
         self.pose_msg = PoseStamped()
         self.twist_msg = TwistStamped()
         self.pose_msg.header.frame_id = self.twist_msg.header.frame_id = p.frame_id
         self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
         self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10)
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub_capture = self.create_publisher(Bool, 'servicer/lee/capture_cmd', latched)
+        self.capture_commanded = False
         self.create_timer(1.0 / p.rate_hz, self.tick)
 
     def _now(self) -> float:
@@ -78,12 +91,20 @@ class SnareServicer(Node):
 
     def tick(self) -> None:
         now = self._now()
+        if self.pacer is None:
+            if now > 0.0:
+                self.pacer = StepPacer(self.dt_s, now)
+            return
         steps = self.pacer.due(now)
         if steps == 0:
             return
         wrench = self.wrench_lee if now - self.wrench_t <= self.timeout_s else np.zeros(6)
+        if not self.capture_commanded:          # the run starts: the operator commands the capture (Table 3's t = 0)
+            self.pub_capture.publish(Bool(data=True))
+            self.capture_commanded = True
         for _ in range(steps):
             pose, twist = self.rule.step(self.pacer.dt_s, wrench)
+        pose, twist = lee_in_drift_frame(pose, twist, self.rule.t, self.v_drift)
         stamp = self.get_clock().now().to_msg()
         self.pose_msg.header.stamp = self.twist_msg.header.stamp = stamp
         pose_to_msg(self.pose_lee0_inv * pose, self.pose_msg.pose)

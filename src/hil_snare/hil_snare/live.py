@@ -1,0 +1,185 @@
+"""The HIL snare capture live: start :func:`hil_snare.graph.snare_graph` and compare it with the lockstep runner.
+
+:func:`run_live` starts the graph of ``snare_capture.launch.py`` with
+:class:`hil_bringup.graph_runner.RunningGraph` (the same specs, the same readiness stages),
+records the twin's ground truth (``snare/twin_state``) and the two F/T drivers' wrenches, and
+stops once the twin's simulated time has run ``duration_s`` past the start of the relative
+motion. :func:`compare` (plain Python) judges the run against the lockstep run of the same
+scenario on the simulated timelines, never on wall time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+#: Bounds of the live run against the lockstep runner (docs/snare.md, "HIL loop"). The relative motion
+#: lags the lockstep run by the loop's delays (the tables' 4 ms transport delay and first-order servo,
+#: the trajectory lead, one control period): that lag is fitted, and bounded; what remains of the
+#: free drift is the tables' tracking error. The first contact shifts with the remaining offset
+#: against a ~7 mm/s closing speed and the ring turning at 14 deg/s.
+DRIFT_BOUND_M = 1e-3
+LAG_BOUND_S = 0.1
+FIRST_CONTACT_BOUND_S = 0.3
+MOTION_THRESHOLD_M = 5e-4          # the relative motion has started once the section moved this far
+
+@dataclass
+class LiveRun:
+    t_sim: np.ndarray                  # twin simulated time [s]
+    theta: np.ndarray                  # ring angle [rad]
+    section_m: np.ndarray              # GF section in the LEE frame (x, y, z) [m]
+    in_shaft: np.ndarray
+    wire_force_n: np.ndarray           # per wire [N]
+    wrench_counts: dict
+    problems: list = field(default_factory=list)
+    node_results: list = field(default_factory=list)
+    stages_ready_s: dict = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    problems: list
+    t0_live_s: float                   # twin time of the lockstep run's t = 0 (lag included)
+    lag_s: float                       # fitted lag of the live relative motion behind the lockstep one
+    drift_max_diff_m: float            # largest free-drift difference after the lag
+    first_contact_live_s: float
+    first_contact_lockstep_s: float
+    peak_force_live_n: float           # largest wire force over the run (the lockstep's over the same time)
+    peak_force_lockstep_n: float
+    lockstep: dict
+    live: dict
+
+
+def lockstep_reference(scenario, duration_s: float, dt_s: float = 4e-3):
+    """The lockstep run of case 3 over ``duration_s``: ``(t, section y-z, wire forces)``."""
+    from hil_snare.runner import run
+
+    system, ctrl, poses, x = scenario.build()
+    trace, _, _ = run(system, ctrl, poses, x, duration_s, dt_s, scenario.control_period_s, record_every=5)
+    a = trace.arrays()
+    return a['t'], a['rel_position_m'], a['normal_force_n'], system.grapple.radius_m
+
+
+def _motion_start(t, yz, threshold_m=MOTION_THRESHOLD_M) -> float:
+    moved = np.linalg.norm(yz - yz[0], axis=1) > threshold_m
+    if not moved.any():
+        return float('nan')
+    k = int(np.argmax(moved))
+    return float(t[k])
+
+
+def _first_contact(t, forces) -> float:
+    hit = forces.sum(axis=1) > 0.0
+    return float(t[int(np.argmax(hit))]) if hit.any() else float('nan')
+
+
+def _failed(problems) -> Comparison:
+    nan = float('nan')
+    return Comparison(False, problems, nan, nan, nan, nan, nan, nan, nan, {}, {})
+
+
+def compare(live: LiveRun, scenario, duration_s: float) -> Comparison:
+    """Judge the live run against the lockstep runner on the simulated timeline.
+
+    The live run's clock starts when the relative motion starts (the section of the GF axis has moved
+    :data:`MOTION_THRESHOLD_M`), aligned with the lockstep run's instant of the same motion, plus the
+    lag that best fits the free drift (searched over +-0.2 s). Checked: the lag, the free drift after
+    it, the first contact's time, and that the twin ran ``duration_s``.
+    """
+    t_l, p_l, f_l, _ = lockstep_reference(scenario, duration_s + 0.5)
+    problems = list(live.problems)
+    ok_rows = np.isfinite(live.section_m).all(axis=1)
+    t_h, p_h, f_h = live.t_sim[ok_rows], live.section_m[ok_rows], live.wire_force_n[ok_rows]
+    if len(t_h) < 10:
+        return _failed(problems + ['the twin published no state'])
+    start = _motion_start(t_h, p_h[:, 1:]) - _motion_start(t_l, p_l[:, 1:])
+    if not np.isfinite(start):
+        return _failed(problems + ['the LEE never moved relative to the GF'])
+    contact_l = _first_contact(t_l, f_l)
+
+    def drift_error(t0):
+        th = t_h - t0
+        free = (th >= 0.0) & (th <= contact_l - 0.1)
+        y, z = (np.interp(th[free], t_l, p_l[:, k]) for k in (1, 2))
+        return float(np.max(np.hypot(p_h[free, 1] - y, p_h[free, 2] - z))) if free.sum() > 10 else float('inf')
+
+    lags = np.arange(-0.2, 0.2001, 0.002)
+    errors = [drift_error(start + lag) for lag in lags]
+    lag = float(lags[int(np.argmin(errors))])
+    t0 = start + lag
+    drift_diff = float(min(errors))
+    th = t_h - t0                                   # the live run on the lockstep's clock
+    contact_h = _first_contact(th, f_h)
+    if not abs(lag) <= LAG_BOUND_S:
+        problems.append(f'the live relative motion lags the lockstep one by {lag:.3f} s (bound {LAG_BOUND_S} s)')
+    if not drift_diff <= DRIFT_BOUND_M:
+        problems.append(f'free drift differs from the lockstep run by {drift_diff * 1e3:.2f} mm after the '
+                        f'{lag * 1e3:.0f} ms lag (bound {DRIFT_BOUND_M * 1e3:g} mm)')
+    if not abs(contact_h - contact_l) <= FIRST_CONTACT_BOUND_S:
+        problems.append(f'first contact at {contact_h:.2f} s, lockstep {contact_l:.2f} s (bound {FIRST_CONTACT_BOUND_S} s)')
+    if th.max() < duration_s - 0.05:
+        problems.append(f'the twin ran {th.max():.2f} s of the {duration_s:g} s asked for')
+    until = t_l <= th.max()
+    return Comparison(not problems, problems, float(t0), lag, drift_diff, contact_h, contact_l,
+                      float(f_h.max()), float(f_l[until].max()),
+                      {'t': t_l, 'section_m': p_l, 'wire_force_n': f_l},
+                      {'t': th, 'section_m': p_h, 'wire_force_n': f_h})
+
+
+def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, say=print,
+             start_timeout_s: float = 60.0) -> LiveRun:
+    """Start the graph, record the twin's state until ``duration_s`` of simulated relative motion, stop it."""
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import Float64MultiArray
+
+    from hil_bringup.graph_runner import GraphStartError, RunningGraph
+    from hil_common.ros_testing import spin_until, test_node
+    from hil_snare.graph import snare_graph
+
+    graph = snare_graph(launch_arguments or {})
+    rows, counts, problems = [], {'client/ft/wrench': 0, 'servicer/ft/wrench': 0}, []
+    running = RunningGraph(graph, Path(workdir), say=say)
+    with test_node('snare_live_probe') as (node, executor):
+        node.create_subscription(Float64MultiArray, 'snare/twin_state', lambda m: rows.append(list(m.data)), 100)
+        for topic in counts:
+            node.create_subscription(WrenchStamped, topic, lambda m, t=topic: counts.__setitem__(t, counts[t] + 1), 100)
+        try:
+            running.start()
+        except GraphStartError as exc:
+            problems.append(str(exc))
+        else:
+            motion = {}
+
+            def done():
+                if running.dead():
+                    return True
+                if len(rows) < 2:
+                    return False
+                if 't0' not in motion:
+                    yz0 = np.array(rows[0][3:5])
+                    moved = [r for r in rows if np.linalg.norm(np.array(r[3:5]) - yz0) > MOTION_THRESHOLD_M]
+                    if moved:
+                        motion['t0'] = moved[0][0]
+                    return False
+                return rows[-1][0] >= motion['t0'] + duration_s + 0.15
+
+            wall0 = time.monotonic()
+            # the twin keeps simulated time near the wall clock, so this only ends a run that stopped moving
+            finished = spin_until(executor, done, start_timeout_s + 4.0 * duration_s)
+            say(f'[snare live] ran {time.monotonic() - wall0:.1f} s of wall time')
+            if running.dead():
+                problems.append(f'node(s) died: {", ".join(running.dead())}')
+            elif not finished:
+                problems.append('the twin did not reach the end of the run')
+        finally:
+            results = running.stop()
+    for r in results:
+        if r.crashed:
+            problems.append(f'{r.spec.fqn} crashed (exit {r.returncode})')
+    a = np.array(rows) if rows else np.zeros((0, 9))
+    return LiveRun(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5] > 0.5, a[:, 6:9], counts, problems, results,
+                   dict(running.ready_s))
