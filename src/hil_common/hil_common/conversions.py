@@ -68,6 +68,8 @@ def stamp_to_seconds(stamp) -> float:
 
 
 def seconds_to_stamp(seconds: float, stamp) -> None:
-    sec = math.floor(seconds)
+    # rounded as a whole: a fraction that rounds up to a full second carries into sec
+    # (0.9999999999 s is 1 s 0 ns, not 0 s 0 ns)
+    sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
     stamp.sec = int(sec)
-    stamp.nanosec = int(round((seconds - sec) * 1e9)) % 1_000_000_000
+    stamp.nanosec = int(nanosec)
