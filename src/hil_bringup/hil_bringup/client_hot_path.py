@@ -77,6 +77,7 @@ class ClientHotPath:
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
         self.t_last: float | None = None   # caller's time of the previous sample
+        self.last_command: HotPathCommand | None = None
         self.overruns = 0                   # rate_hz steps dropped (more than max_catch_up in one sample)
         self.q_measured: np.ndarray | None = None
         self.latched = ''            # reason of the latched wrench fault ('' = none)
@@ -135,8 +136,11 @@ class ClientHotPath:
             return None
         elapsed = self.dt if self.t_last is None else now_s - self.t_last
         if not elapsed > 0.0:
-            self.counters['not_due'] += 1       # two samples at one instant: the newer one waits
-            return None
+            # two samples at one instant (on the lab twin's simulated clock, before its next tick):
+            # the newer one waits, and the robot is told again where to be
+            self.counters['not_due'] += 1
+            last = self.last_command
+            return None if last is None else HotPathCommand(last.q_command, last.holding, None, 0, last.reason)
         self.t_last = now_s
         span = self.max_catch_up * self.dt
         if elapsed > span:
@@ -159,13 +163,15 @@ class ClientHotPath:
         if out.holding:
             self.counters['held'] += 1
         self.last_reason = reason
-        return HotPathCommand(out.q_command, out.holding, state, steps, reason)
+        self.last_command = HotPathCommand(out.q_command, out.holding, state, steps, reason)
+        return self.last_command
 
     def _held(self, reason: str) -> HotPathCommand:
         self.counters['held'] += 1
         self.counters['commands'] += 1
         self.last_reason = reason
-        return HotPathCommand(self.table.q_command, True, None, 0, reason)
+        self.last_command = HotPathCommand(self.table.q_command, True, None, 0, reason)
+        return self.last_command
 
     # -- reset and status ---------------------------------------------------------------------
     def reset(self, now_s: float) -> tuple[bool, str]:

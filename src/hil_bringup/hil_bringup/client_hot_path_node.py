@@ -6,8 +6,9 @@ objects as ``client_admittance_node`` (:class:`hil_dynamics.client.ClientAdmitta
 ``build_table``), run back to back in the F/T subscription's callback, so there is no timer
 and no DDS hop between them. The rule with its safety policy is
 :class:`hil_bringup.client_hot_path.ClientHotPath`: each sample integrates Eq. (11) over the
-time measured on the monotonic clock since the previous one (steps of at most ``1 / rate_hz``)
-and commands the robot once, the table's limits on its own monotonic clock, wrenches in another frame
+time measured on the lab's clock (monotonic, or the twin's simulated time under
+``use_sim_time``, :mod:`hil_common.lab_clock`) since the previous one (steps of at most ``1 / rate_hz``)
+and commands the robot once, the table's limits on that clock, wrenches in another frame
 than ``wrench_frame_id`` refused and counted, a wrench above ``max_force_n`` /
 ``max_torque_nm`` or non-finite latches a fault (hold) until ``client/hot_path/reset``, and
 stale ``joint_states`` hold until they are fresh again for ``joint_states_recover_s``
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -43,6 +43,7 @@ from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
+from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, home_pose, reorder
@@ -67,8 +68,9 @@ class ClientHotPathNode(Node):
     def __init__(self):
         super().__init__('client_hot_path')
         p = declare_parameters(self, PARAMS)
+        self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
         admittance, pose_sensor_in_client = client_node.build_rule(p)
-        self.table = table_node.build_table(p)
+        self.table = table_node.build_table(p, clock=self.lab_now)
         self.home = home_pose(self.table.kin) if p.command_frame == 'home' else None
         self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
         if p.command_frame == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
@@ -108,10 +110,15 @@ class ClientHotPathNode(Node):
         return flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose_client_in_nominal)
 
     def on_joints(self, msg):
-        self.rule.joint_states(reorder(msg.name, msg.position, self.names), time.monotonic())
+        now = self.lab_now()
+        if now > 0.0:        # 0: the lab twin's /clock has not arrived yet (use_sim_time)
+            self.rule.joint_states(reorder(msg.name, msg.position, self.names), now)
 
     def on_wrench(self, msg):
-        out = self.rule.wrench(wrench_from_msg(msg.wrench), msg.header.frame_id, time.monotonic())
+        now = self.lab_now()
+        if now <= 0.0:
+            return
+        out = self.rule.wrench(wrench_from_msg(msg.wrench), msg.header.frame_id, now)
         if out is None:
             return
         self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
@@ -138,14 +145,14 @@ class ClientHotPathNode(Node):
 
 
     def publish_status(self) -> None:
-        level, message, values = self.rule.status(time.monotonic())
+        level, message, values = self.rule.status(self.lab_now())
         msg = DiagnosticStatus(level=bytes([level]), name='client_hot_path', message=message,
                                hardware_id=self.table.kin.__class__.__name__)
         msg.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         self.pub_status.publish(msg)
 
     def on_reset(self, request, response):
-        response.success, response.message = self.rule.reset(time.monotonic())
+        response.success, response.message = self.rule.reset(self.lab_now())
         self.last_status = None
         self.publish_status()
         return response

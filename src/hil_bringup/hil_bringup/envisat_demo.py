@@ -348,7 +348,6 @@ def summary(metrics: dict) -> list[str]:
 
 # -- the ROS graph -----------------------------------------------------------------------------------
 from hil_bringup.graphs import ENVISAT_LATCHED_TOPICS as LATCHED_TOPICS  # noqa: E402
-from hil_bringup.graphs import ENVISAT_RECORD_TOPICS as GRAPH_TOPICS  # noqa: E402
 #: Commands that must reach the robots in a live run (the graph did nothing otherwise).
 ROBOT_COMMAND_TOPICS = ('client/forward_position_controller/commands', 'servicer/forward_position_controller/commands',
                         'servicer_arm/forward_effort_controller/commands')
@@ -392,20 +391,31 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
             'live_view_port': str(view_port), **(launch_arguments or {})}
     graph = envisat_graph(args, scenario=scenario)
     report = LiveReport(expectations if expectations is not None else LiveExpectations())
-    topics = [(name, message_class(type_name)) for name, type_name in GRAPH_TOPICS]
+    topics = [(name, message_class(type_name)) for name, type_name in graph.record_topics]
     running = RunningGraph(graph, out / 'live_nodes', say=say)
     summary_path = out / 'live_nodes' / 'live_summary.json'
+    # With the twin's simulated clock the run lasts `seconds` of simulated time (the twin's /clock),
+    # however long that takes on this machine, within a generous wall-time budget.
+    sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
+    wall_budget_s = max(120.0, 20.0 * seconds)
     with test_node('hil_envisat_recorder') as (node, executor):
         t0 = [None]
+        lab_time = [None if sim_clock else 0.0]
 
         def now():
-            return 0.0 if t0[0] is None else time.monotonic() - t0[0]
+            if t0[0] is None or lab_time[0] is None:
+                return 0.0
+            return (lab_time[0] if sim_clock else time.monotonic()) - t0[0]
 
+        if sim_clock:
+            from rosgraph_msgs.msg import Clock
+            node.create_subscription(Clock, '/clock', lambda m: lab_time.__setitem__(
+                0, m.clock.sec + 1e-9 * m.clock.nanosec), 10)
         recorder = TopicRecorder(node, out / 'live', topics, latched=LATCHED_TOPICS)
         from diagnostic_msgs.msg import DiagnosticStatus
         from std_msgs.msg import String
         node.create_subscription(String, 'obsw/phase', lambda m: report.phase(now(), m.data), LATCHED_QOS)
-        for name, type_name in GRAPH_TOPICS:
+        for name, type_name in graph.record_topics:
             if type_name == 'diagnostic_msgs/msg/DiagnosticStatus':
                 node.create_subscription(DiagnosticStatus, name, lambda m, n=name: report.status(
                     now(), n, m.level, m.message, {kv.key: kv.value for kv in m.values}),
@@ -416,13 +426,17 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
             except GraphStartError as exc:
                 report.failed_to_start(str(exc))
             else:
-                t0[0] = time.monotonic()
+                if sim_clock and not spin_until(executor, lambda: lab_time[0] is not None, 10.0):
+                    report.failed_to_start('the lab twin publishes no /clock')
+                t0[0] = lab_time[0] if sim_clock else time.monotonic()
+                wall_start = time.monotonic()
                 if args.get('live_view', 'true') == 'true':
                     say(f'  live 3-D view: Foxglove -> Open connection -> ws://127.0.0.1:{args["live_view_port"]} '
                         f'(topic /lab_scene); RViz: MarkerArray live_view/markers in lab_world')
                 if on_running is not None:
                     on_running(running, node, executor)
-                    t0[0] = time.monotonic()            # the run's seconds start after the inspection
+                    t0[0] = lab_time[0] if sim_clock else time.monotonic()   # the run starts after the inspection
+                    wall_start = time.monotonic()
                 next_report = 0.0
                 while now() < seconds:
                     spin_until(executor, lambda: now() >= min(seconds, next_report), 1.0)
@@ -430,13 +444,20 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
                     if dead:
                         say(f'  ros: node(s) exited: {", ".join(dead)}')
                         break
+                    wall_s = time.monotonic() - wall_start
+                    if wall_s > wall_budget_s:
+                        report.failed_to_start(f'the simulated lab reached only {now():.1f} of {seconds:g} s in '
+                                               f'{wall_s:.0f} s of wall time')
+                        break
                     if now() >= next_report:
                         total = sum(recorder.received.values())
-                        say(f'  ros: {now():5.1f} / {seconds:.0f} s  {total} messages, phase '
+                        say(f'  ros: {now():5.1f} / {seconds:.0f} s{" simulated" if sim_clock else ""} '
+                            f'({wall_s:.0f} s wall)  {total} messages, phase '
                             f'{report.phases[-1][1] if report.phases else "-"}, faults {len(report.faults)}')
                         next_report += 5.0
         finally:
             duration = now()
+            wall_s = time.monotonic() - wall_start if t0[0] is not None else 0.0
             counts = recorder.close()
             results = running.stop()
     for topic, n in counts.items():
@@ -444,6 +465,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     summary = report.finish(duration, results, log_levels)
     summary['recording'] = {'live': counts}
     summary['stages_ready_s'] = {k: round(v, 2) for k, v in running.ready_s.items()}
+    summary['lab_clock'] = {'simulated': sim_clock, 'wall_s': round(wall_s, 1),
+                            'real_time_factor': round(duration / wall_s, 3) if wall_s > 0 else None}
     summary['nodes_log_dir'] = str(out / 'live_nodes' / 'logs')
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     import json

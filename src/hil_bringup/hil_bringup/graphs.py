@@ -46,6 +46,13 @@ class NodeSpec:
     namespace: str = ''
     parameters: Mapping = field(default_factory=dict)
     remappings: tuple = ()
+    #: rclpy's own ``use_sim_time``: the node runs on the lab twin's ``/clock`` (:mod:`hil_common.lab_clock`)
+    use_sim_time: bool = False
+
+    @property
+    def ros_parameters(self) -> dict:
+        """What the node is given: its own parameters, plus rclpy's ``use_sim_time`` where set."""
+        return {**self.parameters, **({'use_sim_time': True} if self.use_sim_time else {})}
 
     @property
     def fqn(self) -> str:
@@ -54,7 +61,7 @@ class NodeSpec:
     def launch_kwargs(self) -> dict:
         """The keyword arguments of ``launch_ros.actions.Node`` (plus ``output``)."""
         return {'package': self.package, 'executable': self.executable, 'name': self.name,
-                'namespace': self.namespace, 'parameters': [dict(self.parameters)],
+                'namespace': self.namespace, 'parameters': [self.ros_parameters],
                 'remappings': [tuple(r) for r in self.remappings], 'output': 'screen'}
 
     def ros_arguments(self, params_file: str) -> list[str]:
@@ -70,7 +77,7 @@ class NodeSpec:
     def params_yaml(self) -> str:
         import yaml
 
-        return yaml.safe_dump({self.fqn: {'ros__parameters': _plain(dict(self.parameters))}}, sort_keys=True)
+        return yaml.safe_dump({self.fqn: {'ros__parameters': _plain(self.ros_parameters)}}, sort_keys=True)
 
 
 def _plain(value):
@@ -228,6 +235,9 @@ ENVISAT_ARGS = (
     Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
     Arg('facility', 'envisat_lab', 'lab calibration: facility name or YAML path (hil_bringup.facility)'),
     Arg('use_sim', 'true', 'MuJoCo lab twin (true) or the real facility (false)', ('true', 'false')),
+    Arg('lab_clock', 'auto', "'simulated': the twin owns time (/clock; it steps once the stack has answered, every "
+                             "node runs with use_sim_time); 'wall': real time; 'auto': simulated with the twin, "
+                             'wall on the real facility', ('auto', 'simulated', 'wall')),
     Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
     Arg('client_ft_port', '49152', 'RDT UDP port of the client F/T sensor'),
     Arg('servicer_ft_port', '49153', 'RDT UDP port of the wrist F/T sensor'),
@@ -311,6 +321,9 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     fac = lab.load_facility(args['facility'])
     cal = lab.calibrate(fac, scenario)
     use_sim = args['use_sim'] == 'true'
+    if args['lab_clock'] == 'simulated' and not use_sim:
+        raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
+    sim_clock = use_sim and args['lab_clock'] != 'wall'
     ports = {who: _int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
     if ports['client'] == ports['servicer']:
         raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
@@ -330,7 +343,8 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
                              f'{twin.robots[0].ft.rate_hz:g} Hz')
         lab_nodes.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={**lab.twin_node_parameters(
             fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
-            **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {})}))
+            **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {}),
+            **({'clock': 'simulated'} if sim_clock else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
     # the weight of the mock-up and of the gripper, compensated by the drivers with the sensors' poses
     # (the twin publishes them; on the real facility remap gravity_compensation.pose_topic to the robot's FK)
@@ -341,6 +355,9 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             'sensor_ip': ft_host, 'sensor_port': ports[who], 'sensor_rate_hz': ft_rate_hz,
             'sensor_frame': frames[who], 'publish_rate_hz': control_rate_hz or 0.0, **lab.ft_driver_parameters(fac),
             **gravity[who],
+            # on the simulated clock the driver's clock follows /clock a little behind the samples: the
+            # start-up check of the rate measures over 2 s so that lag stays within its tolerance
+            **({'rate_measure_s': 2.0} if sim_clock else {}),
             **({'stale_timeout_ms': 1e3 * stale['joint_states_timeout_s']} if stale else {})})
 
     client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate, **stale}
@@ -370,11 +387,13 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         stack.append(NodeSpec('hil_bringup', 'live_view_node', 'live_view', parameters={
             'facility': str(fac.source), 'scenario': str(scenario.source),
             'foxglove_port': _int_arg(args, 'live_view_port', 0, 65535)}))
+    if sim_clock:     # the whole stack on the twin's timeline
+        io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
     return Graph('envisat_capture', (
         Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
         Stage('stack', tuple(stack)),
-    ), ENVISAT_RECORD_TOPICS).check()
+    ), ENVISAT_RECORD_TOPICS + ((('lab_twin/status', _STATUS),) if sim_clock else ())).check()
 
 
 # -- delayed teleoperation of a massive payload (seed 001) ------------------------------------------------

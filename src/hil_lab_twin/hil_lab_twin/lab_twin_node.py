@@ -18,8 +18,23 @@ Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``; with ``layout:=tele
   (geometry_msgs/PoseStamped in ``lab_world``: the sensor's pose, for the drivers' gravity compensation).
 
 Wrong-length or non-finite commands are rejected (counted, logged once per robot), as
-ros2_control's controllers do. The twin runs in real time (wall clock); the deterministic
-lockstep mode is the :class:`hil_lab_twin.twin.LabTwin` object itself, without ROS.
+ros2_control's controllers do.
+
+Two clocks (``clock``):
+
+* ``wall``: the twin follows the wall clock in real time (a thread steps the physics), as the
+  lab does; stamps are wall-clock instants. A machine too busy to keep up makes the lab slip.
+* ``simulated``: the twin owns time, like a simulator with ros2_control. It publishes
+  ``/clock`` (rosgraph_msgs/Clock) and every other node runs with ``use_sim_time``. It steps
+  one publish period at a time: the physics, then ``/clock``, then one RDT record per F/T sample
+  the period made and the joint states and the other outputs, stamped with the simulated time.
+  It takes the next step once every robot the stack commands has received a command since the
+  last one (the stack answered), or after ``barrier_timeout_s`` of wall time without (a *miss*,
+  counted per robot), and never faster than ``max_real_time_factor`` times real time. A busy
+  machine then slows the simulated timeline down; it does not change what happens on it. The
+  counters go out on ``lab_twin/status`` (diagnostic_msgs/DiagnosticStatus) every second of wall time.
+
+The deterministic lockstep mode without ROS is the :class:`hil_lab_twin.twin.LabTwin` object itself.
 """
 
 from __future__ import annotations
@@ -29,8 +44,10 @@ import math
 import sys
 import time
 
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -38,7 +55,7 @@ from trajectory_msgs.msg import JointTrajectory
 from hil_common.conversions import pose_to_msg, seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
-from hil_lab_twin.pacing import RealTimePacer
+from hil_lab_twin.pacing import RealTimePacer, SimulatedLabClock
 from hil_lab_twin.rdt_bridge import rdt_server
 from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, ServoConfig, TwinConfig, facility_config,
                                 teleop_facility_config)
@@ -71,6 +88,12 @@ PARAMS = [
           "empty (or ['']) serves none", type='str[]', check=lambda v: check_rdt_ports(v)),
     Param('publish_wrench', True, "Publish each F/T reading on '<sensor>/wrench_true' at publish_rate_hz"),
     Param('render_png', '', 'Write an overview PNG here at shutdown (needs MUJOCO_GL=egl); empty: none'),
+    Param('clock', 'wall', "'wall': real time on the wall clock; 'simulated': the twin publishes /clock and steps "
+          'once the stack has answered (run the other nodes with use_sim_time)', choices=('wall', 'simulated')),
+    Param('max_real_time_factor', 1.0, "clock 'simulated': at most this many simulated seconds per wall second",
+          min=0.01, max=1000.0),
+    Param('barrier_timeout_s', 0.5, "clock 'simulated': wall time to wait for the stack's commands before the "
+          'twin steps without them (counted as a miss) [s]', min=0.001, max=60.0),
 ]
 
 
@@ -129,12 +152,13 @@ class LabTwinNode(Node):
         p = declare_parameters(self, PARAMS)
         self.twin = LabTwin(config_from(p))
         self.render_path = p.render_png
-        self.pacer = RealTimePacer(self.twin, clock=time.time)
+        self.simulated_clock = p.clock == 'simulated'
+        self.pacer = None if self.simulated_clock else RealTimePacer(self.twin, clock=time.time)
         self.joint_pubs, self.warned = {}, set()
         for ns in self.twin.position_robots:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
             self.create_subscription(Float64MultiArray, f'{ns}/forward_position_controller/commands',
-                                     lambda msg, ns=ns: self.on_positions(ns, msg), 10)
+                                     lambda msg, ns=ns: self.on_positions(ns, msg), 100)
             self.create_subscription(JointTrajectory, f'{ns}/joint_trajectory_controller/joint_trajectory',
                                      lambda msg, ns=ns: self.on_trajectory(ns, msg), 10)
         for ns in self.twin.payload_robots:
@@ -142,7 +166,7 @@ class LabTwinNode(Node):
         for ns in self.twin.torque_arms:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
             self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
-                                     lambda msg, ns=ns: self.on_efforts(ns, msg), 10)
+                                     lambda msg, ns=ns: self.on_efforts(ns, msg), 100)
             if self.twin.has_ring_gripper(ns):   # the OBSW's gripper command (true closes)
                 self.create_subscription(Bool, f'{ns.removesuffix("_arm")}/gripper_cmd',
                                          lambda msg, ns=ns: self.on_gripper(ns, msg), 10)
@@ -152,16 +176,27 @@ class LabTwinNode(Node):
         # F/T drivers' gravity compensation of the mock-up or gripper hanging from the sensor reads it
         self.sensor_pose_pubs = {s: self.create_publisher(PoseStamped, f'{s}/sensor_pose', 10)
                                  for s in self.twin.ft_sensor_names}
-        self.rdt_servers = []
+        self.rdt_servers, self.rdt_channels = [], []
         for entry in filter(None, p.rdt_ports):
             sensor, _, port = entry.partition(':')
             if sensor not in self.twin.ft_sensor_names:
                 raise ParameterError(f"parameter 'rdt_ports': no F/T sensor {sensor!r} "
                                      f'(sensors: {list(self.twin.ft_sensor_names)})')
-            self.rdt_servers.append(rdt_server(self.twin, sensor, int(port)))
+            server = rdt_server(self.twin, sensor, int(port), paced=not self.simulated_clock)
+            self.rdt_servers.append(server)
+            self.rdt_channels.append((server, self.twin.wrench_source(sensor)))
             self.get_logger().info(f'{sensor}: RDT/UDP on 127.0.0.1:{port}')
-        self.pacer.start()
-        self.create_timer(1.0 / p.publish_rate_hz, self.tick)
+        if self.simulated_clock:
+            self.clock = SimulatedLabClock(self.twin, 1.0 / p.publish_rate_hz, p.max_real_time_factor,
+                                           p.barrier_timeout_s, time.monotonic)
+            self.clock_pub = self.create_publisher(Clock, '/clock', 10)
+            self.status_pub = self.create_publisher(DiagnosticStatus, 'lab_twin/status', 10)
+            self.create_timer(0.002, self.try_step)       # wall clock: pacing, the barrier's timeout
+            self.create_timer(1.0, self.publish_status)
+            self.publish_outputs()                        # t = 0: the state the stack starts from
+        else:
+            self.pacer.start()
+            self.create_timer(1.0 / p.publish_rate_hz, self.tick)
 
     def _rejected(self, ns: str, ok: bool) -> None:
         if not ok and ns not in self.warned:
@@ -171,13 +206,21 @@ class LabTwinNode(Node):
 
     def on_positions(self, ns: str, msg: Float64MultiArray) -> None:
         self._rejected(ns, self.twin.command_positions(ns, list(msg.data)))
+        self._answered(ns)
+
+    def _answered(self, ns: str) -> None:
+        if self.simulated_clock:
+            self.clock.answered(ns)
+            self.try_step()
 
     def on_trajectory(self, ns: str, msg: JointTrajectory) -> None:
         points = [(stamp_to_seconds(pt.time_from_start), list(pt.positions)) for pt in msg.points]
         self._rejected(ns, self.twin.command_trajectory(ns, list(msg.joint_names), points))
+        self._answered(ns)
 
     def on_efforts(self, ns: str, msg: Float64MultiArray) -> None:
         self._rejected(ns, self.twin.command_efforts(ns, list(msg.data)))
+        self._answered(ns)
 
     def on_gripper(self, ns: str, msg: Bool) -> None:
         (self.twin.close_gripper if msg.data else self.twin.open_gripper)(ns)
@@ -189,9 +232,50 @@ class LabTwinNode(Node):
         except ValueError:
             self._rejected(ns, False)
 
+    # -- clock 'simulated' ------------------------------------------------------------------
+    def try_step(self) -> None:
+        """Step one period if the stack answered (or the barrier timed out) and the pace allows."""
+        if self.clock.step_due():
+            samples = [[] for _ in self.rdt_channels]
+            self.clock.step(lambda: self.collect_samples(samples))
+            self.publish_outputs(samples)
+
+    def collect_samples(self, samples) -> None:
+        """After each physics step: the F/T samples it made, one RDT record each."""
+        for (server, source), out in zip(self.rdt_channels, samples):
+            wrench, _, sequence = source()
+            if sequence != getattr(server, 'twin_sequence', None):
+                server.twin_sequence = sequence
+                out.append(tuple(float(v) for v in wrench))
+
+    def publish_outputs(self, samples=()) -> None:
+        """/clock first, so the stack's clocks read the new time when the period's samples and states
+        arrive, then the F/T samples (RDT) and the states."""
+        msg = Clock()
+        seconds_to_stamp(self.twin.time, msg.clock)
+        self.clock_pub.publish(msg)
+        for (server, _), wrenches in zip(self.rdt_channels, samples):
+            server.emit(wrenches)
+        self.publish_states(self.twin.time, lambda t_sample: t_sample)
+
+    def publish_status(self) -> None:
+        values = self.clock.counters()
+        misses = sum(values['misses'].values())
+        msg = DiagnosticStatus(level=DiagnosticStatus.OK if misses == 0 else DiagnosticStatus.WARN, name='lab_twin',
+                               message=f"simulated clock: t = {values['time_s']:.3f} s, real-time factor "
+                                       f"{values['real_time_factor']:.2f}, {misses} barrier misses")
+        flat = {'time_s': values['time_s'], 'steps': values['steps'], 'real_time_factor': values['real_time_factor'],
+                'waiting_for': ' '.join(values['waiting_for']),
+                **{f'misses.{ns}': n for ns, n in values['misses'].items()}}
+        msg.values = [KeyValue(key=k, value=str(v)) for k, v in flat.items()]
+        self.status_pub.publish(msg)
+
+    # -- clock 'wall' -------------------------------------------------------------------------
     def tick(self) -> None:
         self.pacer.poll()
-        stamp = self.pacer.wall_time_for_sim(self.twin.time)
+        self.publish_states(self.pacer.wall_time_for_sim(self.twin.time), self.pacer.wall_time_for_sim)
+
+    def publish_states(self, stamp: float, stamp_for_sim) -> None:
         for ns, pub in self.joint_pubs.items():
             state = self.twin.joint_state(ns)
             msg = JointState(name=list(state.names), position=state.positions.tolist(),
@@ -208,7 +292,7 @@ class LabTwinNode(Node):
             wrench, t_sample, _ = source()
             msg = WrenchStamped()
             msg.header.frame_id = sensor
-            seconds_to_stamp(self.pacer.wall_time_for_sim(t_sample), msg.header.stamp)
+            seconds_to_stamp(stamp_for_sim(t_sample), msg.header.stamp)
             wrench_to_msg(wrench, msg.wrench)
             pub.publish(msg)
 

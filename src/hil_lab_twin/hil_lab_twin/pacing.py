@@ -62,3 +62,68 @@ class RealTimePacer:
             if on_step is not None:
                 on_step()
             sleep(max(0.0, self.twin.dt - 1e-4))
+
+
+class SimulatedLabClock:
+    """The twin's own timeline for a live graph (``lab_twin_node`` with ``clock: simulated``).
+
+    The twin steps ``period_s`` at a time (whole physics steps). A step is due once every robot
+    the stack commands (``engaged``: it has received at least one command) has been commanded
+    again since the last step, or once ``barrier_timeout_s`` of wall time passed without that
+    (then the robots still waiting are counted as *misses*). The simulated time never runs ahead
+    of ``max_real_time_factor`` times the wall time; after a slow stretch it does not burst to
+    catch up (the anchor moves with it). Before the stack commands anything, the twin runs at
+    that pace alone.
+    """
+
+    def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 0.5,
+                 wall_clock: Callable[[], float] = time.monotonic):
+        if not (period_s > 0 and max_real_time_factor > 0 and barrier_timeout_s > 0):
+            raise ValueError('period_s, max_real_time_factor and barrier_timeout_s must be > 0')
+        self.twin = twin
+        self.steps_per_period = max(1, int(round(period_s / twin.dt)))
+        self.period_s = self.steps_per_period * twin.dt
+        self.max_real_time_factor = float(max_real_time_factor)
+        self.barrier_timeout_s = float(barrier_timeout_s)
+        self.wall_clock = wall_clock
+        self._wall0 = self._first_wall = self._last_step_wall = wall_clock()
+        self._sim0 = twin.time
+        self.engaged: set[str] = set()
+        self._answered: set[str] = set()
+        self.misses: dict[str, int] = {}
+        self.steps = 0
+
+    def answered(self, robot: str) -> None:
+        """The stack commanded ``robot``."""
+        self.engaged.add(robot)
+        self._answered.add(robot)
+
+    def waiting_for(self) -> list[str]:
+        return sorted(self.engaged - self._answered)
+
+    def step_due(self) -> bool:
+        now = self.wall_clock()
+        ahead = (self.twin.time + self.period_s - self._sim0) - (now - self._wall0) * self.max_real_time_factor
+        if ahead > 1e-9:
+            return False
+        return not self.waiting_for() or now - self._last_step_wall >= self.barrier_timeout_s
+
+    def step(self, after_each_physics_step: Callable[[], None] | None = None) -> None:
+        """Advance one period (call when :meth:`step_due`)."""
+        for robot in self.waiting_for():
+            self.misses[robot] = self.misses.get(robot, 0) + 1
+        self._answered.clear()
+        for _ in range(self.steps_per_period):
+            self.twin.step(1)
+            if after_each_physics_step is not None:
+                after_each_physics_step()
+        self.steps += 1
+        now = self._last_step_wall = self.wall_clock()
+        # behind the pace: move the anchor, so a slow stretch is not followed by a burst
+        self._wall0 = max(self._wall0, now - (self.twin.time - self._sim0) / self.max_real_time_factor)
+
+    def counters(self) -> dict:
+        elapsed = self.wall_clock() - self._first_wall
+        return {'time_s': self.twin.time, 'steps': self.steps, 'misses': dict(self.misses),
+                'waiting_for': self.waiting_for(),
+                'real_time_factor': (self.twin.time - self._sim0) / elapsed if elapsed > 0 else float('nan')}

@@ -12,14 +12,15 @@ from hil_sensors.rdt_sim import RdtSimulator
 
 
 def rdt_server(twin, sensor: str, port: int = 0, rate_hz: float | None = None, host: str = '127.0.0.1',
-               records_per_packet: int = 1) -> RdtSimulator:
+               records_per_packet: int = 1, paced: bool = True) -> RdtSimulator:
     """A started :class:`RdtSimulator` streaming ``sensor`` of ``twin`` (stop() it when done).
 
     ``rate_hz`` defaults to the twin sensor's sample rate. ``host`` must stay a loopback
-    address unless the lab explicitly wants the stream on its network.
+    address unless the lab explicitly wants the stream on its network. ``paced=False``: the
+    caller sends each sample with ``emit()`` when the twin's simulated clock makes it due.
     """
     source = twin.wrench_source(sensor)
     channel_rate = twin.config_for_sensor(sensor).rate_hz
     server = RdtSimulator(lambda t: tuple(float(v) for v in source()[0]), host=host, port=port,
-                          rate_hz=rate_hz or channel_rate, records_per_packet=records_per_packet)
+                          rate_hz=rate_hz or channel_rate, records_per_packet=records_per_packet, paced=paced)
     return server.start()

@@ -54,6 +54,7 @@ from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_se
                                     xyz_rpy_to_pose)
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
+from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table.kinematics_helpers import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist, home_pose,
                                        make_kinematics, reorder)
@@ -110,7 +111,8 @@ def limits_from(values: dict) -> TableLimits:
 
 
 def build_table(values: dict, clock=time.monotonic) -> MotionTable:
-    """The table of a node: its speed/acceleration limits run on ``clock`` (monotonic), never on stamps;
+    """The table of a node: its speed/acceleration limits run on ``clock`` (the lab's: monotonic, or the
+    twin's simulated time, :func:`hil_common.lab_clock.lab_seconds`), never on stamps;
     with ``auto_recover`` stale joint states hold without latching (the node's InputWatch decides)."""
     kin = make_kinematics(values['robot'])
     return MotionTable(kin, limits_from(values), period=values['period_s'],
@@ -122,7 +124,8 @@ class MotionTableNode(Node):
     def __init__(self):
         super().__init__('motion_table')
         p = declare_parameters(self, PARAMS)
-        self.table = build_table(p)
+        self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
+        self.table = build_table(p, clock=self.lab_now)
         self.kin = self.table.kin
         self.names = tuple(self.kin.joint_names)
         self.output = p.output
@@ -159,12 +162,14 @@ class MotionTableNode(Node):
 
     # -- callbacks ----------------------------------------------------------------------
     def on_joint_states(self, msg: JointState) -> None:
+        if self.lab_now() <= 0.0:      # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
         q = reorder(msg.name, msg.position, self.names)
         if q is None:
             self.counters['bad_joint_states'] += 1
             return
         self.q_measured = q
-        self.q_measured_at = time.monotonic()
+        self.q_measured_at = self.lab_now()
         self.joints.sample(self.q_measured_at)
         if not self.table.initialized:
             self.table.initialize(q)
@@ -214,9 +219,9 @@ class MotionTableNode(Node):
             twist = self.twist_ff
             if self.home is not None:
                 twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
-        # The limits run on the table's monotonic clock (build_table), never on the message
-        # stamps: a wrong clock, sim time or a replay must not loosen them.
-        now = time.monotonic()
+        # The limits run on the table's own clock (the lab's, build_table), never on the message
+        # stamps: a wrong stamp or a replay must not loosen them.
+        now = self.lab_now()
         self.joints.update(now)
         age = now - self.q_measured_at if self.joints.usable else math.inf   # recovering: still holding
         out = self.table.step(pose, q_measured=self.q_measured, twist_ff_body=twist, measurement_age=age)
@@ -249,7 +254,7 @@ class MotionTableNode(Node):
         if faults:
             msg.level, msg.message = DiagnosticStatus.ERROR, 'holding: ' + ', '.join(faults)
             if 'stale_measurement' in faults:
-                msg.message += f' ({self.joints.describe(time.monotonic())})'
+                msg.message += f' ({self.joints.describe(self.lab_now())})'
         elif clamps:
             msg.level, msg.message = DiagnosticStatus.WARN, 'clamped: ' + ', '.join(clamps)
         else:
@@ -270,7 +275,7 @@ class MotionTableNode(Node):
         return response
 
     def on_reset(self, request, response):
-        ok, joints = self.joints.reset(time.monotonic())
+        ok, joints = self.joints.reset(self.lab_now())
         if ok:
             self.table.reset()
         self.last_status = None

@@ -263,17 +263,27 @@ def diagnostic_status(snap: Mapping[str, Any], previous: Mapping[str, Any] | Non
 class PublishDecimator:
     """``publish_rate_hz`` (0: every new sample): a sample whose stamp is closer than
     ``1 / publish_rate_hz`` to the last published one is skipped; a newer one goes out later
-    (the driver never queues, so skipping only publishes less often, never older data)."""
+    (the driver never queues, so skipping only publishes less often, never older data).
 
-    def __init__(self, publish_rate_hz: float):
-        self.min_interval_ns = int(1e9 / publish_rate_hz) if publish_rate_hz > 0 else 0
+    ``every_n_records`` > 0 decimates by the records' RDT sequence instead (every n-th record):
+    on the lab twin's simulated clock the records of one tick arrive before or after that
+    tick's ``/clock``, so their stamps cannot tell the ticks apart.
+    """
+
+    def __init__(self, publish_rate_hz: float, every_n_records: int = 0):
+        self.every_n = int(every_n_records)
+        self.min_interval_ns = int(1e9 / publish_rate_hz) if publish_rate_hz > 0 and not self.every_n else 0
         self.last_ns = 0
+        self.last_sequence: int | None = None
 
-    def admit(self, stamp_ns: int) -> bool:
+    def admit(self, stamp_ns: int, sequence: int | None = None) -> bool:
+        if self.every_n and sequence is not None:
+            return self.last_sequence is None or (sequence - self.last_sequence) % 2**32 >= self.every_n
         return not self.min_interval_ns or stamp_ns - self.last_ns >= self.min_interval_ns
 
-    def published(self, stamp_ns: int) -> None:
+    def published(self, stamp_ns: int, sequence: int | None = None) -> None:
         self.last_ns = stamp_ns
+        self.last_sequence = sequence
 
 
 # --------------------------------------------------------------------------- driver

@@ -109,7 +109,8 @@ class FtSensorNode(LifecycleNode):
         try:
             self.cfg = check_parameters({p.name: self.get_parameter(p.name).value for p in PARAMS})
             calibration = resolve_calibration(self.cfg)
-            if uses_sim_time(self):    # the lab twin's timeline: staleness and rates in simulated time
+            self._sim_clock = uses_sim_time(self)
+            if self._sim_clock:    # the lab twin's timeline: staleness and rates in simulated time
                 clock = self.get_clock()
                 driver = FtDriver(self.cfg, calibration, clock_ns=lambda: clock.now().nanoseconds,
                                   kernel_timestamps=False)
@@ -143,12 +144,15 @@ class FtSensorNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        try:
-            with self.lock:
-                self.driver.start_streaming()
-        except OSError as exc:
-            self.get_logger().error(f'activate failed: cannot send the start command: {exc}')
-            return TransitionCallbackReturn.FAILURE
+        # On the twin's simulated clock the stream starts once the first /clock has arrived (the
+        # receive thread waits for it): a sample stamped 0 before it would look like a long gap.
+        if not getattr(self, '_sim_clock', False):
+            try:
+                with self.lock:
+                    self.driver.start_streaming()
+            except OSError as exc:
+                self.get_logger().error(f'activate failed: cannot send the start command: {exc}')
+                return TransitionCallbackReturn.FAILURE
         self._stop.clear()
         self._thread = threading.Thread(target=self._receive_loop, name='ft-rdt-rx', daemon=True)
         self._thread.start()
@@ -219,8 +223,22 @@ class FtSensorNode(LifecycleNode):
     # ----------------------------------------------------------------- hot path
     def _receive_loop(self) -> None:
         driver = self.driver
+        if getattr(self, '_sim_clock', False):
+            while driver.clock_ns() == 0:
+                if self._stop.wait(0.01):
+                    return
+            try:
+                with self.lock:
+                    driver.start_streaming()
+            except OSError as exc:
+                self.get_logger().error(f'cannot send the start command: {exc}')
+                return
         timeout = min(0.02, self.cfg['stale_timeout_ms'] / 4000.0)
-        decimator = self._decimator = PublishDecimator(self.cfg['publish_rate_hz'])
+        # on the twin's simulated clock: every n-th record (see PublishDecimator)
+        rates = self.cfg['sensor_rate_hz'], self.cfg['publish_rate_hz']
+        every_n = (max(1, round(rates[0] / rates[1])) if getattr(self, '_sim_clock', False) and rates[0] > 0
+                   and rates[1] > 0 else 0)
+        decimator = self._decimator = PublishDecimator(self.cfg['publish_rate_hz'], every_n)
         log = self.get_logger()
         while not self._stop.is_set():
             try:
@@ -231,7 +249,7 @@ class FtSensorNode(LifecycleNode):
                     events = driver.take_fault_events()
                     notices, driver.notices = driver.notices, []
                     sample = driver.take_sample()
-                    if sample is not None and not decimator.admit(sample.stamp_ns):
+                    if sample is not None and not decimator.admit(sample.stamp_ns, sample.rdt_sequence):
                         sample = None   # decimated: the next newer sample will be published
                     out = driver.processed_output(sample) if sample is not None else None
                 for notice in notices:
@@ -263,7 +281,7 @@ class FtSensorNode(LifecycleNode):
             f.x, f.y, f.z, t.x, t.y, t.z = out[0], out[1], out[2], out[3], out[4], out[5]
             self.wrench_pub.publish(m)
         done = time.time_ns()
-        self._decimator.published(sample.stamp_ns)
+        self._decimator.published(sample.stamp_ns, sample.rdt_sequence)
         with self.lock:
             self.driver.record_publication(sample, done)
 

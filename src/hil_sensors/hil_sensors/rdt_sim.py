@@ -89,7 +89,11 @@ class RdtSimulator:
                  saturation: Sequence[float] | None = None, seed: int = 0,
                  start_sequence: int = 1, drop: Iterable[int] = (), delay: dict | None = None,
                  duplicate: Iterable[int] = (), status_fn: Callable[[int], int] | None = None,
-                 spin_us: float = 150.0):
+                 spin_us: float = 150.0, paced: bool = True):
+        # paced: the server's thread sends records at rate_hz on the wall clock. paced=False: the
+        # owner sends them with emit() (the lab twin on its simulated clock, one record per sample);
+        # the thread then only answers the start/stop/bias commands.
+        self.paced = paced
         self.source: WrenchSource = source if source is not None else ConstantSource()
         self.calibration = calibration or rdt.Calibration(1e6, 1e6)
         self.host, self.port = host, port
@@ -229,7 +233,7 @@ class RdtSimulator:
     def _run(self) -> None:
         sock = self._sock
         while self._running:
-            if self.streaming and not self.paused:
+            if self.streaming and not self.paused and self.paced:
                 wait = self._next_deadline - time.perf_counter()
             else:
                 wait = 0.05
@@ -239,7 +243,7 @@ class RdtSimulator:
                     self._read_requests()
                 continue
             self._read_requests()
-            if not (self.streaming and not self.paused):
+            if not (self.streaming and not self.paused and self.paced):
                 continue
             while time.perf_counter() < self._next_deadline:
                 pass
@@ -279,6 +283,24 @@ class RdtSimulator:
             self._next_deadline = time.perf_counter()
         elif req.command == rdt.CMD_SET_HARDWARE_BIAS:
             self.hardware_bias_counts = list(self.last_counts)
+
+    def emit(self, wrenches) -> int:
+        """Send one record per wrench of ``wrenches`` now, one per datagram (``paced=False``: the
+        owner's clock made these samples due; each record carries its wrench instead of the
+        source's); nothing while not streaming or paused. Returns how many were sent."""
+        sent = 0
+        with self._lock:
+            source = self.source
+            try:
+                for wrench in wrenches:
+                    if not self.streaming or self.paused:
+                        break
+                    self.source = lambda t, w=wrench: w
+                    self._send_packet(1)
+                    sent += 1
+            finally:
+                self.source = source
+        return sent
 
     def _emit_due(self) -> None:
         per_packet = self.records_per_packet if self.mode == 'buffered' else 1
