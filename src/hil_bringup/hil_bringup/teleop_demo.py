@@ -166,7 +166,7 @@ SIMS = {'twin': 'true', 'contact': 'contact'}
 from hil_bringup.graphs import TELEOP_RECORD_TOPICS as RECORDED  # noqa: E402  (the graph's recorded topics)
 
 
-def _node_of(key: str) -> str:
+def node_of_parameter_key(key: str) -> str:
     """Fully qualified node name of a :meth:`TeleopScenario.twin_node_parameters` key."""
     for who in ('slave', 'payload'):
         if key == f'{who}_ft':
@@ -201,7 +201,7 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
     graph = teleop_graph({'sim': SIMS[sim], 'slave_ft_port': str(ports[0]), 'payload_ft_port': str(ports[1])},
                          scenario=scenario, rate_hz=rate_hz)
     for key, values in (overrides or {}).items():
-        graph = replace_parameters(graph, _node_of(key), **values)
+        graph = replace_parameters(graph, node_of_parameter_key(key), **values)
     data = {topic: [] for topic, _ in RECORDED}
     workdir = Path(tempfile.mkdtemp(prefix='teleop_graph_')) if bag is None else bag.parent / f'{bag.name}_graph'
     with test_node('teleop_recorder') as (node, executor):

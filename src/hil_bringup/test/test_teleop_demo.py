@@ -46,7 +46,7 @@ def test_launch_parameters_are_valid_for_the_nodes_they_configure():
 def test_twin_graph_parameters_are_valid_and_start_the_virtual_arm_at_the_measured_slave():
     from hil_admittance.client_admittance_node import PARAMS as ADMITTANCE
     from hil_bringup.graphs import teleop_graph
-    from hil_bringup.teleop_demo import _node_of
+    from hil_bringup.teleop_demo import node_of_parameter_key
     from hil_lab_twin.lab_twin_node import PARAMS as TWIN
     from hil_lab_twin.scene import teleop_facility_config
     from hil_lab_twin.twin import LabTwin
@@ -60,7 +60,7 @@ def test_twin_graph_parameters_are_valid_and_start_the_virtual_arm_at_the_measur
     specs = {'teleop_master': MASTER, 'delay_line': DELAY, 'slave_law': SLAVE, 'payload_admittance': ADMITTANCE,
              'lab_twin': TWIN, 'slave_ft': FT, 'payload_ft': FT, 'slave_table': TABLE, 'payload_table': TABLE}
     assert set(params) == set(specs)
-    assert {_node_of(k) for k in params} == {n.fqn for n in teleop_graph({'slave_ft_port': '50001', 'payload_ft_port': '50002'}).nodes}
+    assert {node_of_parameter_key(k) for k in params} == {n.fqn for n in teleop_graph({'slave_ft_port': '50001', 'payload_ft_port': '50002'}).nodes}
     for node, spec in specs.items():
         names = {p.name for p in spec}
         assert set(params[node]) <= names, f'{node}: unknown {set(params[node]) - names}'
