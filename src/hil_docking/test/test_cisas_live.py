@@ -92,3 +92,17 @@ def test_the_launch_file_graph_flies_the_mission_live(tmp_path):
                                                           abs=2.5 * sc.control_period_s)
     assert summary['closing_speed_in_m_s'] == pytest.approx(sc.closing_speed_m_s, rel=1e-9)
     assert np.isfinite(summary['late_sample_steps']) and summary['dropped_steps'] == 0
+
+
+def test_the_demo_s_live_stage_says_when_the_live_part_failed(tmp_path):
+    """``docking_demo`` exits 1 when :func:`hil_docking.demo.live_stage` returns False: here the
+    mission cannot finish within the wall-time limit it is given."""
+    from hil_docking.demo import live_stage
+
+    path = short_scenario(tmp_path)
+    lines = []
+    ok = live_stage(load_docking_scenario(path), path, tmp_path, 0.5, lines.append)
+    text = '\n'.join(lines)
+    assert ok is False, text
+    assert 'live stage FAILED' in text and 'did not finish its post-impact leg within 0.5 s' in text, text
+    assert (tmp_path / 'live_summary.json').is_file()
