@@ -53,6 +53,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from hil_common.conversions import seconds_to_stamp, stamp_to_seconds
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
@@ -76,16 +77,6 @@ PARAMS = [
 ]
 STATUS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-
-def _stamp_s(header) -> float:
-    return header.stamp.sec + header.stamp.nanosec * 1e-9
-
-
-def _stamp_msg(t_s: float):
-    from builtin_interfaces.msg import Time
-
-    ns = int(round(t_s * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 class DockingFacilityNode(Node):
@@ -124,7 +115,7 @@ class DockingFacilityNode(Node):
 
     def _sample_stamp(self, header) -> float:
         """The header stamp; an unstamped (zero) sample is taken as valid at the current step."""
-        stamp = _stamp_s(header)
+        stamp = stamp_to_seconds(header.stamp)
         if stamp > 0.0:
             return stamp
         return self._now() if self.pacer is None else self.epoch_s + self.rule.k * self.scenario.control_period_s
@@ -223,7 +214,8 @@ class DockingFacilityNode(Node):
 
     def publish(self, state, t_s: float) -> None:
         pose = PoseStamped()
-        pose.header.stamp, pose.header.frame_id = _stamp_msg(t_s), self.frame_id
+        seconds_to_stamp(t_s, pose.header.stamp)
+        pose.header.frame_id = self.frame_id
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in state[0:3])
         pose.pose.orientation.w = 1.0
         self.pub_pose.publish(pose)

@@ -28,9 +28,9 @@ import sys
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 
+from hil_common.conversions import seconds_to_stamp
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
-from hil_docking.docking_facility_node import _stamp_msg, _stamp_s
 from hil_docking.facility_rule import EmulatedRobot
 from hil_docking.scenario import load_docking_scenario
 
@@ -95,7 +95,8 @@ class FacilityEmulatorNode(Node):
             self.get_logger().warning(f'{self.late_commands} commands arrived after their realisation time',
                                       throttle_duration_sec=5.0)
         pose = PoseStamped()
-        pose.header.stamp, pose.header.frame_id = _stamp_msg(t_s), self.frame_id
+        seconds_to_stamp(t_s, pose.header.stamp)
+        pose.header.frame_id = self.frame_id
         pose.pose.position.x, pose.pose.position.y, pose.pose.position.z = (float(v) for v in position)
         pose.pose.orientation.w = 1.0
         wrench = WrenchStamped()
