@@ -279,12 +279,13 @@ def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeo
         return False
     (out / 'live_summary.json').write_text(json.dumps(summary, indent=2, default=float))
     if summary.get('restitution') is not None:
-        ref = f" (lockstep {lockstep['restitution']:.4f})" if lockstep else ''
+        ref = (f" (lockstep runner, robot velocity given: {lockstep['restitution_at_separation']:.4f}; the node "
+               'differences the stamped positions)') if lockstep else ''
         say(f"  live: restitution {summary['restitution']:.4f}{ref}, orbital {summary['restitution_orbital']:.4f}; "
             f"impulse {summary['impulse_n_s']:.4g} N s; approach off the CW arc by at most "
             f"{summary.get('approach_max_off_arc_m', float('nan')):.2g} m; post-impact leg off the free CW motion by "
             f"at most {summary.get('post_impact_max_off_arc_m', float('nan')):.2g} m")
-    say(f"  live: {summary.get('t_s')} s simulated in {summary['wall_s']} s of wall time; steps that waited for a "
+    say(f"  live: {summary.get('t_s') or 0.0:.3f} s simulated in {summary['wall_s']} s of wall time; steps that waited for a "
         f"late robot sample {summary.get('late_sample_steps')}, held samples {summary.get('pose_sample_misses')}, "
         f"dropped steps {summary.get('dropped_steps')}; recorded {sum(summary['recording'].values())} messages to "
         f"{out / 'live'}")
