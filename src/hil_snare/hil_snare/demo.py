@@ -1,12 +1,16 @@
 """``snare_demo``: runs 1-4 of issue 12 in the lockstep runner, with progress, plots and an MCAP bag.
 
-    ./dev run snare_demo [--out runs/snare_demo] [--only htv_capture ...] [--no-bag]
+    ./dev run snare_demo [--out runs/snare_demo] [--only htv_capture ...] [--no-bag] [--live [SECONDS]]
 
 For each scenario it prints progress once per simulated second, writes the figures in the style
 of the seeds' (run 1: seed 002 Figs. 14-16; run 2: Figs. 20-21; run 3: seed 000 Fig. 13 and a
 Fig. 14-like sequence of the wires and the grapple; run 4: the case study at 0.32 m/s) to
 ``<out>/<scenario>.png`` and records the grapple's relative pose, the wire forces and the joint
 angles to the bag ``<out>/<scenario>/`` (``hil_bringup.recorder.McapWriter``).
+
+``--live`` adds the live stage: case 3 through the graph of ``snare_capture.launch.py`` with the lab
+twin (:mod:`hil_snare.live`), the figure ``<out>/htv_capture_live.png`` against the lockstep run, the
+nodes' logs in ``<out>/htv_capture_live/``; the demo exits non-zero when the live run missed its bounds.
 """
 
 from __future__ import annotations
@@ -182,13 +186,42 @@ def main(argv=None):
     ap.add_argument('--out', default='runs/snare_demo')
     ap.add_argument('--only', nargs='*', default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument('--no-bag', action='store_true')
+    ap.add_argument('--live', type=float, nargs='?', const=3.0, default=None, metavar='SECONDS',
+                    help='also run case 3 live: the graph of snare_capture.launch.py with the lab twin, judged against '
+                         'the lockstep runner (SECONDS of simulated time after the capture command, default 3)')
     args = ap.parse_args(argv)
     out = Path(args.out)
     for name in args.only:
         print(f'== {name}')
         run_scenario(name, out, bag=not args.no_bag)
+    ok = True
+    if args.live is not None:
+        ok = live_stage(out, args.live)
     print(f'figures and bags in {out.resolve()}')
+    return 0 if ok else 1
+
+
+def live_stage(out: Path, duration_s: float) -> bool:
+    """Case 3 live (:mod:`hil_snare.live`): progress, the comparison figure, and whether it passed its bounds."""
+    import os
+
+    from hil_snare import live
+
+    print(f'== htv_capture live: the snare_capture graph with the lab twin, {duration_s:g} s after the capture command')
+    ports = {'client_ft_port': str(20000 + os.getpid() % 20000), 'servicer_ft_port': str(20001 + os.getpid() % 20000)}
+    out.mkdir(parents=True, exist_ok=True)
+    run_ = live.run_live(out / 'htv_capture_live', duration_s, ports)
+    result = live.compare(run_, load_snare_scenario('htv_capture'), duration_s)
+    if result.live:
+        print(f'wrote {live.plot_comparison(result, out / "htv_capture_live.png")}')
+    print(f'loop lag {1e3 * result.lag_s:.0f} ms (bound {1e3 * live.LAG_BOUND_S:g}), free drift differs by '
+          f'{1e3 * result.drift_max_diff_m:.2f} mm (bound {1e3 * live.DRIFT_BOUND_M:g}), first contact '
+          f'{result.first_contact_live_s:.2f} s vs {result.first_contact_lockstep_s:.2f} s lockstep, peak wire force '
+          f'{result.peak_force_live_n:.0f} N vs {result.peak_force_lockstep_n:.0f} N; node logs in {out / "htv_capture_live"}')
+    if not result.ok:
+        print('LIVE RUN FAILED: ' + '; '.join(result.problems))
+    return result.ok
 
 
 if __name__ == '__main__':
-    main()
+    raise SystemExit(main())

@@ -190,3 +190,27 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     a = np.array(rows) if rows else np.zeros((0, 9))
     return LiveRun(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5] > 0.5, a[:, 6:9], counts, problems, results,
                    dict(running.ready_s))
+
+
+def plot_comparison(result: Comparison, path) -> Path:
+    """The live run over the lockstep run (seed 000 Fig. 13's quantities): the GF section in the wire
+    plane (y, z) and the wire forces, both on the lockstep run's clock."""
+    from hil_bringup import plot_style as ps
+
+    fig, axes = ps.figure(3, 1, width=8.0, row_height=2.2, title='HIL snare capture (live graph) vs lockstep runner, '
+                                                                  'seed 000 case 3')
+    lk, lv = result.lockstep, result.live
+    until = lk['t'] <= lv['t'].max()
+    for ax, k, name in ((axes[0, 0], 1, 'y'), (axes[1, 0], 2, 'z')):
+        ax.plot(lk['t'][until], 1e3 * lk['section_m'][until, k], label='lockstep')
+        ax.plot(lv['t'], 1e3 * lv['section_m'][:, k], '--', label=f'live (lag {1e3 * result.lag_s:.0f} ms)')
+        ps.label(ax, f'GF section {name} in LEE', 'mm')
+        ps.legend(ax)
+    ax = axes[2, 0]
+    ax.plot(lk['t'][until], lk['wire_force_n'][until].sum(axis=1), label='lockstep')
+    ax.plot(lv['t'], lv['wire_force_n'].sum(axis=1), '--', label='live (twin)')
+    ps.mark_events(ax, {'first contact, lockstep': result.first_contact_lockstep_s,
+                        'first contact, live': result.first_contact_live_s})
+    ps.label(ax, 'wire forces', 'N', 't since the capture command [s]')
+    ps.legend(ax)
+    return ps.save(fig, Path(path))
