@@ -33,6 +33,29 @@ def _raise_interrupted(signum, frame):
     raise Interrupted()
 
 
+def _note_interrupt(signum, frame):
+    global _received
+    _received = True
+
+
+def note_interrupts_from_now_on() -> bool:
+    """Before ``rclpy.init``: the quiet handler stops raising and only notes the signal.
+
+    rclpy's own SIGINT handler (installed by ``rclpy.init``) shuts the context down, which ends
+    the spin cleanly, and then calls the handler it found. Were that one to raise, the exception
+    would surface at whatever bytecode runs next, possibly inside rclpy's own code (a message
+    conversion, a Future's ``__init__``), and leave a traceback. Acts only where the quiet
+    handler is installed (the package executables); returns whether it did.
+    """
+    try:
+        if signal.getsignal(signal.SIGINT) is _raise_interrupted:
+            signal.signal(signal.SIGINT, _note_interrupt)
+            return True
+    except ValueError:      # not the main thread
+        pass
+    return False
+
+
 def interrupt_received() -> bool:
     """SIGINT reached the quiet handler. Raised inside a message conversion (rclpy's C code
     calling a message's ``__init__``), :class:`Interrupted` reaches the executor only as

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Callable
 
-from hil_common.interrupts import Interrupted, interrupt_received
+from hil_common.interrupts import Interrupted, interrupt_received, note_interrupts_from_now_on
 from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
 
@@ -33,6 +33,13 @@ def _ignore_sigint() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _destroy(node) -> None:
+    close = getattr(node, 'close', None)
+    if callable(close):
+        close()
+    node.destroy_node()
+
+
 def run_node(factory: Callable[[], object], name: str, args=None, *,
              executor_factory: Callable[[], object] | None = None,
              start: Callable[[object], bool] | None = None) -> int:
@@ -41,7 +48,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     # rclpy's own handlers turn SIGINT and SIGTERM (what a launcher sends) into a context
-    # shutdown that wakes the executor, even while it waits with nothing to do.
+    # shutdown that wakes the executor, even while it waits with nothing to do. From here on
+    # our quiet handler only notes a SIGINT (no exception raised inside rclpy's code).
+    note_interrupts_from_now_on()
     rclpy.init(args=args)
     try:
         node = factory()
@@ -51,6 +60,11 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         return 2
     except INTERRUPTS:
         _ignore_sigint()
+        rclpy.try_shutdown()
+        return 0
+    if interrupt_received():         # Ctrl-C while the node was being built
+        _ignore_sigint()
+        _destroy(node)
         rclpy.try_shutdown()
         return 0
     executor = None
