@@ -79,19 +79,18 @@ class TwinCaptureMission(MissionLoop):
 
     def __init__(self, scenario: MissionScenario, facility=None, controller=None, twin_config_override=None,
                  delay_compensation: bool = True, tare_s: float = 0.2, passivity_control: bool = False,
-                 grip_noslip_iterations: int = 10):
+                 grip_noslip_iterations: int | None = None):
         super().__init__(scenario, controller, None, forced=True)
         c = scenario.client
         self.cal: LabCalibration = calibrate(facility or load_facility('envisat_lab'), scenario)
         init, _ = initial_states(scenario)
         self.twin = LabTwin(twin_config_override or twin_config(self.cal))
-        # The grip must carry the tumbling stack's steady internal load (~15 N, ~9.5 N m) without
-        # creeping: MuJoCo's soft-constraint friction lets the pads creep and turn on the lip under
-        # it, which unrigidises the stack (docs/envisat_capture.md). MuJoCo's no-slip
-        # post-processor (mjOption.noslip_iterations) removes that creep; 0 keeps the soft friction.
-        if grip_noslip_iterations < 0:
-            raise ValueError(f'grip_noslip_iterations must be >= 0, got {grip_noslip_iterations!r}')
-        self.twin.model.opt.noslip_iterations = int(grip_noslip_iterations)
+        # The grip's no-slip solver comes with the twin's gripper (RingGripperConfig.noslip_iterations,
+        # the same in the live twin); a control run may override it (0: MuJoCo's soft friction).
+        if grip_noslip_iterations is not None:
+            if grip_noslip_iterations < 0:
+                raise ValueError(f'grip_noslip_iterations must be >= 0, got {grip_noslip_iterations!r}')
+            self.twin.model.opt.noslip_iterations = int(grip_noslip_iterations)
         self.twin_steps = int(round(self.dt / self.twin.dt))
         if not np.isclose(self.twin_steps * self.twin.dt, self.dt):
             raise ValueError('the admittance period must be a whole number of twin steps')

@@ -96,6 +96,10 @@ class RingGripperConfig:
     ``open_half_m`` (half-opening) to the tool point in ``closing_time_s`` (the commanded finger
     position ramps, as a gripper's speed setting does) and squeeze with at most
     ``grip_force_n`` per finger (the finger drive's force limit, MuJoCo ``forcerange``).
+    ``noslip_iterations``: MuJoCo's no-slip post-processor (``mjOption.noslip_iterations``). The
+    grip must carry the tumbling stack's steady internal load (~15 N, ~9.5 N m) without creeping;
+    MuJoCo's soft-constraint friction lets the pads creep and turn on the lip under it (which
+    unrigidises the stack, docs/envisat_capture.md); 0 keeps that soft friction.
     """
 
     pose_tool_in_flange_xyz_rpy: tuple = (0.0, 0.0, 0.15, 0.0, 0.0, 0.0)
@@ -103,11 +107,14 @@ class RingGripperConfig:
     closing_time_s: float = 0.5
     grip_force_n: float = 300.0
     finger_stiffness_n_m: float = 2e4
+    noslip_iterations: int = 10
 
     def check(self, where: str) -> None:
         for name in ('open_half_m', 'closing_time_s', 'grip_force_n', 'finger_stiffness_n_m'):
             if not getattr(self, name) > 0:
                 raise ValueError(f'{where}.{name} must be > 0')
+        if not (isinstance(self.noslip_iterations, int) and self.noslip_iterations >= 0):
+            raise ValueError(f'{where}.noslip_iterations must be an integer >= 0')
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,8 @@ class LabTwin:
                 for side in ('left', 'right'):
                     self.data.qpos[self.model.jnt_qposadr[self._jid(f'{ns}_arm_finger_{side}_joint')]] = grip.open_half_m
                 self.data.ctrl[arm.finger_act_ids] = grip.open_half_m
+                # the grip's no-slip post-processor (RingGripperConfig.noslip_iterations)
+                self.model.opt.noslip_iterations = max(int(self.model.opt.noslip_iterations), grip.noslip_iterations)
             self._arms[f'{ns}_arm'] = arm
         for sensor, ft_cfg in build.ft_sensors:
             site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, f'{sensor}_site')
