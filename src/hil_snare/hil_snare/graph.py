@@ -43,6 +43,7 @@ SNARE_ARGS = (
     Arg('servicer_ft_port', '49153', 'RDT UDP port of the F/T sensor behind the LEE mock-up'),
     Arg('servo_bandwidth_hz', '10', "position-loop bandwidth of the twin's robots [Hz] (hil_lab_twin ServoConfig)"),
     Arg('ft_cutoff_hz', '50', "the F/T drivers' low-pass cut-off [Hz]"),
+    Arg('twin_timestep_s', '0.001', "the lab twin's physics step [s]"),
     Arg('control_rate_hz', '250', 'rate of the two simulations, the tables and the F/T topics [Hz]'),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
     Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
@@ -106,7 +107,8 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
 
         servo = ServoConfig(bandwidth_hz=_float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0))
         lab_nodes = (NodeSpec('hil_snare', 'snare_twin_node', 'lab_twin', parameters={
-            'layout': 'config', 'twin_config_yaml': config_to_yaml(lab.snare_twin_config(cfg, layout, servo)),
+            'layout': 'config', 'twin_config_yaml': config_to_yaml(lab.snare_twin_config(
+                cfg, layout, servo, timestep=_float_arg(args, 'twin_timestep_s', 1e-4, 0.002))),
             'snare_scenario': str(scenario.source), 'publish_rate_hz': rate, 'publish_wrench': False,
             'rdt_ports': [f"{sensors[w]}:{ports[w]}" for w in ('client', 'servicer')],
             **({'clock': 'simulated'} if sim_clock else {})}),)
