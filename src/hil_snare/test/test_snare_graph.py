@@ -137,3 +137,17 @@ def test_both_ft_sensors_measure_the_wire_wrench_the_twin_applies():
         r = twin.site_pose_in_world(f'{sensor}_site').rotation
         measured = twin.wrench_true(sensor) - np.concatenate([r.T @ [0.0, 0.0, -9.81 * mass[sensor]], np.zeros(3)])
         assert np.allclose(measured, applied, rtol=0.01, atol=0.02), (sensor, measured, applied)
+
+
+def test_record_true_records_the_graph_s_topics():
+    from hil_bringup.launch_common import record_command
+    from hil_bringup.recorder_node import message_class
+
+    graph = snare_graph()
+    for _, type_name in graph.record_topics:
+        message_class(type_name)                        # every recorded type exists
+    topics = [t for t, _ in graph.record_topics]
+    assert {'snare/twin_state', 'client/ft/wrench', 'servicer/ft/wrench', 'servicer/table/pose_cmd'} <= set(topics)
+    assert record_command(graph, 'bag', ros2_available=True)['cmd'][-len(topics):] == topics
+    spec = record_command(graph, 'bag', ros2_available=False)['node']
+    assert spec.parameters['topics'] == topics
