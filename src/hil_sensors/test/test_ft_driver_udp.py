@@ -257,7 +257,7 @@ def test_sensor_coming_up_after_the_driver_is_picked_up(sim_factory):
     d.open()
     drivers.append(d)
     d.start_streaming()                              # nobody listens: the request is lost
-    pump(d, lambda: False, 0.6)
+    pump(d, lambda: False, 0.1)                      # twice the stale timeout
     assert not d.fault.active                        # waiting is no fault
     make(ConstantSource([0, 0, 9.0, 0, 0, 0]), port=port, rate_hz=1000.0)
     assert pump(d, lambda: d.counters['accepted'] > 10, 5.0)   # the start command was re-sent
