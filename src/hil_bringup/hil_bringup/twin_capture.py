@@ -134,7 +134,7 @@ class TwinCaptureMission(MissionLoop):
         self._arm_port_j = 0.0
         self._tau_pc = np.zeros(self.model.n)
         self._flange_site = {ns: mujoco.mj_name2id(self.twin.model, mujoco.mjtObj.mjOBJ_SITE,
-                                                   self.twin._robots[ns].build.flange_site) for ns in self.tables}
+                                                   self.twin.flange_site(ns)) for ns in self.tables}
         # The simulated spacecraft's mechanical energy and the OBSW's work on it: their difference
         # is what the lab (everything between the OBSW and the simulation) injected.
         self.energy_obsw_work_j = 0.0

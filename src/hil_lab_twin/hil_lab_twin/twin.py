@@ -312,6 +312,10 @@ class LabTwin:
     def flange_pose_in_world(self, ns: str) -> pin.SE3:
         return self.site_pose_in_world(self._robots[ns].build.flange_site)
 
+    def flange_site(self, ns: str) -> str:
+        """Name of the MJCF site at a position-controlled robot's flange."""
+        return self._robots[ns].build.flange_site
+
     def servo_config(self, ns: str):
         """The :class:`hil_lab_twin.scene.ServoConfig` (delay, bandwidth) of a position-controlled robot."""
         return self._servo_cfg[ns]
