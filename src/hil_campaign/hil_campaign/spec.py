@@ -314,9 +314,9 @@ def _distribution(sec: Fields, key: str) -> tuple[str, list]:
         raise sec.error(key, f'expected one of {{{", ".join(f"{d}: [...]" for d in DISTRIBUTIONS)}}}, got {spec!r}')
     dist, args = next(iter(spec.items()))
     if dist == 'choice':
-        inner = Fields({dist: args}, sec.source, sec._path(key))
+        inner = Fields({dist: args}, sec.source, sec.path_of(key))
         return dist, _value_list(inner, dist)
-    inner = Fields({dist: args}, sec.source, sec._path(key))
+    inner = Fields({dist: args}, sec.source, sec.path_of(key))
     a, b = inner.vector(dist, 2)
     if dist in ('uniform', 'loguniform') and not b > a:
         raise inner.error(dist, f'the upper bound must exceed the lower one, got [{a}, {b}]')

@@ -40,11 +40,12 @@ class Fields:
             raise ScenarioError(f'{path}: not valid YAML ({exc})') from exc
         return cls(data if data is not None else {}, str(path))
 
-    def _path(self, key: str) -> str:
+    def path_of(self, key: str) -> str:
+        """The dotted name of a field of this section, as errors name it."""
         return f'{self.prefix}.{key}' if self.prefix else key
 
     def error(self, key: str, message: str) -> ScenarioError:
-        return ScenarioError(f"{self.source}: field '{self._path(key)}': {message}")
+        return ScenarioError(f"{self.source}: field '{self.path_of(key)}': {message}")
 
     def has(self, key: str) -> bool:
         return key in self.data
@@ -70,7 +71,7 @@ class Fields:
                                   f' (known: {sorted(known)}){hint}')
 
     def section(self, key: str) -> 'Fields':
-        return Fields(self._raw(key, _REQUIRED), self.source, self._path(key))
+        return Fields(self._raw(key, _REQUIRED), self.source, self.path_of(key))
 
     def number(self, key: str, default: Any = None, *, min: float | None = None, max: float | None = None,
                positive: bool = False) -> float:
