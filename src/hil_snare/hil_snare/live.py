@@ -156,6 +156,9 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
             def done():
                 if running.dead():
                     return True
+                if len(rows) > 1 and rows[-1][0] < rows[-2][0]:     # MuJoCo reset its state: the physics diverged
+                    capture['diverged'] = rows[-2][0]
+                    return True
                 if 't' not in capture:        # the capture command: the wires start to turn
                     moved = [r for r in rows if r[1] > rows[0][1] + 1e-9]
                     if not moved:
@@ -173,13 +176,15 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
                 if rows and rows[-1][0] > last_t:
                     last_t, last_progress = rows[-1][0], time.monotonic()
                 if done():
-                    finished = not running.dead()
+                    finished = not running.dead() and 'diverged' not in capture
                     break
                 if time.monotonic() - last_progress > stall_timeout_s:
                     break
             say(f'[snare live] {last_t:.2f} s simulated in {time.monotonic() - wall0:.1f} s of wall time')
             if running.dead():
                 problems.append(f'node(s) died: {", ".join(running.dead())}')
+            elif 'diverged' in capture:
+                problems.append(f"the twin's physics diverged at t = {capture['diverged']:.2f} s (MuJoCo reset its state)")
             elif not finished:
                 problems.append(f'the twin stopped advancing at t = {last_t:.2f} s (no progress for {stall_timeout_s:g} s)')
         finally:
@@ -187,6 +192,9 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     for r in results:
         if r.crashed:
             problems.append(f'{r.spec.fqn} crashed (exit {r.returncode})')
+    t_rows = [r[0] for r in rows]
+    resets = [k for k in range(1, len(t_rows)) if t_rows[k] < t_rows[k - 1]]
+    rows = rows[:resets[0]] if resets else rows              # the state after a reset is not the run's
     a = np.array(rows) if rows else np.zeros((0, 9))
     return LiveRun(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5] > 0.5, a[:, 6:9], counts, problems, results,
                    dict(running.ready_s))
