@@ -41,7 +41,7 @@ def _mission(cls, scenario, duration_s, **kwargs):
     every = max(1, int(round(0.05 / m.dt)))
     for i in range(n):
         if i % every == 0:
-            m._record()
+            m.record_sample()
         m.step()
     return time.process_time() - t0, n
 

@@ -171,7 +171,7 @@ class MissionLoop:
         client = self.scenario.client.body
         return g_b.act(pin.Force(h_base)).vector + client.momentum_in_parent(g_t, v_t)
 
-    def _record(self) -> None:
+    def record_sample(self) -> None:
         g_t, v_t, g_b, v_b, q, dq = self.onboard_states()
         rel = g_t.actInv(g_b)
         r = self.record
@@ -226,7 +226,7 @@ class MissionLoop:
             if i % every == 0 or i == n:
                 if self.command is None and self.controller is not None:
                     self.command = self.controller.update(self.t, *self.onboard_states())
-                self._record()
+                self.record_sample()
                 if progress is not None:
                     progress(self.t, self)
             if i < n:

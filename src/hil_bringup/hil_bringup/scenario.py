@@ -85,7 +85,7 @@ class MissionScenario:
 
 def _client(sec: Fields) -> ClientScenario:
     mass = sec.number('mass_kg', positive=True)
-    raw = sec._raw('inertia_com_kgm2', None)
+    raw = sec.raw('inertia_com_kgm2', None)
     if raw is None:
         raise sec.error('inertia_com_kgm2', 'is missing')
     try:

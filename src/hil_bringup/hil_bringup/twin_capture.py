@@ -282,8 +282,8 @@ class TwinCaptureMission(MissionLoop):
         self.energy_obsw_work_j += 0.5 * self.dt * (float(np.asarray(wrench_base_com) @ (v_b0 + v_b1))
                                                     + float(np.asarray(tau_arm) @ (dq0 + self.dq_arm)))
 
-    def _record(self) -> None:
-        super()._record()
+    def record_sample(self) -> None:
+        super().record_sample()
         err = self.simulated_tool_in_grasp().actInv(self.measured_tool_in_grasp())
         wc, wg = self.wrenches_at_grasp()
         self.lab['t'].append(self.t)

@@ -241,8 +241,8 @@ class TwinHilMission(MissionLoop):
         self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
         self.q_arm, self.dq_arm = arm.positions, arm.velocities
 
-    def _record(self) -> None:
-        super()._record()
+    def record_sample(self) -> None:
+        super().record_sample()
         g_c, g_s = self.measured_bodies()
         rel = g_c.actInv(g_s)
         self.measured['pos_base_in_client'].append(rel.translation.copy())

@@ -50,7 +50,8 @@ class Fields:
     def has(self, key: str) -> bool:
         return key in self.data
 
-    def _raw(self, key: str, default: Any) -> Any:
+    def raw(self, key: str, default: Any) -> Any:
+        """A field's value as the file holds it, unchecked (``default`` if absent)."""
         if key in self.data:
             return self.data[key]
         if default is _REQUIRED:
@@ -71,11 +72,11 @@ class Fields:
                                   f' (known: {sorted(known)}){hint}')
 
     def section(self, key: str) -> 'Fields':
-        return Fields(self._raw(key, _REQUIRED), self.source, self.path_of(key))
+        return Fields(self.raw(key, _REQUIRED), self.source, self.path_of(key))
 
     def number(self, key: str, default: Any = None, *, min: float | None = None, max: float | None = None,
                positive: bool = False) -> float:
-        value = self._raw(key, _REQUIRED if default is None else default)
+        value = self.raw(key, _REQUIRED if default is None else default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(key, f'expected a number, got {value!r}')
         value = float(value)
@@ -90,7 +91,7 @@ class Fields:
         return value
 
     def vector(self, key: str, length: int, default: Sequence[float] | None = None) -> list[float]:
-        value = self._raw(key, _REQUIRED if default is None else list(default))
+        value = self.raw(key, _REQUIRED if default is None else list(default))
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise self.error(key, f'expected a list of {length} numbers, got {value!r}')
         if len(value) != length:
@@ -103,7 +104,7 @@ class Fields:
         return out
 
     def string(self, key: str, default: str | None = None, choices: Sequence[str] | None = None) -> str:
-        value = self._raw(key, _REQUIRED if default is None else default)
+        value = self.raw(key, _REQUIRED if default is None else default)
         if not isinstance(value, str):
             raise self.error(key, f'expected a string, got {value!r}')
         if choices is not None and value not in choices:
