@@ -393,7 +393,8 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
         Stage('stack', tuple(stack)),
-    ), ENVISAT_RECORD_TOPICS + ((('lab_twin/status', _STATUS),) if sim_clock else ())).check()
+    ), ENVISAT_RECORD_TOPICS + ((('servicer/gripper/joint_states', _JOINTS),) if use_sim else ())
+       + ((('lab_twin/status', _STATUS),) if sim_clock else ())).check()
 
 
 # -- delayed teleoperation of a massive payload (seed 001) ------------------------------------------------

@@ -9,6 +9,8 @@ Per robot namespace ``<ns>`` (e.g. ``client``, ``servicer``; with ``layout:=tele
 * in  ``<ns>/joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory);
 * torque-controlled arm ``<ns>_arm``: ``<ns>_arm/joint_states`` and
   ``<ns>_arm/forward_effort_controller/commands``;
+* with the ring gripper: in ``servicer/gripper_cmd`` (std_msgs/Bool, true closes), out
+  ``servicer/gripper/joint_states`` (the fingers' half-openings [m], as a gripper reports them);
 * in  ``<ns>/payload/push`` (geometry_msgs/WrenchStamped, world axes): an external force at
   the client mock-up's grapple plus a couple, held until the next message (a virtual
   operator pushing the mock-up; zero releases it);
@@ -154,7 +156,7 @@ class LabTwinNode(Node):
         self.render_path = p.render_png
         self.simulated_clock = p.clock == 'simulated'
         self.pacer = None if self.simulated_clock else RealTimePacer(self.twin, clock=time.time)
-        self.joint_pubs, self.warned = {}, set()
+        self.joint_pubs, self.warned, self.gripper_pubs = {}, set(), {}
         for ns in self.twin.position_robots:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
             self.create_subscription(Float64MultiArray, f'{ns}/forward_position_controller/commands',
@@ -170,6 +172,8 @@ class LabTwinNode(Node):
             if self.twin.has_ring_gripper(ns):   # the OBSW's gripper command (true closes)
                 self.create_subscription(Bool, f'{ns.removesuffix("_arm")}/gripper_cmd',
                                          lambda msg, ns=ns: self.on_gripper(ns, msg), 10)
+                # what the gripper reports: its fingers' half-openings [m] (0: pads at the tool point)
+                self.gripper_pubs[ns] = self.create_publisher(JointState, f'{ns.removesuffix("_arm")}/gripper/joint_states', 10)
         self.ft_pubs = {s: (self.create_publisher(WrenchStamped, f'{s}/wrench_true', 10), self.twin.wrench_source(s))
                         for s in self.twin.ft_sensor_names} if p.publish_wrench else {}
         # each F/T sensor's pose in the lab (what the robots' forward kinematics and TF give a lab): the
@@ -280,6 +284,10 @@ class LabTwinNode(Node):
             state = self.twin.joint_state(ns)
             msg = JointState(name=list(state.names), position=state.positions.tolist(),
                              velocity=state.velocities.tolist(), effort=state.efforts.tolist())
+            seconds_to_stamp(stamp, msg.header.stamp)
+            pub.publish(msg)
+        for ns, pub in self.gripper_pubs.items():
+            msg = JointState(name=['finger_left', 'finger_right'], position=self.twin.finger_positions(ns).tolist())
             seconds_to_stamp(stamp, msg.header.stamp)
             pub.publish(msg)
         for sensor, pub in self.sensor_pose_pubs.items():

@@ -56,8 +56,8 @@ from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
-from hil_motion_table.kinematics_helpers import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist, home_pose,
-                                       make_kinematics, reorder)
+from hil_motion_table.kinematics_helpers import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist,
+                                                 home_pose, make_kinematics, reorder)
 from hil_motion_table.table import MotionTable, TableLimits, home_for_nominal_frame, tracking_error
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
