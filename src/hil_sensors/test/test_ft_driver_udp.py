@@ -37,6 +37,55 @@ def pump(driver, until, timeout_s=5.0):
     return until()
 
 
+class Lockstep:
+    """The driver on a clock the test steps, and a simulator that sends records only when told
+    (``paced=False``): one record per ``period`` of the driver's clock. Staleness, start and
+    recovery times are judged on this timeline, so a loaded machine cannot stretch them; the
+    wall clock only bounds how long a sent datagram may take to arrive (generously)."""
+
+    def __init__(self, port, rate_hz=1000.0, **params):
+        self.now_ns = 1_000_000_000
+        self.period_ns = round(1e9 / rate_hz)
+        cfg = check_parameters({'sensor_port': port, 'sensor_rate_hz': rate_hz, 'low_pass.enabled': False, **params})
+        self.driver = FtDriver(cfg, calibration=rdt.Calibration(1e6, 1e6), clock_ns=lambda: self.now_ns,
+                               kernel_timestamps=False)   # arrival = the stepped clock at the read
+        self.driver.open()
+        self.sim = None
+
+    def start(self, sim=None):
+        """Send the start command; with ``sim``, wait (wall clock) until it streams."""
+        self.driver.start_streaming()
+        if sim is not None:
+            self.wait_streaming(sim)
+
+    def wait_streaming(self, sim):
+        self.sim = sim
+        assert sim.wait_for(lambda: sim.streaming, 10.0), 'the simulator never got the start command'
+
+    def step(self, records=True):
+        """One period of driver time; with ``records``, the sensor sends one record in it and the
+        driver reads it before judging the stream at the new time."""
+        self.now_ns += self.period_ns
+        d = self.driver
+        if not records:
+            d.poll(0.0)
+            return
+        expected = d.counters['datagrams'] + self.sim.emit([self.sim.source(0.0)])
+        end = time.monotonic() + 10.0
+        while d.counters['datagrams'] < expected and time.monotonic() < end:
+            d.poll(0.5)
+        assert d.counters['datagrams'] == expected, 'a record sent on the loopback never arrived'
+
+    def run(self, duration_s, records=True, until=None):
+        """``duration_s`` of driver time (whole periods); stops early when ``until()`` holds and
+        returns the driver time it took (None if it never held)."""
+        for k in range(1, round(duration_s * 1e9 / self.period_ns) + 1):
+            self.step(records)
+            if until is not None and until():
+                return k * self.period_ns * 1e-9
+        return None
+
+
 @pytest.fixture
 def sim_factory():
     sims, drivers = [], []
@@ -248,21 +297,26 @@ def test_waiting_for_the_first_sample_is_no_fault_and_a_start_timeout_is_reporte
 
 
 def test_sensor_coming_up_after_the_driver_is_picked_up(sim_factory):
+    """Nobody listens when the driver starts: waiting is no fault however long it lasts (12 stale
+    timeouts of driver time here), the start command is re-sent every 0.5 s, and a sensor that
+    comes up late is picked up by the next one."""
     make, drivers = sim_factory
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
-    cfg = check_parameters({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 50.0})
-    d = FtDriver(cfg, calibration=rdt.Calibration(1e6, 1e6))
-    d.open()
+    ls = Lockstep(port, stale_timeout_ms=50.0)
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()                              # nobody listens: the request is lost
-    pump(d, lambda: False, 0.1)                      # twice the stale timeout
-    assert not d.fault.active                        # waiting is no fault
-    make(ConstantSource([0, 0, 9.0, 0, 0, 0]), port=port, rate_hz=1000.0)
-    assert pump(d, lambda: d.counters['accepted'] > 10, 5.0)   # the start command was re-sent
-    assert d.counters['start_requests'] >= 2
-    assert not d.fault.active
+    ls.start()                                       # nobody listens: the request is lost
+    ls.run(0.6, records=False)
+    assert not d.fault.active and d.snapshot()['stream_state'] == 'waiting'   # waiting is no fault
+    assert d.counters['start_requests'] == 2         # re-sent at 0.5 s
+    sim = make(ConstantSource([0, 0, 9.0, 0, 0, 0]), port=port, rate_hz=1000.0, paced=False)
+    assert ls.run(0.5, records=False, until=lambda: d.counters['start_requests'] == 3) == pytest.approx(0.4)
+    ls.wait_streaming(sim)                           # the re-sent start command reached the sensor
+    ls.run(0.02)
+    assert d.counters['accepted'] == 20
+    assert not d.fault.active and d.counters['stale_events'] == 0
     assert d.newest.raw == pytest.approx([0, 0, 9.0, 0, 0, 0])
 
 
@@ -308,28 +362,29 @@ def test_hardware_bias_command_zeroes_the_sensor(sim_factory):
 
 def test_drain_uses_newest_sample_never_a_queue(sim_factory):
     """A consumer that stalls does not see stale samples afterwards: one poll drains the
-    backlog and offers only the newest record (the 500 Hz-reader-of-7 kHz failure)."""
+    backlog and offers only the newest record (the 500 Hz-reader-of-7 kHz failure).
+
+    The stall is exact, not a wall-clock sleep: the sensor sends 150 records (what 4 kHz gives
+    in a 37.5 ms stall, within what the kernel buffer holds) while the consumer reads nothing."""
     make, drivers = sim_factory
-    sim = make(lambda t: [t, 0, 0, 0, 0, 0], rate_hz=4000.0)
-    d = make_driver(sim, **{'overload.enabled': False})
+    sim = make(rate_hz=4000.0, paced=False)
+    ls = Lockstep(sim.port, rate_hz=4000.0, **{'overload.enabled': False})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.counters['accepted'] > 50)
-    d.take_sample()
-    # The consumer stalls for 40 ms (~160 records, within what the kernel buffer holds; a
-    # longer stall makes the kernel drop the newest datagrams, which are then counted lost).
-    time.sleep(0.04)
-    sent_before = sim.stats.packets_sent
+    ls.start(sim)
+    ls.run(0.01)                                  # 40 records, read as they come
+    assert d.take_sample().rdt_sequence == 40
     before = d.counters['datagrams']
+    assert sim.emit([[float(k), 0, 0, 0, 0, 0] for k in range(1, 151)]) == 150     # the stall
     handled = d.drain()
-    assert handled >= 20                          # a backlog, read in one call
-    assert d.counters['datagrams'] - before == handled
-    assert d.counters['datagrams'] >= sent_before   # everything sent before the call was read
+    assert handled == 150                         # the whole backlog, read in one call
+    assert d.counters['datagrams'] - before == 150
     s = d.take_sample()
-    assert s.rdt_sequence == d.tracker.last       # the newest one
+    assert s.rdt_sequence == 190 == d.tracker.last   # the newest one ...
+    assert s.raw[0] == 150.0                      # ... with the newest wrench
     assert d.take_sample() is None                # and nothing queued behind it
-    assert (time.time_ns() - s.arrival_ns) / 1e6 < 50.0
-    assert d.tracker.lost == 0
+    assert d.drain() == 0
+    assert d.tracker.lost == 0 and d.counters['accepted'] == 190
 
 
 def test_gravity_compensation_with_orientation_input(sim_factory):
