@@ -212,13 +212,15 @@ def test_single_sample_overload_latches_until_reset(sim_factory):
     assert d.counters['overloads'] == 1
     events = d.take_fault_events()
     assert events and events[0][:2] == (True, 'overload')
-    pump(d, lambda: False, 0.05)
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n)              # a sample after the spike ...
     s = d.take_sample()
-    assert s is not None and d.processed_output(s) is None        # processed output withheld
+    assert s.raw[2] == 5.0 and d.processed_output(s) is None        # ... withheld
     ok, msg = d.reset_fault()
     assert ok, msg
     assert d.take_fault_events()[0][:2] == (False, 'reset')
-    pump(d, lambda: False, 0.05)
+    n = d.counters['accepted']
+    assert pump(d, lambda: d.counters['accepted'] > n)
     s = d.take_sample()
     assert d.processed_output(s) == pytest.approx([0, 0, 5.0, 0, 0, 0])
 
@@ -236,22 +238,20 @@ def test_sustained_overload_refuses_reset(sim_factory):
 
 def test_stale_stream_latches_and_reset_waits_for_data(sim_factory):
     make, drivers = sim_factory
-    sim = make(rate_hz=1000.0)
-    d = make_driver(sim, stale_timeout_ms=50.0, **{'stale_recovery.auto': False})
+    sim = make(rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, stale_timeout_ms=50.0, **{'stale_recovery.auto': False})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.counters['accepted'] > 20)
-    assert not d.fault.active
-    sim.pause()
-    t0 = time.monotonic()
-    assert pump(d, lambda: d.fault.active, timeout_s=2.0)
+    ls.start(sim)
+    ls.run(0.03)
+    assert d.counters['accepted'] == 30 and not d.fault.active
+    # the sensor goes silent: latched once the newest sample is older than 50 ms, not before
+    silent = ls.run(1.0, records=False, until=lambda: d.fault.active)
     assert d.fault.reason == 'stale'
-    assert 0.04 < time.monotonic() - t0 < 1.0
+    assert silent in (pytest.approx(0.050), pytest.approx(0.051)), silent   # (one step: seconds in floats)
     ok, msg = d.reset_fault()
     assert not ok and 'stale' in msg
-    sim.resume()
-    n = d.counters['accepted']
-    assert pump(d, lambda: d.counters['accepted'] > n + 5)
+    ls.run(0.01)                                 # samples again
     assert d.fault.active                        # manual policy: stays latched until reset
     ok, msg = d.reset_fault()
     assert ok, msg
@@ -261,38 +261,40 @@ def test_stale_stream_latches_and_reset_waits_for_data(sim_factory):
 def test_stale_fault_clears_on_its_own_after_healthy_samples(sim_factory):
     """Issue 15 item 6: under load the driver degrades (counts, reports) and recovers by policy."""
     make, drivers = sim_factory
-    sim = make(rate_hz=1000.0)
-    d = make_driver(sim, stale_timeout_ms=200.0, **{'stale_recovery.healthy_s': 0.2})
+    sim = make(rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, stale_timeout_ms=200.0, **{'stale_recovery.healthy_s': 0.2})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.counters['accepted'] > 20)
-    sim.pause()
-    assert pump(d, lambda: d.fault.active, timeout_s=2.0) and d.fault.reason == 'stale'
-    sim.resume()
-    t0 = time.monotonic()
-    assert pump(d, lambda: not d.fault.active, timeout_s=5.0)
-    assert time.monotonic() - t0 >= 0.2          # not before stale_recovery.healthy_s of healthy samples
+    ls.start(sim)
+    ls.run(0.03)
+    assert ls.run(1.0, records=False, until=lambda: d.fault.active) and d.fault.reason == 'stale'
+    d.take_fault_events()
+    healthy = ls.run(1.0, until=lambda: not d.fault.active)
+    # stale_recovery.healthy_s of healthy samples, counted from the first one
+    assert healthy in (pytest.approx(0.201), pytest.approx(0.202)), healthy   # from the first sample, at 0.001
     assert (d.counters['stale_events'], d.counters['stale_recoveries']) == (1, 1)
     events = d.take_fault_events()
     assert events[-1][:2] == (False, 'reset') and 'on its own' in events[-1][2]
-    assert pump(d, lambda: (s := d.take_sample()) is not None and d.processed_output(s) is not None)
+    ls.run(0.001)
+    assert d.processed_output(d.take_sample()) is not None
 
 
 def test_waiting_for_the_first_sample_is_no_fault_and_a_start_timeout_is_reported(sim_factory):
     """Issue 15 item 6: a stale latch before the first sample is not a fault."""
     make, drivers = sim_factory
-    sim = make()
-    sim.pause()
-    d = make_driver(sim, stale_timeout_ms=500.0, start_timeout_s=0.2)
+    sim = make(paced=False)
+    ls = Lockstep(sim.port, stale_timeout_ms=50.0, start_timeout_s=0.2)
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    pump(d, lambda: False, timeout_s=0.1)
+    ls.start(sim)                                # streaming, but the sensor sends nothing yet
+    ls.run(0.1, records=False)
     assert not d.fault.active and d.snapshot()['stream_state'] == 'waiting'
-    assert pump(d, lambda: d.counters['start_timeouts'] == 1, timeout_s=2.0)
+    reported = ls.run(1.0, records=False, until=lambda: d.counters['start_timeouts'] == 1)
+    assert reported in (pytest.approx(0.100), pytest.approx(0.101)), reported   # at the 0.2 s start timeout
     assert not d.fault.active and d.snapshot()['stream_state'] == 'no_data'
     assert any('no sample' in n for n in d.notices)
-    sim.resume()
-    assert pump(d, lambda: d.counters['accepted'] > 10)
+    ls.run(0.02)
+    assert d.counters['accepted'] == 20 and not d.fault.active
     assert d.counters['stale_events'] == 0      # the wait before the first sample was no stale event
 
 
