@@ -397,7 +397,7 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     # With the twin's simulated clock the run lasts `seconds` of simulated time (the twin's /clock),
     # however long that takes on this machine, within a generous wall-time budget.
     sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
-    wall_budget_s = max(120.0, 20.0 * seconds)
+    wall_budget_s = max(300.0, 40.0 * seconds)
     with test_node('hil_envisat_recorder') as (node, executor):
         t0 = [None]
         lab_time = [None if sim_clock else 0.0]

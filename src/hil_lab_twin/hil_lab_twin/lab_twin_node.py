@@ -32,7 +32,7 @@ Two clocks (``clock``):
   the period made and the joint states and the other outputs, stamped with the simulated time.
   It takes the next step once every robot the stack commands has received a command since the
   last one (the stack answered), or after ``barrier_timeout_s`` of wall time without (a *miss*,
-  counted per robot), and never faster than ``max_real_time_factor`` times real time. A busy
+  counted per robot; that robot is not waited for again until it is commanded), and never faster than ``max_real_time_factor`` times real time. A busy
   machine then slows the simulated timeline down; it does not change what happens on it. The
   counters go out on ``lab_twin/status`` (diagnostic_msgs/DiagnosticStatus) every second of wall time.
 
@@ -94,8 +94,9 @@ PARAMS = [
           'once the stack has answered (run the other nodes with use_sim_time)', choices=('wall', 'simulated')),
     Param('max_real_time_factor', 1.0, "clock 'simulated': at most this many simulated seconds per wall second",
           min=0.01, max=1000.0),
-    Param('barrier_timeout_s', 0.5, "clock 'simulated': wall time to wait for the stack's commands before the "
-          'twin steps without them (counted as a miss) [s]', min=0.001, max=60.0),
+    Param('barrier_timeout_s', 2.0, "clock 'simulated': wall time to wait for the stack's commands before the "
+          'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded) [s]',
+          min=0.001, max=60.0),
 ]
 
 

@@ -68,15 +68,17 @@ class SimulatedLabClock:
     """The twin's own timeline for a live graph (``lab_twin_node`` with ``clock: simulated``).
 
     The twin steps ``period_s`` at a time (whole physics steps). A step is due once every robot
-    the stack commands (``engaged``: it has received at least one command) has been commanded
-    again since the last step, or once ``barrier_timeout_s`` of wall time passed without that
-    (then the robots still waiting are counted as *misses*). The simulated time never runs ahead
+    the stack commands (``engaged``: it has been commanded since it last missed a step) has been
+    commanded again since the last step, or once ``barrier_timeout_s`` of wall time passed without
+    that: then the robots still waiting are counted as *misses* and disengaged until their next
+    command (a node that holds by not commanding costs one timeout, not one per step; a slow one
+    that answers within the timeout costs none). The simulated time never runs ahead
     of ``max_real_time_factor`` times the wall time; after a slow stretch it does not burst to
     catch up (the anchor moves with it). Before the stack commands anything, the twin runs at
     that pace alone.
     """
 
-    def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 0.5,
+    def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 2.0,
                  wall_clock: Callable[[], float] = time.monotonic):
         if not (period_s > 0 and max_real_time_factor > 0 and barrier_timeout_s > 0):
             raise ValueError('period_s, max_real_time_factor and barrier_timeout_s must be > 0')
@@ -112,6 +114,7 @@ class SimulatedLabClock:
         """Advance one period (call when :meth:`step_due`)."""
         for robot in self.waiting_for():
             self.misses[robot] = self.misses.get(robot, 0) + 1
+            self.engaged.discard(robot)
         self._answered.clear()
         for _ in range(self.steps_per_period):
             self.twin.step(1)

@@ -1,0 +1,69 @@
+"""The twin's simulated clock (``SimulatedLabClock``, ``lab_twin_node`` with ``clock: simulated``).
+
+The rule is driven by a wall clock the test sets, and steps a real ``LabTwin`` (1 ms physics,
+4 ms periods). Checked: the pace never exceeds ``max_real_time_factor`` and does not burst after
+a slow stretch; a commanded robot holds the next step until it is commanded again; a robot that
+stops answering costs one ``barrier_timeout_s`` (a miss), not one per step, until it answers again.
+"""
+
+import pytest
+
+from hil_lab_twin.pacing import SimulatedLabClock
+from hil_lab_twin.scene import RobotConfig, TwinConfig
+from hil_lab_twin.twin import LabTwin
+
+
+class WallClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture(scope='module')
+def twin():
+    return LabTwin(TwinConfig(robots=(RobotConfig('client'),)))
+
+
+def test_the_pace_is_capped_and_does_not_burst(twin):
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    t0 = twin.time
+    assert not clock.step_due()                # no wall time has passed: 4 ms of simulation would be ahead
+    wall.now += 0.004
+    assert clock.step_due()
+    clock.step()
+    assert twin.time - t0 == pytest.approx(0.004) and not clock.step_due()
+    wall.now += 1.0                            # a slow stretch of 1 s: the twin does not catch up in a burst
+    clock.step()
+    assert not clock.step_due()
+    wall.now += 0.004
+    assert clock.step_due()
+
+
+def test_the_stack_holds_each_step_and_a_silent_robot_costs_one_timeout(twin):
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    wall.now += 0.004
+    clock.answered('client')                   # the stack engages
+    clock.step()
+    wall.now += 1.0                            # much later in wall time, but not commanded again yet
+    assert clock.waiting_for() == ['client'] and not clock.step_due()
+    clock.answered('client')
+    assert clock.step_due()
+    clock.step()
+    wall.now += 2.0                            # it stops answering: one timeout, a miss
+    assert clock.step_due()
+    clock.step()
+    assert clock.misses == {'client': 1} and clock.waiting_for() == []
+    for _ in range(10):                        # then the twin runs on without waiting for it
+        wall.now += 0.004
+        assert clock.step_due()
+        clock.step()
+    assert clock.misses == {'client': 1}
+    clock.answered('client')                   # it answers again: waited for again
+    clock.step()
+    wall.now += 0.004
+    assert clock.waiting_for() == ['client'] and not clock.step_due()
+    assert clock.counters()['steps'] == 14
