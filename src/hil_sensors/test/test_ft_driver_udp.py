@@ -51,6 +51,8 @@ class Lockstep:
                                kernel_timestamps=False)   # arrival = the stepped clock at the read
         self.driver.open()
         self.sim = None
+        self.rate_hz = rate_hz
+        self.sent = 0          # records sent since the sensor started streaming: record k is at k / rate_hz
 
     def start(self, sim=None):
         """Send the start command; with ``sim``, wait (wall clock) until it streams."""
@@ -61,6 +63,7 @@ class Lockstep:
     def wait_streaming(self, sim):
         self.sim = sim
         assert sim.wait_for(lambda: sim.streaming, 10.0), 'the simulator never got the start command'
+        self.sent = 0
 
     def step(self, records=True):
         """One period of driver time; with ``records``, the sensor sends one record in it and the
@@ -70,7 +73,8 @@ class Lockstep:
         if not records:
             d.poll(0.0)
             return
-        expected = d.counters['datagrams'] + self.sim.emit([self.sim.source(0.0)])
+        expected = d.counters['datagrams'] + self.sim.emit([self.sim.source(self.sent / self.rate_hz)])
+        self.sent += 1
         end = time.monotonic() + 10.0
         while d.counters['datagrams'] < expected and time.monotonic() < end:
             d.poll(0.5)
@@ -198,40 +202,43 @@ def test_malformed_and_foreign_datagrams_are_counted_and_survived(sim_factory):
 
 def test_single_sample_overload_latches_until_reset(sim_factory):
     make, drivers = sim_factory
-    spike_at = 0.2   # s of sensor time: one record only
+    spike_at = 0.05   # s of sensor time: one record only
 
     def profile(t):
         return [0, 0, 2000.0 if abs(t - spike_at) < 1e-9 else 5.0, 0, 0, 0]
 
-    sim = make(profile, rate_hz=1000.0)
-    d = make_driver(sim)
+    sim = make(profile, rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, stale_timeout_ms=50.0)
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.fault.active, timeout_s=3.0)
+    ls.start(sim)
+    assert ls.run(0.1, until=lambda: d.fault.active) == pytest.approx(0.051)   # record 51 is at 0.05 s
     assert d.fault.reason == 'overload' and 'fz' in d.fault.detail
     assert d.counters['overloads'] == 1
     events = d.take_fault_events()
     assert events and events[0][:2] == (True, 'overload')
-    n = d.counters['accepted']
-    assert pump(d, lambda: d.counters['accepted'] > n)              # a sample after the spike ...
+    ls.run(0.001)                                                   # a sample after the spike ...
     s = d.take_sample()
     assert s.raw[2] == 5.0 and d.processed_output(s) is None        # ... withheld
+    ls.run(0.02)
+    assert d.fault.active and d.counters['overloads'] == 1          # latched: it does not clear on its own
     ok, msg = d.reset_fault()
     assert ok, msg
     assert d.take_fault_events()[0][:2] == (False, 'reset')
-    n = d.counters['accepted']
-    assert pump(d, lambda: d.counters['accepted'] > n)
+    ls.run(0.001)
     s = d.take_sample()
     assert d.processed_output(s) == pytest.approx([0, 0, 5.0, 0, 0, 0])
 
 
 def test_sustained_overload_refuses_reset(sim_factory):
     make, drivers = sim_factory
-    sim = make(ConstantSource([600.0, 0, 0, 0, 0, 0]), rate_hz=500.0)
-    d = make_driver(sim)
+    sim = make(ConstantSource([600.0, 0, 0, 0, 0, 0]), rate_hz=500.0, paced=False)
+    ls = Lockstep(sim.port, rate_hz=500.0, **{'low_pass.cutoff_hz': 50.0})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.fault.active)
+    ls.start(sim)
+    assert ls.run(0.1, until=lambda: d.fault.active) == pytest.approx(0.002)   # the first record
+    ls.run(0.01)
     ok, msg = d.reset_fault()
     assert not ok and 'fx' in msg
 
@@ -422,31 +429,25 @@ def test_deadband_zeroes_noise_and_passes_a_load_less_the_band(sim_factory):
     forgets to subtract the band is off by the whole band)."""
     make, drivers = sim_factory
     load = ConstantSource([0.0] * 6)
-    sim = make(load, rate_hz=1000.0, noise_std=[0.05, 0.05, 0.05, 0.003, 0.003, 0.003])
-    d = make_driver(sim, **{'deadband.enabled': True})
+    sim = make(load, rate_hz=1000.0, noise_std=[0.05, 0.05, 0.05, 0.003, 0.003, 0.003], paced=False)
+    ls = Lockstep(sim.port, **{'deadband.enabled': True})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
+    ls.start(sim)
     raw, processed = [], []
 
     def collect():
-        if d.newest is not None:
-            raw.append(list(d.newest.raw))
-            processed.append(list(d.newest.processed))
-        return d.counters['accepted'] >= 300
-    assert pump(d, collect)
+        sample = d.take_sample()
+        raw.append(list(sample.raw))
+        processed.append(list(sample.processed))
+    ls.run(0.3, until=collect)
+    assert len(raw) == 300
     assert np.std(np.array(raw)[:, 0]) > 0.02            # the noise is there ...
     assert np.count_nonzero(np.array(processed)) == 0    # ... and none of it passes
     load.set([5.0, 0.0, 0.0, 0.0, 0.0, 0.1])
-    n = d.counters['accepted']
-    assert pump(d, lambda: d.counters['accepted'] > n + 50)          # the filter has settled on the step
     loaded = []
-
-    def collect_loaded():
-        sample = d.take_sample()
-        if sample is not None:
-            loaded.append(sample.processed)
-        return len(loaded) >= 100
-    assert pump(d, collect_loaded)
+    ls.run(0.1, until=lambda: loaded.append(d.take_sample().processed))
+    assert len(loaded) == 100
     mean = np.mean(loaded, axis=0)
     assert mean[0] == pytest.approx(5.0 - 0.25, abs=0.025)
     assert mean[5] == pytest.approx(0.1 - 0.015, abs=0.0015)
@@ -470,25 +471,23 @@ def test_filter_designed_for_the_measured_rate_when_not_told(sim_factory):
 
     make, drivers = sim_factory
     amplitude = 10.0
-    sim = make(SineSource([amplitude, 0, 0, 0, 0, 0], 200.0), rate_hz=1000.0)
-    cfg = check_parameters({'sensor_port': sim.port, 'low_pass.cutoff_hz': 200.0, 'stale_timeout_ms': 1000.0})
-    assert cfg['sensor_rate_hz'] == 0.0                               # not told
-    d = FtDriver(cfg, calibration=sim.calibration)
-    d.open()
+    sim = make(SineSource([amplitude, 0, 0, 0, 0, 0], 200.0), rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, rate_hz=1000.0, sensor_rate_hz=0.0,                 # not told
+                  **{'low_pass.enabled': True, 'low_pass.cutoff_hz': 200.0})
+    d = ls.driver
     drivers.append(d)
-    d.start_streaming()
-    assert pump(d, lambda: d.chain.filter is not None, timeout_s=5.0), d.snapshot()
-    assert d.measured_rate_hz == pytest.approx(1000.0, rel=0.05)
-    assert d.chain.filter.sample_rate_hz == pytest.approx(1000.0, rel=0.05)
-    pump(d, lambda: False, 0.05)                                      # settle
+    ls.start(sim)
+    assert ls.run(1.0, until=lambda: d.chain.filter is not None), d.snapshot()
+    assert d.measured_rate_hz == pytest.approx(1000.0, rel=1e-3)
+    assert d.chain.filter.sample_rate_hz == pytest.approx(1000.0, rel=1e-3)
+    ls.run(0.05)                                                      # settle
     samples = []
 
     def collect():
         s = d.take_sample()
-        if s is not None:
-            samples.append((s.rdt_sequence, s.processed[0]))
-        return len(samples) >= 150
-    assert pump(d, collect, timeout_s=10.0)
+        samples.append((s.rdt_sequence, s.processed[0]))
+    ls.run(0.15, until=collect)
+    assert len(samples) == 150
     gain = _fitted_amplitude(samples, 200.0, 1000.0) / amplitude
     assert gain == pytest.approx(1.0 / np.sqrt(2.0), abs=0.05), gain
     assert not d.fault.active
