@@ -94,6 +94,10 @@ PARAMS = [
           'once the stack has answered (run the other nodes with use_sim_time)', choices=('wall', 'simulated')),
     Param('max_real_time_factor', 1.0, "clock 'simulated': at most this many simulated seconds per wall second",
           min=0.01, max=1000.0),
+    Param('clock_after_topics', [], "clock 'simulated': geometry_msgs/WrenchStamped topics (the F/T drivers' outputs) "
+          'the twin waits on after a step before it publishes /clock, so the stack\'s timers fire on that step\'s '
+          'measurements (a topic that stays silent for barrier_timeout_s is a miss and not waited for until it '
+          'publishes again)', type='str[]'),
     Param('barrier_timeout_s', 2.0, "clock 'simulated': wall time to wait for the stack's commands before the "
           'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded) [s]',
           min=0.001, max=60.0),
@@ -156,7 +160,8 @@ class LabTwinNode(Node):
         self.twin = LabTwin(config_from(p))
         self.render_path = p.render_png
         self.simulated_clock = p.clock == 'simulated'
-        self.pacer = None if self.simulated_clock else RealTimePacer(self.twin, clock=time.time)
+        lab = self.stepped_lab(self.twin)
+        self.pacer = None if self.simulated_clock else RealTimePacer(lab, clock=time.time)
         self.joint_pubs, self.warned, self.gripper_pubs = {}, set(), {}
         for ns in self.twin.position_robots:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
@@ -192,16 +197,26 @@ class LabTwinNode(Node):
             self.rdt_channels.append((server, self.twin.wrench_source(sensor)))
             self.get_logger().info(f'{sensor}: RDT/UDP on 127.0.0.1:{port}')
         if self.simulated_clock:
-            self.clock = SimulatedLabClock(self.twin, 1.0 / p.publish_rate_hz, p.max_real_time_factor,
+            self.clock = SimulatedLabClock(lab, 1.0 / p.publish_rate_hz, p.max_real_time_factor,
                                            p.barrier_timeout_s, time.monotonic)
             self.clock_pub = self.create_publisher(Clock, '/clock', 10)
             self.status_pub = self.create_publisher(DiagnosticStatus, 'lab_twin/status', 10)
+            self.clock_waits = {t: False for t in filter(None, p.clock_after_topics)}   # topic: engaged
+            self.clock_seen, self.clock_pending_since = set(), None
+            for topic in self.clock_waits:
+                self.create_subscription(WrenchStamped, topic, lambda msg, t=topic: self.on_measurement(t), 10)
             self.create_timer(0.002, self.try_step)       # wall clock: pacing, the barrier's timeout
             self.create_timer(1.0, self.publish_status)
-            self.publish_outputs()                        # t = 0: the state the stack starts from
+            self.publish_outputs([[] for _ in self.rdt_channels])   # t = 0: the state the stack starts from
         else:
             self.pacer.start()
             self.create_timer(1.0 / p.publish_rate_hz, self.tick)
+
+    def stepped_lab(self, twin):
+        """What either clock steps (``time``, ``dt``, ``step()``, ``advance_to()``): the twin itself; a
+        node that adds physics between the twin's bodies (e.g. ``hil_snare``'s wires) returns its
+        wrapper, built from its own parameters, which are declared by then."""
+        return twin
 
     def _rejected(self, ns: str, ok: bool) -> None:
         if not ok and ns not in self.warned:
@@ -239,11 +254,32 @@ class LabTwinNode(Node):
 
     # -- clock 'simulated' ------------------------------------------------------------------
     def try_step(self) -> None:
-        """Step one period if the stack answered (or the barrier timed out) and the pace allows."""
+        """Publish the pending /clock once the measurements went through (or timed out); step one
+        period if the stack answered (or the barrier timed out) and the pace allows."""
+        if self.clock_pending_since is not None:
+            waiting = [t for t, engaged in self.clock_waits.items() if engaged and t not in self.clock_seen]
+            if waiting and time.monotonic() - self.clock_pending_since < self.clock.barrier_timeout_s:
+                return
+            for topic in waiting:               # silent: a miss, not waited for until it publishes again
+                self.clock.misses[topic] = self.clock.misses.get(topic, 0) + 1
+                self.clock_waits[topic] = False
+            self.clock_pending_since = None
+            self.publish_clock()
         if self.clock.step_due():
             samples = [[] for _ in self.rdt_channels]
             self.clock.step(lambda: self.collect_samples(samples))
             self.publish_outputs(samples)
+
+    def on_measurement(self, topic: str) -> None:
+        self.clock_waits[topic] = True
+        self.clock_seen.add(topic)
+        if self.clock_pending_since is not None:
+            self.try_step()
+
+    def publish_clock(self) -> None:
+        msg = Clock()
+        seconds_to_stamp(self.twin.time, msg.clock)
+        self.clock_pub.publish(msg)
 
     def collect_samples(self, samples) -> None:
         """After each physics step: the F/T samples it made, one RDT record each."""
@@ -254,14 +290,18 @@ class LabTwinNode(Node):
                 out.append(tuple(float(v) for v in wrench))
 
     def publish_outputs(self, samples=()) -> None:
-        """/clock first, so the stack's clocks read the new time when the period's samples and states
-        arrive, then the F/T samples (RDT) and the states."""
-        msg = Clock()
-        seconds_to_stamp(self.twin.time, msg.clock)
-        self.clock_pub.publish(msg)
+        """Without ``clock_after_topics``: /clock first, so the stack's clocks read the new time when
+        the period's samples and states arrive, then the F/T samples (RDT) and the states. With
+        them: the samples and states first, /clock once the F/T drivers have passed the samples on
+        (:meth:`try_step`), so the stack's timers fire on this period's measurements."""
+        if not any(self.clock_waits.values()):
+            self.publish_clock()
         for (server, _), wrenches in zip(self.rdt_channels, samples):
             server.emit(wrenches)
         self.publish_states(self.twin.time, lambda t_sample: t_sample)
+        if any(self.clock_waits.values()):
+            self.clock_seen.clear()
+            self.clock_pending_since = time.monotonic()
 
     def publish_status(self) -> None:
         values = self.clock.counters()

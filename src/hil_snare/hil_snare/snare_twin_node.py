@@ -19,7 +19,6 @@ wire's normal force [N] (what a lab's motion capture and the LEE's wire sensors 
 from __future__ import annotations
 
 import sys
-import time
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -29,7 +28,6 @@ from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.lab_twin_node import PARAMS as LAB_TWIN_PARAMS
 from hil_lab_twin.lab_twin_node import LabTwinNode
-from hil_lab_twin.pacing import RealTimePacer
 
 SNARE_PARAMS = [
     Param('snare_scenario', 'htv_capture', 'Snare scenario (name or YAML path) whose wires the twin puts between '
@@ -49,6 +47,15 @@ class _SnareParameters(Node):
 class SnareTwinNode(LabTwinNode, _SnareParameters):
     def __init__(self):
         super().__init__()        # LabTwinNode -> _SnareParameters -> Node
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(Bool, 'servicer/lee/capture_cmd', self.on_capture, latched)
+        self.state_pub = self.create_publisher(Float64MultiArray, 'snare/twin_state', 100)
+        self.state_msg = Float64MultiArray()
+        self.published_t = -1.0
+        self.create_timer(0.5 / self.get_parameter('publish_rate_hz').value, self.publish_state)
+
+    def stepped_lab(self, twin):
+        """Either clock of lab_twin_node steps the twin with its wires."""
         from hil_snare.lab import SnareLab, SnareWires
         from hil_snare.scenario import load_snare_scenario
 
@@ -59,23 +66,8 @@ class SnareTwinNode(LabTwinNode, _SnareParameters):
         if scenario.kind != 'htv_capture':
             raise ParameterError(f"parameter 'snare_scenario': kind {scenario.kind!r} has no LEE; need htv_capture")
         self.wires = SnareWires(scenario.config)
-        self.snare_lab = SnareLab(self.twin, self.wires)
-        # the lab twin's pacing steps the twin with its wires (either clock of lab_twin_node)
-        if getattr(self, 'simulated_clock', False):
-            from hil_lab_twin.pacing import SimulatedLabClock
-
-            self.clock = SimulatedLabClock(self.snare_lab, 1.0 / self.get_parameter('publish_rate_hz').value,
-                                           self.get_parameter('max_real_time_factor').value,
-                                           self.get_parameter('barrier_timeout_s').value, time.monotonic)
-        else:
-            self.pacer = RealTimePacer(self.snare_lab, clock=time.time)
-            self.pacer.start()
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.create_subscription(Bool, 'servicer/lee/capture_cmd', self.on_capture, latched)
-        self.state_pub = self.create_publisher(Float64MultiArray, 'snare/twin_state', 100)
-        self.state_msg = Float64MultiArray()
-        self.published_t = -1.0
-        self.create_timer(0.5 / self.get_parameter('publish_rate_hz').value, self.publish_state)
+        self.snare_lab = SnareLab(twin, self.wires)
+        return self.snare_lab
 
     def on_capture(self, msg: Bool) -> None:
         if msg.data and not self.wires.driving:
