@@ -466,6 +466,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     summary['recording'] = {'live': counts}
     summary['stages_ready_s'] = {k: round(v, 2) for k, v in running.ready_s.items()}
     summary['lab_clock'] = {'simulated': sim_clock, 'wall_s': round(wall_s, 1),
+                            # the twin's time at the run's t = 0 (the stamps of its messages are twin time)
+                            'start_s': t0[0] if sim_clock else None,
                             'real_time_factor': round(duration / wall_s, 3) if wall_s > 0 else None}
     summary['nodes_log_dir'] = str(out / 'live_nodes' / 'logs')
     summary_path.parent.mkdir(parents=True, exist_ok=True)

@@ -209,7 +209,7 @@ def resolve_arguments(declared: tuple, given: Mapping[str, str] | None = None) -
     return out
 
 
-def _int_arg(args: Mapping[str, str], name: str, lo: int, hi: int) -> int:
+def int_arg(args: Mapping[str, str], name: str, lo: int, hi: int) -> int:
     try:
         value = int(args[name])
     except ValueError:
@@ -219,7 +219,7 @@ def _int_arg(args: Mapping[str, str], name: str, lo: int, hi: int) -> int:
     return value
 
 
-def _float_arg(args: Mapping[str, str], name: str, lo: float, hi: float) -> float:
+def float_arg(args: Mapping[str, str], name: str, lo: float, hi: float) -> float:
     try:
         value = float(args[name])
     except ValueError:
@@ -308,7 +308,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
 
     args = resolve_arguments(ENVISAT_ARGS, given)
     scenario = scenario if scenario is not None else load_scenario(args['scenario'])
-    control_rate_hz = _float_arg(args, 'control_rate_hz', 10.0, 10000.0) if args['control_rate_hz'] else None
+    control_rate_hz = float_arg(args, 'control_rate_hz', 10.0, 10000.0) if args['control_rate_hz'] else None
     if control_rate_hz is not None:                 # the whole control loop at one rate (a copy of the scenario)
         import copy
 
@@ -316,7 +316,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         scenario.admittance_hz = scenario.obsw_hz = control_rate_hz
     stale = {}
     if args['stale_after_s']:
-        stale_s = _float_arg(args, 'stale_after_s', 0.001, 60.0)
+        stale_s = float_arg(args, 'stale_after_s', 0.001, 60.0)
         stale = {'joint_states_timeout_s': stale_s}
     fac = lab.load_facility(args['facility'])
     cal = lab.calibrate(fac, scenario)
@@ -324,17 +324,17 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     if args['lab_clock'] == 'simulated' and not use_sim:
         raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
     sim_clock = use_sim and args['lab_clock'] != 'wall'
-    ports = {who: _int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
+    ports = {who: int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
     if ports['client'] == ports['servicer']:
         raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
-    timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     ft_host = '127.0.0.1' if use_sim else args['ft_host']
     rate = scenario.admittance_hz
 
     lab_nodes = []
     twin = lab.twin_config(cal)
     if args['ft_rate_hz']:
-        ft_rate_hz = _float_arg(args, 'ft_rate_hz', 1.0, 10000.0)
+        ft_rate_hz = float_arg(args, 'ft_rate_hz', 1.0, 10000.0)
     else:          # the twin's sensors' rate; on the real facility the drivers measure it
         ft_rate_hz = float(twin.robots[0].ft.rate_hz) if use_sim else 0.0
     if use_sim:
@@ -344,7 +344,8 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         lab_nodes.append(NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={**lab.twin_node_parameters(
             fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
             **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {}),
-            **({'clock': 'simulated'} if sim_clock else {})}))
+            # /clock once the drivers passed the step's samples on: the timers fire on that step's data
+            **({'clock': 'simulated', 'clock_after_topics': [t for t, _ in ENVISAT_WRENCH_TOPICS]} if sim_clock else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
     # the weight of the mock-up and of the gripper, compensated by the drivers with the sensors' poses
     # (the twin publishes them; on the real facility remap gravity_compensation.pose_topic to the robot's FK)
@@ -369,10 +370,10 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     stack = []
     if args['hot_path'] == 'fused':
         cpu = args['hot_path_cpu']
-        cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else _int_arg(args, 'hot_path_cpu', -1, 1023)
+        cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else int_arg(args, 'hot_path_cpu', -1, 1023)
         stack.append(NodeSpec('hil_bringup', 'client_hot_path_node', 'client_hot_path', parameters={
             **client_admittance, **client_table,
-            'realtime_priority': _int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
+            'realtime_priority': int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
     else:
         stack.append(NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
                               parameters=client_admittance))
@@ -386,7 +387,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     if args['live_view'] == 'true':
         stack.append(NodeSpec('hil_bringup', 'live_view_node', 'live_view', parameters={
             'facility': str(fac.source), 'scenario': str(scenario.source),
-            'foxglove_port': _int_arg(args, 'live_view_port', 0, 65535)}))
+            'foxglove_port': int_arg(args, 'live_view_port', 0, 65535)}))
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
     return Graph('envisat_capture', (
@@ -406,6 +407,9 @@ TELEOP_ARGS = (
     Arg('slave_ft_port', '49152', 'RDT port of the slave wrist F/T'),
     Arg('payload_ft_port', '49153', 'RDT port of the payload F/T'),
     Arg('master_source', 'scripted', 'operator input: scripted profile, master F/T or Joy', ('scripted', 'ft', 'joy')),
+    Arg('lab_clock', 'auto', "'simulated': the twin owns time (/clock; it steps once the stack has answered, every "
+                             "node runs with use_sim_time, the link's delay is simulated time); 'wall': real time; "
+                             "'auto': simulated with the twin (sim:=true), wall otherwise", ('auto', 'simulated', 'wall')),
     Arg('tared_force_n', '1.0', 'the teleoperation nodes start once both F/T drivers stream wrenches below this '
                                 'force (tared) [N]'),
     Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
@@ -437,11 +441,14 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
         name = args['scenario']
         scenario = load_teleop_scenario(name if name.endswith('.yaml') else scenario_path(name))
     sim = args['sim']
-    timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    if args['lab_clock'] == 'simulated' and sim != 'true':
+        raise GraphError("launch argument lab_clock:=simulated needs sim:=true (the lab twin owns the clock)")
+    sim_clock = sim == 'true' and args['lab_clock'] != 'wall'
+    timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     if sim == 'contact':
         params = scenario.node_parameters()
     else:
-        ports = [_int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('slave', 'payload')]
+        ports = [int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('slave', 'payload')]
         params = scenario.twin_node_parameters(*ports, rate_hz=rate_hz)
     params['teleop_master']['source'] = args['master_source']
     stack = (
@@ -455,24 +462,29 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
         return Graph('massive_payload_teleop', (Stage('stack', stack + (
             NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),),
             TELEOP_RECORD_TOPICS).check()
-    lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters=params['lab_twin']),) if sim == 'true' else ()
+    lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
+        **params['lab_twin'], **({'clock': 'simulated'} if sim_clock else {})}),) if sim == 'true' else ()
     io = []
     for who in ('slave', 'payload'):
         ft = dict(params[f'{who}_ft'])
         if sim == 'false':
             ft['sensor_ip'] = args[f'{who}_ft_ip']
+        if sim_clock:      # the driver's clock follows /clock a little behind the samples (as envisat_graph)
+            ft['rate_measure_s'] = 2.0
         io += [NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, ft),
                NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', who, params[f'{who}_table'])]
     wrenches = (('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
                 ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped'))
+    if sim_clock:     # the whole stack on the twin's timeline
+        io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
     return Graph('massive_payload_teleop', (
         Stage('lab', lab, Ready((('slave/joint_states', 'sensor_msgs/msg/JointState'),
                                  ('payload/joint_states', 'sensor_msgs/msg/JointState')), timeout_s=timeout_s)),
         # the payload admittance must never integrate an untared sample (the mock-up's weight)
         Stage('io', tuple(io), Ready(wrenches, timeout_s=timeout_s,
-                                     max_force_n=_float_arg(args, 'tared_force_n', 1e-3, 1e4))),
-        Stage('stack', stack),
-    ), TELEOP_RECORD_TOPICS).check()
+                                     max_force_n=float_arg(args, 'tared_force_n', 1e-3, 1e4))),
+        Stage('stack', tuple(stack)),
+    ), TELEOP_RECORD_TOPICS + ((('lab_twin/status', _STATUS),) if sim_clock else ())).check()
 
 
 # -- the client-only graph ----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from hil_bringup.graphs import Arg, Graph, GraphError, NodeSpec, Stage, _float_arg, resolve_arguments
+from hil_bringup.graphs import Arg, Graph, GraphError, NodeSpec, Stage, float_arg, resolve_arguments
 from hil_docking.contact import COMPENSATIONS
 
 CISAS_ARGS = (
@@ -72,7 +72,7 @@ def cisas_graph(given: Mapping[str, str] | None = None) -> Graph:
     # The emulated lab has no clock of its own: when the machine is slow, the docking node waits for
     # the robot's samples and never drops steps; the simulated timeline falls behind the wall clock.
     facility = {'scenario_file': str(path), 'compensation': args['compensation'],
-                'pose_timeout_s': _float_arg(args, 'pose_timeout_s', 0.001, 10.0), 'max_catch_up': 10**9}
+                'pose_timeout_s': float_arg(args, 'pose_timeout_s', 0.001, 10.0), 'max_catch_up': 10**9}
     return Graph('cisas_docking', (
         Stage('lab', (NodeSpec('hil_docking', 'facility_emulator_node', 'facility_emulator',
                                parameters={'scenario_file': str(path)}),)),

@@ -29,7 +29,7 @@ from typing import Mapping
 
 import numpy as np
 
-from hil_bringup.graphs import (Arg, Graph, GraphError, NodeSpec, Ready, Stage, _float_arg, _int_arg,
+from hil_bringup.graphs import (Arg, Graph, GraphError, NodeSpec, Ready, Stage, float_arg, int_arg,
                                 resolve_arguments)
 
 SNARE_ARGS = (
@@ -92,11 +92,11 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
     if args['lab_clock'] == 'simulated' and not use_sim:
         raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
     sim_clock = use_sim and args['lab_clock'] != 'wall'
-    ports = {who: _int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
+    ports = {who: int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
     if ports['client'] == ports['servicer']:
         raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
-    rate = _float_arg(args, 'control_rate_hz', 50.0, 1000.0)
-    timeout_s = _float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    rate = float_arg(args, 'control_rate_hz', 50.0, 1000.0)
+    timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     period = 1.0 / rate
     layout = lab.SnareLabLayout()
     sensors = {'client': f'{layout.gf_ns}_ft', 'servicer': f'{layout.lee_ns}_ft'}
@@ -105,10 +105,10 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
     if use_sim:
         from hil_lab_twin.scene import ServoConfig
 
-        servo = ServoConfig(bandwidth_hz=_float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0))
+        servo = ServoConfig(bandwidth_hz=float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0))
         lab_nodes = (NodeSpec('hil_snare', 'snare_twin_node', 'lab_twin', parameters={
             'layout': 'config', 'twin_config_yaml': config_to_yaml(lab.snare_twin_config(
-                cfg, layout, servo, timestep=_float_arg(args, 'twin_timestep_s', 1e-4, 0.002))),
+                cfg, layout, servo, timestep=float_arg(args, 'twin_timestep_s', 1e-4, 0.002))),
             'snare_scenario': str(scenario.source), 'publish_rate_hz': rate, 'publish_wrench': False,
             'rdt_ports': [f"{sensors[w]}:{ports[w]}" for w in ('client', 'servicer')],
             **({'clock': 'simulated'} if sim_clock else {})}),)
@@ -118,7 +118,7 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
             'sensor_ip': '127.0.0.1' if use_sim else args['ft_host'], 'sensor_port': ports[who],
             'sensor_rate_hz': 1000.0 if use_sim else 0.0, 'publish_rate_hz': rate, 'sensor_frame': sensors[who],
             'software_bias.on_start': True,
-            'low_pass.cutoff_hz': _float_arg(args, 'ft_cutoff_hz', 1.0, 450.0), 'overload.limits': OVERLOAD_LIMITS,
+            'low_pass.cutoff_hz': float_arg(args, 'ft_cutoff_hz', 1.0, 450.0), 'overload.limits': OVERLOAD_LIMITS,
             'stale_timeout_ms': 1000.0})
 
     # a loaded host can stall a process: the tables hold through a stall and resume (as the teleop graph's)
