@@ -111,13 +111,16 @@ class ClientAdmittanceNode(Node):
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
-        # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision).
-        self.t0_ns = self.get_clock().now().nanoseconds
+        # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision),
+        # from the first tick with a clock (under use_sim_time the lab twin's first /clock)
+        self.t0_ns = None
         self.pacer = StepPacer(self.dt, 0.0, p.max_catch_up)
         self.overruns_reported = 0
         self.create_timer(self.dt, self.tick)
 
     def on_wrench(self, msg):
+        if self.get_clock().now().nanoseconds <= 0:     # no /clock yet (use_sim_time)
+            return
         frame = msg.header.frame_id
         if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
             self.refused_frame += 1
@@ -154,6 +157,10 @@ class ClientAdmittanceNode(Node):
 
     def tick(self):
         now = self.get_clock().now()
+        if now.nanoseconds <= 0:       # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        if self.t0_ns is None:
+            self.t0_ns = now.nanoseconds
         steps = self.pacer.due((now.nanoseconds - self.t0_ns) * 1e-9)
         if steps == 0:
             return

@@ -20,12 +20,15 @@ and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin/``, a rendered ``twi
 the animation ``twin/hils2_twin.mp4`` (``--no-twin`` skips them).
 
 ``--ros`` runs the scenario instead as the ROS graph of ``massive_payload_teleop.launch.py``
-over DDS on loopback, in real time, printing progress, and records it to the bag ``ros_graph/``
+over DDS on loopback, printing progress, and records it to the bag ``ros_graph/``
 with ``ros_fig14``/``ros_fig17`` plots: ``--graph twin`` (default, ``sim:=true``: the MuJoCo lab
 twin serving both F/T sensors over RDT/UDP to ``ft_sensor_node``, two ``motion_table_node``,
 teleop master, delay line, slave law on the slave's joint states, client admittance as the
 payload in the loop) or ``--graph contact`` (``sim:=contact``: the grip-contact simulator
-instead of robots). Only that mode imports rclpy.
+instead of robots). With the twin the graph runs on the twin's simulated clock (``lab_clock:=auto``):
+``--duration`` seconds of simulated time, however long this machine takes, and the demo prints the
+real-time factor and the twin's barrier misses; the contact graph runs in real time. Only that mode
+imports rclpy.
 """
 
 from __future__ import annotations
@@ -178,18 +181,30 @@ def node_of_parameter_key(key: str) -> str:
 
 def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = None,
               overrides: dict | None = None, sim: str = 'contact', rate_hz: float | None = None,
-              progress=None) -> dict:
+              progress=None, lab_clock: str = 'auto', wall_budget_s: float | None = None) -> dict:
     """Run the graph of ``massive_payload_teleop.launch.py sim:=true|contact`` (``sim`` ``'twin'`` or
-    ``'contact'``) for ``duration_s`` of wall time once it is ready; record :data:`RECORDED` (to ``bag`` as MCAP).
+    ``'contact'``) for ``duration_s`` once it is ready; record :data:`RECORDED` (to ``bag`` as MCAP).
 
-    Returns ``{topic: [(receive_time_ns, message), ...]}`` and the nodes' output under ``'_outputs'``.
+    With the twin on its simulated clock (``sim='twin'``, launch argument ``lab_clock`` ``'auto'`` or
+    ``'simulated'``) the run lasts ``duration_s`` of the twin's simulated time (``/clock``), however
+    long that takes, within ``wall_budget_s`` of wall time (default ``max(60, 10 duration_s)``), and
+    the receive times are simulated times; otherwise it lasts ``duration_s`` of wall time.
+
+    Returns ``{topic: [(receive_time_ns, message), ...]}``, the nodes' output under ``'_outputs'`` and
+    the clock's account under ``'_lab_clock'``: ``simulated``, ``seconds`` (the run's duration on the
+    lab's clock), ``wall_s``, ``real_time_factor``, ``finished`` (the run reached ``duration_s``) and,
+    on the simulated clock, the twin's last ``lab_twin/status``: ``misses`` per robot (steps the twin
+    took without the stack's command, after ``barrier_timeout_s``) and the twin's own ``twin_real_time_factor``.
     ``overrides`` = ``{node key: {parameter: value}}`` on top of the scenario's (keys of
-    :meth:`TeleopScenario.twin_node_parameters`); ``progress(elapsed_s, data)`` is called about once a second.
+    :meth:`TeleopScenario.twin_node_parameters`); ``progress(elapsed_s, data)`` is called about once a
+    second of the lab's clock.
     """
     import tempfile
     import time
 
+    from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from rclpy.parameter import Parameter
 
     from hil_bringup.graph_runner import RunningGraph
     from hil_bringup.graphs import replace_parameters, teleop_graph
@@ -198,30 +213,57 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
 
     apply_network_profile()
     ports = free_udp_ports(2)
-    graph = teleop_graph({'sim': SIMS[sim], 'slave_ft_port': str(ports[0]), 'payload_ft_port': str(ports[1])},
-                         scenario=scenario, rate_hz=rate_hz)
+    graph = teleop_graph({'sim': SIMS[sim], 'slave_ft_port': str(ports[0]), 'payload_ft_port': str(ports[1]),
+                          'lab_clock': lab_clock}, scenario=scenario, rate_hz=rate_hz)
     for key, values in (overrides or {}).items():
         graph = replace_parameters(graph, node_of_parameter_key(key), **values)
+    sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
+    wall_budget_s = wall_budget_s if wall_budget_s is not None else max(60.0, 10.0 * duration_s)
     data = {topic: [] for topic, _ in RECORDED}
+    status = {}
     workdir = Path(tempfile.mkdtemp(prefix='teleop_graph_')) if bag is None else bag.parent / f'{bag.name}_graph'
     with test_node('teleop_recorder') as (node, executor):
+        if sim_clock:          # the recorder on the twin's timeline too: receive times are simulated times
+            node.set_parameters([Parameter('use_sim_time', Parameter.Type.BOOL, True)])
+
+        def lab_s() -> float:
+            return node.get_clock().now().nanoseconds * 1e-9 if sim_clock else time.monotonic()
         types = {'geometry_msgs/msg/PoseStamped': PoseStamped, 'geometry_msgs/msg/WrenchStamped': WrenchStamped}
         for topic, msgtype in RECORDED:
             node.create_subscription(types[msgtype], topic, lambda m, t=topic: data[t].append(
                 (node.get_clock().now().nanoseconds, m)), 1000)
+        if sim_clock:
+            node.create_subscription(DiagnosticStatus, 'lab_twin/status', lambda m: status.update(
+                {kv.key: kv.value for kv in m.values}), 10)
         running = RunningGraph(graph, workdir, say=lambda m: None)
+        start = wall_start = None
         try:
             running.start()
-            start = time.monotonic()
-            end = start + duration_s
-            while time.monotonic() < end:
-                step_end = min(end, time.monotonic() + 1.0)
-                spin_until(executor, lambda: time.monotonic() > step_end, 2.0)
+            if sim_clock and not spin_until(executor, lambda: lab_s() > 0.0, 10.0):
+                raise RuntimeError('the lab twin publishes no /clock')
+            start, wall_start = lab_s(), time.monotonic()
+            while lab_s() - start < duration_s:
+                if time.monotonic() - wall_start > wall_budget_s or running.dead():
+                    break
+                step_end = min(start + duration_s, lab_s() + 1.0)
+                spin_until(executor, lambda: lab_s() >= step_end, 2.0)
                 if progress is not None:
-                    progress(time.monotonic() - start, data)
+                    progress(lab_s() - start, data)
+            seconds, wall_s = lab_s() - start, time.monotonic() - wall_start
+            if sim_clock:      # the twin's account of the run (it reports once a wall second)
+                status.clear()
+                spin_until(executor, lambda: bool(status), 1.5)
         finally:
+            if wall_start is None:
+                seconds = wall_s = 0.0
             results = running.stop()
     data['_outputs'] = [r.output for r in results]
+    account = {'simulated': sim_clock, 'seconds': seconds, 'wall_s': wall_s, 'finished': seconds >= duration_s,
+               'real_time_factor': seconds / wall_s if wall_s > 0 else float('nan')}
+    if sim_clock:
+        account['misses'] = {k.removeprefix('misses.'): int(v) for k, v in status.items() if k.startswith('misses.')}
+        account['twin_real_time_factor'] = float(status.get('real_time_factor', 'nan'))
+    data['_lab_clock'] = account
     if bag is not None:
         from hil_bringup.recorder import McapWriter
 
@@ -341,7 +383,9 @@ def main(argv=None) -> int:
     parser.add_argument('--graph', default='twin', choices=sorted(SIMS),
                         help="with --ros: 'twin' (MuJoCo lab twin, F/T drivers, motion tables) or 'contact'")
     parser.add_argument('--rate', type=float, default=250.0, help='with --ros: control rate of the nodes [Hz]')
-    parser.add_argument('--duration', type=float, default=None, help='with --ros: wall time [s] (default: scenario)')
+    parser.add_argument('--duration', type=float, default=None,
+                        help="with --ros: duration [s] (default: scenario's), of the twin's simulated time with "
+                             "--graph twin (its /clock), of wall time with --graph contact")
     args = parser.parse_args(argv)
     from hil_bringup.scenario import scenario_path
     from hil_common.network import apply_network_profile, demo_domain_id
@@ -363,13 +407,20 @@ def main(argv=None) -> int:
             # twin graph: the wrist sensor's z axis points along the slave base x (the pull), reading -f_s
             f = (f'{(-fs[-1][1].wrench.force.z if args.graph == "twin" else fs[-1][1].wrench.force.x):+.2f} N'
                  if fs else '-')
-            print(f'  {elapsed:5.1f}/{duration:.0f} s  slave x_s {x}  f_s,x {f}  '
+            print(f'  {elapsed:5.1f}/{duration:.0f} s{" simulated" if args.graph == "twin" else ""}  slave x_s {x}  f_s,x {f}  '
                   f'({len(xs)} x_s, {len(fs)} wrenches)', flush=True)
         print(f'ROS graph ({args.graph}) for {duration:.0f} s on loopback DDS ...', flush=True)
         data = run_graph(scenario, duration, out / 'ros_graph', sim=args.graph,
                          rate_hz=args.rate if args.graph == 'twin' else None, progress=progress)
         for topic, _ in RECORDED:
             print(f'{topic}: {len(data[topic])} messages')
+        clock = data['_lab_clock']
+        if clock['simulated']:
+            print(f"lab twin's simulated clock: {clock['seconds']:.1f} s simulated in {clock['wall_s']:.1f} s of wall "
+                  f"time (real-time factor {clock['real_time_factor']:.2f}); barrier misses (steps the twin took "
+                  f"without the stack's command): {sum(clock['misses'].values())} {clock['misses'] or ''}")
+        if not clock['finished']:
+            print(f"the run reached only {clock['seconds']:.1f} of {duration:g} s (wall budget, or a node exited)")
         payload = [m.pose.position.z for _, m in data['payload/table/pose_cmd']]
         if payload:
             print(f'payload displacement (admittance g_c, body z = towards the slave): {payload[-1] - payload[0]:.4f} m')

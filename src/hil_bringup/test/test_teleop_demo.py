@@ -169,37 +169,69 @@ def test_ros_graph_closes_the_loop_through_the_payload_admittance_and_records_mc
 
 
 def test_ros_graph_with_the_lab_twin_pulls_the_payload_through_the_grip(tmp_path):
-    """The graph of ``massive_payload_teleop.launch.py sim:=true`` over DDS, in real time: lab twin (KR 120
-    gripping the mock-up on the UR10e, F/T sensors over RDT/UDP), F/T drivers, motion tables, teleop nodes.
+    """The graph of ``massive_payload_teleop.launch.py sim:=true`` over DDS: lab twin (KR 120 gripping
+    the mock-up on the UR10e, F/T sensors over RDT/UDP), F/T drivers, motion tables, teleop nodes, all
+    on the twin's simulated clock (``lab_clock:=auto``), judged on that timeline.
 
-    A 1000 kg payload pulled with v_s,r = 0.01 m/s for 6 s over a 1 s link: the slave (x_s measured by
+    A 1000 kg payload pulled with v_s,r = 0.01 m/s for 4 s over a 1 s link: the slave (x_s measured by
     forward kinematics of its joint states) and the payload (admittance) both end displaced by about
-    v_s,r x 6 s = 6 cm, as the virtual payload on earth predicts, and the wrist F/T felt the pull.
-    A run in which the loaded machine starved the nodes (wrenches or joint states far below their
-    250 Hz) is repeated once; the physics checks judge the run.
+    v_s,r x 4 s = 4 cm, as the virtual payload on earth predicts. Momentum balance, independent of the
+    controller: the impulse the wrist F/T sensor measured until the slave receives the operator's
+    let-go (pull end + delay) is the momentum of the payload then, m v, with v from the payload
+    admittance, which integrates the other (payload) F/T sensor. That momentum is near m v_s,r =
+    10 N s: the lockstep twin gives 9.91 N s after 4 s of pull; the live loop overshoots (12.3 N s,
+    the same at 100 and 250 Hz on the simulated clock: docs/teleop.md), so it is held to 30 %.
+    The twin took (nearly) every step with the stack's answer (barrier misses counted).
     """
     from hil_bringup.teleop_demo import run_graph
 
     s = load_teleop_scenario(SCENARIO)
-    s.config = dataclasses.replace(s.config, payload_mass_kg=1000.0, delay_s=1.0)
-    s.pulls, s.ramp_s = [(1.0, 7.0, 0.01)], 0.0
-    for attempt in range(2):
-        data = run_graph(s, 14.0, tmp_path / f'bag{attempt}', sim='twin')
-        stamps = {k: np.array([t for t, _ in data[k]]) * 1e-9 for k in ('slave/x_s', 'slave/ft/wrench')}
-        rates = {k: (len(v) - 1) / (v[-1] - v[0]) if len(v) > 1 else 0.0 for k, v in stamps.items()}
-        if min(rates.values()) > 100.0:
-            break
-        print(f'attempt {attempt + 1}: starved (message rates {rates}, nominal 250 Hz)')
+    mass_kg, v_ref, delay_s, (pull_start, pull_end) = 1000.0, 0.01, 1.0, (1.0, 5.0)
+    s.config = dataclasses.replace(s.config, payload_mass_kg=mass_kg, delay_s=delay_s)
+    s.pulls, s.ramp_s = [(pull_start, pull_end, v_ref)], 0.0
+    # 100 Hz: the twin steps 10 ms of simulated time per answer of the stack (fewer DDS round trips
+    # per simulated second than the scenario's 250 Hz, so the 2-core machine keeps more of real time)
+    data = run_graph(s, 11.0, tmp_path / 'bag', sim='twin', rate_hz=100.0)
+    clock = data['_lab_clock']
     outputs = '\n'.join(o[-1500:] for o in data['_outputs'])
-    x_s = np.array([m.pose.position.x for _, m in data['slave/x_s']])
-    virtual = np.array([m.pose.position.x for _, m in data['teleop/virtual_payload/pose']])
-    g_c = np.array([m.pose.position.z for _, m in data['payload/table/pose_cmd']])   # body z = towards the slave
-    wrist = np.array([-m.wrench.force.z for _, m in data['slave/ft/wrench']])       # sensor z = slave base x
-    assert x_s.size > 100 and g_c.size > 100 and wrist.size > 100, outputs
-    print(f'\n[seed 001] ROS graph with the lab twin, 1000 kg, 6 s pull at 0.01 m/s: slave moved '
+    assert clock['simulated'] and clock['finished'], (clock, outputs)
+
+    def series(topic, value):
+        rows = data[topic]
+        return (np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in rows]),
+                np.array([value(m) for _, m in rows]))
+    _, x_s = series('slave/x_s', lambda m: m.pose.position.x)
+    _, virtual = series('teleop/virtual_payload/pose', lambda m: m.pose.position.x)
+    t_g_c, g_c = series('payload/table/pose_cmd', lambda m: m.pose.position.z)   # body z = towards the slave
+    t_wrist, wrist = series('slave/ft/wrench', lambda m: -m.wrench.force.z)        # sensor z = slave base x
+    t_f_m, f_m = series('teleop/f_m', lambda m: m.wrench.force.x)
+    assert x_s.size > 100 and g_c.size > 100 and wrist.size > 100 and f_m.size > 100, outputs
+    # the operator's pull on the earth timeline (stamps: simulated send times), as the slave receives it
+    pulling = t_f_m[f_m > 0.5 * f_m.max()]
+    assert pulling[-1] - pulling[0] == pytest.approx(pull_end - pull_start, abs=0.05)
+    t_pull, t_release = pulling[0] + delay_s - 0.5, pulling[-1] + delay_s     # from 0.5 s before the slave pulls
+    during = (t_wrist >= t_pull) & (t_wrist <= t_release)
+    assert t_wrist[0] < t_pull and t_wrist[-1] > t_release + 1.0
+    impulse = float(np.trapezoid(wrist[during], t_wrist[during]))
+    # the payload's velocity from its admittance's commanded pose, over the last 0.2 s before the release
+    recent = (t_g_c > t_release - 0.2) & (t_g_c <= t_release)
+    v_payload = -np.polyfit(t_g_c[recent], g_c[recent], 1)[0]
+    print(f'\n[seed 001] ROS graph with the lab twin (simulated clock), 1000 kg, 4 s pull at 0.01 m/s: slave moved '
           f'{x_s[-1] - x_s[0]:.4f} m, payload {-(g_c[-1] - g_c[0]):.4f} m, virtual payload '
-          f'{virtual[-1] - virtual[0]:.4f} m (expected 0.06 m); rates {rates}')
-    assert virtual[-1] - virtual[0] == pytest.approx(0.06, rel=0.1)
-    assert x_s[-1] - x_s[0] == pytest.approx(0.06, rel=0.2), outputs
-    assert -(g_c[-1] - g_c[0]) == pytest.approx(0.06, rel=0.2), outputs
-    assert wrist.max() > 2.0 and np.abs(wrist).max() < 100.0
+          f'{virtual[-1] - virtual[0]:.4f} m (expected 0.04 m); wrist impulse until the release {impulse:.2f} N s, '
+          f'payload momentum then {mass_kg * v_payload:.2f} N s (m v_s,r = {mass_kg * v_ref:g} N s); '
+          f'{clock["seconds"]:.1f} s simulated in {clock["wall_s"]:.1f} s wall (real-time factor '
+          f'{clock["real_time_factor"]:.2f}), twin barrier misses {clock["misses"]}')
+    pulled = v_ref * (pull_end - pull_start)
+    assert virtual[-1] - virtual[0] == pytest.approx(pulled, rel=0.1)
+    assert x_s[-1] - x_s[0] == pytest.approx(pulled, rel=0.15), outputs
+    assert -(g_c[-1] - g_c[0]) == pytest.approx(pulled, rel=0.15), outputs
+    # momentum balance between the two sensors: 5 % holds the tare residuals (< 0.05 N over the 4.5 s
+    # window: < 0.25 N s), the mock-up's 5.7 kg between the payload sensor and the grip (0.07 N s) and the
+    # velocity fit; a sensor read with the wrong sign, frame or scale, a lost grip or a payload
+    # admittance on the wrong mass does not (measured: within 0.5 %)
+    assert mass_kg * v_payload == pytest.approx(impulse, rel=0.05), outputs
+    # ... and the payload was given about m v_s,r (live overshoot +23 %, lockstep -1 %)
+    assert impulse == pytest.approx(mass_kg * v_ref, rel=0.3), outputs
+    steps = clock['seconds'] * 100.0
+    assert sum(clock['misses'].values()) < 0.02 * steps, clock

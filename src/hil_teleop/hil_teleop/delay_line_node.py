@@ -8,7 +8,9 @@ Channels (relative names; remap in the launch file):
   ``earth/slave/joint_states``; ``slave/ft/wrench`` (WrenchStamped) ->
   ``earth/slave/ft/wrench``; ``slave/x_s`` (PoseStamped) -> ``earth/slave/x_s``.
 
-A message enters the line when it reaches this node (node clock) and leaves, unchanged
+A message enters the line when it reaches this node (node clock: under ``use_sim_time`` the lab
+twin's ``/clock``, so the delay is simulated time; a message that arrives before the first
+``/clock`` is dropped and counted, as its entry time is unknown) and leaves, unchanged
 (headers keep their send stamps, which the receiver uses for staleness), once due. Order is
 preserved, memory is bounded by ``capacity`` per channel, jitter and drops are optional and
 seeded. ``delay_line/queue_length`` (std_msgs/Int32MultiArray) reports the messages in
@@ -61,6 +63,7 @@ class DelayLineNode(Node):
             pub = self.create_publisher(msg_type, topic_out, 100)
             self.create_subscription(msg_type, topic_in, self._sender(line), 100)
             self.lines.append((name, line, pub))
+        self.before_clock = 0      # messages received before the node clock read a time (use_sim_time)
         self.pub_queue = self.create_publisher(Int32MultiArray, 'delay_line/queue_length', 10)
         self.create_timer(1.0 / p.release_hz, self.release)
         self.create_timer(1.0 / p.report_hz, self.report)
@@ -70,11 +73,17 @@ class DelayLineNode(Node):
 
     def _sender(self, line):
         def on_message(msg):
-            line.send(self._now(), msg)
+            now = self._now()
+            if now <= 0.0:         # the lab twin's /clock has not arrived yet (use_sim_time)
+                self.before_clock += 1
+                return
+            line.send(now, msg)
         return on_message
 
     def release(self):
         now = self._now()
+        if now <= 0.0:
+            return
         for _, line, pub in self.lines:
             for _, msg in line.receive(now):
                 pub.publish(msg)

@@ -132,11 +132,13 @@ class TeleopScenario:
                                    'trajectory_lead_s': g.payload_trajectory_lead_s,
                                    'pose_body_in_flange_xyz_rpy': [0.0, 0.0, SENSOR_HEIGHT_M + GRAPPLE_IN_MOCKUP_M,
                                                                    0.0, 0.0, 0.0]}
+        # the twin publishes (and, on its simulated clock, steps) at the control rate: each of its steps is
+        # answered by one tick of the slave law and of the payload admittance (its barrier waits for both tables)
         params['lab_twin'] = {'layout': 'teleop', 'grip_stiffness': [float(v) for v in g.grip_k],
-                              'grip_damping': [float(v) for v in g.grip_d], 'publish_rate_hz': 250.0,
+                              'grip_damping': [float(v) for v in g.grip_d], 'publish_rate_hz': min(rate, 1000.0),
                               'publish_wrench': False,
                               'rdt_ports': [f'slave_ft:{slave_rdt_port}', f'payload_ft:{payload_rdt_port}']}
-        ft = {'sensor_ip': '127.0.0.1', 'sensor_rate_hz': 1000.0, 'publish_rate_hz': 250.0,
+        ft = {'sensor_ip': '127.0.0.1', 'sensor_rate_hz': 1000.0, 'publish_rate_hz': min(rate, 1000.0),
               'software_bias.on_start': True, 'low_pass.cutoff_hz': 50.0, 'stale_timeout_ms': 3000.0}
         params['slave_ft'] = {**ft, 'sensor_port': slave_rdt_port}
         params['payload_ft'] = {**ft, 'sensor_port': payload_rdt_port, 'low_pass.cutoff_hz': g.payload_ft_cutoff_hz}

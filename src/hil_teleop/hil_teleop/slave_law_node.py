@@ -21,7 +21,8 @@ Topics (relative names):
   command and ``v_s = v_s,c`` (Appendix A), starting at ``x_s0``.
 * out ``table/pose_cmd`` (PoseStamped, base frame): the commanded pose, integrated from
   ``v_s,c`` in fixed steps ``dt = 1/rate_hz``, as many as are due on the node clock
-  (:class:`hil_common.pacing.StepPacer`) -- the velocity interface of a position-controlled
+  (:class:`hil_common.pacing.StepPacer`; under ``use_sim_time`` the lab twin's ``/clock``, from
+  its first message: inputs that arrive before it are ignored) -- the velocity interface of a position-controlled
   robot; with a robot, the flange pose that puts the end effector there (for the motion table in
   ``command_frame:=base``), starting at the measured pose; ``table/twist_cmd`` (TwistStamped):
   the velocity as a body twist (feed-forward);
@@ -111,7 +112,7 @@ class SlaveLawNode(Node):
         self.msg_x_s = PoseStamped()
         self.msg_x_s.header.frame_id = p.base_frame
         self.msg_twist.header.frame_id = 'slave_end_effector'
-        self.pacer = StepPacer(self.dt, self._now(), max_catch_up=int(1.0 / self.dt))
+        self.pacer = None          # from the first tick with a clock (use_sim_time: the first /clock)
         self.create_timer(self.dt, self.tick)
 
     def _now(self) -> float:
@@ -122,12 +123,16 @@ class SlaveLawNode(Node):
         self.get_logger().warn(f'rejected {what}: {exc} ({self.rejected} so far)', throttle_duration_sec=1.0)
 
     def on_f_m(self, msg):
+        if self._now() <= 0.0:     # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
         f = wrench_from_msg(msg.wrench)
         if not np.all(np.isfinite(f)):
             return self._reject('f_m', ValueError('non-finite'))
         self.held_f_m.update(stamp_to_seconds(msg.header.stamp), f)
 
     def on_x_vir(self, msg):
+        if self._now() <= 0.0:
+            return
         try:
             x = x_from_pose(pose_from_msg(msg.pose))
         except ValueError as exc:
@@ -135,12 +140,16 @@ class SlaveLawNode(Node):
         self.held_x_vir.update(stamp_to_seconds(msg.header.stamp), x)
 
     def on_wrench(self, msg):
+        if self._now() <= 0.0:
+            return
         w = wrench_from_msg(msg.wrench)
         if not np.all(np.isfinite(w)):
             return self._reject('wrist wrench', ValueError('non-finite'))
         self.held_wrench.update(self._now(), self.ft_sign * w)
 
     def on_joint_states(self, msg):
+        if self._now() <= 0.0:
+            return
         from hil_motion_table.kinematics_helpers import reorder
         q = reorder(msg.name, msg.position, self.kin.joint_names)
         qd = reorder(msg.name, msg.velocity, self.kin.joint_names) if len(msg.velocity) == len(msg.name) else None
@@ -161,6 +170,10 @@ class SlaveLawNode(Node):
 
     def tick(self):
         now = self._now()
+        if now <= 0.0:
+            return
+        if self.pacer is None:
+            self.pacer = StepPacer(self.dt, now, max_catch_up=int(1.0 / self.dt))
         f_m, x_vir, wrench = self.held_f_m.get(now), self.held_x_vir.get(now), self.held_wrench.get(now)
         measured = self._measure(now) if self.kin is not None else None
         if self.kin is not None and measured is None:

@@ -10,7 +10,9 @@ Source of ``f_m`` (parameter ``source``):
 
 An input older than ``input_timeout_s`` counts as zero force. The node advances
 :class:`hil_teleop.virtual.VirtualEnvironment` by fixed steps of ``1/rate_hz``, as many as are
-due on the node clock (:class:`hil_teleop.pacing.StepPacer`), and publishes (relative names):
+due on the node clock (:class:`hil_common.pacing.StepPacer`), from the first instant that clock
+reads a time (under ``use_sim_time`` the lab twin's first ``/clock``: the scripted pushes' times
+count from there), and publishes (relative names):
 
 * ``teleop/f_m`` (WrenchStamped) and ``teleop/x_vir`` (PoseStamped, base frame): the uplink;
 * ``teleop/virtual_payload/pose`` (PoseStamped) and ``teleop/f_vir`` (WrenchStamped): for display.
@@ -97,8 +99,8 @@ class TeleopMasterNode(Node):
         self.msgs = (WrenchStamped(), PoseStamped(), PoseStamped(), WrenchStamped())
         for m in self.msgs:
             m.header.frame_id = p.base_frame
-        self.t0_ns = self.get_clock().now().nanoseconds
-        self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
+        self.t0_ns = None          # the first tick with a clock (0 under use_sim_time before the first /clock)
+        self.pacer = None
         self.create_timer(self.env.dt, self.tick)
 
     def _on_set(self, name: str, value) -> None:
@@ -134,6 +136,11 @@ class TeleopMasterNode(Node):
 
     def tick(self):
         now = self.get_clock().now()
+        if now.nanoseconds <= 0:       # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        if self.pacer is None:
+            self.t0_ns = now.nanoseconds
+            self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
         n = self.pacer.due(now.nanoseconds * 1e-9)
         if n == 0:
             return
