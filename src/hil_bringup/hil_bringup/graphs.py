@@ -229,16 +229,26 @@ def float_arg(args: Mapping[str, str], name: str, lo: float, hi: float) -> float
     return value
 
 
+# -- launch arguments the mission graphs share (here and in hil_snare, hil_docking) ---------------------------
+LAB_CLOCK_ARG = Arg('lab_clock', 'auto', "'simulated': the twin owns time (/clock; it steps once the stack has answered, "
+                    "every node runs with use_sim_time); 'wall': real time; 'auto': simulated with the twin, wall on "
+                    'the real facility', ('auto', 'simulated', 'wall'))
+FT_HOST_ARG = Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)')
+READY_TIMEOUT_ARG = Arg('ready_timeout_s', '60.0',
+                        'how long a stage may take to become ready before the start is abandoned [s]')
+RECORD_ARGS = (Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
+                   ('true', 'false')),
+               Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'))
+
+
 # -- the Envisat capture (seed 004) ---------------------------------------------------------------------
 ROBOTS = ('ur10e', 'kr120r2500pro', 'hexapod')
 ENVISAT_ARGS = (
     Arg('scenario', 'envisat_capture', 'scenario name or YAML path'),
     Arg('facility', 'envisat_lab', 'lab calibration: facility name or YAML path (hil_bringup.facility)'),
     Arg('use_sim', 'true', 'MuJoCo lab twin (true) or the real facility (false)', ('true', 'false')),
-    Arg('lab_clock', 'auto', "'simulated': the twin owns time (/clock; it steps once the stack has answered, every "
-                             "node runs with use_sim_time); 'wall': real time; 'auto': simulated with the twin, "
-                             'wall on the real facility', ('auto', 'simulated', 'wall')),
-    Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
+    LAB_CLOCK_ARG,
+    FT_HOST_ARG,
     Arg('client_ft_port', '49152', 'RDT UDP port of the client F/T sensor'),
     Arg('servicer_ft_port', '49153', 'RDT UDP port of the wrist F/T sensor'),
     Arg('ft_rate_hz', '', 'RDT output rate of both F/T sensors [Hz] the drivers design their filters for (empty: '
@@ -250,15 +260,13 @@ ENVISAT_ARGS = (
     Arg('realtime_priority', '50', 'SCHED_FIFO priority of the fused hot path (0: normal scheduling); without '
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),
     Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
-    Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
+    READY_TIMEOUT_ARG,
     Arg('stale_after_s', '', "how old the robots' joint_states and the F/T samples may get before the tables, the "
                              "hot path and the F/T drivers hold [s] (empty: the nodes' defaults, 0.1 s; a twin sharing a "
                              "busy 2-core machine with the stack needs about 0.5)"),
     Arg('control_rate_hz', '', "rate of the admittances, the OBSW, the tables and the F/T topics [Hz] (empty: the "
                                "scenario's rates; a 2-core machine runs the whole graph with its twin at 250)"),
-    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
-        ('true', 'false')),
-    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+    *RECORD_ARGS,
     Arg('live_view', 'true', 'the live 3-D view: RViz markers and a Foxglove WebSocket server', ('true', 'false')),
     Arg('live_view_port', '8765', 'port of the live view\'s Foxglove WebSocket server on 127.0.0.1 (0: markers only)'),
 )
@@ -412,16 +420,17 @@ TELEOP_ARGS = (
                              "'auto': simulated with the twin (sim:=true), wall otherwise", ('auto', 'simulated', 'wall')),
     Arg('tared_force_n', '1.0', 'the teleoperation nodes start once both F/T drivers stream wrenches below this '
                                 'force (tared) [N]'),
-    Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
-    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
-        ('true', 'false')),
-    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+    READY_TIMEOUT_ARG,
+    *RECORD_ARGS,
 )
 TELEOP_RECORD_TOPICS = (
     ('teleop/f_m', _WRENCH), ('teleop/x_vir', _POSE), ('teleop/f_vir', _WRENCH), ('teleop/virtual_payload/pose', _POSE),
     ('slave/ft/wrench', _WRENCH), ('slave/x_s', _POSE), ('earth/slave/x_s', _POSE), ('payload/table/pose_cmd', _POSE),
     ('payload/ft/wrench', _WRENCH),
 )
+#: The F/T drivers' outputs: the stack starts once both stream tared wrenches; on the simulated clock the
+#: twin publishes /clock once both passed the step's samples on (the stack's timers run on that step's data).
+TELEOP_WRENCH_TOPICS = (('slave/ft/wrench', _WRENCH), ('payload/ft/wrench', _WRENCH))
 _SLAVE_REMAPS = (('table/pose_cmd', 'slave/table/pose_cmd'), ('table/twist_cmd', 'slave/table/twist_cmd'),
                  ('ft/wrench', 'slave/ft/wrench'), ('joint_states', 'slave/joint_states'))
 _PAYLOAD_REMAPS = (('client/ft/wrench', 'payload/ft/wrench'), ('client/table/pose_cmd', 'payload/table/pose_cmd'),
@@ -463,7 +472,8 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
             NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),),
             TELEOP_RECORD_TOPICS).check()
     lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
-        **params['lab_twin'], **({'clock': 'simulated'} if sim_clock else {})}),) if sim == 'true' else ()
+        **params['lab_twin'], **({'clock': 'simulated', 'clock_after_topics': [t for t, _ in TELEOP_WRENCH_TOPICS]}
+                                 if sim_clock else {})}),) if sim == 'true' else ()
     io = []
     for who in ('slave', 'payload'):
         ft = dict(params[f'{who}_ft'])
@@ -473,8 +483,7 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
             ft['rate_measure_s'] = 2.0
         io += [NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, ft),
                NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', who, params[f'{who}_table'])]
-    wrenches = (('slave/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),
-                ('payload/ft/wrench', 'geometry_msgs/msg/WrenchStamped'))
+    wrenches = TELEOP_WRENCH_TOPICS
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
     return Graph('massive_payload_teleop', (
@@ -493,9 +502,7 @@ CLIENT_ARGS = (
     Arg('scripted_wrench', 'true', 'publish a scripted push instead of a real F/T sensor', ('true', 'false')),
     Arg('push_force_n', '', 'scripted push in the F/T sensor frame [N], e.g. "[0.0, 0.0, 10.0]" '
                            '(empty: the scenario\'s demo.push_force_orbit_n)'),
-    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
-        ('true', 'false')),
-    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+    *RECORD_ARGS,
 )
 
 
