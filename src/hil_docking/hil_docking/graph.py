@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from hil_bringup.graphs import Arg, Graph, GraphError, NodeSpec, Stage, float_arg, resolve_arguments
+from hil_bringup.graphs import RECORD_ARGS, Arg, Graph, GraphError, NodeSpec, Stage, float_arg, resolve_arguments
 from hil_docking.contact import COMPENSATIONS
 
 CISAS_ARGS = (
@@ -34,9 +34,7 @@ CISAS_ARGS = (
                             'the scenario value)', ('',) + COMPENSATIONS),
     Arg('pose_timeout_s', '2.0', 'the docking node holds while the last robot pose arrived longer ago than this [s] '
                                  '(the emulated robot answers every command, so only a dead robot stops it)'),
-    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
-        ('true', 'false')),
-    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+    *RECORD_ARGS,
 )
 
 _POSE, _TWIST, _WRENCH = 'geometry_msgs/msg/PoseStamped', 'geometry_msgs/msg/TwistStamped', 'geometry_msgs/msg/WrenchStamped'

@@ -29,26 +29,22 @@ from typing import Mapping
 
 import numpy as np
 
-from hil_bringup.graphs import (Arg, Graph, GraphError, NodeSpec, Ready, Stage, float_arg, int_arg,
-                                resolve_arguments)
+from hil_bringup.graphs import (FT_HOST_ARG, LAB_CLOCK_ARG, READY_TIMEOUT_ARG, RECORD_ARGS, Arg, Graph, GraphError,
+                                NodeSpec, Ready, Stage, float_arg, int_arg, resolve_arguments)
 
 SNARE_ARGS = (
     Arg('scenario', 'htv_capture', 'snare scenario (name or YAML path) of kind htv_capture'),
     Arg('use_sim', 'true', 'MuJoCo lab twin with the wires (true) or the real facility (false)', ('true', 'false')),
-    Arg('lab_clock', 'auto', "'simulated': the twin owns time (/clock; it steps once the stack has answered, every "
-                             "node runs with use_sim_time); 'wall': real time; 'auto': simulated with the twin, "
-                             'wall on the real facility', ('auto', 'simulated', 'wall')),
-    Arg('ft_host', '127.0.0.1', 'Net F/T address (use_sim:=false; the twin serves on 127.0.0.1)'),
+    LAB_CLOCK_ARG,
+    FT_HOST_ARG,
     Arg('client_ft_port', '49152', 'RDT UDP port of the F/T sensor under the GF mock-up'),
     Arg('servicer_ft_port', '49153', 'RDT UDP port of the F/T sensor behind the LEE mock-up'),
     Arg('servo_bandwidth_hz', '10', "position-loop bandwidth of the twin's robots [Hz] (hil_lab_twin ServoConfig)"),
     Arg('ft_cutoff_hz', '50', "the F/T drivers' low-pass cut-off [Hz]"),
     Arg('twin_timestep_s', '0.001', "the lab twin's physics step [s]"),
     Arg('control_rate_hz', '250', 'rate of the two simulations, the tables and the F/T topics [Hz]'),
-    Arg('ready_timeout_s', '60.0', 'how long a stage may take to become ready before the start is abandoned [s]'),
-    Arg('record', 'false', "record the graph's topics (ros2 bag where installed, else our recorder_node)",
-        ('true', 'false')),
-    Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'),
+    READY_TIMEOUT_ARG,
+    *RECORD_ARGS,
 )
 _WRENCH, _POSE, _TWIST, _ODOM, _ARRAY, _JOINTS = (
     'geometry_msgs/msg/WrenchStamped', 'geometry_msgs/msg/PoseStamped', 'geometry_msgs/msg/TwistStamped',
