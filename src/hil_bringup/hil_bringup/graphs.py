@@ -241,6 +241,22 @@ RECORD_ARGS = (Arg('record', 'false', "record the graph's topics (ros2 bag where
                Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'))
 
 
+def twin_and_clock(args: Mapping[str, str]) -> tuple[bool, bool]:
+    """(use_sim, sim_clock) from ``use_sim`` and ``lab_clock`` (:data:`LAB_CLOCK_ARG`)."""
+    use_sim = args['use_sim'] == 'true'
+    if args['lab_clock'] == 'simulated' and not use_sim:
+        raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
+    return use_sim, use_sim and args['lab_clock'] != 'wall'
+
+
+def ft_ports(args: Mapping[str, str], who=('client', 'servicer')) -> dict[str, int]:
+    """The RDT ports ``<who>_ft_port`` of the F/T sensors, distinct."""
+    ports = {w: int_arg(args, f'{w}_ft_port', 1, 65535) for w in who}
+    if len(set(ports.values())) != len(ports):
+        raise GraphError(f'launch arguments {", ".join(f"{w}_ft_port" for w in who)} must differ, got {ports}')
+    return ports
+
+
 # -- the Envisat capture (seed 004) ---------------------------------------------------------------------
 ROBOTS = ('ur10e', 'kr120r2500pro', 'hexapod')
 ENVISAT_ARGS = (
@@ -328,13 +344,8 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
         stale = {'joint_states_timeout_s': stale_s}
     fac = lab.load_facility(args['facility'])
     cal = lab.calibrate(fac, scenario)
-    use_sim = args['use_sim'] == 'true'
-    if args['lab_clock'] == 'simulated' and not use_sim:
-        raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
-    sim_clock = use_sim and args['lab_clock'] != 'wall'
-    ports = {who: int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
-    if ports['client'] == ports['servicer']:
-        raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
+    use_sim, sim_clock = twin_and_clock(args)
+    ports = ft_ports(args)
     timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     ft_host = '127.0.0.1' if use_sim else args['ft_host']
     rate = scenario.admittance_hz

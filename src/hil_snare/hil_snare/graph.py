@@ -30,7 +30,7 @@ from typing import Mapping
 import numpy as np
 
 from hil_bringup.graphs import (FT_HOST_ARG, LAB_CLOCK_ARG, READY_TIMEOUT_ARG, RECORD_ARGS, Arg, Graph, GraphError,
-                                NodeSpec, Ready, Stage, float_arg, int_arg, resolve_arguments)
+                                NodeSpec, Ready, Stage, float_arg, ft_ports, resolve_arguments, twin_and_clock)
 
 SNARE_ARGS = (
     Arg('scenario', 'htv_capture', 'snare scenario (name or YAML path) of kind htv_capture'),
@@ -84,13 +84,8 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
     if cfg.grapple_in_corner or any(cfg.lee_velocity_mps):
         raise GraphError(f"scenario {args['scenario']!r}: the HIL graph runs Table 3's start (grapple_in_corner: false, "
                          'lee_velocity_mps zero); the case study is lockstep only')
-    use_sim = args['use_sim'] == 'true'
-    if args['lab_clock'] == 'simulated' and not use_sim:
-        raise GraphError("launch argument lab_clock:=simulated needs use_sim:=true (the real lab runs on the wall clock)")
-    sim_clock = use_sim and args['lab_clock'] != 'wall'
-    ports = {who: int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('client', 'servicer')}
-    if ports['client'] == ports['servicer']:
-        raise GraphError(f"launch arguments client_ft_port and servicer_ft_port are both {ports['client']}")
+    use_sim, sim_clock = twin_and_clock(args)
+    ports = ft_ports(args)
     rate = float_arg(args, 'control_rate_hz', 50.0, 1000.0)
     timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
     period = 1.0 / rate
