@@ -213,6 +213,15 @@ def envisat_main(scenario, args) -> int:
         metrics['ros_graph'] = envisat_demo.ros_graph_part(scenario, out_dir, ros_seconds, expect, launch_arguments={
             'control_rate_hz': '250'})
         metrics['files'] += ['live/', 'live_nodes/']
+        if (out_dir / 'live').is_dir():     # seed 004 Figs. 12-13, F/T wrenches, passivity, from the recording
+            from hil_bringup.live_plots import plot_live_capture, read_live_run
+            try:
+                live = read_live_run(out_dir)
+                metrics['files'] += [p.name for p in plot_live_capture(out_dir, out_dir, live)]
+                metrics['live_plots_notes'] = live['notes']
+            except Exception as exc:  # noqa: BLE001 - a plotting failure must not lose the run's metrics
+                metrics['live_plots_error'] = f'{type(exc).__name__}: {exc}'
+                print(f'  live plots FAILED: {metrics["live_plots_error"]}', flush=True)
     (out_dir / 'metrics.json').write_text(json.dumps(metrics, indent=2))
     print('\nSummary')
     for line in envisat_demo.summary(metrics):

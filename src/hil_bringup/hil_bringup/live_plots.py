@@ -271,11 +271,14 @@ def _finish(axes, phases, xlabel_row) -> None:
         ax.set_xlabel('t [s] (run time, the twin\'s simulated clock)')
 
 
-def plot_live_capture(folder, out) -> list[Path]:
-    """The live run's figures (module doc) written into ``out``; returns their paths."""
+def plot_live_capture(folder, out, data: dict | None = None) -> list[Path]:
+    """The live run's figures (module doc) written into ``out``; returns their paths.
+
+    ``data``: what :func:`read_live_run` returned for ``folder``, if the caller has read it already.
+    """
     from hil_bringup import plot_style as ps
 
-    d = read_live_run(folder)
+    d = read_live_run(folder) if data is None else data
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     phases = d['phase_times_s']
