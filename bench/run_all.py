@@ -2,7 +2,7 @@
 
 Benchmarks print measurements and targets; they never fail on a missed target (that is
 what the printed figure is for) and are not part of the test suite.
-Usage: ./dev bench [name-substring ...]
+Usage: ./dev bench [name-substring ...]; the long soak (bench_soak, 30 min) only when named.
 """
 
 import importlib.util
@@ -11,12 +11,19 @@ import time
 from pathlib import Path
 
 
+#: Benchmarks that take long: run only when named.
+LONG = {'bench_soak': '30 min (HIL_SOAK_MINUTES)'}
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     here = Path(__file__).resolve().parent
     failures = 0
     for path in sorted(here.glob('bench_*.py')):
         if argv and not any(a in path.stem for a in argv):
+            continue
+        if not argv and path.stem in LONG:
+            print(f'=== {path.stem}: skipped (it runs for {LONG[path.stem]}; ./dev bench {path.stem[6:]} runs it)')
             continue
         print(f'=== {path.stem}', flush=True)
         spec = importlib.util.spec_from_file_location(path.stem, path)
