@@ -183,7 +183,8 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
               overrides: dict | None = None, sim: str = 'contact', rate_hz: float | None = None,
               progress=None, lab_clock: str = 'auto', wall_budget_s: float | None = None) -> dict:
     """Run the graph of ``massive_payload_teleop.launch.py sim:=true|contact`` (``sim`` ``'twin'`` or
-    ``'contact'``) for ``duration_s`` once it is ready; record :data:`RECORDED` (to ``bag`` as MCAP).
+    ``'contact'``) for ``duration_s`` from the teleop master's first step (the operator's time zero);
+    record :data:`RECORDED` (to ``bag`` as MCAP).
 
     With the twin on its simulated clock (``sim='twin'``, launch argument ``lab_clock`` ``'auto'`` or
     ``'simulated'``) the run lasts ``duration_s`` of the twin's simulated time (``/clock``), however
@@ -241,6 +242,10 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
             running.start()
             if sim_clock and not spin_until(executor, lambda: lab_s() > 0.0, 10.0):
                 raise RuntimeError('the lab twin publishes no /clock')
+            # the run's time counts from the operator's zero: the teleop master's first step (the twin's
+            # simulated time goes on while the stack's processes start, by how much depends on the machine)
+            if not spin_until(executor, lambda: bool(data['teleop/f_m']) or bool(running.dead()), 60.0):
+                raise RuntimeError('the teleop master published nothing within 60 s of its start')
             start, wall_start = lab_s(), time.monotonic()
             while lab_s() - start < duration_s:
                 if time.monotonic() - wall_start > wall_budget_s or running.dead():
