@@ -6,6 +6,7 @@ loopback-only profile (the hil_common pytest plugin sets it and a private domain
 import math
 import random
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from std_srvs.srv import Trigger
 
 from hil_sensors import rdt
@@ -53,21 +55,78 @@ def sims():
         s.stop()
 
 
-class Harness:
-    """A driver process plus the test client's subscriptions to its topics."""
+def stamp_ns(msg) -> int:
+    return msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
 
-    def __init__(self, ros, params, namespace, base_yaml=CONFIG / 'ft_sensor.yaml'):
+
+class SimulatedLab(threading.Thread):
+    """The lab's timeline for a driver node under ``use_sim_time``: the test publishes ``/clock``
+    in 20 ms ticks and the simulator (``paced=False``) sends each tick's records just before it.
+    A tick waits until the node's clock has reached it (its diagnostics, one per tick, are stamped
+    with it): a loaded machine slows the timeline down instead of making the stream look stale
+    (the records of a tick are in the node's socket before its clock can pass them). While the
+    simulator is paused the clock goes on (a tick per 10 ms of wall time) with no record: a
+    silent sensor on the simulated timeline."""
+
+    TICK_NS = 20_000_000
+
+    def __init__(self, ros, sim, diag):
+        super().__init__(name='simulated-lab', daemon=True)
+        self.clock_pub = ros.publisher(Clock, '/clock')
+        self.sim, self.diag = sim, diag
+        self.per_tick = round(sim.rate_hz * self.TICK_NS * 1e-9)
+        self.now_ns = 1_000_000_000
+        self.k = 0                                      # records sent
+        self.barrier_misses = 0
+        self.done = threading.Event()
+        self.start()
+
+    def _publish_clock(self):
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = divmod(self.now_ns, 10**9)
+        self.clock_pub.publish(msg)
+
+    def run(self):
+        while not self.done.is_set():
+            if not self.sim.streaming:                  # the node starts its stream after the first /clock
+                self._publish_clock()
+                self.done.wait(0.01)
+                continue
+            wrenches = [self.sim.source((self.k + i) / self.sim.rate_hz) for i in range(self.per_tick)]
+            sent = self.sim.emit(wrenches)
+            self.k += sent
+            self.now_ns += self.TICK_NS
+            now = self.now_ns
+            self._publish_clock()
+            if not sent:                                 # silent sensor: the clock goes on alone
+                self.done.wait(0.01)
+            elif not self.diag.wait_for(lambda m: bool(m) and stamp_ns(m[-1]) >= now, 30.0):
+                self.barrier_misses += 1                 # (reported by the test; the clock goes on)
+
+    def stop(self):
+        self.done.set()
+        self.join(timeout=15.0)
+
+
+class Harness:
+    """A driver process plus the test client's subscriptions to its topics; with ``lab_sim``
+    (a paced=False simulator) the node runs under ``use_sim_time`` on a :class:`SimulatedLab`."""
+
+    def __init__(self, ros, params, namespace, base_yaml=CONFIG / 'ft_sensor.yaml', lab_sim=None):
         self.ros = ros
         # generous unless the test is about staleness: the simulator runs in the (busy) test process
         params = {'stale_timeout_ms': 1000.0, **params}
+        if lab_sim is not None:
+            params = {**params, 'use_sim_time': True, 'diagnostics_period_s': SimulatedLab.TICK_NS * 1e-9}
         self.proc = DriverProcess(params, namespace=namespace, base_yaml=base_yaml)
         self.ns = namespace
         self.raw = ros.subscribe(WrenchStamped, f'{namespace}/ft/wrench_raw')
         self.out = ros.subscribe(WrenchStamped, f'{namespace}/ft/wrench')
         self.fault = ros.subscribe(DiagnosticStatus, f'{namespace}/ft/fault', FAULT_QOS)
         self.diag = ros.subscribe(DiagnosticArray, '/diagnostics')
+        self.lab = SimulatedLab(ros, lab_sim, self.diag) if lab_sim is not None else None
 
-    def wait_raw(self, n=20, timeout_s=20.0):
+    def wait_raw(self, n=20, timeout_s=60.0):
         ok = self.raw.wait_count(n, timeout_s)
         assert ok, f'no raw wrench from the driver; its log:\n{self.proc.log()}'
 
@@ -101,6 +160,8 @@ class Harness:
         return found['v']
 
     def close(self):
+        if self.lab is not None:
+            self.lab.stop()
         code = self.proc.stop()
         return code
 
@@ -170,6 +231,10 @@ def test_known_profile_arrives_scaled_tared_filtered_and_transformed(ros, sims):
 
 
 def test_overload_and_stale_faults_latch_and_reset(ros, sims):
+    """On the simulated timeline (use_sim_time, /clock from the test): an overload latches, the
+    processed wrench stops while the raw one goes on, a reset clears it; a silent sensor latches
+    stale after 300 ms of simulated time, a reset is refused while stale, the latch stays after
+    the samples are back (manual policy) until a reset; exactly one stale event."""
     state = {'spike': False}
 
     def profile(t):
@@ -178,46 +243,48 @@ def test_overload_and_stale_faults_latch_and_reset(ros, sims):
             return [0.0, 0.0, 900.0, 0.0, 0.0, 0.0]               # one record above the limit
         return [0.0, 0.0, 50.0, 0.0, 0.0, 0.0]
 
-    sim = sims(profile, rate_hz=1000.0)
+    sim = sims(profile, rate_hz=1000.0, paced=False)
     h = Harness(ros, {'sensor_port': sim.port, 'sensor_rate_hz': 1000.0, 'stale_timeout_ms': 300.0,
-                      'overload.limits': [100.0, 100.0, 500.0, 10.0, 10.0, 10.0]}, '/e2e_faults')
+                      'stale_recovery.auto': False,
+                      'overload.limits': [100.0, 100.0, 500.0, 10.0, 10.0, 10.0]}, '/e2e_faults', lab_sim=sim)
     try:
         h.wait_raw()
-        assert h.out.wait_count(5)
+        assert h.out.wait_count(5, 60.0)
         state['spike'] = True
-        assert h.fault.wait_for(lambda m: any(x.level == DiagnosticStatus.ERROR for x in m), 5.0), h.proc.log()
+        assert h.fault.wait_for(lambda m: any(x.level == DiagnosticStatus.ERROR for x in m), 30.0), h.proc.log()
         latched = [x for x in h.fault.snapshot() if x.level == DiagnosticStatus.ERROR][-1]
         assert latched.message.startswith('overload: fz = 900')
-        # the processed wrench stops, the raw one goes on
-        time.sleep(0.1)
+        # the processed wrench stops, the raw one goes on (each tick of the lab ends with a raw one)
+        assert h.raw.wait_count(len(h.raw) + 10, 60.0)           # what was on its way before the latch
         h.out.clear()
         h.raw.clear()
-        time.sleep(0.3)
-        assert len(h.out) == 0 and len(h.raw) > 100
-        v = h.diagnostics(lambda v: v['fault'] == 'overload')
+        assert h.raw.wait_count(15, 60.0)                         # 15 ticks: 0.3 s of simulated time
+        assert len(h.out) == 0
+        v = h.diagnostics(lambda v: v['fault'] == 'overload', 60.0)
         assert v['overloads'] == '1'
-        resp = h.call('reset_fault')
+        resp = h.call('reset_fault', 60.0)
         assert resp.success, resp.message
-        assert h.out.wait_count(20)
-        assert h.fault.wait_for(lambda m: m[-1].level == DiagnosticStatus.OK)
+        assert h.out.wait_count(20, 60.0)
+        assert h.fault.wait_for(lambda m: m[-1].level == DiagnosticStatus.OK, 60.0)
 
         # stale: the sensor goes silent
         h.fault.clear()
         sim.pause()
         assert h.fault.wait_for(lambda m: any(x.level == DiagnosticStatus.ERROR and x.message.startswith('stale')
-                                              for x in m), 5.0), h.proc.log()
-        resp = h.call('reset_fault')
+                                              for x in m), 60.0), h.proc.log()
+        resp = h.call('reset_fault', 60.0)
         assert not resp.success and 'stale' in resp.message
         h.out.clear()
         h.raw.clear()
         sim.resume()
-        assert h.raw.wait_count(20), h.proc.log()                 # the samples are back (raw goes on) ...
+        assert h.raw.wait_count(20, 60.0), h.proc.log()          # the samples are back (raw goes on) ...
         assert len(h.out) == 0                                    # ... and the fault stays latched until reset
-        resp = h.call('reset_fault')
+        resp = h.call('reset_fault', 60.0)
         assert resp.success, resp.message
-        assert h.out.wait_count(20)
-        v = h.diagnostics(lambda v: v['fault'] == 'none' and v['stale_events'] == '1')
-        assert v['fault_count'] == '2'
+        assert h.out.wait_count(20, 60.0)
+        v = h.diagnostics(lambda v: v['fault'] == 'none' and int(v['accepted']) > 0, 60.0)
+        assert (v['stale_events'], v['fault_count']) == ('1', '2'), v
+        assert h.lab.barrier_misses == 0
     finally:
         assert h.close() == 0, h.proc.log()
 
@@ -276,29 +343,29 @@ def test_gravity_compensation_from_pose_topic(ros, sims):
     tool = ToolGravity(4.0, [0.0, 0.02, 0.06])
     tool.set_flange_orientation(q)
     applied = [2.0, -1.0, 0.5, 0.05, 0.0, -0.05]
-    sim = sims(ConstantSource(list(np.add(tool.wrench, applied))), rate_hz=1000.0)
-    h = Harness(ros, {'sensor_port': sim.port, 'sensor_rate_hz': 1000.0, 'diagnostics_period_s': 0.2,
+    sim = sims(ConstantSource(list(np.add(tool.wrench, applied))), rate_hz=1000.0, paced=False)
+    h = Harness(ros, {'sensor_port': sim.port, 'sensor_rate_hz': 1000.0,
                       'gravity_compensation.enabled': True, 'gravity_compensation.tool_mass_kg': 4.0,
                       'gravity_compensation.tool_com_m': [0.0, 0.02, 0.06],
-                      'gravity_compensation.pose_topic': 'flange_pose'}, '/e2e_gravity')
+                      'gravity_compensation.pose_topic': 'flange_pose'}, '/e2e_gravity', lab_sim=sim)
     try:
         h.wait_raw()
-        time.sleep(0.2)
         assert len(h.out) == 0                                    # withheld until a pose arrives
-        v = h.diagnostics(lambda v: v['gravity_ready'] == 'False')
+        v = h.diagnostics(lambda v: v['gravity_ready'] == 'False', 60.0)
         pub = ros.publisher(PoseStamped, '/e2e_gravity/flange_pose')
         msg = PoseStamped()
         msg.header.frame_id = 'lab_world'
         msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z, msg.pose.orientation.w = \
             (float(c) for c in q)
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 60.0
         while len(h.out) < 30 and time.monotonic() < deadline:
             pub.publish(msg)
             time.sleep(0.05)
         assert len(h.out) >= 30, h.proc.log()
-        time.sleep(0.3)
+        n = len(h.out)
+        assert h.out.wait_count(n + 5, 60.0)                      # 5 more ticks: the filter has settled
         np.testing.assert_allclose(vec(h.out.last()), applied, atol=2e-3)
-        v = h.diagnostics(lambda v: v['gravity_ready'] == 'True')
+        v = h.diagnostics(lambda v: v['gravity_ready'] == 'True', 60.0)
         assert int(v['pose_updates']) >= 1
     finally:
         assert h.close() == 0, h.proc.log()
