@@ -188,7 +188,7 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
 
     With the twin on its simulated clock (``sim='twin'``, launch argument ``lab_clock`` ``'auto'`` or
     ``'simulated'``) the run lasts ``duration_s`` of the twin's simulated time (``/clock``), however
-    long that takes, within ``wall_budget_s`` of wall time (default ``max(60, 10 duration_s)``), and
+    long that takes, within ``wall_budget_s`` of wall time (default ``max(120, 20 duration_s)``), and
     the receive times are simulated times; otherwise it lasts ``duration_s`` of wall time.
 
     Returns ``{topic: [(receive_time_ns, message), ...]}``, the nodes' output under ``'_outputs'`` and
@@ -219,7 +219,7 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
     for key, values in (overrides or {}).items():
         graph = replace_parameters(graph, node_of_parameter_key(key), **values)
     sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
-    wall_budget_s = wall_budget_s if wall_budget_s is not None else max(60.0, 10.0 * duration_s)
+    wall_budget_s = wall_budget_s if wall_budget_s is not None else max(120.0, 20.0 * duration_s)
     data = {topic: [] for topic, _ in RECORDED}
     status = {}
     workdir = Path(tempfile.mkdtemp(prefix='teleop_graph_')) if bag is None else bag.parent / f'{bag.name}_graph'
