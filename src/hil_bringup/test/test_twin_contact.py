@@ -53,7 +53,11 @@ def setup():
         scenario.client.pose_grasp_in_client * s.pose_tool_at_grasp_in_grasp)
     q_grasp = controller.joint_angles_for_tool(tool_in_base, s.q_arm_0)
     config = twin_config(cal)
-    config = dataclasses.replace(config, arm=dataclasses.replace(config.arm, q_initial=tuple(q_grasp)))
+    # MuJoCo's soft-friction grip (noslip_iterations 0): with the no-slip solver, the twin's default,
+    # the two sensors differ by ~17 N under the 20 N static push here (open in issue 11); the
+    # capture run with it is checked in test_twin_capture (>= 90 % of the grasped samples agree)
+    config = dataclasses.replace(config, arm=dataclasses.replace(
+        config.arm, q_initial=tuple(q_grasp), gripper=dataclasses.replace(config.arm.gripper, noslip_iterations=0)))
     return facility, controller, config
 
 

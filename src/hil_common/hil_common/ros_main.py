@@ -64,6 +64,14 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         _ignore_sigint()
         rclpy.try_shutdown()
         return 0
+    except Exception:  # noqa: BLE001
+        # a Ctrl-C while the node was being built: rclpy's handler shut the context down, so
+        # creating the next entity failed (RCLError); that is the shutdown, not a crash
+        if not interrupt_received() and rclpy.ok():
+            raise
+        _ignore_sigint()
+        rclpy.try_shutdown()
+        return 0
     if interrupt_received():         # Ctrl-C while the node was being built
         _ignore_sigint()
         _destroy(node)
