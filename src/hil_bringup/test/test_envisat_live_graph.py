@@ -37,7 +37,7 @@ def _parameters_of(node, executor, fqn, names):
     return dict(zip(names, (parameter_value_to_python(v) for v in future.result().values)))
 
 
-RUN_S = 18.5      # simulated seconds of the live capture (sync 2 s, approach 6 s: the grasp at ~14-15 s)
+RUN_S = 15.5      # simulated seconds of the live capture (sync 1 s, approach 3 s: the grasp at ~12 s)
 
 
 def _stamp(msg) -> float:
@@ -60,7 +60,7 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
     from hil_common.conversions import pose_from_msg
 
     scenario = copy.deepcopy(load_scenario('envisat_capture'))
-    scenario.obsw.sync_duration_s, scenario.obsw.approach_duration_s = 2.0, 6.0   # the grasp within RUN_S
+    scenario.obsw.sync_duration_s, scenario.obsw.approach_duration_s = 1.0, 3.0   # the grasp within RUN_S
     seen, sensor_poses, fingers = {}, {'client_ft': [], 'servicer_wrist_ft': []}, []
 
     def inspect(running, node, executor):
@@ -89,7 +89,7 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
     expect = LiveExpectations(phases=('sync', 'approach', 'grasp', 'post_grasp'),
                               min_messages={t: 100 for t in envisat_demo.ROBOT_COMMAND_TOPICS})
     args = {'realtime_priority': '0', 'control_rate_hz': '250'}
-    # to ~3.5 s after the grasp
+    # to ~3 s after the grasp
     summary = envisat_demo.ros_graph_part(scenario, tmp_path, RUN_S, expect, on_running=inspect, launch_arguments=args)
     print('\nlive Envisat graph:', {k: summary[k] for k in ('phases', 'faults', 'stages_ready_s', 'lab_clock',
                                                             'deadline_misses')})
@@ -107,7 +107,7 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
     # its 'sync' message is not its start)
     phases = {p['phase']: p['t_s'] for p in summary['phases']}
     ideal = HilMission(scenario)
-    fig = capture_figures(ideal.run(15.0, record_every_s=0.05), ideal.controller)
+    fig = capture_figures(ideal.run(12.5, record_every_s=0.05), ideal.controller)
     assert fig['grasp_latch_s'] is not None
     approach_ideal, approach_live = fig['grasp_latch_s'] - fig['approach_start_s'], phases['grasp'] - phases['approach']
     print(f'approach to grasp latch: live {approach_live:.2f} s, ideal-robot lockstep {approach_ideal:.2f} s')
