@@ -11,7 +11,7 @@ Topics (relative names, so a launch file can namespace or remap them):
   wrist sensor reports a latched fault (level ERROR) the node *holds*: the commanded table
   pose stops moving (zero twist) and the arm gets only its gravity compensation;
 * in  ``servicer_arm/joint_states`` (sensor_msgs/JointState): measured ``q, dq`` (``ddq`` by
-  differencing ``dq`` between samples);
+  differencing ``dq`` between the samples' stamps, :meth:`ServicerSide.set_joints`);
 * in  ``servicer/base_wrench_cmd`` (geometry_msgs/WrenchStamped): ``F_b`` from the OBSW,
   base body frame about the base CoM;
 * in  ``servicer_arm/torque_cmd`` (std_msgs/Float64MultiArray): ``tau`` from the OBSW;
@@ -52,7 +52,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.servicer_side import ServicerSide
-from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.conversions import pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
@@ -201,7 +201,7 @@ class ServicerAdmittanceNode(Node):
             self.side.reject('joint state without the arm joints, or non-finite')
             self._report_rejections()
             return
-        self.side.set_joints(*joints, self._now_s())
+        self.side.set_joints(*joints, self._now_s(), stamp_to_seconds(msg.header.stamp))
 
     def on_twist_measured(self, msg):
         self.side.set_twist_measured(twist_from_msg(msg.twist), self._now_s())

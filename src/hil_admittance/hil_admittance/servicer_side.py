@@ -8,7 +8,12 @@ receiving a message and publishing one, as plain Python the tests drive directly
   table twist; each is used while younger than ``input_timeout_s`` and counts as zero after
   (the OBSW is silent: the spacecraft coasts); the measured twist falls back to the commanded one;
 * **joint acceleration by differencing**: ``ddq = (dq_k - dq_{k-1}) / (t_k - t_{k-1})`` between
-  joint-state samples;
+  joint-state samples, ``t`` the measurement's own time (the message stamp) where it has one:
+  the time a sample is *received* jitters by whole control steps on a busy host or on the lab
+  twin's stepped clock (two samples read at one clock reading, or one sample late), and the
+  difference over the wrong interval is a spike of ``ddq`` that Eq. (18) and Eq. (22) turn into a
+  base acceleration and an arm torque (it drove the grasped stack to the F/T overload live);
+  a sample whose stamp does not advance keeps the previous ``ddq``;
 * **hold on a sensor fault**: while the wrist F/T reports a latched fault the table's twist
   command is zero (its pose stops) and the arm gets only its gravity compensation ``-G``
   (Eq. 20), the admittance does not integrate;
@@ -121,12 +126,20 @@ class ServicerSide:
             return True
         return False
 
-    def set_joints(self, q, dq, now_s: float) -> None:
-        """Measured ``q, dq``; ``ddq`` by differencing ``dq`` over the time between samples."""
+    def set_joints(self, q, dq, now_s: float, stamp_s: float | None = None) -> None:
+        """Measured ``q, dq`` received at ``now_s``, measured at ``stamp_s`` (the message stamp; None
+        or <= 0: unstamped, the receipt time is used); ``ddq`` by differencing ``dq`` over the time
+        between the measurements."""
         q, dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
-        if self.dq is not None and self.joints_stamp_s is not None and now_s > self.joints_stamp_s:
-            self.ddq = (dq - self.dq) / (now_s - self.joints_stamp_s)
-        self.q, self.dq, self.joints_stamp_s = q, dq, now_s
+        t = float(stamp_s) if stamp_s is not None and stamp_s > 0.0 else float(now_s)
+        if self.joints_stamp_s is not None and t > self.joints_stamp_s:
+            self.ddq = (dq - self.dq) / (t - self.joints_stamp_s)
+        elif self.joints_stamp_s is not None and t == self.joints_stamp_s:
+            self.q = q                        # the same measurement again: nothing to difference
+            return
+        else:                                 # the first sample, or a clock that went back: start again
+            self.ddq = np.zeros(self.n)
+        self.q, self.dq, self.joints_stamp_s = q, dq, t
 
     def set_fault(self, latched: bool) -> bool:
         """The wrist F/T's latch; True when it changed."""

@@ -67,6 +67,33 @@ def test_inputs_apply_while_fresh_and_count_as_zero_once_stale_with_the_differen
     _same_state(out.state, expected)
 
 
+def test_ddq_is_differenced_over_the_measurements_stamps_not_the_jittery_receipt_times():
+    """A constant joint acceleration sampled every 4 ms (the stamps), received at times that jitter
+    by whole steps as on the lab twin's stepped clock (two samples at one clock reading, then one
+    late): the differenced ``ddq`` is the true one at every sample. Differencing over the receipt
+    times gives spikes of several times it, or keeps a stale value (the control: it fails)."""
+    ddq_true = np.array([0.5, -0.2, 0.1, 0.3, 0.0, -0.4, 0.2])
+    stamps = 10.0 + 0.004 * np.arange(12)
+    received = stamps + 0.004 * np.array([0, 0, 1, 0, 1, 1, 0, 2, 0, 0, 1, 0])   # a later clock reading
+    received = np.maximum.accumulate(received)
+    side, control = _side(), _side()
+    worst_control = 0.0
+    for k, (t_meas, t_recv) in enumerate(zip(stamps, received)):
+        dq = ddq_true * (t_meas - stamps[0])
+        side.set_joints(Q0, dq, t_recv - 10.0, t_meas)
+        control.set_joints(Q0, dq, t_recv - 10.0)            # unstamped: the receipt time
+        if k > 0:
+            np.testing.assert_allclose(side.ddq, ddq_true, rtol=1e-6, atol=1e-9)
+            worst_control = max(worst_control, float(np.max(np.abs(control.ddq - ddq_true))))
+    assert worst_control > 0.5 * np.max(np.abs(ddq_true))
+    # the same measurement again (a re-send) changes nothing; a clock that went back starts again
+    before = side.ddq.copy()
+    side.set_joints(Q0, ddq_true * 0.1, 1.0, stamps[-1])
+    np.testing.assert_array_equal(side.ddq, before)
+    side.set_joints(Q0, np.zeros(7), 1.1, 5.0)
+    np.testing.assert_array_equal(side.ddq, np.zeros(7))
+
+
 def test_a_latched_sensor_fault_holds_the_table_and_gives_the_arm_only_its_gravity_compensation():
     side = _side()
     side.set_joints(Q0, np.zeros(7), 0.0)
