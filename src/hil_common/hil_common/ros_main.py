@@ -15,6 +15,7 @@ are covered by :func:`hil_common.interrupts.quiet_interrupts` in the package ``_
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -46,6 +47,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
              executor_factory: Callable[[], object] | None = None,
              start: Callable[[object], bool] | None = None) -> int:
     apply_network_profile()
+    # A node that does not stop when asked is sent SIGUSR1 before it is killed
+    # (hil_common.ros_testing.dump_stacks): its log then shows where every thread hung.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     import rclpy
     from rclpy.executors import ExternalShutdownException, ShutdownException, SingleThreadedExecutor
 

@@ -135,9 +135,24 @@ def stop_processes(procs, timeout_s: float = 10.0, first=signal.SIGINT) -> None:
                 try:
                     proc.wait(timeout=3.0)
                 except subprocess.TimeoutExpired:
+                    dump_stacks(proc)
                     proc.kill()
                     proc.wait()
             _kill_group(proc)
+
+
+#: The signal on which a node (:func:`hil_common.ros_main.run_node`) prints every thread's stack.
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+
+
+def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
+    """Before a hung process is killed: ask it for every thread's Python stack (into its log), so
+    the report says where it hung. A process that did not register the signal dies of it, which is
+    what was about to happen anyway."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(STACK_DUMP_SIGNAL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=wait_s)
 
 
 @contextlib.contextmanager
