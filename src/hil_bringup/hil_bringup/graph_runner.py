@@ -37,6 +37,17 @@ class NodeResult:
         """Exited on its own with an error, or printed a traceback (SIGINT/SIGTERM exits are clean)."""
         return (self.returncode not in (0, None, -2, -15, 130, 143)) or 'Traceback (most recent call last)' in self.output
 
+    def failure_text(self, limit: int = 1500) -> str:
+        """What to report of a crashed node: its traceback, else the stack dump it printed before it
+        was killed (:func:`hil_common.ros_testing.dump_stacks`: where it hung), else its last lines."""
+        out = self.output
+        if 'Traceback (most recent call last)' in out:
+            return out[out.find('Traceback (most recent call last)'):][-limit:].strip()   # ends with the error
+        starts = [out.find(m) for m in ('Current thread 0x', 'Thread 0x') if m in out]
+        if starts:
+            return out[min(starts):][:limit].strip()
+        return ' | '.join(out.strip().splitlines()[-3:])[-limit:]
+
 
 _LEVEL = re.compile(r'^\[(WARN|ERROR|FATAL)\]', re.MULTILINE)
 

@@ -93,8 +93,7 @@ class LiveReport:
             levels = log_levels(r.output) if log_levels else {}
             nodes[r.spec.fqn] = {'exit': r.returncode, **levels}
             if r.crashed:
-                tail = r.output[r.output.find('Traceback'):][-400:] if 'Traceback' in r.output else r.output[-400:]
-                problems.append(f'node {r.spec.fqn} failed (exit {r.returncode}): {tail.strip()}')
+                problems.append(f'node {r.spec.fqn} failed (exit {r.returncode}): {r.failure_text()}')
         return {
             'duration_s': round(float(duration_s), 2),
             'phases': [{'t_s': round(t, 2), 'phase': name} for t, name in self.phases],

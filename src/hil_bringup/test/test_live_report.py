@@ -70,3 +70,16 @@ def test_one_fault_per_episode_all_cleared_by_ok_and_a_hold_in_its_last_moments_
     assert [f['cleared_s'] for f in summary['faults']] == [2.0, None] and summary['ok']
     report.status(6.0, 'servicer/table/status', ERROR, 'holding', {})             # 4 s before the end
     assert 'servicer/table/status latched at 6.0 s' in run(report)['problems'][0]
+
+
+def test_a_node_killed_while_hung_is_reported_with_the_stack_it_hung_in():
+    """A node that needed SIGKILL printed its threads' stacks first (hil_common.ros_testing.dump_stacks):
+    the problem names where it hung, not only its last log lines."""
+    out = ('[INFO] [client.motion_table]: loopback-only DDS\n'
+           'Current thread 0x00007f (most recent call first):\n'
+           '  File "/x/rclpy/executors.py", line 740 in _wait_for_ready_callbacks\n'
+           '  File "/x/hil_common/ros_main.py", line 120 in run_node\n')
+    summary = run(LiveReport(LiveExpectations()), out, -9)
+    assert not summary['ok']
+    text = '\n'.join(summary['problems'])
+    assert 'failed (exit -9)' in text and '_wait_for_ready_callbacks' in text and 'run_node' in text

@@ -68,3 +68,41 @@ def test_a_mostly_idle_node_stops_promptly_on_sigterm():
             proc.communicate()
     assert proc.returncode == 0, out
     assert 'Traceback' not in out, out
+
+
+HANGING_CLOSE_NODE = """
+import threading
+import rclpy.node
+from hil_common.ros_main import run_node
+
+class Hangs(rclpy.node.Node):
+    def close(self):
+        print('closing', flush=True)
+        threading.Event().wait()          # a shutdown that never finishes
+
+raise SystemExit(run_node(lambda: Hangs('hanging_probe'), 'hanging_probe'))
+"""
+
+
+def test_a_node_whose_shutdown_hangs_is_killed_with_its_stacks_in_its_output():
+    """stop_processes: SIGINT, then SIGTERM, then (before SIGKILL) the stack-dump signal, so the
+    report of a hung node says where it hung (here: in ``close``). Without the dump the output
+    would end at 'closing' and the test fails."""
+    from hil_common.ros_testing import stop_processes
+
+    proc = subprocess.Popen([sys.executable, '-u', '-c', HANGING_CLOSE_NODE], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+                            preexec_fn=die_with_parent(os.getpid()), process_group=0)
+    try:
+        with test_node('probe_hanging') as (node, executor):
+            client = node.create_client(ListParameters, '/hanging_probe/list_parameters')
+            assert client.wait_for_service(timeout_sec=60.0), 'the node did not come up'
+        stop_processes([proc], timeout_s=2.0)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, out)
+    dump = out[out.find('closing'):]
+    assert 'most recent call first' in dump and 'in close' in dump, out

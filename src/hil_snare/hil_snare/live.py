@@ -191,8 +191,7 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
             results = running.stop()
     for r in results:
         if r.crashed:
-            tail = ' | '.join(line for line in r.output.strip().splitlines()[-3:])
-            problems.append(f'{r.spec.fqn} crashed (exit {r.returncode}): {tail}')
+            problems.append(f'{r.spec.fqn} crashed (exit {r.returncode}): {r.failure_text()}')
     t_rows = [r[0] for r in rows]
     resets = [k for k in range(1, len(t_rows)) if t_rows[k] < t_rows[k - 1]]
     rows = rows[:resets[0]] if resets else rows              # the state after a reset is not the run's
