@@ -135,7 +135,9 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
             'k_g_nm_per_rad': float(cfg.gearbox.k_g_nm_per_rad), 'motor_inertia_kgm2': float(cfg.motor_inertia_kgm2),
             'motor_damping_nms_per_rad': float(cfg.motor_damping_nms_per_rad), 'kp_nm_per_rad': float(cfg.kp),
             'kd_nms_per_rad': float(cfg.kd), 'pose_sensor_in_lee': _xyz_rpy(lab.pose_sensor_in_lee()),
-            'wrench_timeout_s': 0.5, 'drift_velocity_world_mps': [float(v) for v in lab.drift_velocity_world(cfg)]}),
+            'wrench_timeout_s': 0.5, 'drift_velocity_world_mps': [float(v) for v in lab.drift_velocity_world(cfg)],
+            # the twin's LEE drive; a real facility's LEE mock-up has its own drive node
+            'wait_for_lee_drive': use_sim}),
     )
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = (tuple(dataclasses.replace(n, use_sim_time=True) for n in nodes) for nodes in (io, stack))

@@ -10,7 +10,9 @@ its initial pose, which is the table's nominal frame) and ``servicer/table/twist
 body twist). With ``drift_velocity_world_mps`` both are taken in a frame drifting at that
 velocity (the target's unforced motion, :mod:`hil_snare.lab`). At its first step it commands the
 capture on ``servicer/lee/capture_cmd`` (std_msgs/Bool, transient local): the LEE's wires start
-tightening, as at Table 3's instant. A wrench older than
+tightening, as at Table 3's instant. The first step waits until the table and (``wait_for_lee_drive``)
+the LEE drive have subscribed: on a busy machine DDS discovery can take longer than a second, and a
+consumer that matched late would start the LEE's motion or the wires late against each other. A wrench older than
 ``wrench_timeout_s`` is treated as zero.
 """
 
@@ -49,6 +51,9 @@ PARAMS = [
           length=6),
     Param('wrench_timeout_s', 0.1, 'A wrench older than this is taken as zero [s]', min=0.001),
     Param('frame_id', 'servicer_table_nominal', 'Frame id of the published pose and twist'),
+    Param('wait_for_lee_drive', True, 'Start the run (the capture command, the LEE streaming) only once the LEE '
+          "drive (the lab twin) subscribes to servicer/lee/capture_cmd, as the table must to servicer/table/pose_cmd: "
+          'a drive that matched late would start the wires late against the LEE'),
     Param('drift_velocity_world_mps', [0.0, 0.0, 0.0], 'Velocity of the frame the LEE is streamed in, in the ISS '
           "frame [m/s]: the target's unforced drift (hil_snare.lab.lee_in_drift_frame; 0: the ISS frame)", length=3),
 ]
@@ -66,6 +71,7 @@ class SnareServicer(Node):
         self.pose_sensor_in_lee = xyz_rpy_to_pose(p.pose_sensor_in_lee)
         self.timeout_s = p.wrench_timeout_s
         self.v_drift = np.asarray(p.drift_velocity_world_mps, dtype=float)
+        self.wait_for_lee_drive = bool(p.wait_for_lee_drive)
         self.wrench_lee = np.zeros(6)
         self.wrench_t = -1e18
         self.dt_s = 1.0 / p.rate_hz
@@ -89,10 +95,23 @@ class SnareServicer(Node):
         self.wrench_lee = self.pose_sensor_in_lee.act(pin.Force(wrench_sensor)).vector
         self.wrench_t = self._now()
 
+    def _consumers_missing(self) -> list[str]:
+        """The outputs whose consumer has not subscribed yet (DDS discovery under load takes seconds)."""
+        missing = [] if self.pub_pose.get_subscription_count() > 0 else ['servicer/table/pose_cmd (the table)']
+        if self.wait_for_lee_drive and self.pub_capture.get_subscription_count() == 0:
+            missing.append('servicer/lee/capture_cmd (the LEE drive)')
+        return missing
+
     def tick(self) -> None:
         now = self._now()
         if self.pacer is None:
-            if now > 0.0:
+            # the run starts on a valid clock (use_sim_time: after the first /clock) once the table and
+            # the LEE drive listen: the capture command and the LEE's first motion reach them together
+            missing = self._consumers_missing()
+            if missing:
+                self.get_logger().info(f'waiting for {", ".join(missing)} to subscribe before the capture starts',
+                                       throttle_duration_sec=5.0)
+            elif now > 0.0:
                 self.pacer = StepPacer(self.dt_s, now)
             return
         steps = self.pacer.due(now)

@@ -14,13 +14,25 @@ def ros():
 
 
 def test_measured_wrench_moves_the_published_lee_pose_along_the_force(ros):
-    """A wire push along the LEE's -z, measured by the sensor, moves the LEE along -z (and nothing before it)."""
+    """A wire push along the LEE's -z, measured by the sensor, moves the LEE along -z (and nothing before it).
+    The run starts only once the table and the LEE drive listen: no pose and no capture command before
+    the LEE drive subscribes."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import Bool
+
     node, executor = ros
     proc = start_node('hil_snare', 'snare_servicer_node', 'rate_hz:=250.0', 'wrench_timeout_s:=0.5')
     try:
-        poses = []
+        poses, captures = [], []
         node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: poses.append(m.pose.position), 100)
+        # the node is up (it answers on its parameter service) and the table listens: still no run
+        assert spin_until(executor, lambda: 'snare_servicer' in node.get_node_names(), 30.0), 'the node did not come up'
+        spin_until(executor, lambda: False, 1.0)
+        assert poses == [], 'the run started before the LEE drive subscribed'
+        node.create_subscription(Bool, 'servicer/lee/capture_cmd', lambda m: captures.append(m.data),
+                                 QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
         assert spin_until(executor, lambda: len(poses) >= 10, 30.0), 'no pose published'
+        assert captures == [True]
         at_rest = [abs(p.x) + abs(p.y) + abs(p.z) for p in poses]
         assert max(at_rest) < 1e-9                                   # no wrench: the LEE holds its pose
         pub = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
