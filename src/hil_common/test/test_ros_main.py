@@ -43,13 +43,17 @@ raise SystemExit(run_node(idle, 'idle_probe'))
 """
 
 
+def _start_script(code: str) -> subprocess.Popen:
+    """A Python node script as its own process group, dying with this test process."""
+    return subprocess.Popen([sys.executable, '-u', '-c', code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=dict(os.environ), preexec_fn=die_with_parent(os.getpid()), process_group=0)
+
+
 def test_a_mostly_idle_node_stops_promptly_on_sigterm():
     """A node with nothing to do (no timer, no message: its executor waits with no timeout) must
     stop on SIGTERM: the signal must wake the executor. If it did not, the node would never stop
     (not "a timer period late"), so the bound (30 s, for a loaded machine) discriminates."""
-    proc = subprocess.Popen([sys.executable, '-u', '-c', IDLE_NODE], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
-                            preexec_fn=die_with_parent(os.getpid()), process_group=0)
+    proc = _start_script(IDLE_NODE)
     try:
         with test_node('probe_idle') as (node, executor):
             # it answers a service call only once its executor spins; then it waits again, idle
@@ -90,9 +94,7 @@ def test_a_node_whose_shutdown_hangs_is_killed_with_its_stacks_in_its_output():
     would end at 'closing' and the test fails."""
     from hil_common.ros_testing import stop_processes
 
-    proc = subprocess.Popen([sys.executable, '-u', '-c', HANGING_CLOSE_NODE], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
-                            preexec_fn=die_with_parent(os.getpid()), process_group=0)
+    proc = _start_script(HANGING_CLOSE_NODE)
     try:
         with test_node('probe_hanging') as (node, executor):
             client = node.create_client(ListParameters, '/hanging_probe/list_parameters')
