@@ -39,7 +39,7 @@ from hil_common.fields import Fields, ScenarioError
 __all__ = [
     'Facility', 'LabCalibration', 'calibrate', 'client_admittance_lab_parameters', 'client_body_in_flange',
     'client_table_parameters', 'facility_path', 'ft_driver_parameters', 'load_facility',
-    'servicer_admittance_lab_parameters', 'servicer_body_in_flange', 'servicer_table_parameters',
+    'pose_wrist_sensor_in_flange', 'servicer_admittance_lab_parameters', 'servicer_body_in_flange', 'servicer_table_parameters',
     'twin_config', 'twin_node_parameters']
 
 TABLE_MODELS = ('ur10e', 'kr120r2500pro')
@@ -316,11 +316,21 @@ def client_admittance_lab_parameters(facility: Facility, scenario) -> dict:
     return {'pose_sensor_in_client_xyz_rpy': xyz_rpy(calibrate(facility, scenario, check=False).pose_sensor_in_client)}
 
 
+def pose_wrist_sensor_in_flange() -> pin.SE3:
+    """The wrist F/T sensor's measuring frame on the arm's flange (the URDF EE frame): the sensor puck
+    between the flange and the gripper, as the twin builds it (``hil_lab_twin.scene.WRIST_SENSOR_HEIGHT_M``)."""
+    from hil_lab_twin.scene import WRIST_SENSOR_HEIGHT_M
+
+    return pin.SE3(np.eye(3), np.array([0.0, 0.0, WRIST_SENSOR_HEIGHT_M]))
+
+
 def servicer_admittance_lab_parameters(facility: Facility) -> dict:
     """Overrides of the servicer admittance's parameters from the calibration: where the lab realises the
-    nominal frame (the gravity of the ground arm, seed 004 Eq. 20), and its table commands the base's
-    pose in that frame (not relative to its start)."""
-    return {'pose_nominal_in_lab_xyz_rpy': xyz_rpy(facility.pose_nominal_in_lab), 'table_pose_from_start': False}
+    nominal frame (the gravity of the ground arm, seed 004 Eq. 20), its table commands the base's
+    pose in that frame (not relative to its start), and where the wrist sensor measures (the wrench
+    moved to the flange, Eq. 18's ``F_e``)."""
+    return {'pose_nominal_in_lab_xyz_rpy': xyz_rpy(facility.pose_nominal_in_lab), 'table_pose_from_start': False,
+            'pose_sensor_in_ee_xyz_rpy': xyz_rpy(pose_wrist_sensor_in_flange())}
 
 
 def ft_driver_parameters(facility: Facility) -> dict:

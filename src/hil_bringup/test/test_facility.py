@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from hil_bringup.facility import (calibrate, client_admittance_lab_parameters, client_table_parameters, facility_path,
-                                  ft_driver_parameters, load_facility, servicer_table_parameters, twin_config)
+                                  ft_driver_parameters, load_facility, servicer_admittance_lab_parameters,
+                                  servicer_table_parameters, twin_config)
 from hil_bringup.mission import build_controller
 from hil_bringup.scenario import ScenarioError, load_scenario
 from hil_common.conversions import xyz_rpy_to_pose
@@ -93,6 +94,16 @@ def test_node_parameters_reproduce_the_start_pose_of_both_tables(facility, scena
     in_twin = twin.site_pose_in_world('client_ft_site').actInv(twin.site_pose_in_world('client_grapple'))
     expected = sensor.inverse() * scenario.client.pose_grasp_in_client
     assert np.linalg.norm(pin.log6(expected.actInv(in_twin)).vector) < 1e-9
+    # the wrist sensor relative to the arm's flange, measured in the twin at its start pose (a wrench
+    # taken at the flange instead is off by F x 0.03 m: the live grasp twisted the gripper on the lip)
+    from hil_bringup.twin_validation import pose_wrist_sensor_in_flange
+    from hil_dynamics.servicer import ServicerModel
+
+    urdf = scenario.servicer.urdf
+    measured = pose_wrist_sensor_in_flange(ServicerModel(urdf, scenario.servicer.ee_frame), twin, urdf)
+    given = xyz_rpy_to_pose(servicer_admittance_lab_parameters(facility)['pose_sensor_in_ee_xyz_rpy'])
+    assert np.linalg.norm(pin.log6(given.actInv(measured)).vector) < 1e-9
+    assert np.linalg.norm(measured.translation) > 0.01
     assert ft_driver_parameters(facility)['deadband.widths'] == [0.25, 0.25, 0.25, 0.015, 0.015, 0.015]
 
 
