@@ -42,6 +42,7 @@ from rclpy.node import Node
 from rclpy.time import Time
 
 from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -68,6 +69,7 @@ PARAMS = [
     Param('client_frame', 'client_com', 'Frame id of the client CoM body frame'),
     Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
           'creates with a damping -beta M_t V_c; off: observe only'),
+    Param(*MISSION_EPOCH_PARAM),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
@@ -114,6 +116,7 @@ class ClientAdmittanceNode(Node):
         # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision),
         # from the first tick with a clock (under use_sim_time the lab twin's first /clock)
         self.t0_ns = None
+        self.epoch_s = mission_epoch(self, p.mission_epoch_s)
         self.pacer = StepPacer(self.dt, 0.0, p.max_catch_up)
         self.overruns_reported = 0
         self.create_timer(self.dt, self.tick)
@@ -160,7 +163,11 @@ class ClientAdmittanceNode(Node):
         if now.nanoseconds <= 0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
         if self.t0_ns is None:
-            self.t0_ns = now.nanoseconds
+            if self.epoch_s is None or now.nanoseconds * 1e-9 <= self.epoch_s:
+                self.t0_ns = now.nanoseconds
+            else:        # one mission clock: the nominal moves on from the epoch to the step grid before now
+                self.t0_ns = int(round(self.epoch_s * 1e9))
+                self.rule.advance_nominal(self.pacer.skip_to((now.nanoseconds - self.t0_ns) * 1e-9) * self.dt, self.dt)
         steps = self.pacer.due((now.nanoseconds - self.t0_ns) * 1e-9)
         if steps == 0:
             return

@@ -53,6 +53,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.servicer_side import ServicerSide
 from hil_common.conversions import pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
@@ -91,6 +92,7 @@ PARAMS = [
     Param('base_frame', 'servicer_base_com', 'Frame id of the servicer base CoM body frame'),
     Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
           'creates with a base damping -beta M_b V_s; off: observe only'),
+    Param(*MISSION_EPOCH_PARAM),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
@@ -143,8 +145,10 @@ class ServicerAdmittanceNode(Node):
                                         enabled=p.passivity_control)
         # Seconds since start on the node clock (absolute epoch seconds would lose sub-microsecond precision).
         self.t0_ns = self.get_clock().now().nanoseconds
+        epoch_s = mission_epoch(self, p.mission_epoch_s)
         self.side = ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
-                                 max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start)
+                                 max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
+                                 epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9)
         self.rejected_reported = 0
         self.overruns_reported = 0
         self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)

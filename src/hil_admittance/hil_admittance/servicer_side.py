@@ -18,7 +18,12 @@ receiving a message and publishing one, as plain Python the tests drive directly
   command is zero (its pose stops) and the arm gets only its gravity compensation ``-G``
   (Eq. 20), the admittance does not integrate;
 * **fixed-step pacing** (:class:`hil_common.pacing.StepPacer`, as the client node): a late
-  timer callback runs the steps that are due, up to ``max_catch_up``; more are dropped and counted.
+  timer callback runs the steps that are due, up to ``max_catch_up``; more are dropped and counted;
+* **one mission clock** (``epoch_s``, the lab-clock time of the mission's t = 0): the first step
+  moves the nominal on from the epoch (the base co-moving meanwhile), so this node and the
+  client's integrate the same nominal however far apart they started (Eq. 23 needs one ``g_n``:
+  two nominals 0.1-0.2 s apart placed the mock-ups 12 mm and 4-7 mrad off the simulated relative
+  pose, and the grip then fought the tables to the F/T overload).
 
 Inputs are refused (counted, :attr:`rejected`, with a reason) when non-finite or of the wrong size.
 Times are seconds on the node's clock.
@@ -71,12 +76,14 @@ class ServicerSide:
 
     def __init__(self, adm: ServicerAdmittance, ff: ArmFeedForward, pose_sensor_in_ee: pin.SE3, dt_s: float,
                  input_timeout_s: float, passivity: PassivityController, t0_s: float = 0.0, max_catch_up: int = 20,
-                 table_pose_from_start: bool = False):
+                 table_pose_from_start: bool = False, epoch_s: float | None = None):
         self.adm, self.ff, self.passivity = adm, ff, passivity
         self.pose_sensor_in_ee = pose_sensor_in_ee
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
         self.n = adm.model.n
         self.pacer = StepPacer(self.dt_s, t0_s, max_catch_up)
+        self.epoch_s = None if epoch_s is None else float(epoch_s)
+        self.started = False
         self.pose_start_inv = adm.state.pose_base_in_nominal.inverse() if table_pose_from_start else None
         self.wrench_ee, self.wrench_base_com = _Input(6), _Input(6)
         self.tau_obsw, self.twist_measured = _Input(self.n), _Input(6)
@@ -156,11 +163,23 @@ class ServicerSide:
                                                    jac_b.T @ wrench_ee, self.dt_s)
         return self.passivity_out.wrench_pc
 
+    def _start(self, now_s: float) -> None:
+        """The first step: with a mission epoch, the nominal moves on from it to the step grid's last
+        instant before ``now_s`` (:meth:`ServicerAdmittance.advance_nominal`) and the steps run on that
+        grid, so every node of the graph integrates the nominal of one mission clock."""
+        self.started = True
+        if self.epoch_s is None or now_s <= self.epoch_s:
+            return
+        self.pacer = StepPacer(self.dt_s, self.epoch_s, self.pacer.max_catch_up)
+        self.adm.advance_nominal(self.pacer.skip_to(now_s) * self.dt_s, self.dt_s)
+
     def tick(self, now_s: float) -> ServicerOutput | None:
         """The steps due at ``now_s``; None when none is due, or before the first joint state."""
         if self.q is None:
             self.pacer.due(now_s)                     # no arm state yet: nothing to command, no backlog
             return None
+        if not self.started:
+            self._start(now_s)
         steps = self.pacer.due(now_s)
         if steps == 0:
             return None

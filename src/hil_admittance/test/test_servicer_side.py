@@ -129,3 +129,27 @@ def test_malformed_inputs_are_refused_and_counted():
     assert not side.set_wrench_base(np.zeros(5), 0.0)
     assert side.rejected == 3 and 'wrench_base_com' in side.last_rejection
     assert not side.wrench_ee.fresh(0.0, TIMEOUT) and not side.tau_obsw.fresh(0.0, TIMEOUT)
+
+
+def test_with_a_mission_epoch_sides_started_at_different_instants_integrate_one_nominal():
+    """Two servicer sides whose first joint state comes 0.3 s apart, each stepped to t = 2 s with the same
+    inputs: with the epoch t = 0 their nominals (Eq. 4) are one (and their step stamps one grid); without
+    it each starts the nominal at its own first step (the node's catch-up limit drops the backlog), 0.3 s
+    of tumble apart (the control)."""
+    def run(first_s, epoch_s):
+        side = _side(max_catch_up=20, epoch_s=epoch_s)
+        t, out = first_s, None
+        while t <= 2.0 + 1e-9:
+            side.set_joints(Q0, np.zeros(7), t, t)
+            out = side.tick(t) or out
+            t += DT
+        return side, out
+
+    (a, out_a), (b, out_b) = run(0.5, 0.0), run(0.8, 0.0)
+    assert a.pacer.overruns == 0 and b.pacer.overruns == 0       # the steps before the start are no overruns
+    err = pin.log6(a.adm.state.pose_nominal_in_orbit.actInv(b.adm.state.pose_nominal_in_orbit)).vector
+    assert np.linalg.norm(err) < 1e-12
+    assert out_a.step_time_s == pytest.approx(out_b.step_time_s)
+    (c, _), (d, _) = run(0.5, None), run(0.8, None)
+    err = pin.log6(c.adm.state.pose_nominal_in_orbit.actInv(d.adm.state.pose_nominal_in_orbit)).vector
+    assert np.linalg.norm(err[3:]) == pytest.approx(0.3 * abs(TWIST_N0[5]), rel=0.05)

@@ -62,7 +62,7 @@ class ClientHotPath:
                  rate_hz: float, max_catch_up: int = 20, max_force_n: float = 1.0e4, max_torque_nm: float = 5.0e3,
                  wrench_frame_id: str = 'ft_sensor', joint_states_timeout_s: float = 0.1,
                  recover_after_s: float = 0.5, auto_recover: bool = True,
-                 table_target: Callable[[pin.SE3], pin.SE3] | None = None):
+                 table_target: Callable[[pin.SE3], pin.SE3] | None = None, epoch_s: float | None = None):
         if not (max_force_n > 0 and max_torque_nm > 0):
             raise ValueError('max_force_n and max_torque_nm must be > 0')
         self.admittance = admittance
@@ -77,6 +77,8 @@ class ClientHotPath:
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
         self.t_last: float | None = None   # caller's time of the previous sample
+        # the mission's t = 0 on the caller's clock (None: the first sample); see _start
+        self.epoch_s = None if epoch_s is None else float(epoch_s)
         self.last_command: HotPathCommand | None = None
         self.overruns = 0                   # rate_hz steps dropped (more than max_catch_up in one sample)
         self.q_measured: np.ndarray | None = None
@@ -134,6 +136,12 @@ class ClientHotPath:
         if self.q_measured is None:
             self.counters['no_joint_states'] += 1
             return None
+        if self.t_last is None and self.epoch_s is not None and now_s > self.epoch_s:
+            # one mission clock: the nominal moves on from the epoch to the step grid before now (the
+            # client held on its start pose relative to it), so the servicer's and ours are one nominal
+            n = int((now_s - self.epoch_s) / self.dt + 1e-9)
+            self.admittance.advance_nominal(n * self.dt, self.dt)
+            self.t_last = self.epoch_s + n * self.dt
         elapsed = self.dt if self.t_last is None else now_s - self.t_last
         if not elapsed > 0.0:
             # two samples at one instant (on the lab twin's simulated clock, before its next tick):

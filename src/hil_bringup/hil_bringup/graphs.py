@@ -314,6 +314,15 @@ ENVISAT_RECORD_TOPICS = (
 ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
 
 
+def twin_response_delays(twin) -> dict[str, float]:
+    """``{robot namespace: response delay [s]}`` of the twin's robots (transport delay plus servo lag,
+    :func:`hil_lab_twin.lockstep.response_delay`): the horizon over which their tables predict
+    their commands, as the twin lockstep runner does."""
+    from hil_lab_twin.lockstep import response_delay
+
+    return {r.ns: float(response_delay(r.servo)) for r in twin.robots}
+
+
 def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
     """The node set of ``envisat_capture.launch.py`` for launch arguments ``given`` (strings).
 
@@ -380,18 +389,26 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             **({'rate_measure_s': 2.0} if sim_clock else {}),
             **({'stale_timeout_ms': 1e3 * stale['joint_states_timeout_s']} if stale else {})})
 
-    client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate, **stale}
+    # delay compensation of the tables: with the twin, its robots' response delay (transport + servo lag,
+    # as the twin lockstep runner compensates it); a real facility's is not calibrated yet (0: off)
+    horizon = twin_response_delays(twin) if use_sim else {'client': 0.0, 'servicer': 0.0}
+    client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
+                    'prediction_horizon_s': horizon['client'], **stale}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
                          'wrench_frame_id': frames['client']}
     io = [ft_driver('client'), ft_driver('servicer'),
           NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer',
-                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate, **stale})]
+                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
+                    'prediction_horizon_s': horizon['servicer'], **stale})]
     stack = []
     if args['hot_path'] == 'fused':
         cpu = args['hot_path_cpu']
         cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else int_arg(args, 'hot_path_cpu', -1, 1023)
         stack.append(NodeSpec('hil_bringup', 'client_hot_path_node', 'client_hot_path', parameters={
             **client_admittance, **client_table,
+            # the client's state (Eq. 23) at the OBSW's rate: the OBSW places the grasp fixture with it,
+            # and a state several steps old moves its target by the client's tumble meanwhile
+            'state_decimation': max(1, int(round(scenario.admittance_hz / scenario.obsw_hz))),
             'realtime_priority': int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
     else:
         stack.append(NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
@@ -409,11 +426,17 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             'foxglove_port': int_arg(args, 'live_view_port', 0, 65535)}))
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
+        # one mission clock: t = 0 is the twin's start, so the two admittances integrate one nominal
+        # (Eq. 23) however far apart they start
+        stack = [dataclasses.replace(n, parameters={**n.parameters, 'mission_epoch_s': 0.0})
+                 if n.executable in ('client_hot_path_node', 'client_admittance_node', 'servicer_admittance_node')
+                 else n for n in stack]
     return Graph('envisat_capture', (
         Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),
         Stage('stack', tuple(stack)),
-    ), ENVISAT_RECORD_TOPICS + ((('servicer/gripper/joint_states', _JOINTS),) if use_sim else ())
+    ), ENVISAT_RECORD_TOPICS + ((('servicer/gripper/joint_states', _JOINTS), ('client_ft/sensor_pose', _POSE),
+                                  ('servicer_wrist_ft/sensor_pose', _POSE)) if use_sim else ())
        + ((('lab_twin/status', _STATUS),) if sim_clock else ())).check()
 
 

@@ -67,3 +67,30 @@ def test_a_non_finite_wrench_latches_and_never_reaches_the_state(values):
     assert not rule.wrench([10.0, 0, 0, 0, 0, 0], '', t).holding
     assert rule.wrench([10.0, 0, 0, 0, 0, 0], 'servicer_ft_sensor', t + 0.02) is None
     assert rule.counters['refused_frame'] == 1
+
+
+def test_with_a_mission_epoch_the_first_sample_starts_the_nominal_at_the_epoch(values):
+    """Started 1.3 s after the mission's t = 0, the hot path's nominal stands where the unforced nominal
+    (Eq. 4) does at its first sample, on the epoch's step grid, and the client is still on it (no wrench):
+    the servicer side, started at another instant, integrates the same nominal."""
+    import pinocchio as pin
+
+    from hil_dynamics.client import unforced_nominal
+
+    admittance, pose_sensor_in_client = client_node.build_rule(values)
+    table = table_node.build_table(values, clock=None)
+    home = home_pose(table.kin)
+    twist_0 = admittance.state.twist_nominal_body.copy()
+    rule = ClientHotPath(admittance, pose_sensor_in_client, table, rate_hz=50.0, table_target=lambda g: home * g,
+                         epoch_s=0.0)
+    rule.joint_states(table.kin.q_home, 1.3)
+    rule.wrench([0.0] * 6, '', 1.3)
+    for k in range(1, 6):
+        rule.joint_states(rule.q_measured, 1.3 + 0.02 * k)
+        rule.wrench([0.0] * 6, '', 1.3 + 0.02 * k)
+    state = rule.admittance.state
+    assert state.t == pytest.approx(1.4, abs=1e-9)
+    g_n, v_n = unforced_nominal(admittance.body, pin.SE3.Identity(), twist_0, 1.4, 0.02)
+    assert np.linalg.norm(pin.log6(g_n.actInv(state.pose_nominal_in_orbit)).vector) < 1e-12
+    np.testing.assert_allclose(state.twist_nominal_body, v_n, atol=1e-14)
+    assert np.linalg.norm(pin.log6(state.pose_client_in_nominal).vector) < 1e-12

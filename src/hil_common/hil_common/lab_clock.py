@@ -31,4 +31,30 @@ def lab_seconds(node) -> Callable[[], float]:
     return lambda: clock.now().nanoseconds * 1e-9
 
 
-__all__ = ['lab_seconds', 'uses_sim_time']
+#: The parameter of every node that integrates a part of the mission relative to the nominal
+#: (the admittances): the lab-clock time of the mission's t = 0, so that nodes started at different
+#: instants integrate one nominal (seed 004 Eqs. 4, 23). Declared with hil_common.params.Param.
+MISSION_EPOCH_PARAM = ('mission_epoch_s', -1.0,
+                       "Lab-clock time [s] of the mission's t = 0, shared by the graph's simulation nodes: at its first "
+                       'step the node moves its nominal (Eq. 4) on from it, holding its body on its start pose relative '
+                       'to the nominal, so all nodes integrate the same nominal. Needs use_sim_time (the lab twin owns '
+                       "the clock). -1: the node's own first step")
+
+
+def mission_epoch(node, value: float) -> float | None:
+    """The validated ``mission_epoch_s`` of ``node`` in seconds on :func:`lab_seconds`, or None (-1: each
+    node's own start). Raises :class:`hil_common.params.ParameterError` naming it when it is negative
+    but not -1, or set without ``use_sim_time`` (the wall clock has no shared zero here)."""
+    from hil_common.params import ParameterError
+
+    value = float(value)
+    if value == -1.0:
+        return None
+    if not value >= 0.0:
+        raise ParameterError(f"parameter 'mission_epoch_s': {value} must be >= 0, or -1 for the node's own start")
+    if not uses_sim_time(node):
+        raise ParameterError("parameter 'mission_epoch_s' needs use_sim_time: true (the lab twin's clock)")
+    return value
+
+
+__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'mission_epoch', 'uses_sim_time']

@@ -33,6 +33,13 @@ class StepPacer:
         self.steps_done += n
         return n
 
+    def skip_to(self, now_s: float) -> int:
+        """Mark the steps due by ``now_s`` done without running them (a node starting after the mission's
+        t = 0 integrates them in one go, e.g. ``advance_nominal``); returns how many, not counted as overruns."""
+        n = max(0, int((now_s - self.t0_s) / self.dt_s + 1e-9) - self.steps_done)
+        self.steps_done += n
+        return n
+
     def step_time(self, k: int) -> float:
         """Simulated time of step number ``k`` (1-based), on the node's clock."""
         return self.t0_s + k * self.dt_s

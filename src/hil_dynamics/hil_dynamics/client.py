@@ -50,6 +50,24 @@ def relative_mapping(pose_nominal_in_orbit: pin.SE3, twist_nominal_body,
     return pose_in_orbit, np.asarray(twist_rel_body, dtype=float) + delta
 
 
+def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
+                     dt_s: float) -> tuple[pin.SE3, np.ndarray]:
+    """The nominal ``(g_n, V_n)`` ``duration_s`` later: the unforced motion of ``body`` (Eq. 4) from the
+    given state, in RKMK4 steps of ``dt_s`` (the last one shorter), as the admittances integrate it."""
+    duration_s, dt_s = float(duration_s), float(dt_s)
+    if not (np.isfinite(duration_s) and duration_s >= 0.0) or not dt_s > 0.0:
+        raise ValueError(f'duration_s must be >= 0 and dt_s > 0, got {duration_s!r}, {dt_s!r}')
+    free = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
+    n = int(duration_s / dt_s + 1e-9)
+    zero = np.zeros(6)
+    for _ in range(n):
+        free.step(zero, dt_s)
+    rest = duration_s - n * dt_s
+    if rest > 1e-12:
+        free.step(zero, rest)
+    return free.state.pose_nominal_in_orbit, free.state.twist_nominal_body.copy()
+
+
 @dataclass
 class ClientState:
     """Full state of the relative client simulation at time ``t`` [s]."""
@@ -154,6 +172,16 @@ class ClientAdmittance:
         if nominal is not None:
             self._nominal = nominal
         self.state = ClientState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_c, v_c)
+        return self.state
+
+    def advance_nominal(self, duration_s: float, dt_s: float) -> ClientState:
+        """Move the mission's clock on by ``duration_s`` before it starts: the nominal follows its
+        unforced motion (Eq. 4, :func:`unforced_nominal`), the relative state stays (the client held
+        on its start pose relative to the nominal, as the mock-up waits on its table). So nodes that
+        start at different instants share one nominal, that of a common mission epoch."""
+        s = self.state
+        g_n, v_n = unforced_nominal(self.body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
+        self.state = ClientState(s.t + float(duration_s), g_n, v_n, s.pose_client_in_nominal, s.twist_client_rel_body)
         return self.state
 
     def _step_compiled(self, wrench_client_com, dt: float) -> ClientState:

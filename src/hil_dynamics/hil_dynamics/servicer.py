@@ -316,6 +316,20 @@ class ServicerAdmittance:
         self.state = ServicerState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_s, v_s)
         return self.state
 
+    def advance_nominal(self, duration_s: float, dt_s: float) -> ServicerState:
+        """Move the mission's clock on by ``duration_s`` before it starts: the nominal follows its
+        unforced motion (Eq. 4), the relative state stays (the base co-moving with the nominal), as
+        :meth:`hil_dynamics.client.ClientAdmittance.advance_nominal` does for the client, so the
+        two admittances share the nominal of a common mission epoch. Before any re-basing only."""
+        from hil_dynamics.client import unforced_nominal
+
+        if not isinstance(self.nominal_body, RigidBody):
+            raise ValueError('advance_nominal: the nominal was re-based; it moves on only before the mission starts')
+        s = self.state
+        g_n, v_n = unforced_nominal(self.nominal_body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
+        self.state = ServicerState(s.t + float(duration_s), g_n, v_n, s.pose_base_in_nominal, s.twist_base_rel_body)
+        return self.state
+
     def nominal_acceleration(self, twist_nominal_body) -> np.ndarray:
         """``V_n_dot`` of Eq. (4): the unforced rigid-body motion of the nominal."""
         return self.nominal_body.acceleration(twist_nominal_body, self._zero_wrench)
