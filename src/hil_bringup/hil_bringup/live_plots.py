@@ -53,7 +53,8 @@ COMPANIONS = {
 PASSIVITY_LAYOUT = ('E_obs', 'E_port', 'E_integration', 'E_dissipated', 'beta')
 _TOPICS = ('client/state', 'servicer/state', 'servicer/base_wrench_cmd', 'servicer_arm/torque_cmd',
            'client/ft/wrench', 'servicer/ft/wrench', 'client/passivity', 'servicer/passivity',
-           'servicer_arm/joint_states', 'servicer/gripper_cmd', 'obsw/phase')
+           'servicer_arm/joint_states', 'servicer/gripper_cmd', 'obsw/phase',
+           'client_ft/sensor_pose', 'servicer_wrist_ft/sensor_pose')
 PHASE_LINES = ('approach', 'grasp', 'post_grasp')
 
 
@@ -253,7 +254,57 @@ def read_live_run(folder) -> dict:
         pose_tool, _ = controller.tool_kinematics(gb, qk)
         tool_error.append(-pin.log6(pose_tool.actInv(gt * controller.pose_target_in_client)).vector)
     data['tool_error'] = np.array(tool_error)
+    _lab_against_simulation(folder, topics, data, controller, start_s, notes)
     return data
+
+
+def _node_parameter(folder: Path, files: tuple, name: str):
+    """Parameter ``name`` of the first of the nodes' parameter ``files`` (``live_nodes/params``) that has it."""
+    import yaml
+
+    for file in files:
+        path = folder / 'live_nodes' / 'params' / file
+        if path.is_file():
+            values = next(iter(yaml.safe_load(path.read_text()).values()))['ros__parameters']
+            if name in values:
+                return values[name]
+    return None
+
+
+def _lab_against_simulation(folder: Path, topics: dict, data: dict, controller, start_s: float, notes: list) -> None:
+    """``lab_tool_error_m`` / ``lab_tool_error_rad`` (at ``t_lab``): the twin's measured tool pose relative to
+    the grasp target (its two sensors' poses, ``<sensor>/sensor_pose``, through the poses of the sensors on
+    the client and the flange the nodes ran with) against the simulated one (Eq. 23, ``tool_error``): how
+    far the lab realises the simulated relative pose (issue 11 item 1). Sensor poses are matched to the
+    states' stamps within a millisecond."""
+    from hil_common.conversions import pose_from_msg, xyz_rpy_to_pose
+
+    poses = [topics.get(t) for t in ('client_ft/sensor_pose', 'servicer_wrist_ft/sensor_pose')]
+    sensor_in_client = _node_parameter(folder, ('client_hot_path.yaml', 'client_admittance.yaml'),
+                                       'pose_sensor_in_client_xyz_rpy')
+    sensor_in_ee = _node_parameter(folder, ('servicer_admittance.yaml',), 'pose_sensor_in_ee_xyz_rpy')
+    if any(p is None or not len(p[0]) for p in poses) or sensor_in_client is None or sensor_in_ee is None:
+        notes.append('no sensor poses of the twin or no sensor calibration recorded: the lab is not compared '
+                     'with the simulation')
+        return
+    target_in_client_sensor = xyz_rpy_to_pose(sensor_in_client).actInv(controller.pose_target_in_client)
+    tool_in_wrist_sensor = xyz_rpy_to_pose(sensor_in_ee).actInv(controller.pose_tool_in_flange)
+    by_stamp = []
+    for _, stamps, msgs in poses:
+        by_stamp.append({int(round((s - start_s) * 1e3)): m for s, m in zip(stamps, msgs)})
+    t_lab, err_m, err_rad = [], [], []
+    for t, e in zip(data['t_state'], data['tool_error']):
+        key = int(round(t * 1e3))
+        if key not in by_stamp[0] or key not in by_stamp[1]:
+            continue
+        target = pose_from_msg(by_stamp[0][key].pose) * target_in_client_sensor
+        tool = pose_from_msg(by_stamp[1][key].pose) * tool_in_wrist_sensor
+        off = pin.exp6(pin.Motion(e)).actInv(target.actInv(tool))       # simulated -> measured
+        t_lab.append(t)
+        err_m.append(float(np.linalg.norm(off.translation)))
+        err_rad.append(float(np.linalg.norm(pin.log3(off.rotation))))
+    data['t_lab'], data['lab_tool_error_m'], data['lab_tool_error_rad'] = (np.array(t_lab), np.array(err_m),
+                                                                          np.array(err_rad))
 
 
 # -- figures (hil_bringup.plot_style) -------------------------------------------------------------
