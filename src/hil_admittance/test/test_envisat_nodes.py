@@ -167,7 +167,7 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
     ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>', **NOMINAL}, 'urdf_xml'),
     ('servicer_admittance_node', {'urdf_xml': URDF, 'ee_frame': 'lbr_flang', **NOMINAL}, 'ee_frame'),   # not urdf_xml
     ('servicer_admittance_node', {'urdf_xml': URDF}, 'nominal_mass_kg'),   # from the scenario, no default
-    ('servicer_admittance_node', {'urdf_xml': URDF, **NOMINAL, 'mission_epoch_s': 0.0}, 'mission_epoch_s'),
+    ('servicer_admittance_node', {'urdf_xml': URDF, **NOMINAL, 'mission_epoch_s': -2.0}, 'mission_epoch_s'),
     ('obsw_controller_node', {'urdf_xml': URDF, 'gains.base_stiffness': [1.0, 2.0]}, 'gains.base_stiffness'),
     ('obsw_controller_node', {'urdf_xml': URDF, 'q_hold': [0.0, 0.1]}, 'q_hold'),
 ])

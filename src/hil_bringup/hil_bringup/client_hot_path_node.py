@@ -43,7 +43,7 @@ from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
-from hil_common.lab_clock import lab_seconds, mission_epoch
+from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, home_pose, reorder
@@ -76,7 +76,8 @@ class ClientHotPathNode(Node):
         if p.command_frame == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
             self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
         self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p.rate_hz,
-                                  epoch_s=mission_epoch(self, p.mission_epoch_s),
+                                  epoch_s=epoch if (epoch := mission_epoch(self, p.mission_epoch_s)) is None
+                                  else ros_to_lab_seconds(self, epoch),
                                   max_catch_up=p.max_catch_up, max_force_n=p.max_force_n,
                                   max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
                                   joint_states_timeout_s=p.joint_states_timeout_s,

@@ -426,11 +426,14 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             'foxglove_port': int_arg(args, 'live_view_port', 0, 65535)}))
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = ([dataclasses.replace(n, use_sim_time=True) for n in nodes] for nodes in (io, stack))
-        # one mission clock: t = 0 is the twin's start, so the two admittances integrate one nominal
-        # (Eq. 23) however far apart they start
-        stack = [dataclasses.replace(n, parameters={**n.parameters, 'mission_epoch_s': 0.0})
-                 if n.executable in ('client_hot_path_node', 'client_admittance_node', 'servicer_admittance_node')
-                 else n for n in stack]
+    # one mission clock, so the two admittances integrate one nominal (Eq. 23) however far apart they start:
+    # t = 0 is the twin's start on its simulated clock, else the time the graph was built (the launch)
+    import time
+
+    epoch_s = 0.0 if sim_clock else round(time.time(), 3)
+    stack = [dataclasses.replace(n, parameters={**n.parameters, 'mission_epoch_s': epoch_s})
+             if n.executable in ('client_hot_path_node', 'client_admittance_node', 'servicer_admittance_node')
+             else n for n in stack]
     return Graph('envisat_capture', (
         Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),
         Stage('io', tuple(io), Ready(ENVISAT_WRENCH_TOPICS, timeout_s=timeout_s)),

@@ -32,19 +32,18 @@ def lab_seconds(node) -> Callable[[], float]:
 
 
 #: The parameter of every node that integrates a part of the mission relative to the nominal
-#: (the admittances): the lab-clock time of the mission's t = 0, so that nodes started at different
+#: (the admittances): the ROS time of the mission's t = 0, so that nodes started at different
 #: instants integrate one nominal (seed 004 Eqs. 4, 23). Declared with hil_common.params.Param.
 MISSION_EPOCH_PARAM = ('mission_epoch_s', -1.0,
-                       "Lab-clock time [s] of the mission's t = 0, shared by the graph's simulation nodes: at its first "
-                       'step the node moves its nominal (Eq. 4) on from it, holding its body on its start pose relative '
-                       'to the nominal, so all nodes integrate the same nominal. Needs use_sim_time (the lab twin owns '
-                       "the clock). -1: the node's own first step")
+                       "ROS time [s] of the mission's t = 0, shared by the graph's simulation nodes (the lab twin's "
+                       'simulated time under use_sim_time, the system time otherwise): at its first step the node '
+                       'moves its nominal (Eq. 4) on from it, holding its body on its start pose relative to the '
+                       "nominal, so all nodes integrate the same nominal. -1: the node's own first step")
 
 
 def mission_epoch(node, value: float) -> float | None:
-    """The validated ``mission_epoch_s`` of ``node`` in seconds on :func:`lab_seconds`, or None (-1: each
-    node's own start). Raises :class:`hil_common.params.ParameterError` naming it when it is negative
-    but not -1, or set without ``use_sim_time`` (the wall clock has no shared zero here)."""
+    """The validated ``mission_epoch_s`` (ROS time, s), or None (-1: each node's own start). Raises
+    :class:`hil_common.params.ParameterError` naming it when it is negative but not -1."""
     from hil_common.params import ParameterError
 
     value = float(value)
@@ -52,9 +51,15 @@ def mission_epoch(node, value: float) -> float | None:
         return None
     if not value >= 0.0:
         raise ParameterError(f"parameter 'mission_epoch_s': {value} must be >= 0, or -1 for the node's own start")
-    if not uses_sim_time(node):
-        raise ParameterError("parameter 'mission_epoch_s' needs use_sim_time: true (the lab twin's clock)")
     return value
 
 
-__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'mission_epoch', 'uses_sim_time']
+def ros_to_lab_seconds(node, ros_s: float) -> float:
+    """A ROS time [s] on :func:`lab_seconds`' clock (the same under ``use_sim_time``; on the wall clock the
+    monotonic clock's reading at that system time)."""
+    if uses_sim_time(node):
+        return ros_s
+    return ros_s - (node.get_clock().now().nanoseconds * 1e-9 - time.monotonic())
+
+
+__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']
