@@ -389,9 +389,11 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             **({'rate_measure_s': 2.0} if sim_clock else {}),
             **({'stale_timeout_ms': 1e3 * stale['joint_states_timeout_s']} if stale else {})})
 
-    # delay compensation of the tables: with the twin, its robots' response delay (transport + servo lag,
-    # as the twin lockstep runner compensates it); a real facility's is not calibrated yet (0: off)
-    horizon = twin_response_delays(twin) if use_sim else {'client': 0.0, 'servicer': 0.0}
+    # delay compensation of the tables: on the twin's simulated clock, its robots' response delay (transport
+    # + servo lag, as the twin lockstep runner compensates it); on the wall clock off (0): a real facility's
+    # delay is not calibrated yet, and the predictor differentiates the command stream, whose timing
+    # jitters on a busy machine
+    horizon = twin_response_delays(twin) if sim_clock else {'client': 0.0, 'servicer': 0.0}
     client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
                     'prediction_horizon_s': horizon['client'], **stale}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
