@@ -5,7 +5,8 @@
 :class:`hil_common.params.ParameterError` into a one-line message naming the parameter
 and exit code 2, runs ``start(node)`` if given (e.g. lifecycle autostart; a false result
 ends with exit code 1), spins on ``executor_factory()`` (default single-threaded), and on
-Ctrl-C or SIGTERM calls ``node.close()`` if the node has one, then destroys it. An error
+Ctrl-C or SIGTERM calls ``node.close()`` if the node has one and ends the process (its DDS
+entities are not destroyed one by one: Fast DDS sometimes hung there; the process's end frees them). An error
 raised by a callback after the signal already shut the context down is part of the
 shutdown, not a crash, and is not reported. A Ctrl-C at any moment, also while the node is
 being built or shut down, ends with exit code 0 and no traceback (also one that lands while
@@ -16,6 +17,7 @@ are covered by :func:`hil_common.interrupts.quiet_interrupts` in the package ``_
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
 import sys
 import threading
@@ -83,6 +85,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         return 0
     executor = None
     code = 0
+    ended_by_shutdown = False
     try:
         node.get_logger().info(describe())
         executor = executor_factory() if executor_factory is not None else SingleThreadedExecutor()
@@ -96,8 +99,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             # context is still up (test_ros_main.test_a_mostly_idle_node_stops_promptly_on_sigterm).
             while executor.context.ok():
                 executor.spin_once(timeout_sec=IDLE_WAKE_S)
+            ended_by_shutdown = True
     except (*INTERRUPTS, ExternalShutdownException, ShutdownException):
-        pass
+        ended_by_shutdown = True
     except Exception:  # noqa: BLE001
         # A callback that was running when the signal shut the context down fails on its
         # next publish: that is the shutdown, not a crash. So is a SIGINT whose handler raised
@@ -105,6 +109,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         # take_message). Anything else is re-raised.
         if rclpy.ok() and not interrupt_received():
             raise
+        ended_by_shutdown = True
     finally:
         _ignore_sigint()
         close = getattr(node, 'close', None)
@@ -112,6 +117,16 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             close()
         if executor is not None:
             executor.shutdown()
+        if ended_by_shutdown:
+            # Stopped by a signal (what launch sends): the node's own resources are closed above. Its DDS
+            # entities are left to the process's end: Fast DDS sometimes never returned from deleting them
+            # here (rclpy destroy_node -> destroy_when_not_in_use; obsw_controller SIGKILLed after 13 s in
+            # a wall-clock load test, its stack dumped by ros_testing.dump_stacks), and the peers see the
+            # participant leave by its lease. The process ends now, with its exit code, and no destructor
+            # runs that could hang the same way.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
         node.destroy_node()
         rclpy.try_shutdown()
     return code
