@@ -493,6 +493,26 @@ def test_filter_designed_for_the_measured_rate_when_not_told(sim_factory):
     assert not d.fault.active
 
 
+def test_one_skewed_rate_window_is_measured_again_not_latched(sim_factory):
+    """A sender that stalls can skew one measurement window (the records of the first window
+    arrive 1/600 s apart on the driver's clock); the driver measures again and latches nothing
+    when the second window agrees with sensor_rate_hz. A persisting mismatch still latches (the
+    test below)."""
+    make, drivers = sim_factory
+    sim = make(rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, rate_hz=1000.0, rate_measure_s=0.1)
+    d = ls.driver
+    drivers.append(d)
+    ls.start(sim)
+    ls.period_ns = round(1e9 / 600.0)
+    assert ls.run(0.5, until=lambda: any('measuring again' in n for n in d.notices)) is not None, d.notices
+    assert not d.fault.active and d.measured_rate_hz is None
+    ls.period_ns = round(1e9 / 1000.0)
+    assert ls.run(0.5, until=lambda: d.measured_rate_hz is not None) is not None
+    assert d.measured_rate_hz == pytest.approx(1000.0, rel=1e-3)
+    assert not d.fault.active, d.fault.detail
+
+
 def test_declared_rate_that_mismatches_the_stream_latches_a_fault_naming_both(sim_factory):
     make, drivers = sim_factory
     sim = make(rate_hz=1000.0)
