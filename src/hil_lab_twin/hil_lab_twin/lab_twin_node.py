@@ -31,7 +31,8 @@ Two clocks (``clock``):
   one publish period at a time: the physics, then ``/clock``, then one RDT record per F/T sample
   the period made and the joint states and the other outputs, stamped with the simulated time.
   It takes the next step once every robot the stack commands has received a command since the
-  last one (the stack answered), or after ``barrier_timeout_s`` of wall time without (a *miss*,
+  last one (the stack answered), or after ``barrier_timeout_s`` of wall time without, as the twin
+  watched it (``hil_lab_twin.pacing.WatchedWait``: a stall of the whole machine is no miss) (a *miss*,
   counted per robot; that robot is not waited for again until it is commanded), and never faster than ``max_real_time_factor`` times real time. A busy
   machine then slows the simulated timeline down; it does not change what happens on it. The
   counters go out on ``lab_twin/status`` (diagnostic_msgs/DiagnosticStatus) every second of wall time.
@@ -57,7 +58,7 @@ from trajectory_msgs.msg import JointTrajectory
 from hil_common.conversions import pose_to_msg, seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
-from hil_lab_twin.pacing import RealTimePacer, SimulatedLabClock
+from hil_lab_twin.pacing import RealTimePacer, SimulatedLabClock, WatchedWait
 from hil_lab_twin.rdt_bridge import rdt_server
 from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, ServoConfig, TwinConfig, facility_config,
                                 teleop_facility_config)
@@ -99,7 +100,8 @@ PARAMS = [
           'measurements (a topic that stays silent for barrier_timeout_s is a miss and not waited for until it '
           'publishes again)', type='str[]'),
     Param('barrier_timeout_s', 2.0, "clock 'simulated': wall time to wait for the stack's commands before the "
-          'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded) [s]',
+          'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded); '
+          'a stall of the twin itself (the whole machine) does not count [s]',
           min=0.001, max=60.0),
 ]
 
@@ -202,7 +204,8 @@ class LabTwinNode(Node):
             self.clock_pub = self.create_publisher(Clock, '/clock', 10)
             self.status_pub = self.create_publisher(DiagnosticStatus, 'lab_twin/status', 10)
             self.clock_waits = {t: False for t in filter(None, p.clock_after_topics)}   # topic: engaged
-            self.clock_seen, self.clock_pending_since = set(), None
+            self.clock_seen, self.clock_pending = set(), False
+            self.clock_after_wait = WatchedWait(time.monotonic)   # for the drivers' outputs, as the twin saw it
             for topic in self.clock_waits:
                 self.create_subscription(WrenchStamped, topic, lambda msg, t=topic: self.on_measurement(t), 10)
             self.create_timer(0.002, self.try_step)       # wall clock: pacing, the barrier's timeout
@@ -256,14 +259,14 @@ class LabTwinNode(Node):
     def try_step(self) -> None:
         """Publish the pending /clock once the measurements went through (or timed out); step one
         period if the stack answered (or the barrier timed out) and the pace allows."""
-        if self.clock_pending_since is not None:
+        if self.clock_pending:
             waiting = [t for t, engaged in self.clock_waits.items() if engaged and t not in self.clock_seen]
-            if waiting and time.monotonic() - self.clock_pending_since < self.clock.barrier_timeout_s:
+            if waiting and self.clock_after_wait.elapsed() < self.clock.barrier_timeout_s:
                 return
             for topic in waiting:               # silent: a miss, not waited for until it publishes again
                 self.clock.misses[topic] = self.clock.misses.get(topic, 0) + 1
                 self.clock_waits[topic] = False
-            self.clock_pending_since = None
+            self.clock_pending = False
             self.publish_clock()
         if self.clock.step_due():
             samples = [[] for _ in self.rdt_channels]
@@ -273,7 +276,7 @@ class LabTwinNode(Node):
     def on_measurement(self, topic: str) -> None:
         self.clock_waits[topic] = True
         self.clock_seen.add(topic)
-        if self.clock_pending_since is not None:
+        if self.clock_pending:
             self.try_step()
 
     def publish_clock(self) -> None:
@@ -301,7 +304,8 @@ class LabTwinNode(Node):
         self.publish_states(self.twin.time, lambda t_sample: t_sample)
         if any(self.clock_waits.values()):
             self.clock_seen.clear()
-            self.clock_pending_since = time.monotonic()
+            self.clock_pending = True
+            self.clock_after_wait.restart()
 
     def publish_status(self) -> None:
         values = self.clock.counters()
@@ -311,6 +315,7 @@ class LabTwinNode(Node):
                                        f"{values['real_time_factor']:.2f}, {misses} barrier misses")
         flat = {'time_s': values['time_s'], 'steps': values['steps'], 'real_time_factor': values['real_time_factor'],
                 'waiting_for': ' '.join(values['waiting_for']),
+                'stalls': values['stalls'] + self.clock_after_wait.stalls,
                 **{f'misses.{ns}': n for ns, n in values['misses'].items()}}
         msg.values = [KeyValue(key=k, value=str(v)) for k, v in flat.items()]
         self.status_pub.publish(msg)

@@ -64,13 +64,44 @@ class RealTimePacer:
             sleep(max(0.0, self.twin.dt - 1e-4))
 
 
+class WatchedWait:
+    """Wall time spent waiting for an answer, as far as the waiter was there to see it.
+
+    The waiter polls (:meth:`elapsed`, every few milliseconds). A gap between two polls longer
+    than ``max_poll_gap_s`` means the waiter itself did not run (the machine stalled, the
+    process was descheduled): that gap counts as ``max_poll_gap_s`` only, so the answers that
+    were held up by the same stall are not declared missing the moment the waiter wakes up."""
+
+    def __init__(self, wall_clock: Callable[[], float] = time.monotonic, max_poll_gap_s: float = 0.25):
+        if not max_poll_gap_s > 0:
+            raise ValueError('max_poll_gap_s must be > 0')
+        self.wall_clock = wall_clock
+        self.max_poll_gap_s = float(max_poll_gap_s)
+        self.stalls = 0                    # gaps longer than max_poll_gap_s seen (the waiter stalled)
+        self.restart()
+
+    def restart(self) -> None:
+        self._waited = 0.0
+        self._last = self.wall_clock()
+
+    def elapsed(self) -> float:
+        now = self.wall_clock()
+        gap = now - self._last
+        if gap > self.max_poll_gap_s:
+            self.stalls += 1
+            gap = self.max_poll_gap_s
+        self._waited += max(0.0, gap)
+        self._last = now
+        return self._waited
+
+
 class SimulatedLabClock:
     """The twin's own timeline for a live graph (``lab_twin_node`` with ``clock: simulated``).
 
     The twin steps ``period_s`` at a time (whole physics steps). A step is due once every robot
     the stack commands (``engaged``: it has been commanded since it last missed a step) has been
     commanded again since the last step, or once ``barrier_timeout_s`` of wall time passed without
-    that: then the robots still waiting are counted as *misses* and disengaged until their next
+    that, as the twin watched it (:class:`WatchedWait`: a stall of the twin itself does not count): then the robots still waiting are counted as *misses* and disengaged until their next
     command (a node that holds by not commanding costs one timeout, not one per step; a slow one
     that answers within the timeout costs none). The simulated time never runs ahead
     of ``max_real_time_factor`` times the wall time; after a slow stretch it does not burst to
@@ -88,12 +119,13 @@ class SimulatedLabClock:
         self.max_real_time_factor = float(max_real_time_factor)
         self.barrier_timeout_s = float(barrier_timeout_s)
         self.wall_clock = wall_clock
-        self._wall0 = self._first_wall = self._last_step_wall = wall_clock()
+        self._wall0 = self._first_wall = wall_clock()
         self._sim0 = twin.time
         self.engaged: set[str] = set()
         self._answered: set[str] = set()
         self.misses: dict[str, int] = {}
         self.steps = 0
+        self.wait = WatchedWait(wall_clock)
 
     def answered(self, robot: str) -> None:
         """The stack commanded ``robot``."""
@@ -104,11 +136,12 @@ class SimulatedLabClock:
         return sorted(self.engaged - self._answered)
 
     def step_due(self) -> bool:
+        waited = self.wait.elapsed()
         now = self.wall_clock()
         ahead = (self.twin.time + self.period_s - self._sim0) - (now - self._wall0) * self.max_real_time_factor
         if ahead > 1e-9:
             return False
-        return not self.waiting_for() or now - self._last_step_wall >= self.barrier_timeout_s
+        return not self.waiting_for() or waited >= self.barrier_timeout_s
 
     def step(self, after_each_physics_step: Callable[[], None] | None = None) -> None:
         """Advance one period (call when :meth:`step_due`)."""
@@ -121,12 +154,13 @@ class SimulatedLabClock:
             if after_each_physics_step is not None:
                 after_each_physics_step()
         self.steps += 1
-        now = self._last_step_wall = self.wall_clock()
+        now = self.wall_clock()
+        self.wait.restart()
         # behind the pace: move the anchor, so a slow stretch is not followed by a burst
         self._wall0 = max(self._wall0, now - (self.twin.time - self._sim0) / self.max_real_time_factor)
 
     def counters(self) -> dict:
         elapsed = self.wall_clock() - self._first_wall
-        return {'time_s': self.twin.time, 'steps': self.steps, 'misses': dict(self.misses),
+        return {'time_s': self.twin.time, 'steps': self.steps, 'misses': dict(self.misses), 'stalls': self.wait.stalls,
                 'waiting_for': self.waiting_for(),
                 'real_time_factor': (self.twin.time - self._sim0) / elapsed if elapsed > 0 else float('nan')}

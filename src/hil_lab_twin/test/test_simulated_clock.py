@@ -3,7 +3,8 @@
 The rule is driven by a wall clock the test sets, and steps a real ``LabTwin`` (1 ms physics,
 4 ms periods). Checked: the pace never exceeds ``max_real_time_factor`` and does not burst after
 a slow stretch; a commanded robot holds the next step until it is commanded again; a robot that
-stops answering costs one ``barrier_timeout_s`` (a miss), not one per step, until it answers again.
+stops answering costs one ``barrier_timeout_s`` (a miss), not one per step, until it answers again;
+a stall of the twin itself (of the whole machine) is not the stack's silence.
 """
 
 import pytest
@@ -53,7 +54,10 @@ def test_the_stack_holds_each_step_and_a_silent_robot_costs_one_timeout(twin):
     clock.answered('client')
     assert clock.step_due()
     clock.step()
-    wall.now += 2.0                            # it stops answering: one timeout, a miss
+    for _ in range(199):                       # it stops answering (the twin polls every 10 ms) ...
+        wall.now += 0.01
+        assert not clock.step_due()
+    wall.now += 0.01                           # ... for 2 s: one timeout, a miss
     assert clock.step_due()
     clock.step()
     assert clock.misses == {'client': 1} and clock.waiting_for() == []
@@ -67,3 +71,29 @@ def test_the_stack_holds_each_step_and_a_silent_robot_costs_one_timeout(twin):
     wall.now += 0.004
     assert clock.waiting_for() == ['client'] and not clock.step_due()
     assert clock.counters()['steps'] == 14
+
+
+def test_a_stall_of_the_twin_itself_is_not_a_miss(twin):
+    """CI: the whole machine stalled for over 2 s; when the twin woke up it stepped on without the
+    stack's answers (one miss per robot), and the client's hot path then held on stale joint
+    states: the simulated timeline changed. Only wall time the twin was there to watch counts."""
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    wall.now += 0.004
+    clock.answered('client')
+    clock.step()
+    wall.now += 5.0                            # nothing ran for 5 s, the twin neither
+    assert not clock.step_due() and clock.misses == {}
+    wall.now += 0.01
+    clock.answered('client')                   # the stack's answer, held up by the same stall
+    assert clock.step_due()
+    clock.step()
+    assert clock.misses == {} and clock.counters()['stalls'] == 1
+    t_step = wall.now
+    for _ in range(250):                       # a stack that stays silent while the twin watches: a miss
+        wall.now += 0.01
+        if clock.step_due():
+            break
+    assert wall.now - t_step == pytest.approx(2.0, abs=0.015)
+    clock.step()
+    assert clock.misses == {'client': 1}
