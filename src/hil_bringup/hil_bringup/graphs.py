@@ -241,6 +241,14 @@ RECORD_ARGS = (Arg('record', 'false', "record the graph's topics (ros2 bag where
                Arg('bag_path', '', 'bag folder with record:=true (default: rosbag2_<date>-<time> in the working directory)'))
 
 
+def simulated_clock_twin(clock_after_topics) -> dict:
+    """The twin's parameters on its simulated clock in a mission graph: ``/clock`` once the F/T drivers
+    passed the step's samples on (``clock_after_topics``: the timers fire on that step's data), and a
+    barrier timeout long enough that a node held up for seconds on a busy machine is waited for, so
+    the simulated timeline stays the lockstep one (a miss changes it: CI's failed live capture)."""
+    return {'clock': 'simulated', 'clock_after_topics': list(clock_after_topics), 'barrier_timeout_s': 10.0}
+
+
 def twin_and_clock(args: Mapping[str, str]) -> tuple[bool, bool]:
     """(use_sim, sim_clock) from ``use_sim`` and ``lab_clock`` (:data:`LAB_CLOCK_ARG`)."""
     use_sim = args['use_sim'] == 'true'
@@ -373,7 +381,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
             **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {}),
             # /clock once the drivers passed the step's samples on: the timers fire on that step's data
-            **({'clock': 'simulated', 'clock_after_topics': [t for t, _ in ENVISAT_WRENCH_TOPICS]} if sim_clock else {})}))
+            **(simulated_clock_twin(t for t, _ in ENVISAT_WRENCH_TOPICS) if sim_clock else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}
     # the weight of the mock-up and of the gripper, compensated by the drivers with the sensors' poses
     # (the twin publishes them; on the real facility remap gravity_compensation.pose_topic to the robot's FK)
@@ -511,8 +519,8 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
             NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),),
             TELEOP_RECORD_TOPICS).check()
     lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
-        **params['lab_twin'], **({'clock': 'simulated', 'clock_after_topics': [t for t, _ in TELEOP_WRENCH_TOPICS]}
-                                 if sim_clock else {})}),) if sim == 'true' else ()
+        **params['lab_twin'], **(simulated_clock_twin(t for t, _ in TELEOP_WRENCH_TOPICS) if sim_clock else {})}),) \
+        if sim == 'true' else ()
     io = []
     for who in ('slave', 'payload'):
         ft = dict(params[f'{who}_ft'])
