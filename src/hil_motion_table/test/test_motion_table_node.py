@@ -55,7 +55,7 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
         pose_to_msg(pose, msg.pose)
         pub_pose.publish(msg)
         n = len(commands)
-        assert spin_until(executor, lambda: len(commands) > n, 5.0)
+        assert spin_until(executor, lambda: len(commands) > n, 30.0)   # hang guards, not timing claims
 
     try:
         node.create_timer(0.01, publish_state)
@@ -74,12 +74,12 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
         assert np.array_equal(commands[-1], commands[-20])  # holding
         assert kin.forward(held).translation[0] <= hi[0] + 1e-9
         assert spin_until(executor, lambda: statuses[-1].level == DiagnosticStatus.ERROR
-                          and 'workspace_exit' in statuses[-1].message, 2.0)
+                          and 'workspace_exit' in statuses[-1].message, 30.0)
         # a valid pose keeps holding (latched) until reset
         send(home)
         assert np.array_equal(commands[-1], held)
         future = reset.call_async(Trigger.Request())
-        assert spin_until(executor, future.done, 5.0) and future.result().success
+        assert spin_until(executor, future.done, 30.0) and future.result().success
         send(pin.SE3(home.rotation, home.translation + np.array([0.02, 0.0, 0.0])))
         assert not np.array_equal(commands[-1], held)
         assert np.all(np.abs(commands[-1] - held) <= kin.qd_max * 0.04)  # resumes rate-limited
@@ -90,9 +90,9 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
         msg.pose.orientation.w = 0.0
         n = len(commands)
         pub_pose.publish(msg)
-        assert spin_until(executor, lambda: len(commands) > n, 5.0)
+        assert spin_until(executor, lambda: len(commands) > n, 30.0)   # hang guards, not timing claims
         assert np.array_equal(commands[-1], before)
-        assert spin_until(executor, lambda: 'invalid_command' in statuses[-1].message, 2.0)
+        assert spin_until(executor, lambda: 'invalid_command' in statuses[-1].message, 30.0)
         values = {kv.key: kv.value for kv in statuses[-1].values}
         assert values['bad_pose'] == '1' and int(values['workspace_exit']) >= 1
     finally:
@@ -128,12 +128,14 @@ def test_hexapod_home_frame_commands_stream_as_single_point_trajectories(ros):
     try:
         node.create_timer(0.01, publish_state)
         assert spin_until(executor, lambda: pub_pose.get_subscription_count() > 0, 30.0)
-        spin_until(executor, lambda: False, 0.3)
-        msg = PoseStamped()  # identity relative to the home pose
-        msg.pose.orientation.w = 1.0
-        seconds_to_stamp(time.time(), msg.header.stamp)
-        pub_pose.publish(msg)
-        assert spin_until(executor, lambda: trajectories, 5.0)
+
+        def publish_pose():  # identity relative to the home pose, streamed as a commander does (the node
+            msg = PoseStamped()  # commands nothing before its first joint state, however late that is)
+            msg.pose.orientation.w = 1.0
+            seconds_to_stamp(time.time(), msg.header.stamp)
+            pub_pose.publish(msg)
+        node.create_timer(0.02, publish_pose)
+        assert spin_until(executor, lambda: trajectories, 60.0), proc.poll()   # a hang guard, not a timing claim
         out = trajectories[-1]
         assert list(out.joint_names) == list(kin.joint_names) and len(out.points) == 1
         assert out.points[0].time_from_start.nanosec == 8_000_000
