@@ -275,6 +275,7 @@ class PublishDecimator:
         self.min_interval_ns = int(1e9 / publish_rate_hz) if publish_rate_hz > 0 and not self.every_n else 0
         self.last_ns = 0
         self.last_sequence: int | None = None
+        self.any_published = False
 
     def admit(self, stamp_ns: int, sequence: int | None = None) -> bool:
         if self.every_n and sequence is not None:
@@ -284,6 +285,15 @@ class PublishDecimator:
     def published(self, stamp_ns: int, sequence: int | None = None) -> None:
         self.last_ns = stamp_ns
         self.last_sequence = sequence
+        self.any_published = True
+
+    def idle_ns(self, now_ns: int, margin_ns: int) -> int:
+        """How long a receive loop may sleep at ``now_ns`` before the next publication can be due
+        (less ``margin_ns``), so that it reads the records in between in one batch instead of waking
+        for each (by stamp only; 0 without a publish rate or before the first publication)."""
+        if not self.min_interval_ns or not self.any_published:
+            return 0
+        return max(0, self.last_ns + self.min_interval_ns - margin_ns - now_ns)
 
 
 # --------------------------------------------------------------------------- driver

@@ -199,6 +199,35 @@ def test_publish_decimation_keeps_the_rate_and_never_an_older_sample():
         assert np.all(np.diff(published) >= (1e9 / rate if rate else 0))
 
 
+def test_a_batching_receive_loop_sleeps_only_until_the_next_publication_can_be_due():
+    """Reading the records between two publications in one batch loses none of them (all are in
+    the socket with their receive stamps) and publishes exactly as the per-record loop does."""
+    from hil_sensors.ft_driver import PublishDecimator
+    margin = 1_000_000
+    period = {}
+    for batched in (False, True):
+        d, now, published, woken = PublishDecimator(100.0), 5_000_000_000, [], 0
+        assert d.idle_ns(now, margin) == 0                  # before the first publication: no sleeping
+        arrivals = [5_000_000_000 + 1_000_000 * k for k in range(1000)]  # 1 kHz, one second
+        i = 0
+        while i < len(arrivals):
+            if batched:
+                now = max(now, arrivals[i]) + d.idle_ns(max(now, arrivals[i]), margin)
+            else:
+                now = arrivals[i]
+            woken += 1
+            newest = None
+            while i < len(arrivals) and arrivals[i] <= now:   # drain what has arrived
+                newest = arrivals[i]
+                i += 1
+            if newest is not None and d.admit(newest):
+                d.published(newest)
+                published.append(newest)
+        period[batched] = (published, woken)
+    assert period[True][0] == period[False][0] and len(period[True][0]) == 100
+    assert period[True][1] < 0.3 * period[False][1], period[True][1]
+
+
 def test_diagnostic_level_from_the_driver_snapshot():
     from hil_sensors.ft_driver import FtDriver, diagnostic_status
     driver = FtDriver(check_parameters({'sensor_rate_hz': 1000.0, 'gravity_compensation.enabled': True,
