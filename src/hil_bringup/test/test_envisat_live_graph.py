@@ -175,6 +175,13 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
     It starts, keeps running degraded (holds on late inputs are reported, not latched), the
     OBSW still gets through its synchronisation into the approach, and once the load is gone
     no fault is left latched: every hold cleared by the nodes' own recovery policy.
+
+    The graph runs at a control rate this 2-core machine sustains in real time with headroom:
+    at 50 Hz the twin, the eight nodes and the recorder take about 1.5 cores (measured per
+    process; the twin's 1 kHz physics and F/T streams and the recorder are most of it). At 100
+    and 250 Hz they took the whole machine with no load beside them, so there was nothing to
+    recover to: the nodes ran late, held and dropped steps, and the arm's approach went unstable
+    into F/T overloads (docs/envisat_capture.md, open).
     """
     import subprocess
     import sys
@@ -193,7 +200,7 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
     try:
         summary = envisat_demo.ros_graph_part(
             scenario, tmp_path, 16.0, expect, on_running=load,
-            launch_arguments={'realtime_priority': '0', 'control_rate_hz': '250', 'stale_after_s': '0.5',
+            launch_arguments={'realtime_priority': '0', 'control_rate_hz': '50', 'stale_after_s': '0.5',
                               'live_view': 'false', 'lab_clock': 'wall'})
     finally:
         for p in loops:
