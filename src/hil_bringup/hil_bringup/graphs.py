@@ -401,7 +401,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
     # + servo lag, as the twin lockstep runner compensates it); on the wall clock off (0): a real facility's
     # delay is not calibrated yet, and the predictor differentiates the command stream, whose timing
     # jitters on a busy machine
-    horizon = twin_response_delays(twin) if (sim_clock or os.environ.get('EXP_PRED')) else {'client': 0.0, 'servicer': 0.0}
+    horizon = twin_response_delays(twin) if sim_clock else {'client': 0.0, 'servicer': 0.0}
     client_table = {**lab.client_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
                     'prediction_horizon_s': horizon['client'], **stale}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
