@@ -30,7 +30,8 @@ from typing import Mapping
 import numpy as np
 
 from hil_bringup.graphs import (FT_HOST_ARG, LAB_CLOCK_ARG, READY_TIMEOUT_ARG, RECORD_ARGS, Arg, Graph, GraphError,
-                                NodeSpec, Ready, Stage, float_arg, ft_ports, resolve_arguments, twin_and_clock)
+                                NodeSpec, Ready, Stage, float_arg, ft_ports, resolve_arguments, simulated_clock_twin,
+                                twin_and_clock)
 
 SNARE_ARGS = (
     Arg('scenario', 'htv_capture', 'snare scenario (name or YAML path) of kind htv_capture'),
@@ -102,7 +103,10 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
                 cfg, layout, servo, timestep=float_arg(args, 'twin_timestep_s', 1e-4, 0.002))),
             'snare_scenario': str(scenario.source), 'publish_rate_hz': rate, 'publish_wrench': False,
             'rdt_ports': [f"{sensors[w]}:{ports[w]}" for w in ('client', 'servicer')],
-            **({'clock': 'simulated'} if sim_clock else {})}),)
+            # /clock once the F/T drivers passed the step's samples on, so the admittances' timers run on
+            # that step's wrenches, as in lockstep (without it they ran one step late now and then, and
+            # the stiff first contact diverged in some runs)
+            **(simulated_clock_twin(f'{w}/ft/wrench' for w in ('client', 'servicer')) if sim_clock else {})}),)
 
     def ft_driver(who):
         return NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', who, {
