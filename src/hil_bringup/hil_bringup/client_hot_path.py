@@ -39,6 +39,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.freshness import InputWatch
+from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.table import MotionTable
@@ -139,7 +140,7 @@ class ClientHotPath:
         if self.t_last is None and self.epoch_s is not None and now_s > self.epoch_s:
             # one mission clock: the nominal moves on from the epoch to the step grid before now (the
             # client held on its start pose relative to it), so the servicer's and ours are one nominal
-            n = int((now_s - self.epoch_s) / self.dt + 1e-9)
+            n = steps_since(self.epoch_s, now_s, self.dt)
             self.admittance.advance_nominal(n * self.dt, self.dt)
             self.t_last = self.epoch_s + n * self.dt
         elapsed = self.dt if self.t_last is None else now_s - self.t_last

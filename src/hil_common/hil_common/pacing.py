@@ -11,6 +11,12 @@ in a burst. Plain Python.
 from __future__ import annotations
 
 
+def steps_since(t0_s: float, now_s: float, dt_s: float) -> int:
+    """Whole steps of ``dt_s`` from ``t0_s`` to ``now_s`` (0 before ``t0_s``): the step grid every
+    fixed-step node and the mission epoch share (``hil_common.lab_clock``)."""
+    return max(0, int((now_s - t0_s) / dt_s + 1e-9))
+
+
 class StepPacer:
     def __init__(self, dt_s: float, t0_s: float, max_catch_up: int = 20):
         if not dt_s > 0.0:
@@ -23,7 +29,7 @@ class StepPacer:
 
     def due(self, now_s: float) -> int:
         """Steps to run now (0 if the callback came early); marks them done."""
-        n = int((now_s - self.t0_s) / self.dt_s + 1e-9) - self.steps_done
+        n = steps_since(self.t0_s, now_s, self.dt_s) - self.steps_done
         if n <= 0:
             return 0
         if n > self.max_catch_up:
@@ -36,7 +42,7 @@ class StepPacer:
     def skip_to(self, now_s: float) -> int:
         """Mark the steps due by ``now_s`` done without running them (a node starting after the mission's
         t = 0 integrates them in one go, e.g. ``advance_nominal``); returns how many, not counted as overruns."""
-        n = max(0, int((now_s - self.t0_s) / self.dt_s + 1e-9) - self.steps_done)
+        n = max(0, steps_since(self.t0_s, now_s, self.dt_s) - self.steps_done)
         self.steps_done += n
         return n
 
