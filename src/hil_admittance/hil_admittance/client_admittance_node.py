@@ -34,7 +34,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import pinocchio as pin
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Float64MultiArray
@@ -47,7 +46,7 @@ from hil_common.pacing import StepPacer
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.client import ClientAdmittance
-from hil_dynamics.passivity import PassivityController, integration_energy
+from hil_dynamics.passivity import ClientPort
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 
@@ -103,9 +102,7 @@ class ClientAdmittanceNode(Node):
         self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
         # Passivity observer/controller of the port (hil_dynamics.passivity).
-        self.passivity = PassivityController(self.rule.body.mass_matrix, p['passivity_max_rate_per_s'],
-                                             enabled=p['passivity_control'])
-        self.integration_j = 0.0
+        self.port = ClientPort(self.rule, p['passivity_max_rate_per_s'], enabled=p['passivity_control'])
         self.twist_measured, self.last_twist_ns = np.zeros(6), None
         self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
@@ -145,18 +142,8 @@ class ClientAdmittanceNode(Node):
 
     def _passivity_step(self, wrench, now_ns: int):
         """One admittance step with the passivity observer/controller around it (seed 004 §VI)."""
-        s = self.rule.state
-        v_cmd = s.twist_client_rel_body
         fresh = self.last_twist_ns is not None and now_ns - self.last_twist_ns <= self.timeout_ns
-        out = self.passivity.update(self.twist_measured if fresh else v_cmd, v_cmd, wrench, self.dt, self.integration_j)
-        applied = wrench + out.wrench_pc
-        g0, v0 = s.absolute()
-        state = self.rule.step(applied, self.dt)
-        g1, v1 = state.absolute()
-        self.integration_j = integration_energy(self.rule.body.mass_matrix, v0, v1, applied, self.dt,
-                                                pin.log6(g0.actInv(g1)).vector)
-        self.passivity_out = out
-        return state
+        return self.port.step(wrench, self.dt, self.twist_measured if fresh else None)
 
     def tick(self):
         now = self.get_clock().now()
@@ -195,7 +182,7 @@ class ClientAdmittanceNode(Node):
         self.pub_pose.publish(self.msg_pose)
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
-        self.pub_passivity.publish(Float64MultiArray(data=self.passivity_out.as_list()))
+        self.pub_passivity.publish(Float64MultiArray(data=self.port.out.as_list()))
 
 
 def main(args=None) -> int:

@@ -26,7 +26,11 @@ have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
   stale the table holds and Eq. (11) is frozen (the time passes, it is not replayed);
 * **hold**: every sample that is due while latched or stale returns the held command
   (``holding``), so the robot is told explicitly to stay; :meth:`reset` clears the latch
-  when its cause is gone (and the table's latched faults).
+  when its cause is gone (and the table's latched faults);
+* **passivity** (with a ``port``, :class:`hil_dynamics.passivity.ClientPort`, seed 004 Eq. 28 and
+  §VI): each step observes the port's energy (commanded ``V_c`` against the table's realised
+  twist from the measured ``q, dq``, ``twist_from_joints``) and, with the controller on, adds
+  its damping, as ``client_admittance_node`` does.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import pinocchio as pin
 from hil_common.freshness import InputWatch
 from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
+from hil_dynamics.passivity import ClientPort
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.table import MotionTable
 
@@ -63,10 +68,18 @@ class ClientHotPath:
                  rate_hz: float, max_catch_up: int = 20, max_force_n: float = 1.0e4, max_torque_nm: float = 5.0e3,
                  wrench_frame_id: str = 'ft_sensor', joint_states_timeout_s: float = 0.1,
                  recover_after_s: float = 0.5, auto_recover: bool = True,
-                 table_target: Callable[[pin.SE3], pin.SE3] | None = None, epoch_s: float | None = None):
+                 table_target: Callable[[pin.SE3], pin.SE3] | None = None, epoch_s: float | None = None,
+                 port: ClientPort | None = None,
+                 twist_from_joints: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None):
         if not (max_force_n > 0 and max_torque_nm > 0):
             raise ValueError('max_force_n and max_torque_nm must be > 0')
         self.admittance = admittance
+        # the passivity observer/controller of the port around each step (None: bare Eq. 11 steps),
+        # fed the table's realised twist from the measured joints (twist_from_joints(q, dq))
+        self.port = port
+        self.twist_from_joints = twist_from_joints
+        if port is not None and port.admittance is not admittance:
+            raise ValueError('port must wrap the hot path\'s admittance')
         self.pose_sensor_in_client = pose_sensor_in_client
         self.table = table
         self.dt = 1.0 / rate_hz
@@ -83,6 +96,7 @@ class ClientHotPath:
         self.last_command: HotPathCommand | None = None
         self.overruns = 0                   # rate_hz steps dropped (more than max_catch_up in one sample)
         self.q_measured: np.ndarray | None = None
+        self.dq_measured: np.ndarray | None = None
         self.latched = ''            # reason of the latched wrench fault ('' = none)
         self.latched_detail = ''
         self.last_wrench = np.zeros(6)     # the newest accepted sample (zero-order hold)
@@ -92,12 +106,15 @@ class ClientHotPath:
                          'refused_joint_states': 0, 'wrench_faults': 0, 'no_joint_states': 0, 'not_due': 0}
 
     # -- inputs -------------------------------------------------------------------------------
-    def joint_states(self, q, now_s: float) -> bool:
-        """Measured joints (in the table's order, or None if the message did not have them)."""
+    def joint_states(self, q, now_s: float, dq=None) -> bool:
+        """Measured joints (in the table's order, or None if the message did not have them), with
+        their rates ``dq`` if measured (the passivity observer's measured port twist)."""
         if q is None or not np.all(np.isfinite(q)):
             self.counters['refused_joint_states'] += 1
             return False
         self.q_measured = np.asarray(q, dtype=float)
+        self.dq_measured = (np.asarray(dq, dtype=float) if dq is not None and np.shape(dq) == np.shape(q)
+                            and np.all(np.isfinite(dq)) else None)
         if not self.table.initialized:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
@@ -162,8 +179,14 @@ class ClientHotPath:
             reason = self.latched or f'joint_states {joints}'
             return self._held(reason)
         wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
-        for _ in range(steps):
-            state = self.admittance.step(wrench_com, h)
+        if self.port is None:
+            for _ in range(steps):
+                state = self.admittance.step(wrench_com, h)
+        else:
+            measured = (self.twist_from_joints(self.q_measured, self.dq_measured)
+                        if self.twist_from_joints is not None and self.dq_measured is not None else None)
+            for _ in range(steps):
+                state = self.port.step(wrench_com, h, measured)
         self.counters['steps'] += steps
         out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
                               t=now_s, measurement_age=now_s - self.joints.last_s)

@@ -16,8 +16,9 @@ stale ``joint_states`` hold until they are fresh again for ``joint_states_recove
 
 Topics: in ``client/ft/wrench``, ``client/joint_states``; out
 ``client/forward_position_controller/commands`` (the robot command), ``client/state``
-(Odometry, Eq. 23, every ``state_decimation``-th sample) and ``client/table/pose_cmd`` (``g_c``,
-same decimation, for recording), ``client/hot_path/status`` (DiagnosticStatus: ERROR and the
+(Odometry, Eq. 23, every ``state_decimation``-th sample), ``client/table/pose_cmd`` (``g_c``,
+same decimation, for recording) and ``client/passivity`` (the port's passivity observer,
+``passivity_control`` its controller, as ``client_admittance_node``; same decimation), ``client/hot_path/status`` (DiagnosticStatus: ERROR and the
 reason while holding, every 0.5 s and on change); service ``client/hot_path/reset``
 (std_srvs/Trigger). Parameters: those of both nodes, plus ``realtime_priority``
 and ``cpu_affinity`` (:mod:`hil_common.realtime`: SCHED_FIFO for every thread of the node, as a
@@ -46,7 +47,9 @@ from hil_common.realtime import make_realtime
 from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
-from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, home_pose, reorder
+from hil_dynamics.passivity import ClientPort
+from hil_motion_table.kinematics_helpers import (body_twist_from_joints, flange_target_from_body_motion, home_pose,
+                                                reorder)
 from hil_motion_table.table import home_for_nominal_frame
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id'],   # declared below, default 'ft_sensor'
@@ -82,7 +85,9 @@ class ClientHotPathNode(Node):
                                   max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
                                   joint_states_timeout_s=p.joint_states_timeout_s,
                                   recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                  table_target=self.table_target)
+                                  table_target=self.table_target,
+                                  port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
+                                  twist_from_joints=self.twist_from_joints)
         self.names = tuple(self.table.kin.joint_names)
         self.decimation = p.state_decimation
         self.samples = 0
@@ -92,6 +97,7 @@ class ClientHotPathNode(Node):
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'client/hot_path/status', 10)
+        self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
@@ -105,6 +111,10 @@ class ClientHotPathNode(Node):
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
+    def twist_from_joints(self, q, dq):
+        """The mock-up's realised body twist from the measured joints (the port's measured ``V_c``)."""
+        return body_twist_from_joints(self.table.kin, q, dq, self.pose_body_in_flange)
+
     def table_target(self, pose_client_in_nominal):
         """The table's target for ``g_c`` (command_frame)."""
         if self.home is None:
@@ -114,7 +124,8 @@ class ClientHotPathNode(Node):
     def on_joints(self, msg):
         now = self.lab_now()
         if now > 0.0:        # 0: the lab twin's /clock has not arrived yet (use_sim_time)
-            self.rule.joint_states(reorder(msg.name, msg.position, self.names), now)
+            dq = reorder(msg.name, msg.velocity, self.names) if len(msg.velocity) == len(msg.name) else None
+            self.rule.joint_states(reorder(msg.name, msg.position, self.names), now, dq)
 
     def on_wrench(self, msg):
         now = self.lab_now()
@@ -140,6 +151,7 @@ class ClientHotPathNode(Node):
             pose_to_msg(g_t, odom.pose.pose)
             twist_to_msg(v_t, odom.twist.twist)
             self.pub_state.publish(odom)
+            self.pub_passivity.publish(Float64MultiArray(data=self.rule.port.out.as_list()))
             cmd = PoseStamped()
             cmd.header.stamp, cmd.header.frame_id = stamp, self.frames[1]
             pose_to_msg(pose, cmd.pose)

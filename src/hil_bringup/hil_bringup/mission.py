@@ -33,7 +33,7 @@ from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
 from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4
-from hil_dynamics.passivity import PassivityController, integration_energy
+from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.rebase import NominalRebase
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
@@ -270,11 +270,11 @@ class HilMission(MissionLoop):
         # zero-order hold of the contact wrench and, for the client, its integrator. They act
         # (damping -beta M V) only with passivity_control=True.
         rate = scenario.passivity.max_rate_per_s if getattr(scenario, 'passivity', None) is not None else 0.0
-        self.passivity_client = PassivityController(c.body.mass_matrix, rate, enabled=passivity_control)
+        self.client_port = ClientPort(self.client, rate, enabled=passivity_control)   # Eq. 11 with its port's observer
+        self.passivity_client = self.client_port.controller
         self.passivity_servicer = PassivityController(self.model.mass_matrix(s.q_arm_0)[:6, :6], rate,
                                                       enabled=passivity_control)
         self._passivity_out = None
-        self._client_integration_j = 0.0
         # Tables that realise their commands robot_delay_steps samples late (0: ideal, Assumption 1):
         # the contact and the passivity observers then see the delayed table poses and twists.
         if robot_delay_steps < 0:
@@ -312,17 +312,10 @@ class HilMission(MissionLoop):
             self._tables.append((cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal,
                                  ss.twist_base_rel_body))
         measured_c, measured_s = self.measured_table_twists()
-        out_c = self.passivity_client.update(measured_c, cs.twist_client_rel_body, wrench_client_com, self.dt,
-                                            self._client_integration_j)
         jac_b = self.model.ee_jacobian(self.servicer.q_arm)[:, :6]
         out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, jac_b.T @ wrench_flange, self.dt)
-        self._passivity_out = (out_c, out_s)
-        wrench_client = np.asarray(wrench_client_com, dtype=float) + out_c.wrench_pc
-        g_t0, v_t0 = cs.absolute()
-        self.client.step(wrench_client, self.dt)
-        g_t1, v_t1 = self.client.state.absolute()
-        self._client_integration_j = integration_energy(self.client.body.mass_matrix, v_t0, v_t1, wrench_client, self.dt,
-                                                        pin.log6(g_t0.actInv(g_t1)).vector)
+        self.client_port.step(wrench_client_com, self.dt, measured_c)
+        self._passivity_out = (self.client_port.out, out_s)
         self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
 
     def measured_table_twists(self):

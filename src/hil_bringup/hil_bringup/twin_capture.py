@@ -40,7 +40,7 @@ from hil_bringup.mission import AbsoluteMission, HilMission, MissionLoop, initia
 from hil_bringup.scenario import MissionScenario
 from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange, tare_twin_sensors
 from hil_dynamics.client import ClientAdmittance
-from hil_dynamics.passivity import PassivityController, integration_energy
+from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance
 from hil_lab_twin.lockstep import response_delay
@@ -120,7 +120,8 @@ class TwinCaptureMission(MissionLoop):
         # Passivity observers of both admittance ports (hil_dynamics.passivity), with the tables'
         # twists measured in the twin; they act (damping -beta M V) only with passivity_control.
         rate = scenario.passivity.max_rate_per_s if getattr(scenario, 'passivity', None) is not None else 0.0
-        self.passivity_client = PassivityController(c.body.mass_matrix, rate, enabled=passivity_control)
+        self.client_port = ClientPort(self.client_rule, rate, enabled=passivity_control)   # Eq. 11 with its port's observer
+        self.passivity_client = self.client_port.controller
         self.passivity_servicer = PassivityController(self.model.mass_matrix(s.q_arm_0)[:6, :6], rate,
                                                       enabled=passivity_control)
         # ... and of the arm port (see advance): the energy the twin's arm gives the simulated servicer
@@ -130,7 +131,6 @@ class TwinCaptureMission(MissionLoop):
         self.passivity_arm = PassivityController(m_red, rate, enabled=passivity_control)
         self._passivity_out = None
         self._passivity_arm_out = None
-        self._client_integration_j = 0.0
         self._arm_port_j = 0.0
         self._tau_pc = np.zeros(self.model.n)
         self._flange_site = {ns: mujoco.mj_name2id(self.twin.model, mujoco.mjtObj.mjOBJ_SITE,
@@ -236,17 +236,10 @@ class TwinCaptureMission(MissionLoop):
         # Passivity observers/controllers (seed 004 Eq. 28): commanded against measured twists.
         cs, ss = self.client_rule.state, self.servicer_rule.state
         measured_c, measured_s = self.measured_table_twists()
-        out_c = self.passivity_client.update(measured_c, cs.twist_client_rel_body, w_client, self.dt,
-                                            self._client_integration_j)
         jac_b = self.model.ee_jacobian(self.q_arm)[:, :6]
         out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, jac_b.T @ w_flange, self.dt)
-        self._passivity_out = (out_c, out_s)
-        w_client = np.asarray(w_client, dtype=float) + out_c.wrench_pc
-        g_t0, v_t0 = cs.absolute()
-        cs = self.client_rule.step(w_client, self.dt)
-        g_t1, v_t1 = self.client_rule.state.absolute()
-        self._client_integration_j = integration_energy(self.client_rule.body.mass_matrix, v_t0, v_t1, w_client, self.dt,
-                                                        pin.log6(g_t0.actInv(g_t1)).vector)
+        cs = self.client_port.step(w_client, self.dt, measured_c)
+        self._passivity_out = (self.client_port.out, out_s)
         _, v_b0 = ss.absolute()
         dq0 = self.dq_arm
         ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm,

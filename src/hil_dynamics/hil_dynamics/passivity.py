@@ -186,3 +186,42 @@ class PassivityController:
         excess -= pending
         return PassivityOutput(excess, self.energy_port_j, self.energy_integration_j, self.energy_dissipated_j + pending,
                                beta, self.wrench_pc.copy())
+
+
+class ClientPort:
+    """One client admittance step (seed 004 Eq. 11) with the passivity observer/controller of its
+    port around it (Eq. 28, §VI): what ``client_admittance_node``, the fused hot path and the
+    lockstep runners all run.
+
+    ``admittance`` is a :class:`hil_dynamics.client.ClientAdmittance`. :meth:`step` observes the
+    port over the coming step (the commanded relative twist ``V_c`` against the table's measured
+    one, the wrench at the CoM held over the step, and the integrator's energy of the previous
+    step), adds the controller's damping ``-beta M_t V_c`` to the wrench, integrates one step and
+    returns the new state; :attr:`out` is the observer's latest :class:`PassivityOutput` (the
+    ``client/passivity`` topic).
+    """
+
+    def __init__(self, admittance, max_rate_per_s: float, enabled: bool = True, threshold_j: float = 0.0):
+        self.admittance = admittance
+        self.controller = PassivityController(admittance.body.mass_matrix, max_rate_per_s, enabled, threshold_j)
+        self.integration_j = 0.0          # what the integrator created in the last step [J]
+        self.out = PassivityOutput(0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(6))
+
+    def step(self, wrench_com, dt: float, twist_measured=None):
+        """One step of ``dt`` under ``wrench_com`` (the measured wrench at the client CoM, body axes);
+        ``twist_measured``: the table's realised relative body twist (None: not measured, the
+        commanded one stands in and only the integration and sampling are observed)."""
+        import pinocchio as pin
+
+        s = self.admittance.state
+        v_cmd = s.twist_client_rel_body
+        out = self.controller.update(v_cmd if twist_measured is None else twist_measured, v_cmd, wrench_com, dt,
+                                     self.integration_j)
+        applied = np.asarray(wrench_com, dtype=float) + out.wrench_pc
+        g0, v0 = s.absolute()
+        state = self.admittance.step(applied, dt)
+        g1, v1 = state.absolute()
+        self.integration_j = integration_energy(self.admittance.body.mass_matrix, v0, v1, applied, dt,
+                                                pin.log6(g0.actInv(g1)).vector)
+        self.out = out
+        return state

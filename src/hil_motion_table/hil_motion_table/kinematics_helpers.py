@@ -46,6 +46,22 @@ def flange_twist_from_body_twist(pose_body_in_flange: pin.SE3, twist_body) -> np
     return pose_body_in_flange.act(pin.Motion(np.asarray(twist_body, dtype=float))).vector
 
 
+def body_twist_from_joints(kin, q, dq, pose_body_in_flange: pin.SE3, pose_flange_in_base: pin.SE3 | None = None) -> np.ndarray:
+    """The measured body twist (body axes, linear first) of a body rigidly on the flange, from the
+    joints' positions ``q`` and rates ``dq``: the inverse of :func:`flange_twist_from_body_twist`,
+    ``Y^-1`` of the flange's body twist ``J_b(q) dq`` (a hexapod: the platform twist that solves
+    ``J(pose) V = dl``, at ``pose_flange_in_base`` if known, else from its forward kinematics). With
+    the base fixed in the lab this is the realised ``V_c`` (or ``V_s``) of seed 004 Eq. (23), the
+    passivity observer's measured port twist (Eq. 28)."""
+    dq = np.asarray(dq, dtype=float)
+    if isinstance(kin, HexapodKinematics):
+        pose = pose_flange_in_base if pose_flange_in_base is not None else kin.forward(q)
+        twist_flange = np.linalg.solve(kin.jacobian_body(pose), dq)
+    else:
+        twist_flange = kin.jacobian_body(q) @ dq
+    return pose_body_in_flange.actInv(pin.Motion(twist_flange)).vector
+
+
 def reorder(names, values, expected_names) -> np.ndarray | None:
     """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing."""
     index = {n: i for i, n in enumerate(names)}

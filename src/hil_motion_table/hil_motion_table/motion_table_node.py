@@ -16,6 +16,9 @@ Topics (relative names; run the node in the robot's namespace, e.g. ``client``):
 * out ``forward_position_controller/commands`` (std_msgs/Float64MultiArray) or
   ``joint_trajectory_controller/joint_trajectory`` (trajectory_msgs/JointTrajectory, one
   point ``trajectory_lead_s`` ahead) -- parameter ``output``;
+* out ``table/twist_measured`` (geometry_msgs/TwistStamped): the body's realised twist (body axes,
+  ``pose_body_in_flange``) from the measured joint positions and rates, stamped as the joint
+  states (``body_twist_from_joints``; the admittances' passivity observers read it);
 * out ``table/tracking_error`` (std_msgs/Float64MultiArray): ``[position_error_m,
   angle_error_rad, stamp_s]``, measured versus commanded flange pose at the measurement's
   time stamp (commanded pose interpolated in the recent command history);
@@ -51,13 +54,13 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg,
-                                    xyz_rpy_to_pose)
+                                    twist_to_msg, xyz_rpy_to_pose)
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
-from hil_motion_table.kinematics_helpers import (ROBOTS, flange_target_from_body_motion, flange_twist_from_body_twist,
-                                                 home_pose, make_kinematics, reorder)
+from hil_motion_table.kinematics_helpers import (ROBOTS, body_twist_from_joints, flange_target_from_body_motion,
+                                                 flange_twist_from_body_twist, home_pose, make_kinematics, reorder)
 from hil_motion_table.table import MotionTable, TableLimits, home_for_nominal_frame, tracking_error
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
@@ -155,6 +158,7 @@ class MotionTableNode(Node):
         else:
             self.pub_cmd = self.create_publisher(JointTrajectory, 'joint_trajectory_controller/joint_trajectory', 10)
         self.pub_error = self.create_publisher(Float64MultiArray, 'table/tracking_error', 10)
+        self.pub_twist_measured = self.create_publisher(TwistStamped, 'table/twist_measured', 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'table/status', 10)
         self.create_service(Trigger, 'table/reset', self.on_reset)
         self.create_service(Trigger, 'table/reset_statistics', self.on_reset_statistics)
@@ -180,6 +184,13 @@ class MotionTableNode(Node):
         except ValueError:
             self.counters['bad_joint_states'] += 1
             return
+        # the realised body twist (the passivity observers' measured port twist, seed 004 Eq. 28)
+        dq = reorder(msg.name, msg.velocity, self.names) if len(msg.velocity) == len(msg.name) else None
+        if dq is not None and np.all(np.isfinite(dq)):
+            twist = TwistStamped()
+            twist.header.stamp = msg.header.stamp
+            twist_to_msg(body_twist_from_joints(self.kin, q, dq, self.pose_body_in_flange, measured), twist.twist)
+            self.pub_twist_measured.publish(twist)
         # evaluated once the command history covers the measurement's stamp
         self.pending.append((stamp_to_seconds(msg.header.stamp), measured))
         self.publish_tracking_errors()

@@ -125,3 +125,26 @@ def test_streaming_ik_reuses_sigma_only_where_it_cannot_matter_and_reports_it_ex
         assert np.allclose(a.q, b.q, atol=1e-9) and a.sigma_min == pytest.approx(b.sigma_min, rel=1e-12)
         q = a.q
     assert a.sigma_min < warm.singular_band          # the stream did end inside the singular band
+
+
+@pytest.mark.parametrize('robot', ['ur10e', 'hexapod'])
+def test_the_measured_body_twist_is_the_finite_difference_of_the_body_pose(robot):
+    """body_twist_from_joints against log(T(q)^-1 T(q + dq h)) / h of the body's forward kinematics
+    (a mock-up 0.3 m off the flange, turned), to O(h)."""
+    import pinocchio as pin
+
+    from hil_motion_table.kinematics_helpers import body_twist_from_joints, make_kinematics
+
+    kin = make_kinematics(robot)
+    rng = np.random.default_rng(5)
+    q = np.asarray(kin.q_home, dtype=float) + (0.05 * rng.standard_normal(kin.dof) if robot != 'hexapod'
+                                               else 0.01 * rng.standard_normal(6))
+    dq = 0.2 * rng.standard_normal(kin.dof) if robot != 'hexapod' else 0.01 * rng.standard_normal(6)
+    body = pin.SE3(pin.rpy.rpyToMatrix(0.3, -0.2, 0.5), np.array([0.1, -0.05, 0.3]))
+    h = 1e-6
+    before = kin.forward(q) * body
+    after = kin.forward(q + h * dq, kin.forward(q)) * body
+    reference = pin.log6(before.actInv(after)).vector / h
+    twist = body_twist_from_joints(kin, q, dq, body)
+    assert np.linalg.norm(reference) > 1e-3
+    np.testing.assert_allclose(twist, reference, atol=1e-5 * np.linalg.norm(reference) + 1e-9)

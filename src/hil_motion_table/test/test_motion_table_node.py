@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pinocchio as pin
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, TwistStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -40,9 +40,14 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
     pub_pose = node.create_publisher(PoseStamped, '/mt/table/pose_cmd', 10)
     reset = node.create_client(Trigger, '/mt/table/reset')
 
+    dq_robot = np.linspace(-0.05, 0.05, kin.dof)           # the rates the robot reports
+    twists = []
+    node.create_subscription(TwistStamped, '/mt/table/twist_measured', lambda m: twists.append((m, commands[-1] if
+                                                                                               commands else kin.q_home)), 100)
+
     def publish_state():  # the robot: measured = last command (home before any)
         q = commands[-1] if commands else kin.q_home
-        msg = JointState(name=list(kin.joint_names), position=[float(v) for v in q])
+        msg = JointState(name=list(kin.joint_names), position=[float(v) for v in q], velocity=dq_robot.tolist())
         seconds_to_stamp(time.time(), msg.header.stamp)
         pub_js.publish(msg)
 
@@ -63,6 +68,12 @@ def test_workspace_exit_holds_the_command_until_reset(ros):
                         and len(statuses) > 0, 30.0)
         assert up, (pub_pose.get_subscription_count(), reset.service_is_ready(), len(statuses), proc.poll())
         spin_until(executor, lambda: False, 0.3)
+        # the realised body twist from the measured joints (here the flange's: no body offset)
+        assert spin_until(executor, lambda: len(twists) > 0, 30.0)
+        from hil_common.conversions import twist_from_msg
+        from hil_motion_table.kinematics_helpers import body_twist_from_joints
+        np.testing.assert_allclose(twist_from_msg(twists[-1][0].twist),
+                                   body_twist_from_joints(kin, twists[-1][1], dq_robot, pin.SE3.Identity()), atol=1e-9)
         for k in range(80):  # +x at 1 mm per command: leaves the 3 cm box
             send(pin.SE3(home.rotation, home.translation + np.array([0.001 * k, 0.0, 0.0])))
             spin_until(executor, lambda: False, 0.004)
