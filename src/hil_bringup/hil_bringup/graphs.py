@@ -518,8 +518,16 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
         return Graph('massive_payload_teleop', (Stage('stack', stack + (
             NodeSpec('hil_teleop', 'grip_contact_node', 'grip_contact', parameters=params['grip_contact']),)),),
             TELEOP_RECORD_TOPICS).check()
+    # on the twin's clock the operator steps with it too: the master's uplink answers each step, as the
+    # robots' commanders do (else, on a busy machine, it ran late against the twin's timeline: the
+    # operator's 4 s pull was recorded as 3.68-3.92 s). The delay line is not waited for: it releases
+    # only when a message is due, so a step without one would stall the twin for barrier_timeout_s.
+    if sim_clock and params['teleop_master']['rate_hz'] != params['lab_twin']['publish_rate_hz']:
+        raise GraphError('on the simulated clock the teleop master must run at the twin\'s publish rate (master '
+                         f"{params['teleop_master']['rate_hz']:g} Hz, twin {params['lab_twin']['publish_rate_hz']:g} Hz)")
     lab = (NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
-        **params['lab_twin'], **(simulated_clock_twin(t for t, _ in TELEOP_WRENCH_TOPICS) if sim_clock else {})}),) \
+        **params['lab_twin'], **({**simulated_clock_twin(t for t, _ in TELEOP_WRENCH_TOPICS),
+                                  'answer_topics': ['teleop/f_m']} if sim_clock else {})}),) \
         if sim == 'true' else ()
     io = []
     for who in ('slave', 'payload'):

@@ -99,6 +99,10 @@ PARAMS = [
           'the twin waits on after a step before it publishes /clock, so the stack\'s timers fire on that step\'s '
           'measurements (a topic that stays silent for barrier_timeout_s is a miss and not waited for until it '
           'publishes again)', type='str[]'),
+    Param('answer_topics', [], "clock 'simulated': geometry_msgs/WrenchStamped topics of stack nodes that command no "
+          "robot but must step with the twin (e.g. the teleop master's uplink and the delay line's release): each is "
+          'waited for once per step like a robot\'s command, from its first message on (its node must publish at '
+          'least once per publish_rate_hz step)', type='str[]'),
     Param('barrier_timeout_s', 2.0, "clock 'simulated': wall time to wait for the stack's commands before the "
           'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded); '
           'a stall of the twin itself (the whole machine) does not count [s]',
@@ -203,6 +207,8 @@ class LabTwinNode(Node):
                                            p.barrier_timeout_s, time.monotonic)
             self.clock_pub = self.create_publisher(Clock, '/clock', 10)
             self.status_pub = self.create_publisher(DiagnosticStatus, 'lab_twin/status', 10)
+            for topic in filter(None, p.answer_topics):
+                self.create_subscription(WrenchStamped, topic, lambda msg, t=topic: self._answered(t), 100)
             self.clock_waits = {t: False for t in filter(None, p.clock_after_topics)}   # topic: engaged
             self.clock_seen, self.clock_pending = set(), False
             self.clock_after_wait = WatchedWait(time.monotonic)   # for the drivers' outputs, as the twin saw it
