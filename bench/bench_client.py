@@ -17,6 +17,7 @@ from aba_reference import aba_us, ratio  # noqa: E402
 
 from hil_bringup.scenario import load_scenario  # noqa: E402
 from hil_dynamics.client import ClientAdmittance  # noqa: E402
+from hil_dynamics.passivity import ClientPort  # noqa: E402
 from hil_dynamics.se3 import transform_wrench  # noqa: E402
 
 N_STEPS = 50_000
@@ -55,3 +56,22 @@ def main() -> None:
                    f'real-time factor at {scenario.admittance_hz:.0f} Hz: {1e6 / scenario.admittance_hz / median:.0f}x)')
         print(f'  {name:9s} median {median:6.1f} us ({ratio(median, aba)})   p99 {p99:6.1f} us   max {us.max():7.1f} us'
               + (verdict if name == 'compiled' else ''))
+    # the step the nodes and runners run at the port (hil_dynamics.passivity.ClientPort): the
+    # observer and the controller around it, with a measured twist, as the fused hot path does
+    rule = ClientAdmittance(client.body, client.twist_client_body_0)
+    port = ClientPort(rule, 100.0, enabled=True)
+    measured = np.array([1e-4, -2e-4, 1e-4, 1e-5, 0.0, -1e-5])
+
+    def with_port():
+        port.step(wrench, dt, measured)
+        rule.absolute()
+    for _ in range(1000):
+        with_port()
+    us = _timed(with_port, N_STEPS // 5)
+    median, p99 = np.percentile(us, [50, 99])
+    print(f'  with port median {median:6.1f} us ({ratio(median, aba)})   p99 {p99:6.1f} us   max {us.max():7.1f} us'
+          f'   (ClientPort: the passivity observer/controller and the integration energy around the step)')
+
+
+if __name__ == '__main__':
+    main()
