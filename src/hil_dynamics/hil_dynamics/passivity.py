@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pinocchio as pin
 
 __all__ = ['PassivityController', 'PassivityOutput', 'integration_energy']
 
@@ -133,8 +134,11 @@ class PassivityController:
         return self.energy_port_j + self.energy_integration_j - self.energy_dissipated_j
 
     def _vec(self, value, name: str) -> np.ndarray:
-        arr = np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
-        if arr.shape[0] != self.n or not np.all(np.isfinite(arr)):
+        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.n,):
+            arr = value.copy()           # the common case, per step at the control rate: a copy only
+        else:
+            arr = np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
+        if arr.shape[0] != self.n or not np.isfinite(arr).all():
             raise ValueError(f'{name} must be {self.n} finite numbers, got {arr.tolist()}')
         return arr
 
@@ -206,21 +210,23 @@ class ClientPort:
         self.controller = PassivityController(admittance.body.mass_matrix, max_rate_per_s, enabled, threshold_j)
         self.integration_j = 0.0          # what the integrator created in the last step [J]
         self.out = PassivityOutput(0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(6))
+        self._after = (None, None, None)  # (state, g_t, V_t) after the last step: its Eq. 23 map, reused
 
     def step(self, wrench_com, dt: float, twist_measured=None):
         """One step of ``dt`` under ``wrench_com`` (the measured wrench at the client CoM, body axes);
         ``twist_measured``: the table's realised relative body twist (None: not measured, the
         commanded one stands in and only the integration and sampling are observed)."""
-        import pinocchio as pin
-
         s = self.admittance.state
         v_cmd = s.twist_client_rel_body
         out = self.controller.update(v_cmd if twist_measured is None else twist_measured, v_cmd, wrench_com, dt,
                                      self.integration_j)
         applied = np.asarray(wrench_com, dtype=float) + out.wrench_pc
-        g0, v0 = s.absolute()
+        # the state before this step is the one the last step made (a new state object for anything
+        # else that moved it: a rebase, advance_nominal), so its absolute pose and twist are known
+        g0, v0 = self._after[1:] if self._after[0] is s else s.absolute()
         state = self.admittance.step(applied, dt)
         g1, v1 = state.absolute()
+        self._after = (state, g1, v1)
         self.integration_j = integration_energy(self.admittance.body.mass_matrix, v0, v1, applied, dt,
                                                 pin.log6(g0.actInv(g1)).vector)
         self.out = out
