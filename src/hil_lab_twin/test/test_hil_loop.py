@@ -8,8 +8,8 @@ into joint commands, and the twin moves the mock-up. Every node is its installed
 executable; none knows it drives a simulation.
 
 Checks: the table carries the mock-up where the admittance node commands it: the flange
-repeats the commanded displacement after the loop's delay, fitted, within 1 mm (late cycles
-on a busy machine are counted as misses, at most a tenth), along the push; and the distance is of the order of ``F t^2 / (2 m)`` for
+repeats the commanded displacement after the loop's delay (fitted, the twin servo's response delay
+within one step) within 1 mm at every sample, along the push; and the distance is ``F t^2 / (2 m)`` within 10 % for
 a free body of mass m. The lab runs on the twin's simulated clock (every node and this test
 on its /clock, series by their stamps): a busy machine slows the run down and the loop's
 timing stays the lab's (on the wall clock, beside two busy loops, 48 of 190 samples were more
@@ -151,39 +151,32 @@ def run_push(ros, free_udp_port) -> dict:
 
 
 def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
-    # A run counts only if the nodes kept up (a starved machine delays messages and
-    # desynchronises the loop) and pose commands arrived at all. Up to three attempts.
-    for attempt in range(3):
-        run = run_push(ros, free_udp_port)
-        # The admittance node keeps simulated time on the wall clock (fixed-step pacing), so
-        # a late callback publishes fewer, larger steps: half the nominal rates still make a
-        # valid run; the physics checks below judge it.
-        kept_up = (run['pose_rate'] > 0.5 * 250 and run['state_rate'] > 0.5 * 250 and run['in_step']
-                   and run['tracking'] is not None)
-        if kept_up:
-            break
-        print(f"attempt {attempt + 1}: starved (pose_cmd {run['pose_rate']:.0f} Hz, joint_states "
-              f"{run['state_rate']:.0f} Hz, last state and pose {'' if run['in_step'] else 'not '}in step), repeating")
-
-    assert kept_up, 'the machine was too busy for a real-time run in three attempts'
+    # On the twin's simulated clock a busy machine only slows the run down: one attempt, and every
+    # step of the push answered (pose commands and joint states at the full 250 Hz of simulated time)
+    run = run_push(ros, free_udp_port)
+    assert run['pose_rate'] >= 0.95 * 250 and run['state_rate'] >= 0.95 * 250 and run['in_step'] \
+        and run['tracking'] is not None, {k: run[k] for k in ('pose_rate', 'state_rate', 'in_step', 'tracking')}
     moved, commanded, elapsed = run['moved'], run['commanded'], run['elapsed']
     free_body = PUSH_N * elapsed ** 2 / (2 * MASS_KG)
     print(f'moved {moved} m (commanded {commanded} m) in {elapsed:.3f} s; a free {MASS_KG:.0f} kg body: '
           f'{free_body:.4f} m')
     # The table follows the simulated client: the flange repeats the commanded displacement
-    # after the loop's delay (motion table, controller topic, the twin's step and its servo's
-    # response delay, 4 ms + 1 / (2 pi 10 Hz) = 20 ms). Fit that delay; the flange must then
-    # match the command within 1 mm. A late cycle on a busy machine holds a command one period
-    # longer: such samples are counted as misses and may be at most a tenth of the push.
+    # after the loop's delay: the twin servo's response delay (its 4 ms transport delay plus
+    # 1 / (2 pi 10 Hz), hil_lab_twin.lockstep.response_delay: 20 ms), within one 4 ms step of the
+    # twin. Fit that delay (on a 2 ms grid); the flange must then match the command within 1 mm at
+    # every sample (measured: 22 ms, 0.2 mm at most).
+    from hil_lab_twin.lockstep import response_delay
+    from hil_lab_twin.scene import ServoConfig
+    expected_lag_s = response_delay(ServoConfig())
     lag_s, residual_m = fit_lag(run['commanded_y'], run['moved_y'])
     misses = int(np.sum(np.abs(residual_m) > 1e-3))
     print(f'flange = command delayed by {lag_s * 1e3:.0f} ms: residual median {np.median(np.abs(residual_m)) * 1e3:.2f} mm, '
           f'max {np.abs(residual_m).max() * 1e3:.2f} mm, {misses} of {residual_m.size} samples over 1 mm; '
           f"motion table's median tracking error over the run {run['tracking']['tracking_median_position_m'] * 1e3:.2f} mm")
-    assert 0.02 <= lag_s <= 0.15
-    assert residual_m.size > 0.5 * 250 * PUSH_S and misses <= 0.1 * residual_m.size
+    assert abs(lag_s - expected_lag_s) <= 0.004, (lag_s, expected_lag_s)
+    assert residual_m.size > 0.9 * 250 * PUSH_S and misses == 0
     assert run['tracking']['tracking_median_position_m'] < 1e-3
     assert np.linalg.norm(moved - commanded) < 1e-2
     # along the push, by about F t^2 / 2m
-    assert moved[1] == pytest.approx(free_body, rel=0.25), run['outputs'][2][-2000:]
+    assert moved[1] == pytest.approx(free_body, rel=0.1), run['outputs'][2][-2000:]   # measured 47 of 50 mm
     assert math.hypot(moved[0], moved[2]) < 0.1 * moved[1]
