@@ -127,13 +127,16 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
     assert during.sum() > 500 and lab_m.max() < 1e-3 and lab_rad.max() < 1e-3
 
     # both admittance ports are observed live (seed 004 Eq. 28; the fused hot path ignored
-    # passivity_control before, and no table published its measured twist) and the controllers keep
-    # the loop passive: the observed energy stays under 1 mJ (measured 3e-21 J client, 2e-5 J servicer)
+    # passivity_control before, and no table published its measured twist) and the loop stays
+    # passive with the controllers on: the observed energy stays under 0.2 mJ (measured at most 0 and
+    # 3e-21 J at the client port, 1.6e-5 and 2.1e-5 J at the servicer's; the lockstep run with 4 ms
+    # robots observes 0.8 mJ at the client port without the controller). The controller's effect
+    # itself is shown by the rule test's 1 Hz spring behind a late table
     for port in ('client', 'servicer'):
         energy = run[f'passivity_{port}'][:, 0]
         print(f'{port} port: {energy.size} observations, observed energy at most {energy.max():.3g} J, '
               f'dissipated {run[f"passivity_{port}"][-1, 3]:.3g} J')
-        assert energy.size > 1000 and energy.max() < 1e-3
+        assert energy.size > 1000 and energy.max() < 2e-4
 
     # the gripper closed on the ring and holds it to the end: both pads on the lip, the two
     # half-openings adding up to the lip's thickness (as the gripper reports them); the fingers
