@@ -223,3 +223,15 @@ def test_record_true_records_the_graph_s_topics_with_ros2_bag_or_our_recorder(na
     assert spec.parameters['topics'] == topics and spec.parameters['bag_path'] == 'bag'
     validate(schema(spec.executable), spec.parameters)
     assert record_command(graph, '', ros2_available=False)['node'].parameters['bag_path'].startswith('rosbag2_')
+
+
+def test_on_the_simulated_clock_the_teleop_master_steps_with_the_twin():
+    """The master's uplink answers the twin's barrier (``answer_topics``), which needs one master
+    step per twin step: another rate is refused at start naming both."""
+    twin = [n for n in graphs.teleop_graph({'sim': 'true'}, rate_hz=100.0).nodes if n.executable == 'lab_twin_node'][0]
+    assert twin.parameters['answer_topics'] == ['teleop/f_m'] and twin.parameters['publish_rate_hz'] == 100.0
+    wall = [n for n in graphs.teleop_graph({'sim': 'true', 'lab_clock': 'wall'}, rate_hz=100.0).nodes
+            if n.executable == 'lab_twin_node'][0]
+    assert 'answer_topics' not in wall.parameters
+    with pytest.raises(GraphError, match='master 2000 Hz, twin 1000 Hz'):
+        graphs.teleop_graph({'sim': 'true'}, rate_hz=2000.0)
