@@ -41,6 +41,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_dynamics.servicer import ServicerModel
+from hil_common.errors import ConfigError
 
 SYNC, APPROACH, GRASP, POST_GRASP = 'sync', 'approach', 'grasp', 'post_grasp'
 PHASES = (SYNC, APPROACH, GRASP, POST_GRASP)
@@ -83,9 +84,9 @@ class ObswGains:
         for name, value in vars(self).items():
             arr = np.asarray(value, dtype=float)
             if not np.all(np.isfinite(arr)) or np.any(arr < 0.0):
-                raise ValueError(f'{name} must be finite and >= 0, got {arr.tolist()}')
+                raise ConfigError(f'{name} must be finite and >= 0, got {arr.tolist()}')
             if arr.ndim == 1 and arr.shape != (6,):
-                raise ValueError(f'{name} must have 6 elements, got {arr.shape[0]}')
+                raise ConfigError(f'{name} must have 6 elements, got {arr.shape[0]}')
 
 
 @dataclass

@@ -48,6 +48,7 @@ from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.passivity import ClientPort
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.table import MotionTable
+from hil_common.errors import ConfigError
 
 OK, WARN, ERROR = 0, 1, 2   # DiagnosticStatus levels
 
@@ -72,14 +73,14 @@ class ClientHotPath:
                  port: ClientPort | None = None,
                  twist_from_joints: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None):
         if not (max_force_n > 0 and max_torque_nm > 0):
-            raise ValueError('max_force_n and max_torque_nm must be > 0')
+            raise ConfigError('max_force_n and max_torque_nm must be > 0')
         self.admittance = admittance
         # the passivity observer/controller of the port around each step (None: bare Eq. 11 steps),
         # fed the table's realised twist from the measured joints (twist_from_joints(q, dq))
         self.port = port
         self.twist_from_joints = twist_from_joints
         if port is not None and port.admittance is not admittance:
-            raise ValueError('port must wrap the hot path\'s admittance')
+            raise ConfigError('port must wrap the hot path\'s admittance')
         self.pose_sensor_in_client = pose_sensor_in_client
         self.table = table
         self.dt = 1.0 / rate_hz

@@ -105,7 +105,7 @@ def interpolate_states(t_src, poses, twists, t_query):
     return out_poses, np.array(out_twists).reshape(-1, 6)
 
 
-def _load_obsw(folder: Path):
+def load_obsw(folder: Path):
     """The example OBSW rebuilt from the parameters it ran with (``live_nodes/params``), or None."""
     import yaml
 
@@ -230,7 +230,7 @@ def read_live_run(folder) -> dict:
                                               for gt, vt, gb, vb in zip(g_t, v_t, g_b, v_b)])
     data['rate_client_body'], data['rate_base_body'] = v_t[:, 3:].copy(), v_b[:, 3:].copy()
 
-    obsw = _load_obsw(folder)
+    obsw = load_obsw(folder)
     if obsw is None:
         notes.append('no example-OBSW parameters (live_nodes/params/obsw_controller.yaml): no manipulator/base errors')
         return data

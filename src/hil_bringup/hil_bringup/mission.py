@@ -37,6 +37,7 @@ from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.rebase import NominalRebase
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
+from hil_common.errors import ConfigError
 
 RECORD_FIELDS = (
     't', 'phase', 'pos_base_in_client', 'rpy_base_in_client', 'twist_base_rel_client', 'wrench_base_com', 'tau_arm',
@@ -107,7 +108,7 @@ class MissionLoop:
     def __init__(self, scenario: MissionScenario, controller: ObswController | None, dt: float | None,
                  forced: bool):
         if scenario.servicer is None:
-            raise ValueError(f'scenario {scenario.name!r} has no servicer section')
+            raise ConfigError(f'scenario {scenario.name!r} has no servicer section')
         self.scenario = scenario
         self.dt = 1.0 / scenario.admittance_hz if dt is None else float(dt)
         self.obsw_every = max(1, int(round((1.0 / scenario.obsw_hz) / self.dt)))
@@ -278,7 +279,7 @@ class HilMission(MissionLoop):
         # Tables that realise their commands robot_delay_steps samples late (0: ideal, Assumption 1):
         # the contact and the passivity observers then see the delayed table poses and twists.
         if robot_delay_steps < 0:
-            raise ValueError(f'robot_delay_steps must be >= 0, got {robot_delay_steps!r}')
+            raise ConfigError(f'robot_delay_steps must be >= 0, got {robot_delay_steps!r}')
         self._tables = collections.deque(maxlen=robot_delay_steps + 1) if robot_delay_steps else None
 
     def lab_states(self):

@@ -16,6 +16,7 @@ import pinocchio as pin
 
 from hil_common.fields import Fields, ScenarioError
 from hil_dynamics.rigid_body import RigidBody
+from hil_common.errors import ConfigError
 
 __all__ = ['ClientScenario', 'MissionScenario', 'ScenarioError', 'ServicerScenario', 'client_admittance_parameters',
            'load_scenario', 'scenario_path']
@@ -111,7 +112,7 @@ def with_gripper(urdf: str, ee_frame: str, mass_kg: float, com_m, inertia_diag_k
 
     pattern = re.compile(rf'<link name="{re.escape(ee_frame)}">\s*</link>')
     if not pattern.search(urdf):
-        raise ValueError(f'link {ee_frame!r} not found empty in the URDF')
+        raise ConfigError(f'link {ee_frame!r} not found empty in the URDF')
     ixx, iyy, izz = (float(v) for v in inertia_diag_kgm2)
     inertial = (f'<link name="{ee_frame}"><inertial><origin xyz="{com_m[0]} {com_m[1]} {com_m[2]}" rpy="0 0 0"/>'
                 f'<mass value="{mass_kg}"/><inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"/>'

@@ -46,6 +46,8 @@ from hil_teleop.lockstep import TeleopConfig, TeleopRun, mse
 from hil_teleop.scenario import TeleopScenario, load_teleop_scenario
 from hil_teleop.lockstep import run_teleop
 
+from hil_common.errors import StartError
+
 RECORD_HZ = 50.0
 
 
@@ -241,11 +243,11 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
         try:
             running.start()
             if sim_clock and not spin_until(executor, lambda: lab_s() > 0.0, 10.0):
-                raise RuntimeError('the lab twin publishes no /clock')
+                raise StartError('the lab twin publishes no /clock')
             # the run's time counts from the operator's zero: the teleop master's first step (the twin's
             # simulated time goes on while the stack's processes start, by how much depends on the machine)
             if not spin_until(executor, lambda: bool(data['teleop/f_m']) or bool(running.dead()), 60.0):
-                raise RuntimeError('the teleop master published nothing within 60 s of its start')
+                raise StartError('the teleop master published nothing within 60 s of its start')
             start, wall_start = lab_s(), time.monotonic()
             while lab_s() - start < duration_s:
                 if time.monotonic() - wall_start > wall_budget_s or running.dead():

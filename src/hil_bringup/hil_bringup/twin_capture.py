@@ -47,6 +47,7 @@ from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
+from hil_common.errors import ConfigError
 
 SEED = {'approach_start_s': 9.1, 'grasp_latch_s': 32.6}     # seed 004 §V
 
@@ -89,11 +90,11 @@ class TwinCaptureMission(MissionLoop):
         # the same in the live twin); a control run may override it (0: MuJoCo's soft friction).
         if grip_noslip_iterations is not None:
             if grip_noslip_iterations < 0:
-                raise ValueError(f'grip_noslip_iterations must be >= 0, got {grip_noslip_iterations!r}')
+                raise ConfigError(f'grip_noslip_iterations must be >= 0, got {grip_noslip_iterations!r}')
             self.twin.model.opt.noslip_iterations = int(grip_noslip_iterations)
         self.twin_steps = int(round(self.dt / self.twin.dt))
         if not np.isclose(self.twin_steps * self.twin.dt, self.dt):
-            raise ValueError('the admittance period must be a whole number of twin steps')
+            raise ConfigError('the admittance period must be a whole number of twin steps')
         self.client_rule = ClientAdmittance(c.body, c.twist_client_body_0)
         self.servicer_rule = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,
                                                 init.twist_base_rel_body)

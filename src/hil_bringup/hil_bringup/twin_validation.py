@@ -42,7 +42,7 @@ import pinocchio as pin
 from hil_admittance.obsw import ObswCommand
 from hil_bringup.mission import AbsoluteMission, MissionLoop, MissionRecord, compare_relative_pose, initial_states
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
-from hil_common.errors import SensorFault
+from hil_common.errors import ConfigError, SensorFault
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
@@ -74,7 +74,7 @@ def validation_scenario(scenario: MissionScenario) -> MissionScenario:
     """A copy of ``scenario`` with the client tumble and servicer start of its validation section."""
     v = scenario.unforced_validation
     if v is None:
-        raise ValueError(f'scenario {scenario.name!r} has no unforced_validation section')
+        raise ConfigError(f'scenario {scenario.name!r} has no unforced_validation section')
     out = copy.deepcopy(scenario)
     out.client.twist_client_body_0 = np.array(v.twist_client_body_0, dtype=float)
     out.servicer.pose_base_in_client_0 = v.pose_base_in_client_0
@@ -169,7 +169,7 @@ class TwinHilMission(MissionLoop):
         init, _ = initial_states(scenario)
         self.twin = LabTwin(twin_config or validation_twin_config(scenario))
         if not np.isclose(self.twin.dt * round(self.dt / self.twin.dt), self.dt):
-            raise ValueError('the admittance period must be a whole number of twin steps')
+            raise ConfigError('the admittance period must be a whole number of twin steps')
         self.twin_steps = int(round(self.dt / self.twin.dt))
         self.client_rule = ClientAdmittance(c.body, c.twist_client_body_0)
         self.servicer_rule = ServicerAdmittance(self.model, c.body, c.twist_client_body_0, None, init.pose_base_in_nominal,

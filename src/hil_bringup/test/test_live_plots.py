@@ -22,7 +22,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from hil_bringup.bag import BagWriter
 from hil_bringup.graphs import NodeSpec
-from hil_bringup.live_plots import _load_obsw, plot_live_capture, read_live_run
+from hil_bringup.live_plots import load_obsw, plot_live_capture, read_live_run
 from hil_bringup.scenario import load_scenario, obsw_parameters
 
 START_S = 100.0                      # the twin's time at the run's t = 0
@@ -84,7 +84,7 @@ def live_run(tmp_path_factory):
     (folder / 'live_nodes' / 'live_summary.json').write_text(json.dumps({
         'phases': [{'t_s': t, 'phase': name} for name, t in PHASES.items()], 'lab_clock': {'simulated': True, 'start_s': START_S}}))
 
-    controller, joint_names = _load_obsw(folder)
+    controller, joint_names = load_obsw(folder)
     g_bt = controller.pose_base_in_client_desired
     pose_target_in_base = g_bt.actInv(controller.pose_target_in_client)
     q_star = controller.joint_angles_for_tool(pose_target_in_base, controller.q_hold)

@@ -33,8 +33,10 @@ import pinocchio as pin
 from hil_bringup.mission import HilMission, MissionRecord
 from hil_dynamics.se3 import transform_wrench
 
+from hil_common.errors import SimulationFailed
 
-class Diverged(RuntimeError):
+
+class Diverged(SimulationFailed):
     """The contact wrench left the plausible range: the simulated loop is unstable."""
 
     def __init__(self, t: float, wrench):

@@ -44,6 +44,8 @@ import yaml
 from hil_campaign.overrides import Option, OverrideError, load_with_overrides, resolve_options, split_overrides
 from hil_common.fields import ScenarioError
 
+from hil_common.errors import SimulationFailed
+
 
 @dataclass(frozen=True)
 class ScenarioSource:
@@ -147,7 +149,7 @@ class Runner:
         out, record = self.simulate(loaded, options, int(seed))
         missing = sorted(set(self.metrics) - set(out))
         if missing:
-            raise RuntimeError(f'runner {self.name!r} did not produce the metrics {missing}')
+            raise SimulationFailed(f'runner {self.name!r} did not produce the metrics {missing}')
         return {k: out[k] for k in self.metrics}, record
 
 

@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import InputError
+
 
 def pose_from_msg(msg) -> pin.SE3:
     """geometry_msgs/Pose -> SE3. Raises ValueError on a non-finite or zero quaternion."""
@@ -19,10 +21,10 @@ def pose_from_msg(msg) -> pin.SE3:
     p = msg.position
     values = (q.x, q.y, q.z, q.w, p.x, p.y, p.z)
     if not all(math.isfinite(v) for v in values):
-        raise ValueError('pose has non-finite values')
+        raise InputError('pose has non-finite values')
     norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
     if norm < 1e-9:
-        raise ValueError('pose orientation is a zero quaternion')
+        raise InputError('pose orientation is a zero quaternion')
     quat = pin.Quaternion(q.w / norm, q.x / norm, q.y / norm, q.z / norm)
     return pin.SE3(quat.toRotationMatrix(), np.array([p.x, p.y, p.z]))
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from hil_common.errors import ConfigError
+
 WAITING, NO_DATA, OK, STALE, RECOVERING = 'waiting', 'no_data', 'ok', 'stale', 'recovering'
 
 
@@ -29,9 +31,9 @@ class InputWatch:
     def __init__(self, name: str, timeout_s: float, start_timeout_s: float = math.inf,
                  recover_after_s: float = 0.5, auto_recover: bool = True):
         if not timeout_s > 0.0:
-            raise ValueError(f'{name}: timeout_s must be > 0, got {timeout_s!r}')
+            raise ConfigError(f'{name}: timeout_s must be > 0, got {timeout_s!r}')
         if not start_timeout_s > 0.0 or not recover_after_s >= 0.0:
-            raise ValueError(f'{name}: start_timeout_s must be > 0 and recover_after_s >= 0')
+            raise ConfigError(f'{name}: start_timeout_s must be > 0 and recover_after_s >= 0')
         self.name = name
         self.timeout_s = float(timeout_s)
         self.start_timeout_s = float(start_timeout_s)

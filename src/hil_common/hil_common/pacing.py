@@ -10,6 +10,8 @@ in a burst. Plain Python.
 
 from __future__ import annotations
 
+from hil_common.errors import ConfigError
+
 
 def steps_since(t0_s: float, now_s: float, dt_s: float) -> int:
     """Whole steps of ``dt_s`` from ``t0_s`` to ``now_s`` (0 before ``t0_s``): the step grid every
@@ -20,7 +22,7 @@ def steps_since(t0_s: float, now_s: float, dt_s: float) -> int:
 class StepPacer:
     def __init__(self, dt_s: float, t0_s: float, max_catch_up: int = 20):
         if not dt_s > 0.0:
-            raise ValueError(f'dt_s must be > 0, got {dt_s!r}')
+            raise ConfigError(f'dt_s must be > 0, got {dt_s!r}')
         self.dt_s = float(dt_s)
         self.t0_s = float(t0_s)
         self.max_catch_up = int(max_catch_up)

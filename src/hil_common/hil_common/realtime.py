@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
+from hil_common.errors import ConfigError
+
 
 def _threads() -> list[int]:
     try:
@@ -35,7 +37,7 @@ def make_realtime(priority: int, cpus: Sequence[int] = ()) -> tuple[bool, str]:
     started afterwards inherit the policy (see :func:`make_normal`).
     """
     if not 0 <= int(priority) <= 99:
-        raise ValueError(f'priority must be in 0..99, got {priority}')
+        raise ConfigError(f'priority must be in 0..99, got {priority}')
     notes, ok = [], True
     if cpus:
         available = os.sched_getaffinity(0)

@@ -42,7 +42,7 @@ def _ignore_sigint() -> None:
 MAX_FAILED_TAKES = 100
 
 
-def _failed_take(exc: BaseException) -> bool:
+def failed_take(exc: BaseException) -> bool:
     """Whether ``exc`` is rclpy failing to convert a message it took from a subscription."""
     frames = []
     tb = exc.__traceback__
@@ -121,7 +121,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
                     # ("Unable to convert call argument '0' to Python object", inside
                     # _take_subscription; also ros/joint_state_publisher#117): that message is lost,
                     # not the node. Logged, and the node goes on; a take that keeps failing ends it.
-                    if not _failed_take(exc) or not rclpy.ok() or interrupt_received() \
+                    if not failed_take(exc) or not rclpy.ok() or interrupt_received() \
                             or failed_takes >= MAX_FAILED_TAKES:
                         raise
                     failed_takes += 1

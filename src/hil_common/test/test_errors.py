@@ -26,3 +26,40 @@ def test_a_bad_launch_argument_is_caught_as_a_config_error_naming_it():
 
     with pytest.raises(ConfigError, match='robot'):
         envisat_graph({'robot': 'ur5'})
+
+
+def test_no_module_of_the_stack_raises_a_bare_value_or_runtime_error():
+    """Every purposeful raise in src/ is a HilError kind (a caller can catch the stack's errors, and only them).
+
+    The scan reads the source with ``ast``: a ``raise ValueError(...)`` or ``raise RuntimeError(...)`` in
+    any non-test module fails it, naming the file and line. (``TypeError``/``KeyError`` stay: they are
+    programming errors in a schema or a name lookup, and a bug should stay a bug.)
+    """
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2]
+    offenders, scanned = [], 0
+    for path in sorted(src.glob('hil_*/hil_*/**/*.py')):
+        scanned += 1
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and \
+                    isinstance(node.exc.func, ast.Name) and node.exc.func.id in ('ValueError', 'RuntimeError', 'Exception'):
+                offenders.append(f'{path.relative_to(src)}:{node.lineno} raises {node.exc.func.id}')
+    assert scanned > 100, f'the scan found only {scanned} modules under {src}'
+    assert not offenders, '\n'.join(offenders)
+
+
+def test_run_time_kinds_reach_the_caller_from_the_rules():
+    from hil_common.errors import InputError, SimulationFailed
+    from hil_dynamics.client import ClientAdmittance
+    from hil_dynamics.rigid_body import RigidBody
+    from hil_snare.runner import IntegrationDiverged
+
+    with pytest.raises(ConfigError, match='mass_kg'):
+        RigidBody(-1.0, (1.0, 1.0, 1.0))
+    assert issubclass(IntegrationDiverged, SimulationFailed) and issubclass(SimulationFailed, RuntimeError)
+    assert issubclass(InputError, HilError) and issubclass(InputError, ValueError)
+    rule = ClientAdmittance(RigidBody(1000.0, (100.0, 120.0, 140.0)), [0.0] * 6)
+    with pytest.raises(InputError, match='finite'):
+        rule.step([float('nan')] + [0.0] * 5, 0.01)

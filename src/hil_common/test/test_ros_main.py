@@ -113,7 +113,7 @@ def test_a_node_whose_shutdown_hangs_is_killed_with_its_stacks_in_its_output():
 def test_only_a_failed_message_conversion_inside_a_take_is_survived():
     """run_node goes on after rclpy fails to convert one taken message (seen under load in a
     wall-clock run: obsw_controller died mid-capture); any other RuntimeError still ends the node."""
-    from hil_common.ros_main import _failed_take
+    from hil_common.ros_main import failed_take
 
     def _take_subscription():
         raise RuntimeError("Unable to convert call argument '0' to Python object")
@@ -125,8 +125,8 @@ def test_only_a_failed_message_conversion_inside_a_take_is_survived():
         try:
             spin_once(fn)
         except RuntimeError as exc:
-            assert _failed_take(exc) is expected
+            assert failed_take(exc) is expected
     try:
         raise RuntimeError("Unable to convert call argument '0' to Python object")    # not in a take
     except RuntimeError as exc:
-        assert not _failed_take(exc)
+        assert not failed_take(exc)

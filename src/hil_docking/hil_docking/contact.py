@@ -28,12 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from hil_docking.delayed_loop import simulate_delayed_loop
+from hil_common.errors import ConfigError, SimulationFailed
 
 
 def _positive(name: str, value: float, allow_zero: bool = False) -> float:
     v = float(value)
     if not np.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
-        raise ValueError(f'{name} must be finite and {">=" if allow_zero else ">"} 0, got {value!r}')
+        raise ConfigError(f'{name} must be finite and {">=" if allow_zero else ">"} 0, got {value!r}')
     return v
 
 
@@ -146,7 +147,7 @@ def virtual_gains(orbital: SpringDashpot, facility: SpringDashpot, delay_s: floa
       It also corrects the stiffness (``stiffness_correction_n_m = k' - k``).
     """
     if compensation not in COMPENSATIONS:
-        raise ValueError(f'compensation must be one of {COMPENSATIONS}, got {compensation!r}')
+        raise ConfigError(f'compensation must be one of {COMPENSATIONS}, got {compensation!r}')
     delay = _positive('delay_s', delay_s, allow_zero=True)
     m = _positive('mass_kg', mass_kg)
     k, b = orbital.stiffness_n_m, orbital.damping_ns_m
@@ -159,7 +160,7 @@ def virtual_gains(orbital: SpringDashpot, facility: SpringDashpot, delay_s: floa
         disc = complex(b * b - 4.0 * m * k)
         s_star = (-b + np.sqrt(disc)) / (2.0 * m)
         if abs(s_star.imag) < 1e-12:
-            raise ValueError("compensation='pole' needs an underdamped orbital contact (zeta < 1)")
+            raise ConfigError("compensation='pole' needs an underdamped orbital contact (zeta < 1)")
         w = (k + b * s_star) * np.exp(s_star * delay)
         b_prime = w.imag / s_star.imag
         k_prime = w.real - b_prime * s_star.real
@@ -199,7 +200,7 @@ def simulate_facility_impact(mass_kg: float, closing_speed_m_s: float, applied: 
     x, v, f, c = run.x[:, 0], run.v[:, 0], run.f[:, 0], run.in_contact[:, 0]
     touching = np.flatnonzero(c)
     if touching.size == 0 or c[-1]:
-        raise RuntimeError('the robot did not leave contact within t_max_s (over-damped or unstable loop)')
+        raise SimulationFailed('the robot did not leave contact within t_max_s (over-damped or unstable loop)')
     duration = float(run.t[touching[-1]] - run.t[touching[0]])
     impulse = float(np.trapezoid(f, run.t))
     v_out = float(v[-1])
@@ -220,7 +221,7 @@ def post_impact_state(state_lvlh, docking_axis_lvlh, impulse_n_s: float, chaser_
     axis = np.asarray(docking_axis_lvlh, dtype=float).reshape(3)
     norm = float(np.linalg.norm(axis))
     if not norm > 0.0:
-        raise ValueError('docking_axis_lvlh must be a non-zero vector')
+        raise ConfigError('docking_axis_lvlh must be a non-zero vector')
     out = np.asarray(state_lvlh, dtype=float).reshape(6).copy()
     out[3:6] += (-float(impulse_n_s) / _positive('chaser_mass_kg', chaser_mass_kg)) * axis / norm
     return out

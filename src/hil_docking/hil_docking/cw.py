@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import expm
 
+from hil_common.errors import ConfigError, InputError, Unreachable
+
 MU_EARTH_M3_S2 = 3.986004418e14      # EGM96 / WGS-84 gravitational parameter
 R_EARTH_M = 6378137.0                # WGS-84 equatorial radius
 
@@ -42,7 +44,7 @@ def mean_motion(altitude_m: float, mu_m3_s2: float = MU_EARTH_M3_S2, radius_m: f
     """``n = sqrt(mu / r0^3)`` [rad/s] of a circular orbit at ``altitude_m`` above ``radius_m``."""
     r0 = float(radius_m) + float(altitude_m)
     if not (np.isfinite(r0) and r0 > 0.0 and mu_m3_s2 > 0.0):
-        raise ValueError(f'orbit radius must be > 0 and mu > 0, got r0={r0!r}, mu={mu_m3_s2!r}')
+        raise ConfigError(f'orbit radius must be > 0 and mu > 0, got r0={r0!r}, mu={mu_m3_s2!r}')
     return float(np.sqrt(mu_m3_s2 / r0 ** 3))
 
 
@@ -52,7 +54,7 @@ class CWModel:
     def __init__(self, mean_motion_rad_s: float):
         n = float(mean_motion_rad_s)
         if not (np.isfinite(n) and n > 0.0):
-            raise ValueError(f'mean_motion_rad_s must be finite and > 0, got {mean_motion_rad_s!r}')
+            raise ConfigError(f'mean_motion_rad_s must be finite and > 0, got {mean_motion_rad_s!r}')
         self.n = n
         # State-space form x' = A x + B a, x = [dr; dv].
         self.A = np.zeros((6, 6))
@@ -110,7 +112,7 @@ class CWModel:
         """``(Psi(dt), Gamma(dt))``: exact discretisation for an acceleration held over ``dt``."""
         dt = float(dt)
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         cached = self._zoh_cache.get(dt)
         if cached is None:
             aug = np.zeros((9, 9))
@@ -163,13 +165,13 @@ def two_impulse_transfer(model: CWModel, r0, rf, tf: float, v0=(0.0, 0.0, 0.0), 
     """
     tf = float(tf)
     if not (np.isfinite(tf) and tf > 0.0):
-        raise ValueError(f'transfer time tf must be finite and > 0, got {tf!r}')
+        raise ConfigError(f'transfer time tf must be finite and > 0, got {tf!r}')
     r0, rf = np.asarray(r0, dtype=float).reshape(3), np.asarray(rf, dtype=float).reshape(3)
     v0, vf = np.asarray(v0, dtype=float).reshape(3), np.asarray(vf, dtype=float).reshape(3)
     psi = model.transition(tf)
     rr, rv, vr, vv = psi[0:3, 0:3], psi[0:3, 3:6], psi[3:6, 0:3], psi[3:6, 3:6]
     if np.linalg.cond(rv) > 1e12:
-        raise ValueError(f'no two-impulse transfer in tf={tf} s: Psi_rv is singular (n tf = {model.n * tf:.6f} rad)')
+        raise Unreachable(f'no two-impulse transfer in tf={tf} s: Psi_rv is singular (n tf = {model.n * tf:.6f} rad)')
     v0_plus = np.linalg.solve(rv, rf - rr @ r0)
     vf_minus = vr @ r0 + vv @ v0_plus
     return TwoImpulseTransfer(r0=r0, v0=v0, rf=rf, tf=tf, v0_plus=v0_plus, vf_minus=vf_minus, vf=vf,
@@ -199,7 +201,7 @@ class CWRelativeAdmittance:
     def __init__(self, model: CWModel, chaser_mass_kg: float, state0_lvlh, t0: float = 0.0):
         m = float(chaser_mass_kg)
         if not (np.isfinite(m) and m > 0.0):
-            raise ValueError(f'chaser_mass_kg must be finite and > 0, got {chaser_mass_kg!r}')
+            raise ConfigError(f'chaser_mass_kg must be finite and > 0, got {chaser_mass_kg!r}')
         self.model, self.chaser_mass_kg = model, m
         self.t = float(t0)
         self._nominal_epoch = float(t0)
@@ -224,7 +226,7 @@ class CWRelativeAdmittance:
         """Advance ``dt`` [s] under the force [N] on the chaser (LVLH, held over the step)."""
         f = np.asarray(force_on_chaser_lvlh, dtype=float).reshape(3)
         if not np.all(np.isfinite(f)):
-            raise ValueError(f'force must be finite, got {f.tolist()}')
+            raise InputError(f'force must be finite, got {f.tolist()}')
         self.state_rel = self.model.forced_step(self.state_rel, f / self.chaser_mass_kg, dt)
         self.t += float(dt)
         return self.state_lvlh

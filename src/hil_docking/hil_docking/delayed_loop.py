@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hil_common.errors import ConfigError
+
 
 @dataclass
 class LoopRun:
@@ -53,10 +55,10 @@ def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, 
                                           for a in (mass_kg, stiffness_n_m, damping_ns_m, x0, v0)))
     m, k, b, x, v = (a.copy() for a in (m, k, b, x, v))
     if not (np.all(m > 0) and np.all(k >= 0) and np.all(b >= 0)):
-        raise ValueError('mass must be > 0, stiffness and damping >= 0')
+        raise ConfigError('mass must be > 0, stiffness and damping >= 0')
     delay_s = float(delay_s)
     if not (np.isfinite(delay_s) and delay_s > 0.0):
-        raise ValueError(f'delay_s must be > 0 (the exact-delay loop), got {delay_s!r}')
+        raise ConfigError(f'delay_s must be > 0 (the exact-delay loop), got {delay_s!r}')
     n_d = int(steps_per_delay)
     h = delay_s / n_d
     n_steps = int(np.ceil(float(t_final) / h))
@@ -71,7 +73,7 @@ def simulate_delayed_loop(mass_kg, stiffness_n_m, damping_ns_m, delay_s: float, 
 
     lag = float(servo_lag_s)
     if not (np.isfinite(lag) and lag >= 0.0):
-        raise ValueError(f'servo_lag_s must be finite and >= 0, got {servo_lag_s!r}')
+        raise ConfigError(f'servo_lag_s must be finite and >= 0, got {servo_lag_s!r}')
     if lag > 0.0:
         decay = float(np.exp(-h / lag))
         robot = hx[(-n_d) % size] - lag * v

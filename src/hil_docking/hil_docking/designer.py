@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hil_docking.delayed_loop import simulate_delayed_loop
+from hil_common.errors import ConfigError, SimulationFailed
 
 
 def _check(delay_s, stiffness_n_m, damping_ns_m, mass_kg=None):
@@ -35,7 +36,7 @@ def _check(delay_s, stiffness_n_m, damping_ns_m, mass_kg=None):
             (('mass_kg', mass_kg),) if mass_kg is not None else ()):
         v = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(v)) or np.any(v <= 0.0):
-            raise ValueError(f'{name} must be finite and > 0, got {value!r}')
+            raise ConfigError(f'{name} must be finite and > 0, got {value!r}')
 
 
 def delay_bound_s(stiffness_n_m: float, damping_ns_m: float) -> float:
@@ -46,7 +47,7 @@ def delay_bound_s(stiffness_n_m: float, damping_ns_m: float) -> float:
 def _require_below_bound(delay_s, k, b):
     bound = delay_bound_s(k, b)
     if not delay_s < bound:
-        raise ValueError(f'delay_s = {delay_s * 1e3:.4g} ms is at or above the bound b/k = {bound * 1e3:.4g} ms '
+        raise ConfigError(f'delay_s = {delay_s * 1e3:.4g} ms is at or above the bound b/k = {bound * 1e3:.4g} ms '
                          f'(k = {k:g} N/m, b = {b:g} N s/m): no simulated mass is stable; raise b or lower k')
 
 
@@ -84,7 +85,7 @@ def m_min_pade1(delay_s, stiffness_n_m, damping_ns_m):
     if np.ndim(d) == 0 and np.ndim(k) == 0 and np.ndim(b) == 0:
         _require_below_bound(float(d), float(k), float(b))
     elif np.any(d >= b / k):
-        raise ValueError('delay_s is at or above the bound b/k for some entries; use pade1_map for a map')
+        raise ConfigError('delay_s is at or above the bound b/k for some entries; use pade1_map for a map')
     return np.maximum(b * d / 2.0, (2.0 * b * b * d - k * b * d * d) / (4.0 * b - 4.0 * k * d))
 
 
@@ -137,7 +138,7 @@ def m_min_exact(delay_s, stiffness_n_m, damping_ns_m, rel_tol: float = 1e-10, la
     _check(delay_s, stiffness_n_m, damping_ns_m)
     tau = float(lag_s)
     if not (np.isfinite(tau) and tau >= 0.0):
-        raise ValueError(f'lag_s must be finite and >= 0, got {lag_s!r}')
+        raise ConfigError(f'lag_s must be finite and >= 0, got {lag_s!r}')
     d, k, b = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (delay_s, stiffness_n_m, damping_ns_m)))
     scalar = d.ndim == 0
     if scalar:
@@ -167,7 +168,7 @@ def pade_coefficients(order: int) -> np.ndarray:
     from math import factorial
     n = int(order)
     if n < 1:
-        raise ValueError(f'Pade order must be >= 1, got {order!r}')
+        raise ConfigError(f'Pade order must be >= 1, got {order!r}')
     return np.array([factorial(2 * n - j) * factorial(n) / (factorial(2 * n) * factorial(j) * factorial(n - j))
                      for j in range(n + 1)])
 
@@ -198,7 +199,7 @@ def m_min_pade(delay_s: float, stiffness_n_m: float, damping_ns_m: float, order:
             break
         lo, hi = hi, hi * 4.0
     else:
-        raise RuntimeError('no stable mass found with the Pade model')
+        raise SimulationFailed('no stable mass found with the Pade model')
     while hi / lo - 1.0 > rel_tol:
         mid = np.sqrt(lo * hi)
         if pade_stable(d, k, b, mid, order):
@@ -251,7 +252,7 @@ def m_min_simulated(delay_s: float, stiffness_n_m: float, damping_ns_m: float, r
         lo, hi = (float(v) for v in bracket)
         growth = envelope_growth([lo, hi], k, b, d, periods, steps_per_delay, lag_s)
         if not (0.0 < lo < hi and growth[0] >= 1.0 > growth[1]):
-            raise ValueError(f'bracket {bracket!r} does not hold the boundary (growth {growth.tolist()})')
+            raise ConfigError(f'bracket {bracket!r} does not hold the boundary (growth {growth.tolist()})')
         guess = None
     else:
         guess = float(m_min_pade1(d + float(lag_s), k, b))
@@ -262,7 +263,7 @@ def m_min_simulated(delay_s: float, stiffness_n_m: float, damping_ns_m: float, r
         lo, hi = hi, hi * 20.0
     else:
         if guess is not None:
-            raise RuntimeError('no stable mass found by simulation')
+            raise SimulationFailed('no stable mass found by simulation')
     while hi / lo - 1.0 > rel_tol:
         masses = np.geomspace(lo, hi, batch + 2)[1:-1]
         stable = envelope_growth(masses, k, b, d, periods, steps_per_delay, lag_s) < 1.0

@@ -24,6 +24,7 @@ import numpy as np
 
 from hil_docking.designer import (delay_bound_s, exact_map, m_min_exact, m_min_pade, m_min_pade1, m_min_simulated,
                                   pade1_map, routh_hurwitz)
+from hil_common.errors import ConfigError
 
 FIG6_DELAYS_S = (0.005, 0.010, 0.015)
 
@@ -125,11 +126,11 @@ def main(argv=None) -> int:
         one = (args.delay_ms, args.stiffness, args.damping)
         if any(v is not None for v in one):
             if any(v is None for v in one):
-                raise ValueError('--delay-ms, --stiffness and --damping go together')
+                raise ConfigError('--delay-ms, --stiffness and --damping go together')
             if args.mass is not None and not (np.isfinite(args.mass) and args.mass > 0.0):
-                raise ValueError(f'mass_kg must be finite and > 0, got {args.mass!r}')
+                raise ConfigError(f'mass_kg must be finite and > 0, got {args.mass!r}')
             if not (np.isfinite(args.servo_lag_ms) and args.servo_lag_ms >= 0.0):
-                raise ValueError(f'servo lag must be finite and >= 0 ms, got {args.servo_lag_ms!r}')
+                raise ConfigError(f'servo lag must be finite and >= 0 ms, got {args.servo_lag_ms!r}')
             status = report(args.delay_ms * 1e-3, args.stiffness, args.damping, args.mass, args.simulate,
                             lag_s=args.servo_lag_ms * 1e-3)
         elif args.fig6 is None:
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
         if args.fig6 is not None:
             for name, (lo, hi) in (('--k-range', args.k_range), ('--b-range', args.b_range)):
                 if not (0.0 < lo < hi):
-                    raise ValueError(f'{name} must be 0 < min < max, got {lo!r} {hi!r}')
+                    raise ConfigError(f'{name} must be 0 < min < max, got {lo!r} {hi!r}')
             print(f'wrote {draw_fig6(args.fig6, tuple(args.k_range), tuple(args.b_range), args.grid)}')
     except ValueError as exc:
         print(f'docking_designer: error: {exc}', file=sys.stderr)

@@ -29,6 +29,7 @@ from hil_docking.contact import equivalent_mass, virtual_gains
 from hil_docking.cw import CWModel, CWRelativeAdmittance, two_impulse_transfer
 from hil_docking.designer import m_min_exact
 from hil_docking.scenario import DockingScenario
+from hil_common.errors import ConfigError, InputError
 
 APPROACH, CONTACT, POST_IMPACT = 'approach', 'contact', 'post_impact'
 #: Penetrations up to this are the rounding of the arrival at the port (the transfer reaches it to
@@ -59,7 +60,7 @@ class DockingFacility:
         applied = self.gains.applied(self.lumped)
         self.m_min_kg = m_min_exact(self.effective_delay_s, applied.stiffness_n_m, applied.damping_ns_m)
         if not self.mass_kg > self.m_min_kg:
-            raise ValueError(f'equivalent mass {self.mass_kg:g} kg is below the stable minimum {self.m_min_kg:.4g} kg '
+            raise ConfigError(f'equivalent mass {self.mass_kg:g} kg is below the stable minimum {self.m_min_kg:.4g} kg '
                              f'of this facility (delay {self.effective_delay_s * 1e3:g} ms)')
         self.admittance = CWRelativeAdmittance(self.cw, self.mass_kg, np.concatenate([sc.start_lvlh_m, np.zeros(3)]))
         self.admittance.apply_impulse(self.transfer.dv1)
@@ -110,7 +111,7 @@ class DockingFacility:
         f_l = float(force_facility_n)
         p = np.asarray(robot_position_lvlh, dtype=float).reshape(3)
         if not (np.isfinite(f_l) and np.all(np.isfinite(p))):
-            raise ValueError('force_facility_n and robot_position_lvlh must be finite')
+            raise InputError('force_facility_n and robot_position_lvlh must be finite')
         self.begin_tick()
         if robot_velocity_lvlh is not None:
             v = np.asarray(robot_velocity_lvlh, dtype=float).reshape(3)
@@ -189,7 +190,7 @@ class StampedSamples:
 
     def __init__(self, period_s: float):
         if not period_s > 0.0:
-            raise ValueError(f'period_s must be > 0, got {period_s!r}')
+            raise ConfigError(f'period_s must be > 0, got {period_s!r}')
         self.period_s = float(period_s)
         self._tol = 1e-3 * self.period_s            # stamps in ns and step times in float
         self._samples: deque = deque()

@@ -28,6 +28,7 @@ import pinocchio as pin
 
 from hil_docking.cw import CWModel, TwoImpulseTransfer
 from hil_motion_table.kinematics import SerialKinematics
+from hil_common.errors import ConfigError, Unreachable
 
 FEEDFORWARDS = ('newton_euler', 'lagrange_mg', 'lagrange_g')
 SEED_ITERATION_TIME_S = {'newton_euler': 2.3e-3, 'lagrange_mg': 2.1e-3, 'lagrange_g': 1.1e-3}
@@ -58,7 +59,7 @@ def cw_joint_reference(kin: SerialKinematics, model: CWModel, transfer: TwoImpul
         p = p_dock + s[0:3]
         ik = kin.inverse(pin.SE3(rotation_flange_in_base, p), q)
         if not ik.converged or ik.sigma_min < 1e-3:
-            raise ValueError(f'reference not reachable at t = {t:.3f} s (IK error {ik.error:.2e}, '
+            raise Unreachable(f'reference not reachable at t = {t:.3f} s (IK error {ik.error:.2e}, '
                              f'sigma_min {ik.sigma_min:.2e}); move p_dock_in_base')
         q = ik.q
         jac = pin.computeFrameJacobian(pin_model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)
@@ -82,7 +83,7 @@ class FeedForward:
 
     def __init__(self, pin_model: pin.Model, variant: str):
         if variant not in FEEDFORWARDS:
-            raise ValueError(f'variant must be one of {FEEDFORWARDS}, got {variant!r}')
+            raise ConfigError(f'variant must be one of {FEEDFORWARDS}, got {variant!r}')
         self.model, self.data, self.variant = pin_model, pin_model.createData(), variant
 
     def torque(self, q, qd, qdd) -> np.ndarray:
@@ -117,7 +118,7 @@ def simulate_tracking(pin_model: pin.Model, reference: JointReference, variant: 
     is integrated with RK4 substeps of at most ``max_substep_s`` inside each hold.
     """
     if not iteration_time_s > 0.0:
-        raise ValueError(f'iteration_time_s must be > 0, got {iteration_time_s!r}')
+        raise ConfigError(f'iteration_time_s must be > 0, got {iteration_time_s!r}')
     ff = FeedForward(pin_model, variant)
     data = pin_model.createData()
     ts = np.arange(0.0, reference.t[-1] + 1e-12, iteration_time_s)

@@ -29,6 +29,8 @@ from hil_docking.contact import impact_closed_form, post_impact_state, velocity_
 from hil_docking.facility_rule import APPROACH, CONTACT, POST_IMPACT, DockingFacility, EmulatedRobot, StampedSamples
 from hil_docking.scenario import DockingScenario
 
+from hil_common.errors import SimulationFailed
+
 __all__ = ['APPROACH', 'CONTACT', 'POST_IMPACT', 'MissionRun', 'run_mission']
 
 
@@ -101,7 +103,7 @@ def run_mission(sc: DockingScenario, progress: Callable[[str], None] | None = No
         if k_end is not None and rule.k - 1 >= k_end:
             break
         if rule.phase == CONTACT and rule.k - rule.n_approach > contact_cap:
-            raise RuntimeError('the robot did not leave contact: check the contact damping (over-damped?)')
+            raise SimulationFailed('the robot did not leave contact: check the contact damping (over-damped?)')
     states = np.array(rows_s)
     t_arr = np.array(rows_t)
     closed = impact_closed_form(m_eq, sc.orbital_contact)

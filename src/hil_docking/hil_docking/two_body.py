@@ -20,6 +20,8 @@ from scipy.integrate import solve_ivp
 
 from hil_docking.cw import MU_EARTH_M3_S2, R_EARTH_M
 
+from hil_common.errors import SimulationFailed
+
 class TwoBodyRelative:
     """Nonlinear relative motion of a chaser about a target on a circular orbit at ``altitude_m``."""
 
@@ -89,7 +91,7 @@ class TwoBodyRelative:
             inside = t_eval[(t_eval >= t_a) & ((t_eval <= t_b) if last else (t_eval < t_b))]
             sol = solve_ivp(rhs, (t_a, t_b), y, method='DOP853', rtol=rtol, atol=atol, dense_output=inside.size > 0)
             if not sol.success:
-                raise RuntimeError(f'two-body integration failed: {sol.message}')
+                raise SimulationFailed(f'two-body integration failed: {sol.message}')
             if inside.size:
                 ts.append(inside)
                 ys.append(sol.sol(inside).T)

@@ -32,6 +32,7 @@ import pinocchio as pin
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import dexp_inv, rkmk4
 from hil_dynamics.rigid_body import RigidBody
+from hil_common.errors import ConfigError, InputError
 
 # A wrench input: a constant 6-vector held over the step (a sampled sensor), or a function
 # of time and the client's orbit pose evaluated at every integrator stage.
@@ -56,7 +57,7 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     given state, in RKMK4 steps of ``dt_s`` (the last one shorter), as the admittances integrate it."""
     duration_s, dt_s = float(duration_s), float(dt_s)
     if not (np.isfinite(duration_s) and duration_s >= 0.0) or not dt_s > 0.0:
-        raise ValueError(f'duration_s must be >= 0 and dt_s > 0, got {duration_s!r}, {dt_s!r}')
+        raise ConfigError(f'duration_s must be >= 0 and dt_s > 0, got {duration_s!r}, {dt_s!r}')
     free = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
     n = int(duration_s / dt_s + 1e-9)
     zero = np.zeros(6)
@@ -105,7 +106,7 @@ class ClientAdmittance:
                  t0: float = 0.0):
         twist0 = np.asarray(twist_client_body_0, dtype=float).reshape(6)
         if not np.all(np.isfinite(twist0)):
-            raise ValueError(f'twist_client_body_0 must be finite, got {twist0.tolist()}')
+            raise ConfigError(f'twist_client_body_0 must be finite, got {twist0.tolist()}')
         self.body = body
         self._minv = body.mass_matrix_inv
         self._inertia = body.inertia
@@ -153,7 +154,7 @@ class ClientAdmittance:
         ``rkmk4`` to rounding error.
         """
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         if not callable(wrench_client_com):
             return self._step_compiled(wrench_client_com, dt)
         return self.step_reference(wrench_client_com, dt)
@@ -188,7 +189,7 @@ class ClientAdmittance:
         """:meth:`step_reference` with a held wrench, as one compiled kernel (same stages)."""
         held = np.asarray(wrench_client_com, dtype=float).reshape(6)
         if not np.isfinite(held).all():
-            raise ValueError(f'wrench must be finite, got {held.tolist()}')
+            raise InputError(f'wrench must be finite, got {held.tolist()}')
         s = self.state
         g_n, g_c, v_n, v_c = self._g_n, self._g_c, self._vn, self._vc
         if self._arrays_of is not s:     # the state was set from outside: mirror it
@@ -211,7 +212,7 @@ class ClientAdmittance:
         ``test_fast_paths`` checks that both agree to 1e-12.
         """
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         if callable(wrench_client_com):
             source = wrench_client_com
 
@@ -221,7 +222,7 @@ class ClientAdmittance:
         else:
             held = np.asarray(wrench_client_com, dtype=float).reshape(6)
             if not np.all(np.isfinite(held)):
-                raise ValueError(f'wrench must be finite, got {held.tolist()}')
+                raise InputError(f'wrench must be finite, got {held.tolist()}')
             held = pin.Force(held)
         exp6, accel, dexp = pin.exp6, self.accelerations, dexp_inv
         s = self.state

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
+
 OPEN, CLOSING, LATCHED, MISSED = 'open', 'closing', 'latched', 'missed'
 
 
@@ -41,7 +43,7 @@ class ContactParams:
     def __post_init__(self):
         for name, value in vars(self).items():
             if not np.isfinite(value) or value < 0.0:
-                raise ValueError(f'{name} must be finite and >= 0, got {value!r}')
+                raise ConfigError(f'{name} must be finite and >= 0, got {value!r}')
 
 
 def relative_twist(pose_b_in_a: pin.SE3, twist_a_body, twist_b_body) -> np.ndarray:

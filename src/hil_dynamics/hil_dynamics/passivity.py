@@ -45,6 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError, InputError
+
 __all__ = ['PassivityController', 'PassivityOutput', 'integration_energy']
 
 
@@ -108,14 +110,14 @@ class PassivityController:
         m = np.asarray(mass_matrix, dtype=float)
         m = np.diag(m) if m.ndim == 1 else np.atleast_2d(m)
         if m.shape[0] != m.shape[1] or not np.all(np.isfinite(m)):
-            raise ValueError(f'mass_matrix must be a finite square matrix or a vector of diagonal values, got {m.tolist()}')
+            raise ConfigError(f'mass_matrix must be a finite square matrix or a vector of diagonal values, got {m.tolist()}')
         if not np.allclose(m, m.T) or np.linalg.eigvalsh(0.5 * (m + m.T))[0] <= 0.0:
-            raise ValueError('mass_matrix must be symmetric positive definite')
+            raise ConfigError('mass_matrix must be symmetric positive definite')
         max_rate_per_s, threshold_j = float(max_rate_per_s), float(threshold_j)
         if not np.isfinite(max_rate_per_s) or max_rate_per_s < 0.0:
-            raise ValueError(f'max_rate_per_s must be finite and >= 0, got {max_rate_per_s!r}')
+            raise ConfigError(f'max_rate_per_s must be finite and >= 0, got {max_rate_per_s!r}')
         if not np.isfinite(threshold_j) or threshold_j < 0.0:
-            raise ValueError(f'threshold_j must be finite and >= 0, got {threshold_j!r}')
+            raise ConfigError(f'threshold_j must be finite and >= 0, got {threshold_j!r}')
         self.mass_matrix = m
         self.n = m.shape[0]
         self.max_rate_per_s = max_rate_per_s
@@ -139,7 +141,7 @@ class PassivityController:
         else:
             arr = np.atleast_1d(np.asarray(value, dtype=float)).reshape(-1)
         if arr.shape[0] != self.n or not np.isfinite(arr).all():
-            raise ValueError(f'{name} must be {self.n} finite numbers, got {arr.tolist()}')
+            raise ConfigError(f'{name} must be {self.n} finite numbers, got {arr.tolist()}')
         return arr
 
     def update(self, twist_measured, twist_commanded, wrench, dt: float,
@@ -155,12 +157,12 @@ class PassivityController:
         leaves the state untouched.
         """
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         v_meas = self._vec(twist_measured, 'twist_measured')
         v_cmd = self._vec(twist_commanded, 'twist_commanded')
         f = self._vec(wrench, 'wrench')
         if not np.isfinite(integration_energy_j):
-            raise ValueError(f'integration_energy_j must be finite, got {integration_energy_j!r}')
+            raise InputError(f'integration_energy_j must be finite, got {integration_energy_j!r}')
         # The step that ended now (from the previous sample to this one), with both its ends known:
         # the model moved by the mean commanded twist under the held wrench; the environment
         # gave the trapezoid of the wrench over the mean measured twist (the zero-order hold of

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
+
 __all__ = ['NominalBody', 'NominalRebase', 'RebaseParams', 'compound_inertia_and_momentum', 'inertia_from_matrix',
            'rebase_relative']
 
@@ -112,7 +114,7 @@ class RebaseParams:
         for name in ('after_post_grasp_s', 'ramp_s'):
             value = float(getattr(self, name))
             if not np.isfinite(value) or value < 0.0:
-                raise ValueError(f'{name} must be finite and >= 0, got {value!r}')
+                raise ConfigError(f'{name} must be finite and >= 0, got {value!r}')
 
 
 @dataclass

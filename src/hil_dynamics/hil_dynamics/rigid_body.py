@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
 
 
 class RigidBody:
@@ -32,20 +33,20 @@ class RigidBody:
     def __init__(self, mass_kg: float, inertia_com_kgm2):
         mass_kg = float(mass_kg)
         if not np.isfinite(mass_kg) or mass_kg <= 0.0:
-            raise ValueError(f'mass_kg must be finite and > 0, got {mass_kg!r}')
+            raise ConfigError(f'mass_kg must be finite and > 0, got {mass_kg!r}')
         inertia = np.asarray(inertia_com_kgm2, dtype=float)
         if inertia.shape == (3,):
             inertia = np.diag(inertia)
         if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
-            raise ValueError(f'inertia_com_kgm2 must be 3 principal values or a finite 3x3 matrix, got {inertia.tolist()}')
+            raise ConfigError(f'inertia_com_kgm2 must be 3 principal values or a finite 3x3 matrix, got {inertia.tolist()}')
         if not np.allclose(inertia, inertia.T, rtol=1e-12, atol=1e-12 * np.abs(inertia).max()):
-            raise ValueError('inertia_com_kgm2 must be symmetric')
+            raise ConfigError('inertia_com_kgm2 must be symmetric')
         eig = np.linalg.eigvalsh(inertia)
         if eig[0] <= 0.0:
-            raise ValueError(f'inertia_com_kgm2 must be positive definite (eigenvalues {eig.tolist()})')
+            raise ConfigError(f'inertia_com_kgm2 must be positive definite (eigenvalues {eig.tolist()})')
         # Triangle inequality of principal moments: any physical body satisfies it.
         if eig[0] + eig[1] < eig[2] * (1.0 - 1e-9):
-            raise ValueError(f'inertia_com_kgm2 violates the triangle inequality of principal moments {eig.tolist()}')
+            raise ConfigError(f'inertia_com_kgm2 violates the triangle inequality of principal moments {eig.tolist()}')
         self.mass_kg = mass_kg
         self.inertia_com_kgm2 = inertia
         self.inertia = pin.Inertia(mass_kg, np.zeros(3), inertia)

@@ -42,6 +42,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import InputError
+
 __all__ = [
     'adjoint', 'adjoint_inverse_apply', 'adjoint_apply', 'bracket', 'coadjoint_cross', 'exp6', 'hat', 'log6',
     'pose', 'pose_from_quaternion', 'quaternion_xyzw', 'transform_wrench', 'dexp_inv_right',
@@ -60,7 +62,7 @@ def pose_from_quaternion(xyzw, translation=None) -> pin.SE3:
     x, y, z, w = (float(c) for c in xyzw)
     norm = np.sqrt(x * x + y * y + z * z + w * w)
     if not np.isfinite(norm) or norm < 1e-9:
-        raise ValueError(f'quaternion {list(xyzw)} is not a valid rotation')
+        raise InputError(f'quaternion {list(xyzw)} is not a valid rotation')
     quat = pin.Quaternion(w / norm, x / norm, y / norm, z / norm)
     return pose(quat.toRotationMatrix(), translation)
 

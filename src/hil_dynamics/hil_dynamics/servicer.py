@@ -41,6 +41,7 @@ from hil_dynamics.client import relative_mapping
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4
 from hil_dynamics.rigid_body import RigidBody
+from hil_common.errors import ConfigError, InputError
 
 STANDARD_GRAVITY_M_S2 = 9.80665
 
@@ -55,13 +56,13 @@ def finite_vectors(*specs) -> list[np.ndarray]:
         try:
             arr = np.asarray(value, dtype=float).reshape(-1)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
+            raise ConfigError(f'{name} must be a vector of {size} numbers, got {value!r}') from exc
         if arr.shape[0] != size:
-            raise ValueError(f'{name} must have {size} elements, got {arr.shape[0]}')
+            raise ConfigError(f'{name} must have {size} elements, got {arr.shape[0]}')
         out.append(arr)
     if not np.isfinite(np.concatenate(out)).all():
         (value, _, name), = [spec for spec, arr in zip(specs, out) if not np.isfinite(arr).all()][:1]
-        raise ValueError(f'{name} must be finite, got {np.asarray(value).tolist()}')
+        raise ConfigError(f'{name} must be finite, got {np.asarray(value).tolist()}')
     return out
 
 
@@ -113,12 +114,12 @@ class ServicerModel:
         model = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
         model.gravity = pin.Motion.Zero()      # in orbit: gravity-free (seed 004 Eq. 12)
         if not model.existFrame(ee_frame):
-            raise ValueError(f'ee_frame {ee_frame!r} is not a frame of the URDF')
+            raise ConfigError(f'ee_frame {ee_frame!r} is not a frame of the URDF')
         lever = model.inertias[1].lever
         if np.linalg.norm(lever) > 1e-9:
-            raise ValueError(f'the URDF root frame must be at the base CoM (seed 004 Eq. 12), CoM offset {lever.tolist()} m')
+            raise ConfigError(f'the URDF root frame must be at the base CoM (seed 004 Eq. 12), CoM offset {lever.tolist()} m')
         if model.nq != model.nv + 1 or any(j.nq != 1 or j.nv != 1 for j in model.joints[2:]):
-            raise ValueError('the arm must have 1-DOF revolute/prismatic joints only')
+            raise ConfigError('the arm must have 1-DOF revolute/prismatic joints only')
         self.model = model
         self.data = model.createData()
         self.n = model.nv - 6
@@ -324,7 +325,7 @@ class ServicerAdmittance:
         from hil_dynamics.client import unforced_nominal
 
         if not isinstance(self.nominal_body, RigidBody):
-            raise ValueError('advance_nominal: the nominal was re-based; it moves on only before the mission starts')
+            raise InputError('advance_nominal: the nominal was re-based; it moves on only before the mission starts')
         s = self.state
         g_n, v_n = unforced_nominal(self.nominal_body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
         self.state = ServicerState(s.t + float(duration_s), g_n, v_n, s.pose_base_in_nominal, s.twist_base_rel_body)
@@ -375,7 +376,7 @@ class ServicerAdmittance:
         both agree to 1e-12.
         """
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
         q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
                                               (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
@@ -470,7 +471,7 @@ class ServicerAdmittance:
     def step_reference(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
         """The readable form of :meth:`step` on ``pin.SE3``/``pin.Motion`` with :func:`rkmk4`."""
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         n = self.model.n
         q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
                                               (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
@@ -548,7 +549,7 @@ class ArmFeedForward:
                  use_ff3: bool = True, use_gravity: bool = True):
         gravity_m_s2 = float(gravity_m_s2)
         if not np.isfinite(gravity_m_s2) or gravity_m_s2 < 0.0:
-            raise ValueError(f'gravity_m_s2 must be finite and >= 0, got {gravity_m_s2!r}')
+            raise ConfigError(f'gravity_m_s2 must be finite and >= 0, got {gravity_m_s2!r}')
         self.model = model
         self.pose_nominal_in_lab = pin.SE3.Identity() if pose_nominal_in_lab is None else pin.SE3(pose_nominal_in_lab)
         self.use_ff1, self.use_ff2, self.use_ff3, self.use_gravity = use_ff1, use_ff2, use_ff3, use_gravity

@@ -29,6 +29,7 @@ from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
                                    ServicerState, finite_vector)
+from hil_common.errors import ConfigError
 
 # A wrench input: a constant vector, or a function of time [s].
 Input = Union[np.ndarray, Callable[[float], np.ndarray]]
@@ -61,7 +62,7 @@ class GroundArmOnMovingBase:
         model = pin.buildModelFromXML(urdf_xml, pin.JointModelFreeFlyer())
         model.gravity = pin.Motion(np.array([0.0, 0.0, -float(gravity_m_s2), 0.0, 0.0, 0.0]))
         if not model.existFrame(ee_frame):
-            raise ValueError(f'ee_frame {ee_frame!r} is not a frame of the URDF')
+            raise ConfigError(f'ee_frame {ee_frame!r} is not a frame of the URDF')
         self.model = model
         self.data = model.createData()
         self.n = model.nv - 6
@@ -117,7 +118,7 @@ class ServicerHilLockstep:
                  q_arm_0, dq_arm_0):
         n = admittance.model.n
         if ground_arm.n != n or feedforward.model.n != n:
-            raise ValueError('admittance, feedforward and ground_arm must describe the same arm')
+            raise ConfigError('admittance, feedforward and ground_arm must describe the same arm')
         self.admittance = admittance
         self.feedforward = feedforward
         self.ground_arm = ground_arm
@@ -162,7 +163,7 @@ class ServicerHilLockstep:
         ``test_fast_paths`` checks that both agree to 1e-12.
         """
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         if self.feedforward.use_ff2 != self.feedforward.use_ff3:
             return self.step_reference(dt, wrench_base_com, tau_obsw, wrench_ee)
         if not (callable(wrench_base_com) or callable(tau_obsw) or callable(wrench_ee)):
@@ -337,7 +338,7 @@ class ServicerHilLockstep:
     def step_reference(self, dt: float, wrench_base_com: Input, tau_obsw: TorqueInput, wrench_ee: Input) -> LockstepState:
         """The readable step: :meth:`accelerations` (the rules' own methods) under :func:`rkmk4_step`."""
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         n = self.n
 
         def derivative(t, poses, x):

@@ -14,6 +14,7 @@ import math
 
 from hil_motion_table.table import MotionTable, tracking_error
 from hil_motion_table.tracking import PoseHistory, TrackingStats
+from hil_common.errors import ConfigError
 
 
 class TableInTheLoop:
@@ -22,10 +23,10 @@ class TableInTheLoop:
     def __init__(self, twin, ns: str, table: MotionTable, output: str = 'forward_position', period: float = 0.004,
                  trajectory_lead: float | None = None):
         if output not in ('forward_position', 'joint_trajectory'):
-            raise ValueError(f'output {output!r} is not forward_position or joint_trajectory')
+            raise ConfigError(f'output {output!r} is not forward_position or joint_trajectory')
         steps = period / twin.dt
         if not math.isclose(steps, round(steps)) or round(steps) < 1:
-            raise ValueError('period must be a whole number of twin time steps')
+            raise ConfigError('period must be a whole number of twin time steps')
         self.twin, self.ns, self.table, self.output = twin, ns, table, output
         self.period, self.steps = period, int(round(steps))
         self.lead = period if trajectory_lead is None else trajectory_lead

@@ -44,7 +44,8 @@ def quat_wxyz(rotation: np.ndarray) -> tuple[float, float, float, float]:
     return (w, x, y, z)
 
 
-def _pose_attrs(xyz, rotation=None) -> str:
+def pose_attrs(xyz, rotation=None) -> str:
+    """MJCF ``pos`` (and ``quat`` unless identity) attributes of a pose."""
     attrs = f'pos="{_v(xyz)}"'
     if rotation is not None and not np.allclose(rotation, np.eye(3)):
         attrs += f' quat="{_v(quat_wxyz(rotation))}"'
@@ -103,13 +104,15 @@ def chain_from_arm(arm, ns: str, damping, frictionloss, armature) -> list[ChainL
     return out
 
 
-def _inertial(mass, com, inertia) -> str:
+def inertial(mass, com, inertia) -> str:
+    """MJCF ``<inertial>`` element: mass (kg), CoM (m) and the full inertia tensor at the CoM (kg m^2)."""
     i = np.asarray(inertia)
     return (f'<inertial pos="{_v(com)}" mass="{_f(mass)}" '
             f'fullinertia="{_v((i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2]))}"/>')
 
 
-def _capsule(name, end, radius, rgba, collide=False) -> str:
+def capsule(name, end, radius, rgba, collide=False) -> str:
+    """MJCF capsule from the body origin to ``end`` (a sphere when ``end`` is the origin)."""
     if float(np.linalg.norm(end)) < 1e-6:
         return f'<geom name="{name}" type="sphere" size="{_f(radius)}" rgba="{rgba}" {_nocollide(collide)}/>'
     return (f'<geom name="{name}" type="capsule" fromto="0 0 0 {_v(end)}" size="{_f(radius)}" rgba="{rgba}" '
@@ -125,18 +128,18 @@ def open_chain(chain: list[ChainLink], rgba: str) -> tuple[list[str], int]:
     lines = []
     for link in chain:
         lo, hi = link.q_range
-        lines.append(f'<body name="{link.body}" {_pose_attrs(link.xyz, link.rotation)}>')
+        lines.append(f'<body name="{link.body}" {pose_attrs(link.xyz, link.rotation)}>')
         lines.append(f'<joint name="{link.joint}" type="hinge" axis="{_v(link.axis)}" range="{_f(lo)} {_f(hi)}" '
                      f'armature="{_f(link.armature)}" damping="{_f(link.damping)}" frictionloss="{_f(link.frictionloss)}"/>')
-        lines.append(_inertial(link.mass, link.com, link.inertia))
-        lines.append(_capsule(f'{link.body}_geom', link.segment_end, link.radius, rgba))
+        lines.append(inertial(link.mass, link.com, link.inertia))
+        lines.append(capsule(f'{link.body}_geom', link.segment_end, link.radius, rgba))
     return lines, len(chain)
 
 
 def ft_sensor_body(name: str, xyz, rotation, mass=0.9, radius=0.05, height=0.04) -> tuple[list[str], str]:
     """Open the F/T sensor body (a puck ``height`` thick); returns lines and the measuring-frame pose."""
-    lines = [f'<body name="{name}_body" {_pose_attrs(xyz, rotation)}>',
-             _inertial(mass, (0, 0, height / 2), np.diag([mass * radius ** 2 / 4] * 2 + [mass * radius ** 2 / 2])),
+    lines = [f'<body name="{name}_body" {pose_attrs(xyz, rotation)}>',
+             inertial(mass, (0, 0, height / 2), np.diag([mass * radius ** 2 / 4] * 2 + [mass * radius ** 2 / 2])),
              f'<geom name="{name}_geom" type="cylinder" fromto="0 0 0 0 0 {_f(height)}" size="{_f(radius)}" '
              f'rgba="0.2 0.2 0.2 1" contype="0" conaffinity="0"/>']
     return lines, _v((0, 0, height))
@@ -204,14 +207,14 @@ def hexapod_bodies(spec: HexapodSpec, ns: str, leg_armature: float, platform_mas
         x /= np.linalg.norm(x)
         rot = np.column_stack([x, np.cross(z, x), z])
         name = spec.joint_names[i]
-        legs += [f'<body name="{ns}_leg_{i + 1}_lower" {_pose_attrs(b, rot)}>',
+        legs += [f'<body name="{ns}_leg_{i + 1}_lower" {pose_attrs(b, rot)}>',
                  f'<joint name="{ns}_leg_{i + 1}_ball" type="ball" damping="0.5"/>',
-                 _inertial(2.0, (0, 0, 0.2 * l0), np.diag([0.03, 0.03, 0.002])),
-                 _capsule(f'{ns}_leg_{i + 1}_lower_geom', (0, 0, 0.55 * l0), 0.035, '0.5 0.5 0.55 1'),
+                 inertial(2.0, (0, 0, 0.2 * l0), np.diag([0.03, 0.03, 0.002])),
+                 capsule(f'{ns}_leg_{i + 1}_lower_geom', (0, 0, 0.55 * l0), 0.035, '0.5 0.5 0.55 1'),
                  f'<body name="{ns}_leg_{i + 1}_upper">',
                  f'<joint name="{ns}_{name}" type="slide" axis="0 0 1" range="{_f(spec.leg_min - l0)} {_f(spec.leg_max - l0)}" '
                  f'armature="{_f(leg_armature)}"/>',
-                 _inertial(1.0, (0, 0, 0.7 * l0), np.diag([0.01, 0.01, 0.001])),
+                 inertial(1.0, (0, 0, 0.7 * l0), np.diag([0.01, 0.01, 0.001])),
                  f'<geom name="{ns}_leg_{i + 1}_upper_geom" type="capsule" fromto="0 0 {_f(0.45 * l0)} 0 0 {_f(l0)}" '
                  f'size="0.022" rgba="0.8 0.8 0.85 1" contype="0" conaffinity="0"/>',
                  f'<site name="{ns}_leg_{i + 1}_tip" pos="0 0 {_f(l0)}" size="0.01"/>',
@@ -221,7 +224,7 @@ def hexapod_bodies(spec: HexapodSpec, ns: str, leg_armature: float, platform_mas
     radius = float(np.max(np.linalg.norm(spec.platform_points_in_platform, axis=1))) + 0.05
     platform = [f'<body name="{ns}_platform" pos="{_v(home)}">',
                 f'<freejoint name="{ns}_platform_free"/>',
-                _inertial(platform_mass, (0, 0, 0.015), np.diag([platform_mass * radius ** 2 / 4] * 2
+                inertial(platform_mass, (0, 0, 0.015), np.diag([platform_mass * radius ** 2 / 4] * 2
                                                                  + [platform_mass * radius ** 2 / 2])),
                 f'<geom name="{ns}_platform_geom" type="cylinder" fromto="0 0 0 0 0 0.03" size="{_f(radius)}" '
                 'rgba="0.4 0.45 0.6 1" contype="0" conaffinity="0"/>',
@@ -266,7 +269,7 @@ def ring_mockup(ns: str, sensor: str, sensor_top: str, pose_grasp_in_sensor: pin
         u = math.cos(a) * e1 + math.sin(a) * e2
         t = np.cross(axis, u)
         seg_rot = np.column_stack([u, t, axis])
-        lines.append(f'<geom name="{ns}_lar_{k}" type="box" {_pose_attrs(centre + ring_radius * u, seg_rot)} '
+        lines.append(f'<geom name="{ns}_lar_{k}" type="box" {pose_attrs(centre + ring_radius * u, seg_rot)} '
                      f'size="{_f(lip_thickness / 2)} {_f(half_width)} {_f(lip_depth / 2)}" mass="{_f(seg_mass)}" '
                      f'rgba="0.7 0.7 0.75 1" {CONTACT_ATTRS}/>')
     # struts from the box's top face to the back of the lip (visual only)
@@ -277,7 +280,7 @@ def ring_mockup(ns: str, sensor: str, sensor_top: str, pose_grasp_in_sensor: pin
         top = np.array([0.6 * hx * math.cos(a), 0.6 * hy * math.sin(a), 2 * hz])
         lines.append(f'<geom name="{ns}_lar_strut_{k}" type="capsule" fromto="{_v(top)} {_v(back + ring_radius * u)}" '
                      'size="0.006" mass="0.05" rgba="0.7 0.7 0.75 1" contype="0" conaffinity="0"/>')
-    lines.append(f'<site name="{ns}_grapple" {_pose_attrs(pose_grasp_in_sensor.translation, rot)} size="0.008"/>')
+    lines.append(f'<site name="{ns}_grapple" {pose_attrs(pose_grasp_in_sensor.translation, rot)} size="0.008"/>')
     lines.append('</body>')
     return lines
 
@@ -297,17 +300,17 @@ def ring_gripper(ns: str, sensor: str, sensor_top: str, pose_tool_in_sensor: pin
     palm_z = p - rot[:, 2] * (pz + 0.02)          # palm behind the pads
     lines = [f'<body name="{ns}_gripper" pos="{sensor_top}">',
              f'<site name="{sensor}_site" pos="0 0 0" size="0.01" rgba="1 0 0 1"/>',
-             f'<geom name="{ns}_palm" type="box" {_pose_attrs(palm_z, rot)} size="0.03 {_f(open_half_m + 2 * py + 0.01)} 0.02" '
+             f'<geom name="{ns}_palm" type="box" {pose_attrs(palm_z, rot)} size="0.03 {_f(open_half_m + 2 * py + 0.01)} 0.02" '
              f'mass="{_f(palm_mass)}" rgba="0.3 0.3 0.35 1" {CONTACT_ATTRS}/>',
              f'<geom name="{ns}_palm_link" type="cylinder" fromto="0 0 0 {_v(palm_z - rot[:, 2] * 0.02)}" size="0.03" '
              'mass="0.01" rgba="0.3 0.3 0.35 1" contype="0" conaffinity="0"/>']
     for side, sign in (('left', 1.0), ('right', -1.0)):
-        lines += [f'<body name="{ns}_finger_{side}" {_pose_attrs(p, rot)}>',
+        lines += [f'<body name="{ns}_finger_{side}" {pose_attrs(p, rot)}>',
                   f'<joint name="{ns}_finger_{side}_joint" type="slide" axis="0 {_f(sign)} 0" '
                   f'range="-0.01 {_f(open_half_m + 0.005)}" damping="20"/>',
                   f'<geom name="{ns}_pad_{side}" type="box" pos="0 {_f(sign * py)} 0" size="{_v(pad_half)}" '
                   f'mass="{_f(finger_mass)}" rgba="0.25 0.25 0.3 1" {CONTACT_ATTRS}/>',
                   '</body>']
-    lines.append(f'<site name="{ns}_tool" {_pose_attrs(p, rot)} size="0.008"/>')
+    lines.append(f'<site name="{ns}_tool" {pose_attrs(p, rot)} size="0.008"/>')
     lines.append('</body>')
     return lines

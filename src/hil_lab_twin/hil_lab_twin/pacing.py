@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from hil_common.errors import ConfigError
+
 
 class RealTimePacer:
     """Steps ``twin`` so that its simulated time follows ``clock`` (seconds, monotonic).
@@ -74,7 +76,7 @@ class WatchedWait:
 
     def __init__(self, wall_clock: Callable[[], float] = time.monotonic, max_poll_gap_s: float = 0.25):
         if not max_poll_gap_s > 0:
-            raise ValueError('max_poll_gap_s must be > 0')
+            raise ConfigError('max_poll_gap_s must be > 0')
         self.wall_clock = wall_clock
         self.max_poll_gap_s = float(max_poll_gap_s)
         self.stalls = 0                    # gaps longer than max_poll_gap_s seen (the waiter stalled)
@@ -112,7 +114,7 @@ class SimulatedLabClock:
     def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 2.0,
                  wall_clock: Callable[[], float] = time.monotonic):
         if not (period_s > 0 and max_real_time_factor > 0 and barrier_timeout_s > 0):
-            raise ValueError('period_s, max_real_time_factor and barrier_timeout_s must be > 0')
+            raise ConfigError('period_s, max_real_time_factor and barrier_timeout_s must be > 0')
         self.twin = twin
         self.steps_per_period = max(1, int(round(period_s / twin.dt)))
         self.period_s = self.steps_per_period * twin.dt

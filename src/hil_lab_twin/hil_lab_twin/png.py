@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 
+from hil_common.errors import InputError
+
 
 def _chunk(kind: bytes, payload: bytes) -> bytes:
     return struct.pack('>I', len(payload)) + kind + payload + struct.pack('>I', zlib.crc32(kind + payload) & 0xFFFFFFFF)
@@ -22,7 +24,7 @@ SIGNATURE = b'\x89PNG\r\n\x1a\n'
 def _scanlines(rgb: np.ndarray) -> tuple[int, int, bytes]:
     image = np.ascontiguousarray(rgb, dtype=np.uint8)
     if image.ndim != 3 or image.shape[2] != 3:
-        raise ValueError(f'expected an HxWx3 image, got {image.shape}')
+        raise InputError(f'expected an HxWx3 image, got {image.shape}')
     height, width, _ = image.shape
     rows = np.concatenate([np.zeros((height, 1), dtype=np.uint8), image.reshape(height, width * 3)], axis=1)
     return width, height, zlib.compress(rows.tobytes(), 6)
@@ -41,7 +43,7 @@ def encode_apng(frames, fps: float = 25.0) -> bytes:
     """An animated PNG of equally sized RGB frames, looping forever."""
     frames = list(frames)
     if not frames:
-        raise ValueError('an animation needs at least one frame')
+        raise InputError('an animation needs at least one frame')
     delay = max(1, int(round(1000.0 / fps)))
     parts, sequence = [], 0
     width = height = None
@@ -51,7 +53,7 @@ def encode_apng(frames, fps: float = 25.0) -> bytes:
             width, height = w, h
             parts += [_header(w, h), _chunk(b'acTL', struct.pack('>II', len(frames), 0))]
         elif (w, h) != (width, height):
-            raise ValueError('all frames must have the same size')
+            raise InputError('all frames must have the same size')
         parts.append(_chunk(b'fcTL', struct.pack('>IIIIIHHBB', sequence, w, h, 0, 0, delay, 1000, 0, 0)))
         sequence += 1
         if k == 0:

@@ -18,6 +18,7 @@ import pinocchio as pin
 
 from hil_lab_twin import mjcf
 from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec, rpy_matrix
+from hil_common.errors import ConfigError, Unreachable
 
 KINDS = ('serial', 'hexapod')
 SENSOR_HEIGHT_M = 0.04        # mjcf.ft_sensor_body default: measuring frame above the flange
@@ -37,12 +38,12 @@ class ServoConfig:
 
     def check(self, where: str) -> None:
         if not (math.isfinite(self.delay_s) and self.delay_s >= 0):
-            raise ValueError(f'{where}.delay_s must be >= 0')
+            raise ConfigError(f'{where}.delay_s must be >= 0')
         for name in ('bandwidth_hz', 'stiffness_hz', 'damping_ratio'):
             if not getattr(self, name) > 0:
-                raise ValueError(f'{where}.{name} must be > 0')
+                raise ConfigError(f'{where}.{name} must be > 0')
         if not self.integral_ratio >= 0:
-            raise ValueError(f'{where}.integral_ratio must be >= 0')
+            raise ConfigError(f'{where}.integral_ratio must be >= 0')
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,11 @@ class FtConfig:
 
     def check(self, where: str) -> None:
         if not self.rate_hz > 0:
-            raise ValueError(f'{where}.rate_hz must be > 0')
+            raise ConfigError(f'{where}.rate_hz must be > 0')
         if self.noise_force_std < 0 or self.noise_torque_std < 0:
-            raise ValueError(f'{where}: noise standard deviations must be >= 0')
+            raise ConfigError(f'{where}: noise standard deviations must be >= 0')
         if len(self.bias) != 6 or not all(math.isfinite(b) for b in self.bias):
-            raise ValueError(f'{where}.bias must be 6 finite numbers')
+            raise ConfigError(f'{where}.bias must be 6 finite numbers')
 
 
 def pose_from_xyz_rpy(values) -> pin.SE3:
@@ -112,9 +113,9 @@ class RingGripperConfig:
     def check(self, where: str) -> None:
         for name in ('open_half_m', 'closing_time_s', 'grip_force_n', 'finger_stiffness_n_m'):
             if not getattr(self, name) > 0:
-                raise ValueError(f'{where}.{name} must be > 0')
+                raise ConfigError(f'{where}.{name} must be > 0')
         if not (isinstance(self.noslip_iterations, int) and self.noslip_iterations >= 0):
-            raise ValueError(f'{where}.noslip_iterations must be an integer >= 0')
+            raise ConfigError(f'{where}.noslip_iterations must be an integer >= 0')
 
 
 @dataclass(frozen=True)
@@ -157,13 +158,13 @@ class RobotConfig:
     def check(self) -> None:
         where = f'robots[{self.ns}]'
         if not self.ns.isidentifier():
-            raise ValueError(f'{where}.ns must be an identifier')
+            raise ConfigError(f'{where}.ns must be an identifier')
         if self.kind not in KINDS:
-            raise ValueError(f'{where}.kind {self.kind!r} is not one of {KINDS}')
+            raise ConfigError(f'{where}.kind {self.kind!r} is not one of {KINDS}')
         if self.kind == 'serial' and self.model not in SERIAL_ROBOTS:
-            raise ValueError(f'{where}.model {self.model!r} is not one of {sorted(SERIAL_ROBOTS)}')
+            raise ConfigError(f'{where}.model {self.model!r} is not one of {sorted(SERIAL_ROBOTS)}')
         if self.payload not in PAYLOADS:
-            raise ValueError(f'{where}.payload {self.payload!r} is not one of {PAYLOADS}')
+            raise ConfigError(f'{where}.payload {self.payload!r} is not one of {PAYLOADS}')
         self.servo.check(f'{where}.servo')
         self.ft.check(f'{where}.ft')
 
@@ -198,13 +199,13 @@ class GripConfig:
     def check(self, robots) -> None:
         by_ns = {r.ns: r for r in robots}
         if self.slave not in by_ns or by_ns[self.slave].payload != 'none':
-            raise ValueError(f'grip.slave {self.slave!r} must be a robot namespace whose payload is none')
+            raise ConfigError(f'grip.slave {self.slave!r} must be a robot namespace whose payload is none')
         if self.payload not in by_ns or by_ns[self.payload].payload != 'client_mockup':
-            raise ValueError(f'grip.payload {self.payload!r} must be a robot namespace carrying a client mock-up')
+            raise ConfigError(f'grip.payload {self.payload!r} must be a robot namespace carrying a client mock-up')
         for name in ('stiffness', 'damping'):
             values = getattr(self, name)
             if len(values) != 6 or not all(math.isfinite(v) and v >= 0 for v in values):
-                raise ValueError(f'grip.{name} must be 6 finite values >= 0')
+                raise ConfigError(f'grip.{name} must be 6 finite values >= 0')
 
 
 @dataclass(frozen=True)
@@ -217,20 +218,20 @@ class TwinConfig:
 
     def check(self) -> None:
         if not self.robots:
-            raise ValueError('robots: at least one robot is needed')
+            raise ConfigError('robots: at least one robot is needed')
         names = [r.ns for r in self.robots]
         if len(set(names)) != len(names):
-            raise ValueError(f'robots: namespaces must be unique, got {names}')
+            raise ConfigError(f'robots: namespaces must be unique, got {names}')
         if not 0 < self.timestep <= 0.01:
-            raise ValueError('timestep must be in (0, 0.01] s')
+            raise ConfigError('timestep must be in (0, 0.01] s')
         for robot in self.robots:
             robot.check()
         if self.arm.gripper is not None:
             self.arm.gripper.check('arm.gripper')
         if not self.arm.torque_loop_gain >= 0.0:
-            raise ValueError('arm.torque_loop_gain must be >= 0')
+            raise ConfigError('arm.torque_loop_gain must be >= 0')
         if self.press is not None and self.press.target not in names:
-            raise ValueError(f'press.target {self.press.target!r} is not a robot namespace')
+            raise ConfigError(f'press.target {self.press.target!r} is not a robot namespace')
         if self.grip is not None:
             self.grip.check(self.robots)
 
@@ -276,7 +277,7 @@ class RobotBuild:
 def _serial_initial(spec, robot: RobotConfig) -> np.ndarray:
     q = np.array(spec.q_home if robot.q_initial is None else robot.q_initial, dtype=float)
     if q.shape != (spec.dof,):
-        raise ValueError(f'robots[{robot.ns}].q_initial must have {spec.dof} values')
+        raise ConfigError(f'robots[{robot.ns}].q_initial must have {spec.dof} values')
     return q
 
 
@@ -290,7 +291,7 @@ def build_scene(config: TwinConfig):
         ns = robot.ns
         base_rot = rpy_matrix(robot.base_rpy)
         base_pose = pin.SE3(base_rot, np.array(robot.base_xyz, dtype=float))
-        world.append(f'<body name="{ns}_base" {mjcf._pose_attrs(robot.base_xyz, base_rot)}>')
+        world.append(f'<body name="{ns}_base" {mjcf.pose_attrs(robot.base_xyz, base_rot)}>')
         if robot.base_xyz[2] > 0:
             world.append(f'<geom name="{ns}_pedestal" type="cylinder" fromto="0 0 {-robot.base_xyz[2]:.6g} 0 0 0" '
                          'size="0.2" rgba="0.3 0.3 0.3 1" contype="0" conaffinity="0"/>')
@@ -299,12 +300,12 @@ def build_scene(config: TwinConfig):
             armature = robot.armature or DEFAULT_ARMATURE.get(robot.model, (1.0,) * spec.dof)
             chain = mjcf.chain_from_serial(spec, ns, armature)
             if np.linalg.norm(spec.joint_xyz[0]) > 0:  # the column up to the first joint
-                world.append(mjcf._capsule(f'{ns}_column', spec.joint_xyz[0], spec.link_radius * 1.1, '0.3 0.3 0.3 1'))
+                world.append(mjcf.capsule(f'{ns}_column', spec.joint_xyz[0], spec.link_radius * 1.1, '0.3 0.3 0.3 1'))
             lines, depth = mjcf.open_chain(chain, '0.95 0.55 0.1 1' if 'kr' in spec.name else '0.6 0.7 0.8 1')
             world += lines
             flange_rot = rpy_matrix(spec.flange_rpy)
-            world.append(f'<site name="{ns}_flange" {mjcf._pose_attrs(spec.flange_xyz, flange_rot)} size="0.01"/>')
-            world.append(f'<body name="{ns}_tool" {mjcf._pose_attrs(spec.flange_xyz, flange_rot)}>')
+            world.append(f'<site name="{ns}_flange" {mjcf.pose_attrs(spec.flange_xyz, flange_rot)} size="0.01"/>')
+            world.append(f'<body name="{ns}_tool" {mjcf.pose_attrs(spec.flange_xyz, flange_rot)}>')
             depth += 1
             q0 = _serial_initial(spec, robot)
             build = RobotBuild(ns, 'serial', tuple(spec.joint_names), tuple(c.joint for c in chain), f'{ns}_flange',
@@ -326,7 +327,7 @@ def build_scene(config: TwinConfig):
             pose_flange_in_base = kin.home_pose
             # the platform is a free body of the world: its pose is given in world coordinates
             world[-len(platform)] = (f'<body name="{ns}_platform" '
-                                     f'{mjcf._pose_attrs((base_pose * kin.home_pose).translation, base_rot)}>')
+                                     f'{mjcf.pose_attrs((base_pose * kin.home_pose).translation, base_rot)}>')
         sensor = f'{ns}_ft'
         if robot.sensor_in_flange_xyz_rpy is None:
             sensor_lines, sensor_top = mjcf.ft_sensor_body(sensor, (0, 0, 0), None)
@@ -394,8 +395,8 @@ def _servicer_arm(ns, sensor, sensor_top, arm_config: ArmConfig, build: RobotBui
     base = arm.base_link
     lines = [f'<body name="{ns}_arm_base" pos="{sensor_top}">',
              f'<site name="{sensor}_site" size="0.01" rgba="1 0 0 1"/>',
-             mjcf._inertial(base.mass_kg, base.com_m, base.inertia_matrix()),
-             mjcf._capsule(f'{ns}_arm_base_geom', arm.segment_ends_m[0], arm.link_radius_m, '0.9 0.9 0.9 1')]
+             mjcf.inertial(base.mass_kg, base.com_m, base.inertia_matrix()),
+             mjcf.capsule(f'{ns}_arm_base_geom', arm.segment_ends_m[0], arm.link_radius_m, '0.9 0.9 0.9 1')]
     chain_lines, depth = mjcf.open_chain(chain, '0.9 0.9 0.9 1')
     lines += chain_lines
     flange = next(f for f in arm.frames if f.name == arm.ee_frame)
@@ -449,7 +450,7 @@ def _press(press: PressConfig, build: RobotBuild) -> list[str]:
         x = np.array([1.0, 0.0, 0.0])
     x /= np.linalg.norm(x)
     rot = np.column_stack([x, np.cross(push_axis, x), push_axis])
-    return [f'<body name="press" {mjcf._pose_attrs(start, rot)}>',
+    return [f'<body name="press" {mjcf.pose_attrs(start, rot)}>',
             '<joint name="press_slide" type="slide" axis="0 0 1" range="-0.05 0.1"/>',
             f'<geom name="press_tip" type="sphere" size="{press.radius:.6g}" mass="{press.mass:.6g}" condim="1" '
             'rgba="0.8 0.2 0.2 1"/>',
@@ -479,12 +480,12 @@ def teleop_facility_config(slave_model: str = 'kr120r2500pro', payload_model: st
     from hil_motion_table.kinematics import SerialKinematics
 
     if slave_model not in SERIAL_ROBOTS or payload_model not in SERIAL_ROBOTS:
-        raise ValueError(f'slave and payload robots must be serial models {sorted(SERIAL_ROBOTS)}')
+        raise ConfigError(f'slave and payload robots must be serial models {sorted(SERIAL_ROBOTS)}')
     # flange axes in the payload base: z along +x_base, y along +y_base
     facing = np.column_stack([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     payload_base = pin.SE3(rpy_matrix((0.0, 0.0, math.pi)), np.array([2.6, 0.0, 0.5]))
     pose_flange_payload = pin.SE3(facing, np.array(payload_flange_xyz, dtype=float))
-    q_payload = _ik(SerialKinematics(SERIAL_ROBOTS[payload_model]()), pose_flange_payload,
+    q_payload = reachable_ik(SerialKinematics(SERIAL_ROBOTS[payload_model]()), pose_flange_payload,
                     (math.pi / 2, -math.pi / 2, 1.0, -math.pi / 2, math.pi / 2, 0.0), 'payload')
     pose_grapple = payload_base * pose_flange_payload * pin.SE3(
         np.eye(3), np.array([0.0, 0.0, SENSOR_HEIGHT_M + GRAPPLE_IN_MOCKUP_M]))
@@ -492,17 +493,17 @@ def teleop_facility_config(slave_model: str = 'kr120r2500pro', payload_model: st
     pose_sensor_slave = pin.SE3(facing, pose_grapple.translation)
     pose_flange_slave = pose_sensor_slave * pin.SE3(np.eye(3), np.array([0.0, 0.0, -SENSOR_HEIGHT_M]))
     slave_kin = SerialKinematics(SERIAL_ROBOTS[slave_model]())
-    q_slave = _ik(slave_kin, pose_flange_slave, slave_kin.q_home, 'slave')
+    q_slave = reachable_ik(slave_kin, pose_flange_slave, slave_kin.q_home, 'slave')
     robots = (RobotConfig('slave', 'serial', slave_model, 'none', q_initial=tuple(q_slave), servo=servo, ft=slave_ft),
               RobotConfig('payload', 'serial', payload_model, 'client_mockup', base_xyz=(2.6, 0.0, 0.5),
                           base_rpy=(0.0, 0.0, math.pi), q_initial=tuple(q_payload), servo=servo, ft=payload_ft))
     return TwinConfig(robots=robots, timestep=timestep, grip=grip or GripConfig('slave', 'payload'))
 
 
-def _ik(kin, pose_flange_in_base, seed, who: str) -> np.ndarray:
+def reachable_ik(kin, pose_flange_in_base, seed, who: str) -> np.ndarray:
     result = kin.inverse(pose_flange_in_base, np.asarray(seed, dtype=float))
     if not result.converged or np.any(result.q < kin.q_min) or np.any(result.q > kin.q_max):
-        raise ValueError(f'{who} robot cannot reach its initial grip pose {pose_flange_in_base.translation}')
+        raise Unreachable(f'{who} robot cannot reach its initial grip pose {pose_flange_in_base.translation}')
     return result.q
 
 
@@ -537,7 +538,7 @@ def config_from_yaml(text: str) -> TwinConfig:
 
     data = yaml.safe_load(text)
     if not isinstance(data, dict):
-        raise ValueError('twin config YAML must be a mapping')
+        raise ConfigError('twin config YAML must be a mapping')
 
     def build(cls, values, nested):
         if values is None:

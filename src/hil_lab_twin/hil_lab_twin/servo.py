@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from hil_common.errors import Unreachable
+
+from hil_common.errors import ConfigError, Unreachable
 
 
 class CommandRejected(Unreachable):
@@ -106,7 +107,7 @@ class DelayLine:
 
     def __init__(self, delay: float):
         if not (math.isfinite(delay) and delay >= 0):
-            raise ValueError('delay must be >= 0')
+            raise ConfigError('delay must be >= 0')
         self.delay = float(delay)
         self._heap: list = []
         self._count = 0

@@ -35,6 +35,7 @@ from hil_lab_twin.ft import MUJOCO_SIGN, FtChannel
 from hil_lab_twin.scene import RobotBuild, TwinConfig, build_scene
 from hil_lab_twin.servo import (CommandRejected, DelayLine, FirstOrderServo, TrajectoryFollower, validate_command,
                                 validate_trajectory)
+from hil_common.errors import ConfigError, InputError
 
 
 @dataclass
@@ -242,13 +243,13 @@ class LabTwin:
         configured closing time and then squeeze with the configured force."""
         arm = self._arms[ns]
         if arm.finger_rate <= 0:
-            raise RuntimeError(f'{ns} has no ring gripper (ArmConfig.gripper)')
+            raise ConfigError(f'{ns} has no ring gripper (ArmConfig.gripper)')
         arm.finger_goal = arm.finger_closed_goal
 
     def open_gripper(self, ns: str) -> None:
         arm = self._arms[ns]
         if arm.finger_rate <= 0:
-            raise RuntimeError(f'{ns} has no ring gripper (ArmConfig.gripper)')
+            raise ConfigError(f'{ns} has no ring gripper (ArmConfig.gripper)')
         arm.finger_goal = arm.finger_open
 
     def finger_positions(self, ns: str) -> np.ndarray:
@@ -349,7 +350,7 @@ class LabTwin:
         force = np.asarray(force_world, dtype=float).reshape(3)
         couple = np.asarray(torque_world, dtype=float).reshape(3)
         if not (np.all(np.isfinite(force)) and np.all(np.isfinite(couple))):
-            raise ValueError('push must be finite')
+            raise InputError('push must be finite')
         body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f'{ns}_mockup')
         if body < 0:
             raise KeyError(f'{ns} carries no client mock-up')
@@ -391,7 +392,7 @@ class LabTwin:
         """Close the gripper where it is: the grapple's present pose in the slave's grip frame
         (``pose_grapple_in_grip``) becomes the spring's rest pose."""
         if self._grip_sites is None:
-            raise RuntimeError('the twin was built without a grip (TwinConfig.grip)')
+            raise ConfigError('the twin was built without a grip (TwinConfig.grip)')
         self._grip_rest = self._site_pose(self._grip_sites[0]).actInv(self._site_pose(self._grip_sites[1]))
 
     def release_grip(self) -> None:
@@ -448,7 +449,7 @@ class LabTwin:
 
     def set_press_force(self, force: float) -> None:
         if self.press_actuator < 0:
-            raise RuntimeError('the twin was built without a press (TwinConfig.press)')
+            raise ConfigError('the twin was built without a press (TwinConfig.press)')
         self.data.ctrl[self.press_actuator] = float(force)
 
     # -- time ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_motion_table.robot_models import HexapodSpec, SerialRobotSpec, urdf_from_spec
+from hil_common.errors import InputError
 
 
 @dataclass
@@ -184,7 +185,7 @@ class HexapodKinematics:
         residual = lengths - self.leg_lengths(g)
         if float(np.max(np.abs(residual))) < 1e3 * self.tolerance:
             return g
-        raise ValueError(f'hexapod forward kinematics did not converge (leg residual {np.max(np.abs(residual)):.3g} m)')
+        raise InputError(f'hexapod forward kinematics did not converge (leg residual {np.max(np.abs(residual)):.3g} m)')
 
     def inverse(self, pose_platform_in_base: pin.SE3, q_seed=None) -> IkResult:
         lengths = self.leg_lengths(pose_platform_in_base)

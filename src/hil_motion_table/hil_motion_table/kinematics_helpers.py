@@ -10,6 +10,7 @@ import pinocchio as pin
 
 from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics
 from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec
+from hil_common.errors import ConfigError
 
 ROBOTS = tuple(sorted(SERIAL_ROBOTS)) + ('hexapod',)
 
@@ -19,7 +20,7 @@ def make_kinematics(robot: str, name: str = 'hexapod'):
     if robot == 'hexapod':
         return HexapodKinematics(hexapod_spec(name=name))
     if robot not in SERIAL_ROBOTS:
-        raise ValueError(f'unknown robot {robot!r}; one of {ROBOTS}')
+        raise ConfigError(f'unknown robot {robot!r}; one of {ROBOTS}')
     return SerialKinematics(SERIAL_ROBOTS[robot]())
 
 

@@ -39,6 +39,8 @@ from typing import Sequence
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
+
 UR10E_SOURCE = ('Universal Robots, "DH parameters for calculations of kinematics and dynamics", UR10e row; '
                 'UR10e technical specifications (joint ranges and speeds)')
 
@@ -78,7 +80,7 @@ class SerialRobotSpec:
         for attr in ('joint_xyz', 'joint_rpy', 'joint_axis', 'link_masses', 'link_coms', 'link_inertias',
                      'q_min', 'q_max', 'qd_max', 'qdd_max', 'q_home'):
             if len(getattr(self, attr)) != n:
-                raise ValueError(f'{self.name}: {attr} has {len(getattr(self, attr))} entries, expected {n}')
+                raise ConfigError(f'{self.name}: {attr} has {len(getattr(self, attr))} entries, expected {n}')
 
     @property
     def dof(self) -> int:
@@ -256,7 +258,7 @@ class HexapodSpec:
         for attr in ('base_points_in_base', 'platform_points_in_platform'):
             value = np.asarray(getattr(self, attr), dtype=float)
             if value.shape != (6, 3):
-                raise ValueError(f'{self.name}: {attr} must be 6x3, got {value.shape}')
+                raise ConfigError(f'{self.name}: {attr} must be 6x3, got {value.shape}')
             object.__setattr__(self, attr, value)
         if not self.joint_names:
             object.__setattr__(self, 'joint_names', tuple(f'leg_{i + 1}' for i in range(6)))

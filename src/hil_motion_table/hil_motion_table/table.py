@@ -35,6 +35,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_motion_table.kinematics import pose_error
+from hil_common.errors import ConfigError, InputError
 
 FAULTS = ('invalid_command', 'stale_measurement', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
 CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
@@ -113,9 +114,9 @@ class MotionTable:
                  twist_filter_hz: float = 20.0, latch_faults: bool = True,
                  clock: Callable[[], float] | None = None, self_clearing: tuple[str, ...] = ()):
         if not period > 0:
-            raise ValueError('period must be > 0')
+            raise ConfigError('period must be > 0')
         if prediction_horizon < 0:
-            raise ValueError('prediction_horizon must be >= 0')
+            raise ConfigError('prediction_horizon must be >= 0')
         self.kin = kinematics
         self.limits = limits
         self.period = float(period)
@@ -158,7 +159,7 @@ class MotionTable:
         """Start from the measured joints: the first command equals them (no jump)."""
         q = np.asarray(q_measured, dtype=float)
         if q.shape != (self.kin.dof,) or not np.all(np.isfinite(q)):
-            raise ValueError(f'measured joints must be {self.kin.dof} finite values')
+            raise InputError(f'measured joints must be {self.kin.dof} finite values')
         self._q_cmd = q.copy()
         self._qd_cmd = np.zeros_like(q)
         self._pose_safe = self.kin.forward(q)
@@ -230,7 +231,7 @@ class MotionTable:
         without its own ``clock`` (a lockstep runner's simulated time); never pass message stamps."""
         if self._q_cmd is None:
             if q_measured is None:
-                raise RuntimeError('MotionTable.step before initialize() and without measured joints')
+                raise InputError('MotionTable.step before initialize() and without measured joints')
             self.initialize(q_measured)
         self.stats.steps += 1
         dt = self._dt(t)

@@ -31,6 +31,7 @@ from hil_common.params import Param, ParameterError, validate
 from hil_sensors import rdt
 from hil_sensors.processing import (AXES, FaultLatch, LowPassFilter, RateMeter, ToolGravity, WrenchChain,
                                     WrenchTransform, all_finite, overload_axis)
+from hil_common.errors import InputError
 
 # Linux: SO_TIMESTAMPNS (== SCM_TIMESTAMPNS); Python 3.11 does not export the constant.
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)
@@ -685,7 +686,7 @@ class FtDriver:
             return False
         try:
             if not all_finite([float(v) for v in xyzw]):
-                raise ValueError('non-finite quaternion')
+                raise InputError('non-finite quaternion')
             self.chain.gravity.set_flange_orientation(xyzw)
         except (ValueError, TypeError):
             self.counters['pose_rejected'] += 1

@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from hil_dynamics.se3 import pose_from_quaternion
+from hil_common.errors import ConfigError, InputError
 
 AXES = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
 ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -53,9 +54,9 @@ class LowPassFilter:
 
     def __init__(self, cutoff_hz: float, sample_rate_hz: float, order: int = 2):
         if order not in (1, 2):
-            raise ValueError(f'filter order must be 1 or 2, got {order}')
+            raise ConfigError(f'filter order must be 1 or 2, got {order}')
         if not (0.0 < cutoff_hz < 0.5 * sample_rate_hz):
-            raise ValueError(f'cut-off {cutoff_hz} Hz must be in (0, {0.5 * sample_rate_hz}) Hz (Nyquist)')
+            raise ConfigError(f'cut-off {cutoff_hz} Hz must be in (0, {0.5 * sample_rate_hz}) Hz (Nyquist)')
         self.cutoff_hz = float(cutoff_hz)
         self.sample_rate_hz = float(sample_rate_hz)
         self.order = order
@@ -187,7 +188,7 @@ class Tare:
 
     def start(self, samples: int) -> None:
         if samples < 1:
-            raise ValueError('a tare needs at least one sample')
+            raise ConfigError('a tare needs at least one sample')
         self._target = int(samples)
         self._sum = [0.0] * 6
         self._n = 0
@@ -250,7 +251,7 @@ class ToolGravity:
         torque = np.cross(self.com, force)
         w = tuple(float(v) for v in (*force, *torque))
         if not all(math.isfinite(v) for v in w):
-            raise ValueError('gravity wrench is not finite')
+            raise InputError('gravity wrench is not finite')
         self.wrench = w
         self.has_orientation = True
         self.updates += 1

@@ -27,7 +27,8 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Iterable, Sequence
-from hil_common.errors import SensorFault
+
+from hil_common.errors import ConfigError, SensorFault
 
 RDT_PORT = 49152
 RDT_HEADER = 0x1234
@@ -76,9 +77,9 @@ class RdtRequest:
 def encode_request(command: int, sample_count: int = 0) -> bytes:
     """The 8-byte request a client sends to the sensor."""
     if command not in COMMAND_NAMES:
-        raise ValueError(f'unknown RDT command 0x{command:04x}')
+        raise ConfigError(f'unknown RDT command 0x{command:04x}')
     if not 0 <= sample_count <= UINT32_MASK:
-        raise ValueError(f'sample_count {sample_count} does not fit uint32')
+        raise ConfigError(f'sample_count {sample_count} does not fit uint32')
     return REQUEST.pack(RDT_HEADER, command, sample_count)
 
 
@@ -247,7 +248,7 @@ class SequenceTracker:
 
     def __init__(self, window: int = 4096, max_forward_gap: int = 1 << 20, rate_hz: float | None = None):
         if window < 1 or max_forward_gap < window:
-            raise ValueError('need 1 <= window <= max_forward_gap')
+            raise ConfigError('need 1 <= window <= max_forward_gap')
         self.window = window
         self.max_forward_gap = max_forward_gap
         self.rate_hz = rate_hz        # bound on the stream rate for the plausibility check (None: no bound)

@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable, Sequence
 
 from hil_sensors import rdt
+from hil_common.errors import ConfigError, InputError, StartError
 
 WrenchSource = Callable[[float], Sequence[float]]
 
@@ -45,7 +46,7 @@ class ConstantSource:
     def set(self, wrench: Sequence[float]) -> None:
         w = tuple(float(v) for v in wrench)
         if len(w) != 6:
-            raise ValueError('a wrench has 6 components')
+            raise InputError('a wrench has 6 components')
         self.wrench = w
 
     def __call__(self, t: float) -> Sequence[float]:
@@ -98,10 +99,10 @@ class RdtSimulator:
         self.calibration = calibration or rdt.Calibration(1e6, 1e6)
         self.host, self.port = host, port
         if not rate_hz > 0:
-            raise ValueError('rate_hz must be > 0')
+            raise ConfigError('rate_hz must be > 0')
         self.rate_hz = float(rate_hz)
         if not 1 <= records_per_packet <= rdt.MAX_RECORDS_PER_PACKET:
-            raise ValueError(f'records_per_packet must be in 1..{rdt.MAX_RECORDS_PER_PACKET}')
+            raise ConfigError(f'records_per_packet must be in 1..{rdt.MAX_RECORDS_PER_PACKET}')
         self.records_per_packet = records_per_packet
         self.http_port = http_port
         self.noise_std = tuple(noise_std) if isinstance(noise_std, (list, tuple)) else (float(noise_std),) * 6
@@ -193,7 +194,7 @@ class RdtSimulator:
         """Send a raw datagram from the sensor socket (malformed-packet and fuzz tests)."""
         target = to or self.client
         if target is None or self._sock is None:
-            raise RuntimeError('no client to send to (no start command received yet)')
+            raise StartError('no client to send to (no start command received yet)')
         self._sock.sendto(data, target)
         self.stats.injected += 1
 
@@ -322,7 +323,7 @@ class RdtSimulator:
         try:
             w = [float(v) for v in self.source(t)]
             if len(w) != 6:
-                raise ValueError('source must return 6 values')
+                raise InputError('source must return 6 values')
         except Exception:  # noqa: BLE001 - a broken source must not kill the sensor thread
             self.stats.source_errors += 1
             w = [math.nan] * 6

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Link:
@@ -107,7 +109,7 @@ def build_model(spec: ArmSpec, base: str = 'fixed', pose_base_in_world: pin.SE3 
     a free-flyer joint (its configuration then starts the ``q`` vector).
     """
     if base not in ('fixed', 'free'):
-        raise ValueError(f"base must be 'fixed' or 'free', got {base!r}")
+        raise ConfigError(f"base must be 'fixed' or 'free', got {base!r}")
     model = pin.Model()
     model.name = spec.name
     model.gravity = pin.Motion.Zero()     # on orbit

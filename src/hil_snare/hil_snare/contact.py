@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hil_common.errors import ConfigError
+
 # e^{beta delta} is capped at beta delta = EXP_CAP: a deflection that large (tens of mm for
 # Table 4) means the run already failed; the cap only keeps the arithmetic finite.
 EXP_CAP = 60.0
@@ -28,7 +30,7 @@ EXP_CAP = 60.0
 
 def _check(name, value, *, positive=False):
     if not math.isfinite(value) or value < 0.0 or (positive and value == 0.0):
-        raise ValueError(f'{name} must be {"> 0" if positive else ">= 0"} and finite, got {value!r}')
+        raise ConfigError(f'{name} must be {"> 0" if positive else ">= 0"} and finite, got {value!r}')
 
 
 def friction_gain(mu: float, f_n: float, slip_speed_sq: float, v_eps_mps: float) -> float:
@@ -106,7 +108,7 @@ class LooseWireLaw:
     def __post_init__(self):
         _check('a_n_per_m2', self.a_n_per_m2, positive=True)
         if not math.isfinite(self.b_n_per_m):
-            raise ValueError(f'b_n_per_m must be finite, got {self.b_n_per_m!r}')
+            raise ConfigError(f'b_n_per_m must be finite, got {self.b_n_per_m!r}')
         _check('c_ns_per_m', self.c_ns_per_m)
         _check('mu', self.mu)
         _check('v_eps_mps', self.v_eps_mps, positive=True)
@@ -114,7 +116,7 @@ class LooseWireLaw:
     @classmethod
     def at_position(cls, s_mm: int, **kw) -> 'LooseWireLaw':
         if s_mm not in LOOSE_WIRE_TABLE4:
-            raise ValueError(f'contact position s_mm must be one of {sorted(LOOSE_WIRE_TABLE4)}, got {s_mm!r}')
+            raise ConfigError(f'contact position s_mm must be one of {sorted(LOOSE_WIRE_TABLE4)}, got {s_mm!r}')
         a, b, _ = LOOSE_WIRE_TABLE4[s_mm]
         return cls(a_n_per_m2=a, b_n_per_m=b, **kw)
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
+
 
 class CameraFrameController:
     def __init__(self, model: pin.Model, q0, kp_nm_per_rad: float = 120.0, kd_nms_per_rad: float = 240.0,
                  frame: str = 'lee', joint_slice: slice = slice(None)):
         if kp_nm_per_rad < 0.0 or kd_nms_per_rad < 0.0:
-            raise ValueError(f'kp and kd must be >= 0, got {kp_nm_per_rad!r}, {kd_nms_per_rad!r}')
+            raise ConfigError(f'kp and kd must be >= 0, got {kp_nm_per_rad!r}, {kd_nms_per_rad!r}')
         self.model = model
         self.data = model.createData()
         self.frame_id = model.getFrameId(frame)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from hil_common.errors import ConfigError
+
 DEG = math.pi / 180.0
 
 
@@ -60,7 +62,7 @@ def half_ellipse_length(a: float, b: float) -> float:
 def sag_for_length(chord_m: float, length_m: float) -> float:
     """Sag ratio ``b / a`` of a half-ellipse over ``chord_m`` whose arc length is ``length_m``."""
     if not (length_m > chord_m > 0.0):
-        raise ValueError(f'a loose wire needs length > chord > 0, got length {length_m!r}, chord {chord_m!r}')
+        raise ConfigError(f'a loose wire needs length > chord > 0, got length {length_m!r}, chord {chord_m!r}')
     a = 0.5 * chord_m
     lo, hi = 0.0, 1.0
     for _ in range(80):
@@ -262,18 +264,18 @@ class LeeSnare(WireSet):
                  final_angle_deg: float = 200.0, tightening_time_s: float = 5.0, x_wire_m: float = -0.60,
                  n_samples: int = 25, stall_force_n: float = 500.0):
         if not (ring_radius_m > 0.0 and math.isfinite(ring_radius_m)):
-            raise ValueError(f'ring_radius_m must be > 0, got {ring_radius_m!r}')
+            raise ConfigError(f'ring_radius_m must be > 0, got {ring_radius_m!r}')
         if not (0.0 <= sag_ratio < 1.0):
-            raise ValueError(f'sag_ratio must be in [0, 1), got {sag_ratio!r}')
+            raise ConfigError(f'sag_ratio must be in [0, 1), got {sag_ratio!r}')
         if not (tightening_time_s > 0.0 and math.isfinite(tightening_time_s)):
-            raise ValueError(f'tightening_time_s must be > 0, got {tightening_time_s!r}')
+            raise ConfigError(f'tightening_time_s must be > 0, got {tightening_time_s!r}')
         if not (0.0 < initial_angle_deg <= final_angle_deg < 360.0):
-            raise ValueError(f'wire angles must satisfy 0 < initial <= final < 360 deg, got '
+            raise ConfigError(f'wire angles must satisfy 0 < initial <= final < 360 deg, got '
                              f'{initial_angle_deg!r} -> {final_angle_deg!r}')
         if not (stall_force_n > 0.0):
-            raise ValueError(f'stall_force_n must be > 0, got {stall_force_n!r}')
+            raise ConfigError(f'stall_force_n must be > 0, got {stall_force_n!r}')
         if n_samples < 3:
-            raise ValueError(f'n_samples must be >= 3, got {n_samples!r}')
+            raise ConfigError(f'n_samples must be >= 3, got {n_samples!r}')
         self.ring_radius_m = ring_radius_m
         self.sag_ratio = sag_ratio
         self.theta0 = initial_angle_deg * DEG

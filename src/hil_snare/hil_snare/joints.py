@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from hil_common.errors import ConfigError
+
 DEG = math.pi / 180.0
 
 
@@ -48,9 +50,9 @@ class SsrmsGearbox:
         for name in ('k_g_nm_per_rad', 'delta_rad', 'tau_delta_nm'):
             v = getattr(self, name)
             if not math.isfinite(v) or v <= 0.0:
-                raise ValueError(f'{name} must be finite and > 0, got {v!r}')
+                raise ConfigError(f'{name} must be finite and > 0, got {v!r}')
         if not math.isfinite(self.damping_nms_per_rad) or self.damping_nms_per_rad < 0.0:
-            raise ValueError(f'damping_nms_per_rad must be >= 0, got {self.damping_nms_per_rad!r}')
+            raise ConfigError(f'damping_nms_per_rad must be >= 0, got {self.damping_nms_per_rad!r}')
 
     def torque(self, delta, delta_dot=None) -> np.ndarray:
         d = np.ascontiguousarray(delta, dtype=float).reshape(-1)
@@ -90,16 +92,16 @@ class BandedJoint:
         k = np.asarray(stiffness_nm_per_rad, dtype=float).reshape(-1)
         d = np.asarray(viscosity_nms_per_rad, dtype=float).reshape(-1)
         if not np.all(np.isfinite(edges)) or np.any(edges <= 0.0):
-            raise ValueError(f'band_edges_rad must be finite and > 0, got {edges.tolist()}')
+            raise ConfigError(f'band_edges_rad must be finite and > 0, got {edges.tolist()}')
         if np.any(np.diff(edges) <= 0.0):
-            raise ValueError(f'band_edges_rad must be strictly increasing, got {edges.tolist()}')
+            raise ConfigError(f'band_edges_rad must be strictly increasing, got {edges.tolist()}')
         if k.size != edges.size + 1 or d.size != edges.size + 1:
-            raise ValueError(f'stiffness and viscosity need {edges.size + 1} values (one per band), '
+            raise ConfigError(f'stiffness and viscosity need {edges.size + 1} values (one per band), '
                              f'got {k.size} and {d.size}')
         if not np.all(np.isfinite(k)) or np.any(k <= 0.0):
-            raise ValueError(f'stiffness_nm_per_rad must be > 0 in every band, got {k.tolist()}')
+            raise ConfigError(f'stiffness_nm_per_rad must be > 0 in every band, got {k.tolist()}')
         if not np.all(np.isfinite(d)) or np.any(d < 0.0):
-            raise ValueError(f'viscosity_nms_per_rad must be >= 0 in every band, got {d.tolist()}')
+            raise ConfigError(f'viscosity_nms_per_rad must be >= 0 in every band, got {d.tolist()}')
         self.edges = edges
         self.k = k
         self.d = d

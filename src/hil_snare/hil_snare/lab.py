@@ -120,7 +120,7 @@ def snare_twin_config(cfg: HtvCaptureConfig, layout: SnareLabLayout = SnareLabLa
     Both robots carry a bare F/T sensor (payload ``none``): the wires act on the sensor's tool
     body (:class:`SnareWires`).
     """
-    from hil_lab_twin.scene import FtConfig, RobotConfig, ServoConfig, TwinConfig, _ik
+    from hil_lab_twin.scene import FtConfig, RobotConfig, ServoConfig, TwinConfig, reachable_ik
     from hil_motion_table.robot_models import rpy_matrix
     from hil_motion_table.kinematics import SerialKinematics
     from hil_motion_table.robot_models import SERIAL_ROBOTS
@@ -130,13 +130,13 @@ def snare_twin_config(cfg: HtvCaptureConfig, layout: SnareLabLayout = SnareLabLa
     facing = np.column_stack([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
     gf_base = pin.SE3(rpy_matrix((0.0, 0.0, math.pi)), np.array(layout.gf_base_xyz, dtype=float))
     pose_flange_gf = pin.SE3(facing, np.array(layout.gf_flange_xyz, dtype=float))
-    q_gf = _ik(SerialKinematics(SERIAL_ROBOTS[layout.gf_model]()), pose_flange_gf,
+    q_gf = reachable_ik(SerialKinematics(SERIAL_ROBOTS[layout.gf_model]()), pose_flange_gf,
                (math.pi / 2, -math.pi / 2, 1.0, -math.pi / 2, math.pi / 2, math.pi), 'GF')
     up = pin.SE3(np.eye(3), np.array([0.0, 0.0, SENSOR_HEIGHT_M]))
     gf_sensor = gf_base * pose_flange_gf * up
     lee_sensor = gf_sensor * pose_sensor_in_gf().inverse() * pose_gf_in_lee(cfg).inverse() * pose_sensor_in_lee()
     lee_kin = SerialKinematics(SERIAL_ROBOTS[layout.lee_model]())
-    q_lee = _ik(lee_kin, lee_sensor * up.inverse(), lee_kin.q_home, 'LEE')
+    q_lee = reachable_ik(lee_kin, lee_sensor * up.inverse(), lee_kin.q_home, 'LEE')
     robots = (RobotConfig(layout.lee_ns, 'serial', layout.lee_model, 'none', q_initial=tuple(q_lee), servo=servo,
                           ft=lee_ft or FtConfig(seed=21)),
               RobotConfig(layout.gf_ns, 'serial', layout.gf_model, 'none', base_xyz=tuple(layout.gf_base_xyz),

@@ -21,8 +21,10 @@ from hil_snare.contact import LooseWireLaw, SnareWireLaw
 from hil_snare.control import CameraFrameController
 from hil_snare.geometry import LeeSnare, SingleWire, closest_on_polyline
 from hil_snare.joints import BandedJoint, SsrmsGearbox
-from hil_snare.system import ArmConfig, SnareSystem, _cross
+from hil_snare.system import ArmConfig, SnareSystem
 from hil_snare.targets import air_table_target, htv, payload_500kg
+
+from hil_common.errors import SimulationFailed
 
 DEG = math.pi / 180.0
 
@@ -82,7 +84,7 @@ class ScenarioInputError(ScenarioError):
     """The initial state contradicts the scenario (e.g. the grapple is not inside the snare)."""
 
 
-class IntegrationDiverged(RuntimeError):
+class IntegrationDiverged(SimulationFailed):
     """The fixed-step integration left its stability region (the state is no longer finite)."""
 
 
@@ -147,9 +149,8 @@ def relative_state(system: SnareSystem, t, poses, x):
     p_lee, p_tgt, in_shaft = system.grapple_section(pose_lee, poses[0])
     if p_lee is None:
         return np.full(3, np.nan), np.full(3, np.nan), False
-    v_tgt_world = poses[0].rotation @ (vt[:3] + _cross(vt[3:], p_tgt))
-    v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
-    return p_lee, pose_lee.rotation.T @ (v_tgt_world - v_lee_world), in_shaft
+    v_rel = system.relative_point_velocity(pose_lee, twist_lee, p_lee, poses[0], vt, p_tgt)
+    return p_lee, v_rel, in_shaft
 
 
 def run(system: SnareSystem, ctrl, poses, x, duration_s: float, dt_s: float, control_period_s: float,

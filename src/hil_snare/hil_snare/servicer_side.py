@@ -19,12 +19,13 @@ import pinocchio as pin
 from hil_snare.arms import build_model
 from hil_snare.control import CameraFrameController
 from hil_snare.system import ArmConfig
+from hil_common.errors import ConfigError
 
 
 class FlexibleArmServicer:
     def __init__(self, arm: ArmConfig, q0, kp: float = 120.0, kd: float = 240.0):
         if arm.base != 'fixed':
-            raise ValueError("the servicer side needs a fixed base (arm.base = 'fixed')")
+            raise ConfigError("the servicer side needs a fixed base (arm.base = 'fixed')")
         self.arm = arm
         self.model = build_model(arm.spec, 'fixed', arm.pose_base_in_world)
         self.data = self.model.createData()

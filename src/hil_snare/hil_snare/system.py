@@ -27,6 +27,7 @@ from hil_dynamics.lie_integrators import rkmk4_step
 from hil_dynamics.rigid_body import RigidBody
 from hil_snare.arms import ArmSpec, build_model
 from hil_snare.contact import friction_gain
+from hil_common.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Grapple:
 
     def __post_init__(self):
         if not (self.length_m > 0.0 and self.radius_m > 0.0):
-            raise ValueError(f'grapple length_m and radius_m must be > 0, got {self.length_m!r}, {self.radius_m!r}')
+            raise ConfigError(f'grapple length_m and radius_m must be > 0, got {self.length_m!r}, {self.radius_m!r}')
 
 
 @dataclass
@@ -57,9 +58,9 @@ class ArmConfig:
 
     def __post_init__(self):
         if not (self.motor_inertia_kgm2 > 0.0 and math.isfinite(self.motor_inertia_kgm2)):
-            raise ValueError(f'motor_inertia_kgm2 must be > 0, got {self.motor_inertia_kgm2!r}')
+            raise ConfigError(f'motor_inertia_kgm2 must be > 0, got {self.motor_inertia_kgm2!r}')
         if not (self.motor_damping_nms_per_rad >= 0.0):
-            raise ValueError(f'motor_damping_nms_per_rad must be >= 0, got {self.motor_damping_nms_per_rad!r}')
+            raise ConfigError(f'motor_damping_nms_per_rad must be >= 0, got {self.motor_damping_nms_per_rad!r}')
 
 
 @dataclass
@@ -72,7 +73,8 @@ class ContactSample:
     point_world: np.ndarray
 
 
-def _cross(a, b):
+def cross3(a, b):
+    """``a x b`` for 3-vectors, without numpy's dispatch overhead (hot in the wire contact)."""
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
@@ -82,6 +84,17 @@ class SnareSystem:
     The vector state is ``x = [q_joints, v, q_m, v_m, V_target]`` (``v`` includes the base twist
     first when the base floats); the poses are ``[target CoM in world, (arm base in world)]``.
     """
+
+    @staticmethod
+    def relative_point_velocity(pose_lee, twist_lee, p_lee, pose_target, twist_target, p_tgt) -> np.ndarray:
+        """Velocity of the grapple's material point relative to the LEE's, in LEE coordinates.
+
+        ``p_lee`` and ``p_tgt`` are the same point in the LEE and target frames; the twists are body
+        twists ``[v, w]`` at the frames' origins.
+        """
+        v_tgt_world = pose_target.rotation @ (twist_target[:3] + cross3(twist_target[3:], p_tgt))
+        v_lee_world = pose_lee.rotation @ (twist_lee[:3] + cross3(twist_lee[3:], p_lee))
+        return pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
 
     def __init__(self, target: RigidBody, grapple: Grapple, wires, law, arm: ArmConfig | None = None,
                  pose_wires_in_world: pin.SE3 | None = None):
@@ -184,9 +197,7 @@ class SnareSystem:
         if not hits:
             return None, theta_dot
         # velocity of the grapple's material point relative to the LEE's, in LEE coordinates
-        v_tgt_world = pose_target.rotation @ (twist_target[:3] + _cross(twist_target[3:], p_tgt))
-        v_lee_world = pose_lee.rotation @ (twist_lee[:3] + _cross(twist_lee[3:], p_lee))
-        v_rel = pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
+        v_rel = self.relative_point_velocity(pose_lee, twist_lee, p_lee, pose_target, twist_target, p_tgt)
         # scalar arithmetic on 3-vectors below: several times cheaper than numpy at this size
         vx, vy, vz = float(v_rel[0]), float(v_rel[1]), float(v_rel[2])
         ax, ay, az = (float(a) for a in self._axis_lee)
@@ -229,9 +240,9 @@ class SnareSystem:
             f_lee, p_lee, p_tgt = c
             f_tgt_body = pose_target.rotation.T @ (pose_lee.rotation @ f_lee)
             wrench_t[:3] = f_tgt_body
-            wrench_t[3:] = _cross(p_tgt, f_tgt_body)
+            wrench_t[3:] = cross3(p_tgt, f_tgt_body)
             wrench_lee[:3] = -f_lee
-            wrench_lee[3:] = _cross(p_lee, -f_lee)
+            wrench_lee[3:] = cross3(p_lee, -f_lee)
         return wrench_t, wrench_lee, theta_dot
 
     def derivative(self, t, poses, x, record=False):

@@ -28,6 +28,8 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import Unreachable
+
 _WORLD = pin.ReferenceFrame.WORLD
 # Closest |cos(pitch)| accepted by B^-1 (about 89.94 deg).
 GIMBAL_LOCK_COS = 1e-3
@@ -52,7 +54,7 @@ def b_inverse(phi) -> np.ndarray:
     """``B(phi)^-1`` (6x6): ``x_dot = B^-1 v`` (Eqs. 6 and 10). Raises ValueError near gimbal lock."""
     phi = np.asarray(phi, dtype=float)
     if abs(math.cos(phi[1])) < GIMBAL_LOCK_COS:
-        raise ValueError(f'B(phi) is singular at pitch = {math.degrees(phi[1]):.3f} deg (gimbal lock)')
+        raise Unreachable(f'B(phi) is singular at pitch = {math.degrees(phi[1]):.3f} deg (gimbal lock)')
     out = _EYE6.copy()
     out[3:, 3:] = pin.rpy.computeRpyJacobianInverse(phi, _WORLD)
     return out

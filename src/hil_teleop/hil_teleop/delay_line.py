@@ -28,6 +28,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from hil_common.errors import ConfigError
+
 T = TypeVar('T')
 
 
@@ -46,13 +48,13 @@ class DelayLine(Generic[T]):
     def __init__(self, delay_s: float, capacity: int = 100_000, jitter_s: float = 0.0,
                  drop_probability: float = 0.0, seed: int = 0):
         if not math.isfinite(delay_s) or delay_s < 0.0:
-            raise ValueError(f'delay_s must be finite and >= 0, got {delay_s!r}')
+            raise ConfigError(f'delay_s must be finite and >= 0, got {delay_s!r}')
         if int(capacity) != capacity or capacity < 1:
-            raise ValueError(f'capacity must be a positive integer, got {capacity!r}')
+            raise ConfigError(f'capacity must be a positive integer, got {capacity!r}')
         if not math.isfinite(jitter_s) or jitter_s < 0.0:
-            raise ValueError(f'jitter_s must be finite and >= 0, got {jitter_s!r}')
+            raise ConfigError(f'jitter_s must be finite and >= 0, got {jitter_s!r}')
         if not 0.0 <= drop_probability < 1.0:
-            raise ValueError(f'drop_probability must be in [0, 1), got {drop_probability!r}')
+            raise ConfigError(f'drop_probability must be in [0, 1), got {drop_probability!r}')
         self.delay_s = float(delay_s)
         self.capacity = int(capacity)
         self.jitter_s = float(jitter_s)
@@ -108,7 +110,7 @@ class HeldCommand(Generic[T]):
 
     def __init__(self, delay_s: float, timeout_s: float):
         if not math.isfinite(timeout_s) or timeout_s <= 0.0:
-            raise ValueError(f'timeout_s must be finite and > 0, got {timeout_s!r}')
+            raise ConfigError(f'timeout_s must be finite and > 0, got {timeout_s!r}')
         self.delay_s = float(delay_s)
         self.timeout_s = float(timeout_s)
         self.t_send: float | None = None

@@ -22,15 +22,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hil_common.errors import ConfigError
+
 
 def diag6(name: str, values, lo: float = 0.0, hi: float = np.inf) -> np.ndarray:
     v = np.asarray(values, dtype=float).reshape(-1)
     if v.shape == (1,):
         v = np.full(6, v[0])
     if v.shape != (6,) or not np.all(np.isfinite(v)):
-        raise ValueError(f'{name} must be 6 finite numbers (or one), got {np.asarray(values).tolist()}')
+        raise ConfigError(f'{name} must be 6 finite numbers (or one), got {np.asarray(values).tolist()}')
     if np.any(v < lo) or np.any(v > hi):
-        raise ValueError(f'{name} must lie in [{lo}, {hi}], got {v.tolist()}')
+        raise ConfigError(f'{name} must lie in [{lo}, {hi}], got {v.tolist()}')
     return v
 
 

@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from hil_common.errors import ConfigError, InputError
+
 
 def _deadband(f: np.ndarray, deadband) -> np.ndarray:
     """Zero the components whose magnitude is below ``deadband`` (scalar or 6-vector)."""
@@ -36,7 +38,7 @@ def force_from_wrench(wrench_sensor, rotation_sensor_in_master=None, deadband=0.
     """
     w = np.asarray(wrench_sensor, dtype=float).reshape(-1)
     if w.shape != (6,) or not np.all(np.isfinite(w)):
-        raise ValueError(f'master wrench must be 6 finite numbers, got {w.tolist()}')
+        raise InputError(f'master wrench must be 6 finite numbers, got {w.tolist()}')
     if rotation_sensor_in_master is not None:
         r = np.asarray(rotation_sensor_in_master, dtype=float)
         w = np.concatenate((r @ w[:3], r @ w[3:]))
@@ -56,10 +58,10 @@ def force_from_joy(axes: Sequence[float], axis_map: Sequence[int], scale, deadba
         if idx < 0:
             continue
         if idx >= axes.size:
-            raise ValueError(f'joy message has {axes.size} axes, axis_map[{i}] asks for axis {idx}')
+            raise InputError(f'joy message has {axes.size} axes, axis_map[{i}] asks for axis {idx}')
         a = float(axes[idx])
         if not math.isfinite(a):
-            raise ValueError(f'joy axis {idx} is not finite')
+            raise InputError(f'joy axis {idx} is not finite')
         out[i] = 0.0 if abs(a) < deadband else scale[i] * max(-1.0, min(1.0, a))
     return out
 
@@ -97,11 +99,11 @@ class ScriptedOperator:
     def __init__(self, pushes: Sequence[Push]):
         for i, p in enumerate(pushes):
             if not (math.isfinite(p.start_s) and math.isfinite(p.end_s) and p.end_s > p.start_s):
-                raise ValueError(f'push {i}: needs start_s < end_s, got {p.start_s}, {p.end_s}')
+                raise ConfigError(f'push {i}: needs start_s < end_s, got {p.start_s}, {p.end_s}')
             if len(p.force) != 6 or not all(math.isfinite(float(v)) for v in p.force):
-                raise ValueError(f'push {i}: force must be 6 finite numbers, got {p.force}')
+                raise ConfigError(f'push {i}: force must be 6 finite numbers, got {p.force}')
             if p.ramp_s < 0.0 or p.ramp_s > (p.end_s - p.start_s):
-                raise ValueError(f'push {i}: ramp_s must be in [0, end_s - start_s], got {p.ramp_s}')
+                raise ConfigError(f'push {i}: ramp_s must be in [0, end_s - start_s], got {p.ramp_s}')
         self.pushes = list(pushes)
         self._forces = [np.asarray(p.force, dtype=float) for p in pushes]
 
@@ -128,7 +130,7 @@ class ScriptedOperator:
         for start, end, v in steps:
             v = np.asarray(v, dtype=float)
             if np.any((gain == 0.0) & (v != 0.0)):
-                raise ValueError('a requested reference velocity needs a non-zero K_s G on that axis')
+                raise ConfigError('a requested reference velocity needs a non-zero K_s G on that axis')
             f = np.divide(v, gain, out=np.zeros(6), where=gain != 0.0)
             pushes.append(Push(float(start), float(end), tuple(f), ramp_s))
         return cls(pushes)

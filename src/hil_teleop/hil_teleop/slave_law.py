@@ -27,6 +27,7 @@ import numpy as np
 
 from hil_teleop.coordinates import advance_pose_world, b_matrix, position_difference
 from hil_teleop.gains import TeleopGains
+from hil_common.errors import ConfigError
 
 
 @dataclass
@@ -44,7 +45,7 @@ class SlaveCommand:
 def _finite6(name: str, v) -> np.ndarray:
     a = np.asarray(v, dtype=float).reshape(-1)
     if a.shape != (6,) or not math.isfinite(a.sum()):  # a NaN or inf makes the sum non-finite
-        raise ValueError(f'{name} must be 6 finite numbers, got {a.tolist()}')
+        raise ConfigError(f'{name} must be 6 finite numbers, got {a.tolist()}')
     return a
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_teleop.coordinates import world_velocity, x_from_pose
+from hil_common.errors import InputError
 
 
 @dataclass
@@ -70,7 +71,7 @@ class MeasuredSlave:
         q_dot = np.asarray(q_dot, dtype=float)
         if q.shape != (self.kin.dof,) or q_dot.shape != (self.kin.dof,) or not (
                 np.all(np.isfinite(q)) and np.all(np.isfinite(q_dot))):
-            raise ValueError(f'joint states must be {self.kin.dof} finite positions and velocities')
+            raise InputError(f'joint states must be {self.kin.dof} finite positions and velocities')
         pose = self.pose(q)
         twist_flange = pin.Motion(self.kin.jacobian_body(q) @ q_dot)
         twist_ee = self.pose_ee_in_flange.actInv(twist_flange).vector

@@ -36,6 +36,7 @@ from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import transform_wrench
 from hil_teleop.coordinates import advance_pose_world, cross3, x_from_pose
 from hil_teleop.gains import diag6
+from hil_common.errors import ConfigError
 
 
 class SlaveArm:
@@ -43,7 +44,7 @@ class SlaveArm:
 
     def __init__(self, pose_ee_in_base: pin.SE3, droop, tau_s: float):
         if not (math.isfinite(tau_s) and tau_s >= 0.0):
-            raise ValueError(f'tau_s must be finite and >= 0, got {tau_s!r}')
+            raise ConfigError(f'tau_s must be finite and >= 0, got {tau_s!r}')
         self.droop = diag6('droop', droop)
         self.tau_s = float(tau_s)
         self.pose = pin.SE3(pose_ee_in_base)

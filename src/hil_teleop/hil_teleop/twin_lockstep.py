@@ -51,6 +51,7 @@ from hil_teleop.coordinates import x_from_pose
 from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.slave_law import SlaveSide
 from hil_teleop.slave_measurement import MeasuredSlave
+from hil_common.errors import ConfigError
 
 # Pose of the payload "CoM" (the grapple: seed 001 grips the payload at its CoM, as the ideal
 # runner does) in the payload table's flange frame, and of the payload F/T frame in it.
@@ -107,7 +108,7 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
     slave_kin, payload_kin = make_kinematics('kr120r2500pro'), make_kinematics('ur10e')
     if tuple(slave_kin.joint_names) != twin.joint_names('slave') or tuple(payload_kin.joint_names) != \
             twin.joint_names('payload'):
-        raise ValueError('twin robots must be the KR 120 slave and the UR10e payload table')
+        raise ConfigError('twin robots must be the KR 120 slave and the UR10e payload table')
     twin.step(int(round(settle_s / twin.dt)))
     tares = {name: Tare() for name in ('slave_ft', 'payload_ft')}
     for tare in tares.values():
@@ -148,7 +149,7 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
     twin, dt = side.twin, config.dt
     steps = int(round(dt / twin.dt))
     if abs(steps * twin.dt - dt) > 1e-12 or steps < 1:
-        raise ValueError('the controller period must be a whole number of twin steps')
+        raise ConfigError('the controller period must be a whole number of twin steps')
     q0 = twin.joint_state('slave')
     start = side.slave.measure(q0.positions, q0.velocities)
     c = dataclasses.replace(config, x_grip_0=tuple(float(v) for v in start.x_s))

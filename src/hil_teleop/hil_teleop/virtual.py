@@ -39,6 +39,7 @@ import pinocchio as pin
 from hil_dynamics.rigid_body import RigidBody
 from hil_teleop.coordinates import b_matrix, cross3, integrate_position, position_difference
 from hil_teleop.gains import TeleopGains, diag6
+from hil_common.errors import ConfigError, InputError
 
 
 @dataclass
@@ -110,7 +111,7 @@ class VirtualEnvironment:
 
     def __init__(self, gains: TeleopGains, payload: VirtualPayload, contact: VirtualContact, dt: float, x0=None):
         if not dt > 0.0:
-            raise ValueError(f'dt must be > 0, got {dt!r}')
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
         self.gains, self.payload, self.contact, self.dt = gains, payload, contact, float(dt)
         self.t = 0.0
         self.x_vir = payload.x.copy() if x0 is None else np.asarray(x0, dtype=float).copy()
@@ -127,7 +128,7 @@ class VirtualEnvironment:
     def step(self, f_m) -> VirtualState:
         f_m = np.asarray(f_m, dtype=float).reshape(6)
         if not np.all(np.isfinite(f_m)):
-            raise ValueError(f'f_m must be finite, got {f_m.tolist()}')
+            raise InputError(f'f_m must be finite, got {f_m.tolist()}')
         g, dt = self.gains, self.dt
         self.f_vir = f_vir = self.contact_wrench()                                 # Eq. (7)
         self.payload.step(f_vir, dt)                                               # Eqs. (8)-(10)

@@ -17,6 +17,8 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from hil_common.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class LinkSpec:
@@ -210,10 +212,10 @@ def servicer_urdf(arm: ArmSpec, base: BaseSpec, mount_xyz_in_base_com_m, robot_n
     """
     mass = float(base.mass_kg)
     if not np.isfinite(mass) or mass <= 0.0:
-        raise ValueError(f'base mass_kg must be finite and > 0, got {base.mass_kg!r}')
+        raise ConfigError(f'base mass_kg must be finite and > 0, got {base.mass_kg!r}')
     inertia = base.inertia_matrix()
     if not np.all(np.linalg.eigvalsh(inertia) > 0.0):
-        raise ValueError('base inertia_com_kgm2 must be positive definite')
+        raise ConfigError('base inertia_com_kgm2 must be positive definite')
     layout = servicer_layout(arm, base, mount_xyz_in_base_com_m)
     box_visual = (f'    <visual>\n      <origin xyz="{_fmt(layout.base_com_in_root_m)}" rpy="0 0 0"/>\n'
                   f'      <geometry><box size="{_fmt(base.size_m)}"/></geometry>\n    </visual>\n')
