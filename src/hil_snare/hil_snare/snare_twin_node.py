@@ -59,9 +59,13 @@ class SnareTwinNode(LabTwinNode, _SnareParameters):
         from hil_snare.lab import SnareLab, SnareWires
         from hil_snare.scenario import load_snare_scenario
 
+        import yaml
+
+        from hil_common.errors import HilError
+
         try:
             scenario = load_snare_scenario(self.snare_p.snare_scenario)
-        except Exception as exc:  # noqa: BLE001 - a bad scenario stops start-up naming the parameter
+        except (HilError, OSError, yaml.YAMLError) as exc:   # a bad scenario stops start-up naming the parameter
             raise ParameterError(f"parameter 'snare_scenario': {exc}") from None
         if scenario.kind != 'htv_capture':
             raise ParameterError(f"parameter 'snare_scenario': kind {scenario.kind!r} has no LEE; need htv_capture")
