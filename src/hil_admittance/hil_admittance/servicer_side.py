@@ -19,6 +19,9 @@ receiving a message and publishing one, as plain Python the tests drive directly
   (Eq. 20), the admittance does not integrate;
 * **fixed-step pacing** (:class:`hil_common.pacing.StepPacer`, as the client node): a late
   timer callback runs the steps that are due, up to ``max_catch_up``; more are dropped and counted;
+* **hold on overload** (:class:`hil_common.overload.OverloadGuard`, optional): a tick later than the
+  guard's ``hold_late_s``, or dropped steps, hold as a sensor fault does, until the guard's policy
+  clears it;
 * **one mission clock** (``epoch_s``, the lab-clock time of the mission's t = 0): the first step
   moves the nominal on from the epoch (the base co-moving meanwhile), so this node and the
   client's integrate the same nominal however far apart they started (Eq. 23 needs one ``g_n``:
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.overload import OverloadGuard
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.se3 import transform_wrench
@@ -76,8 +80,10 @@ class ServicerSide:
 
     def __init__(self, adm: ServicerAdmittance, ff: ArmFeedForward, pose_sensor_in_ee: pin.SE3, dt_s: float,
                  input_timeout_s: float, passivity: PassivityController, t0_s: float = 0.0, max_catch_up: int = 20,
-                 table_pose_from_start: bool = False, epoch_s: float | None = None):
+                 table_pose_from_start: bool = False, epoch_s: float | None = None,
+                 overload: OverloadGuard | None = None):
         self.adm, self.ff, self.passivity = adm, ff, passivity
+        self.overload = overload
         self.pose_sensor_in_ee = pose_sensor_in_ee
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
         self.n = adm.model.n
@@ -154,6 +160,11 @@ class ServicerSide:
         self.fault = bool(latched)
         return changed
 
+    @property
+    def holding(self) -> bool:
+        """Holding on a latched wrist F/T fault, or because the node cannot keep up (:class:`OverloadGuard`)."""
+        return self.fault or (self.overload is not None and self.overload.holding)
+
     # -- the step ----------------------------------------------------------------------------
     def _passivity_wrench(self, s: ServicerState, wrench_ee: np.ndarray, now_s: float) -> np.ndarray:
         """Observe the table port over the coming step; the damping to add to ``F_b`` (seed 004 §VI)."""
@@ -183,8 +194,11 @@ class ServicerSide:
         steps = self.pacer.due(now_s)
         if steps == 0:
             return None
+        if self.overload is not None:
+            self.overload.update(now_s, self.pacer.last_late_s, self.pacer.last_dropped)
         s = self.adm.state
-        if self.fault:
+        holding = self.holding
+        if holding:
             # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
             twist_cmd, tau_q = np.zeros(6), -self.ff.gravity_torque(s.pose_base_in_nominal, self.q)
         else:
@@ -204,5 +218,5 @@ class ServicerSide:
                 return None
             twist_cmd = s.twist_base_rel_body
         pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
-        return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, self.fault,
+        return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, holding,
                               self.pacer.step_time(self.pacer.steps_done))

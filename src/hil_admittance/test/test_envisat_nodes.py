@@ -163,6 +163,69 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
     assert alive, out
 
 
+def test_servicer_node_holds_while_it_cannot_keep_up_and_resumes_on_its_own(tmp_path):
+    """What a saturated machine does to a node, done to the real node: its process is stopped for
+    0.6 s (SIGSTOP), three times its 0.2 s ``overload_hold_late_s``. When it runs again the steps
+    it missed are beyond its catch-up, so it holds (``servicer/admittance/status`` ERROR
+    'overloaded, holding', the table twist command zero) and, after ``overload_recover_after_s``
+    on time, resumes by itself (holding false, the table moving under F_b again)."""
+    import os
+    import signal
+    import time
+
+    from std_srvs.srv import Trigger
+
+    proc = start_node('hil_admittance', 'servicer_admittance_node', ros_args=params_file(tmp_path, 'servicer', {
+        'urdf_xml': URDF, **NOMINAL, 'rate_hz': 200.0, 'input_timeout_s': 0.2, 'overload_recover_after_s': 1.0}))
+    try:
+        with test_node('overload_probe') as (node, executor):
+            statuses, twists = [], []
+
+            def on_status(m):
+                values = {kv.key: kv.value for kv in m.values}
+                statuses.append((int.from_bytes(m.level, 'little'), m.message, values))
+            node.create_subscription(DiagnosticStatus, 'servicer/admittance/status', on_status, 50)
+            node.create_subscription(TwistStamped, 'servicer/table/twist_cmd',
+                                     lambda m: twists.append((len(statuses), twist_from_msg(m.twist))), 50)
+            pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+            pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
+
+            def controller():
+                pub_js.publish(joint_state(node, Q0))
+                msg = WrenchStamped()
+                wrench_to_msg(np.array([40.0, 0.0, 0.0, 0.0, 0.0, 0.0]), msg.wrench)
+                pub_fb.publish(msg)
+            node.create_timer(0.005, controller)
+            assert spin_until(executor, lambda: len(twists) > 100 and statuses, 20.0), 'no servicer output or status'
+            assert np.linalg.norm(twists[-1][1]) > 0.0 and statuses[-1][2]['holding'] == 'false'
+
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(0.6)
+            os.kill(proc.pid, signal.SIGCONT)
+            assert spin_until(executor, lambda: any(s[0] == 2 for s in statuses), 5.0), statuses[-3:]
+            first = next(i for i, s in enumerate(statuses) if s[0] == 2)
+            level, message, values = statuses[first]
+            assert message.startswith('overloaded, holding') and values['holding'] == 'true', message
+            assert int(values['dropped_steps']) >= 60           # 0.6 s at 200 Hz, less 20 caught up
+            n = len(twists)
+            assert spin_until(executor, lambda: len(twists) > n + 20, 5.0)
+            held = [v for k, v in twists[n:] if statuses[k - 1][2]['holding'] == 'true']
+            assert held and all(np.all(v == 0.0) for v in held)
+            assert spin_until(executor, lambda: statuses[-1][2]['holding'] == 'false', 10.0), statuses[-1]
+            n = len(twists)
+            assert spin_until(executor, lambda: len(twists) > n + 20, 5.0)
+            assert np.linalg.norm(twists[-1][1]) > 0.0
+            # The reset service answers (the latch policy's way out; nothing to clear here).
+            client = node.create_client(Trigger, 'servicer/admittance/reset')
+            assert client.wait_for_service(timeout_sec=5.0)
+            future = client.call_async(Trigger.Request())
+            assert spin_until(executor, future.done, 5.0) and future.result().success
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
+
+
 @pytest.mark.parametrize('executable, bad, name', [
     ('servicer_admittance_node', {'urdf_xml': '<robot name="x"/>', **NOMINAL}, 'urdf_xml'),
     ('servicer_admittance_node', {'urdf_xml': URDF, 'ee_frame': 'lbr_flang', **NOMINAL}, 'ee_frame'),   # not urdf_xml

@@ -153,3 +153,36 @@ def test_with_a_mission_epoch_sides_started_at_different_instants_integrate_one_
     (c, _), (d, _) = run(0.5, None), run(0.8, None)
     err = pin.log6(c.adm.state.pose_nominal_in_orbit.actInv(d.adm.state.pose_nominal_in_orbit)).vector
     assert np.linalg.norm(err[3:]) == pytest.approx(0.3 * abs(TWIST_N0[5]), rel=0.05)
+
+
+def test_an_overload_holds_like_a_fault_and_resumes_on_its_own():
+    """A 0.3 s stall of a 1 kHz side (beyond its 20-step catch-up) holds: no integration, the table
+    still, the arm on gravity compensation; after ``recover_after_s`` on time it integrates again."""
+    from hil_common.overload import OverloadGuard
+
+    guard = OverloadGuard(DT, warn_late_s=0.005, hold_late_s=0.05, recover_after_s=0.1)
+    side = _side(max_catch_up=20, overload=guard)
+    side.set_joints(Q0, np.zeros(7), 0.0)
+    side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), 0.0)
+    t = 0.0
+    for _ in range(10):
+        t += DT
+        before = side.tick(t)
+    assert not before.holding
+    t += 0.3
+    side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), t)
+    held = side.tick(t)
+    assert held.holding and guard.dropped_steps == 280 and guard.holding
+    _same_state(held.state, before.state)
+    np.testing.assert_array_equal(held.twist_table_cmd, np.zeros(6))
+    np.testing.assert_allclose(held.tau_q, -side.ff.gravity_torque(before.state.pose_base_in_nominal, Q0), atol=1e-12)
+    for _ in range(99):                                    # 99 ms on time: still holding
+        t += DT
+        side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), t)
+        out = side.tick(t)
+    assert out.holding
+    for _ in range(2):
+        t += DT
+        side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), t)
+        out = side.tick(t)
+    assert not out.holding and np.linalg.norm(out.twist_table_cmd) > 0.0

@@ -28,13 +28,19 @@ class StepPacer:
         self.max_catch_up = int(max_catch_up)
         self.steps_done = 0
         self.overruns = 0
+        self.last_late_s = 0.0      # how long after its time the first due step of the last call ran
+        self.last_dropped = 0       # steps the last call dropped
 
     def due(self, now_s: float) -> int:
         """Steps to run now (0 if the callback came early); marks them done."""
         n = steps_since(self.t0_s, now_s, self.dt_s) - self.steps_done
+        self.last_dropped = 0
         if n <= 0:
+            self.last_late_s = 0.0
             return 0
+        self.last_late_s = now_s - self.step_time(self.steps_done + 1)
         if n > self.max_catch_up:
+            self.last_dropped = n - self.max_catch_up
             self.overruns += n - self.max_catch_up
             self.steps_done += n - self.max_catch_up
             n = self.max_catch_up

@@ -1,0 +1,107 @@
+"""What a fixed-step node does when its machine cannot keep up: degrade, say so, hold only when it must (issue 15 item 6).
+
+A wall-clock node's :class:`hil_common.pacing.StepPacer` runs the steps that are due at each
+timer callback. On a loaded machine the callbacks come late: the steps then run late, in
+catch-up bursts, on inputs that aged meanwhile, so the HIL loop's delay grows beyond the one it
+was designed and checked for (seed 004 §VI; the delay is what makes an admittance loop unstable).
+Beyond ``max_catch_up`` steps the pacer drops steps: the integration skips simulated time, and
+the run is no longer the mission.
+
+:class:`OverloadGuard` turns what the pacer saw at each tick (how late the first due step ran,
+how many steps were dropped) into one of three levels and a hold decision:
+
+* **ok** -- on time (``late <= warn_late_s``) and nothing dropped;
+* **degraded** (WARN) -- ticks ran late but within ``hold_late_s`` and nothing was dropped: the
+  node keeps stepping (the lower effective rate is counted, ``late_ticks``, ``max_late_s``);
+* **hold** (ERROR) -- a tick ran later than ``hold_late_s`` or steps were dropped: the node's
+  rule holds (for the servicer admittance: table still, arm on gravity compensation only,
+  :class:`hil_admittance.servicer_side.ServicerSide`).
+
+Recovery follows ``policy``: ``auto`` clears the hold after ``recover_after_s`` of ticks on time;
+``latch`` keeps it until :meth:`OverloadGuard.reset`; ``off`` never holds (it still reports).
+Plain Python, no rclpy; times in seconds on the node's clock.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hil_common.errors import ConfigError
+
+POLICIES = ('auto', 'latch', 'off')
+OK, WARN, ERROR = 0, 1, 2        # diagnostic_msgs/DiagnosticStatus levels
+
+
+class OverloadGuard:
+    """The overload policy of one fixed-step node (see the module docstring)."""
+
+    def __init__(self, dt_s: float, warn_late_s: float, hold_late_s: float, recover_after_s: float,
+                 policy: str = 'auto'):
+        if policy not in POLICIES:
+            raise ConfigError(f'overload policy must be one of {POLICIES}, got {policy!r}')
+        for name, value in (('dt_s', dt_s), ('warn_late_s', warn_late_s), ('hold_late_s', hold_late_s)):
+            if not (math.isfinite(value) and value > 0.0):
+                raise ConfigError(f'{name} must be finite and > 0, got {value!r}')
+        if not hold_late_s >= warn_late_s:
+            raise ConfigError(f'hold_late_s ({hold_late_s}) must be >= warn_late_s ({warn_late_s})')
+        if not (math.isfinite(recover_after_s) and recover_after_s >= 0.0):
+            raise ConfigError(f'recover_after_s must be finite and >= 0, got {recover_after_s!r}')
+        self.dt_s, self.warn_late_s, self.hold_late_s = float(dt_s), float(warn_late_s), float(hold_late_s)
+        self.recover_after_s, self.policy = float(recover_after_s), policy
+        self.holding = False
+        self.level = OK
+        self.reason = ''
+        self.ticks = self.late_ticks = self.dropped_steps = self.holds = 0
+        self.max_late_s = 0.0
+        self._on_time_since: float | None = None
+
+    def update(self, now_s: float, late_s: float, dropped: int) -> bool:
+        """One tick: the first due step ran ``late_s`` after its time and ``dropped`` steps were skipped.
+        Returns True when the level changed (the node then publishes its status)."""
+        before = (self.level, self.holding)
+        self.ticks += 1
+        late_s = max(0.0, float(late_s))
+        self.max_late_s = max(self.max_late_s, late_s)
+        self.dropped_steps += int(dropped)
+        on_time = late_s <= self.warn_late_s and dropped == 0
+        if not on_time:
+            self.late_ticks += 1
+            self._on_time_since = None
+        elif self._on_time_since is None:
+            self._on_time_since = now_s
+        must_hold = dropped > 0 or late_s > self.hold_late_s
+        if must_hold and self.policy != 'off':
+            if not self.holding:
+                self.holds += 1
+            self.holding = True
+            self.reason = (f'{dropped} steps dropped' if dropped else
+                           f'a step ran {late_s * 1e3:.0f} ms late (hold beyond {self.hold_late_s * 1e3:.0f} ms)')
+        elif self.holding and self.policy == 'auto' and on_time and now_s - self._on_time_since >= self.recover_after_s:
+            self.holding = False
+        if self.holding:
+            self.level = ERROR
+        elif must_hold or not on_time:
+            self.level = WARN
+            self.reason = (f'{dropped} steps dropped' if dropped else
+                           f'running late: a step ran {late_s * 1e3:.0f} ms after its time')
+        elif self._on_time_since is not None and now_s - self._on_time_since >= self.recover_after_s:
+            self.level = OK
+        return (self.level, self.holding) != before
+
+    def reset(self) -> None:
+        """Clear a hold (the ``latch`` policy's way out; with ``auto`` it clears itself)."""
+        self.holding = False
+        self.level = OK if self._on_time_since is not None else WARN
+
+    def message(self) -> str:
+        if self.holding:
+            return f'overloaded, holding: {self.reason}'
+        if self.level == WARN:
+            return f'degraded: {self.reason}'
+        return 'on time'
+
+    def values(self) -> dict[str, str]:
+        """Counters for a DiagnosticStatus (keys with 'dropped'/'late' are what the live report counts)."""
+        return {'ticks': str(self.ticks), 'late_ticks': str(self.late_ticks), 'dropped_steps': str(self.dropped_steps),
+                'max_late_ms': f'{self.max_late_s * 1e3:.1f}', 'holds': str(self.holds),
+                'holding': str(self.holding).lower(), 'policy': self.policy}
