@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hil_teleop.config import TeleopConfig, TeleopRun, mse
 from hil_teleop.coordinates import pose_from_x
 from hil_teleop.experiments import step_pull, with_gains
-from hil_teleop.lockstep import TeleopConfig, TeleopRun, mse
 from hil_teleop.scenario import TeleopScenario, load_teleop_scenario
 from hil_teleop.lockstep import run_teleop
 

@@ -306,8 +306,8 @@ class TeleopRunner(Runner):
     def simulate(self, scenario, options, seed):
         import dataclasses
 
+        from hil_teleop.config import mse
         from hil_teleop.experiments import hils2_agreement
-        from hil_teleop.lockstep import mse
 
         config = dataclasses.replace(scenario.config, seed=seed)
         duration = options['duration_s'] if options['duration_s'] is not None else scenario.duration_s()

@@ -47,8 +47,8 @@ from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import Tare
+from hil_teleop.config import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.coordinates import x_from_pose
-from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.slave_law import SlaveSide
 from hil_teleop.slave_measurement import MeasuredSlave
 from hil_common.errors import ConfigError

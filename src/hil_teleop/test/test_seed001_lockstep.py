@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from hil_teleop.experiments import STEP_START_S, hils2, hils2_agreement, step_pull, with_gains
-from hil_teleop.lockstep import TeleopConfig, mse, run_teleop
+from hil_teleop.config import TeleopConfig, mse
+from hil_teleop.lockstep import run_teleop
 from hil_teleop.master import ScriptedOperator
 
 V_REF = 0.01
