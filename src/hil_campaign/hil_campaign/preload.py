@@ -5,7 +5,7 @@ LocalCluster) pays the imports (Pinocchio, MuJoCo, the rule packages) when the w
 starts instead of in its first run, so run times and the ETA are about runs.
 """
 
-import hil_bringup.mission  # noqa: F401
+import hil_bringup.runners.mission  # noqa: F401
 import hil_bringup.scenario  # noqa: F401
 import hil_campaign.engine  # noqa: F401
 import hil_campaign.envisat  # noqa: F401

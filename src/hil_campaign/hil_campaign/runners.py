@@ -2,7 +2,7 @@
 
 Campaigns call every runner the same way (issue 14; issue 16 item 2's "scenario in,
 record and metrics out"). The runners themselves stay where they are
-(``hil_bringup.mission``, ``hil_bringup.twin_validation``, ``hil_teleop.lockstep``); the
+(``hil_bringup.runners.mission``, ``hil_bringup.runners.twin_validation``, ``hil_teleop.lockstep``); the
 adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
 validated by the scenario's own loader), run, and reduce the run to a flat dict of
 numbers and booleans; ``run_with_record`` also returns the wrapped runner's record.
@@ -11,11 +11,11 @@ numbers and booleans; ``run_with_record`` also returns the wrapped runner's reco
 ================================  ============================================================
 name                              what runs
 ================================  ============================================================
-``envisat_hil``                   :class:`hil_bringup.mission.HilMission` (seed 004 Fig. 7, ideal
+``envisat_hil``                   :class:`hil_bringup.runners.mission.HilMission` (seed 004 Fig. 7, ideal
                                   robots) with F/T noise and command delay
                                   (:class:`hil_campaign.envisat.ImperfectLabMission`)
-``envisat_absolute``              :class:`hil_bringup.mission.AbsoluteMission`, the reference
-``envisat_twin_unforced``         :func:`hil_bringup.twin_validation.run_unforced_validation`
+``envisat_absolute``              :class:`hil_bringup.runners.mission.AbsoluteMission`, the reference
+``envisat_twin_unforced``         :func:`hil_bringup.runners.twin_validation.run_unforced_validation`
                                   (seed 004 Figs. 8-9 with the MuJoCo twin in the loop)
 ``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
 ``teleop_twin``                   :func:`hil_teleop.twin_lockstep.run_teleop_twin` (the same, MuJoCo
@@ -231,7 +231,7 @@ class EnvisatAbsoluteRunner(_EnvisatRunner):
     metrics = _CAPTURE_METRICS
 
     def simulate(self, scenario, options, seed):
-        from hil_bringup.mission import AbsoluteMission
+        from hil_bringup.runners.mission import AbsoluteMission
         from hil_campaign.envisat import capture_metrics
 
         mission = AbsoluteMission(scenario)
@@ -263,7 +263,8 @@ class EnvisatTwinUnforcedRunner(_EnvisatRunner):
     def simulate(self, scenario, options, seed):
         import dataclasses
 
-        from hil_bringup.twin_validation import run_unforced_validation, validation_scenario, validation_twin_config
+        from hil_bringup.runners.twin_validation import (run_unforced_validation, validation_scenario,
+                                                         validation_twin_config)
 
         # The twin's F/T noise is seeded per run (sensor i: seed + i).
         config = validation_twin_config(validation_scenario(scenario))

@@ -1,0 +1,1 @@
+"""The deterministic lockstep runners: the rule objects wired without DDS (plain Python, no rclpy)."""
