@@ -73,8 +73,8 @@ def main(duration_s: float = 3.0) -> None:
     _factor('TwinHilMission (twin in the loop, unforced)', duration_s, time.process_time() - t0, 5.0, aba, n)
 
     from hil_teleop.config import TeleopConfig
-    from hil_teleop.experiments import hils2_operator
-    from hil_teleop.lockstep import run_teleop
+    from hil_bringup.runners.teleop import run_teleop
+    from hil_bringup.runners.teleop_experiments import hils2_operator
 
     config = TeleopConfig(payload_mass_kg=4500.0, delay_s=5.0)
     teleop_s = 4.0 * duration_s

@@ -2,7 +2,7 @@
 
 Campaigns call every runner the same way (issue 14; issue 16 item 2's "scenario in,
 record and metrics out"). The runners themselves stay where they are
-(``hil_bringup.runners.mission``, ``hil_bringup.runners.twin_validation``, ``hil_teleop.lockstep``); the
+(``hil_bringup.runners.mission``, ``hil_bringup.runners.twin_validation``, ``hil_bringup.runners.teleop``); the
 adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
 validated by the scenario's own loader), run, and reduce the run to a flat dict of
 numbers and booleans; ``run_with_record`` also returns the wrapped runner's record.
@@ -17,8 +17,8 @@ name                              what runs
 ``envisat_absolute``              :class:`hil_bringup.runners.mission.AbsoluteMission`, the reference
 ``envisat_twin_unforced``         :func:`hil_bringup.runners.twin_validation.run_unforced_validation`
                                   (seed 004 Figs. 8-9 with the MuJoCo twin in the loop)
-``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
-``teleop_twin``                   :func:`hil_teleop.twin_lockstep.run_teleop_twin` (the same, MuJoCo
+``teleop``                        :func:`hil_bringup.runners.teleop.run_teleop` (seed 001 HILS 2)
+``teleop_twin``                   :func:`hil_bringup.runners.teleop_twin.run_teleop_twin` (the same, MuJoCo
                                   lab twin in the loop)
 ``snare_capture``                 :func:`hil_snare.runner.run` on an HTV-capture scenario (seed 000 runs 3-4),
                                   judged by :func:`hil_snare.runner.capture_outcome`
@@ -300,7 +300,7 @@ class TeleopRunner(Runner):
     loader = staticmethod(load_teleop)
 
     def _run(self, config, operator, duration_s):
-        from hil_teleop.lockstep import run_teleop
+        from hil_bringup.runners.teleop import run_teleop
 
         return run_teleop(config, operator, duration_s)
 
@@ -308,7 +308,7 @@ class TeleopRunner(Runner):
         import dataclasses
 
         from hil_teleop.config import mse
-        from hil_teleop.experiments import hils2_agreement
+        from hil_bringup.runners.teleop_experiments import hils2_agreement
 
         config = dataclasses.replace(scenario.config, seed=seed)
         duration = options['duration_s'] if options['duration_s'] is not None else scenario.duration_s()
@@ -329,10 +329,10 @@ class TeleopRunner(Runner):
 class TeleopTwinRunner(TeleopRunner):
     name = 'teleop_twin'
     description = ('delayed teleoperation, HILS 2, with the MuJoCo lab twin in the loop (KR 120 slave, UR10e payload '
-                   'table, F/T sensors; hil_teleop.twin_lockstep, seed 001)')
+                   'table, F/T sensors; hil_bringup.runners.teleop_twin, seed 001)')
 
     def _run(self, config, operator, duration_s):
-        from hil_teleop.twin_lockstep import run_teleop_twin
+        from hil_bringup.runners.teleop_twin import run_teleop_twin
 
         return run_teleop_twin(config, operator, duration_s)
 
