@@ -1,11 +1,12 @@
 """One interface over the lockstep runners: ``run(scenario, overrides, seed) -> metrics``.
 
 Campaigns call every runner the same way (issue 14; issue 16 item 2's "scenario in,
-record and metrics out"). The runners themselves stay where they are
-(``hil_bringup.runners.mission``, ``hil_bringup.runners.twin_validation``, ``hil_bringup.runners.teleop``); the
-adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
-validated by the scenario's own loader), run, and reduce the run to a flat dict of
-numbers and booleans; ``run_with_record`` also returns the wrapped runner's record.
+record and metrics out"). The runners themselves are in :mod:`hil_bringup.runners` (its
+docstring lists them), or in their mission package when that package depends on hil_bringup
+(``hil_snare.runner``; ``hil_docking.mission``, ``hil_docking.designer``); the adapters here
+load the scenario with the overrides applied (:mod:`hil_campaign.overrides`, validated by the
+scenario's own loader), run, and reduce the run to a flat dict of numbers and booleans;
+``run_with_record`` also returns the wrapped runner's record.
 ``runner.*`` overrides are the adapter's own knobs (:class:`Option`).
 
 ================================  ============================================================
