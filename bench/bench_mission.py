@@ -47,7 +47,7 @@ def _mission(cls, scenario, duration_s, **kwargs):
 
 
 def main(duration_s: float = 3.0) -> None:
-    from hil_bringup.mission import AbsoluteMission, HilMission
+    from hil_bringup.runners.mission import AbsoluteMission, HilMission
     from hil_bringup.scenario import load_scenario
 
     aba = aba_cpu_us()
@@ -57,7 +57,7 @@ def main(duration_s: float = 3.0) -> None:
         cpu, steps = _mission(cls, sc, duration_s)
         _factor(f'{cls.__name__} (Envisat capture, 1 kHz)', duration_s, cpu, target, aba, steps)
 
-    from hil_bringup.twin_validation import ArmHold, TwinHilMission, validation_scenario
+    from hil_bringup.runners.twin_validation import ArmHold, TwinHilMission, validation_scenario
     from hil_dynamics.servicer import ServicerModel
 
     vsc = validation_scenario(sc)
@@ -72,8 +72,9 @@ def main(duration_s: float = 3.0) -> None:
         twin.step()
     _factor('TwinHilMission (twin in the loop, unforced)', duration_s, time.process_time() - t0, 5.0, aba, n)
 
-    from hil_teleop.experiments import hils2_operator
-    from hil_teleop.lockstep import TeleopConfig, run_teleop
+    from hil_teleop.config import TeleopConfig
+    from hil_bringup.runners.teleop import run_teleop
+    from hil_bringup.runners.teleop_experiments import hils2_operator
 
     config = TeleopConfig(payload_mass_kg=4500.0, delay_s=5.0)
     teleop_s = 4.0 * duration_s

@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
+from hil_bringup.runners.teleop_experiments import hils2
+from hil_teleop.config import TeleopConfig
 from hil_teleop.delay_line import DelayLine
-from hil_teleop.experiments import hils2
 from hil_teleop.gains import TeleopGains
-from hil_teleop.lockstep import TeleopConfig
 from hil_teleop.slave_law import SlaveLaw
 from hil_teleop.virtual import VirtualContact, VirtualEnvironment, VirtualPayload
 

@@ -45,7 +45,7 @@ def _progress(total_s: float):
 
 
 def lockstep_part(scenario, duration_s: float, out_dir: Path) -> dict:
-    from hil_bringup.lockstep import analytic_exit_time_spin, push_in_orbit, run_client
+    from hil_bringup.runners.client import analytic_exit_time_spin, push_in_orbit, run_client
 
     demo = scenario.demo
     force = np.array(demo.get('push_force_orbit_n', [0.0, 0.0, 10.0]), dtype=float)

@@ -1,8 +1,8 @@
 """The Envisat capture demo (seed 004 §III-C, §V): lockstep runs, run folder, plots, MCAP.
 
 1. Unforced validation (``F_b = tau = 0``, seed 004 Figs. 8-9): the HIL loop
-   (:class:`hil_bringup.mission.HilMission`) against the absolute reference
-   (:class:`hil_bringup.mission.AbsoluteMission`, the "GNCDE").
+   (:class:`hil_bringup.runners.mission.HilMission`) against the absolute reference
+   (:class:`hil_bringup.runners.mission.AbsoluteMission`, the "GNCDE").
 2. Capture with the example OBSW (seed 004 Figs. 12-13): sync, approach, grasp, post-grasp,
    HIL and reference side by side.
 3. Optionally the ROS graph: the same node set as ``envisat_capture.launch.py`` started as
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hil_bringup.mission import AbsoluteMission, HilMission, MissionRecord, compare_relative_pose
-from hil_bringup.twin_validation import run_unforced_validation
+from hil_bringup.runners.mission import AbsoluteMission, HilMission, MissionRecord, compare_relative_pose
+from hil_bringup.runners.twin_validation import run_unforced_validation
 
 SEED_GRASP_TIME_S = 32.6
 SEED_APPROACH_START_S = 9.1
@@ -154,11 +154,11 @@ def plot_fig13(rec: MissionRecord, phase_times: dict, out: Path) -> Path:
 
 
 def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: float = 1.0) -> tuple[dict, list[Path]]:
-    """The capture with the MuJoCo lab twin in the loop (:class:`hil_bringup.twin_capture.TwinCaptureMission`:
+    """The capture with the MuJoCo lab twin in the loop (:class:`hil_bringup.runners.twin_capture.TwinCaptureMission`:
     physical grasp, no software contact), rendered offscreen while it runs: an MP4 per view
     (:mod:`hil_lab_twin.animation`) and stills at the approach start and at the grasp."""
     from hil_bringup.console import Progress
-    from hil_bringup.twin_capture import TwinCaptureMission, capture_figures
+    from hil_bringup.runners.twin_capture import TwinCaptureMission, capture_figures
     from hil_lab_twin.animation import FrameGrabber, TwinCamera, View, write_animation, write_still
 
     mission = TwinCaptureMission(scenario)

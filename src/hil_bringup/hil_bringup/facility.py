@@ -349,7 +349,7 @@ def ft_gravity_parameters(cal: LabCalibration) -> dict:
     identifies its tools, and the sensor's orientation read from ``<sensor>/sensor_pose`` in ``lab_world``."""
     import mujoco
 
-    from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2
+    from hil_bringup.runners.twin_validation import TWIN_GRAVITY_M_S2
     from hil_lab_twin.twin import LabTwin
 
     twin = LabTwin(twin_config(cal))

@@ -79,7 +79,7 @@ class MissionScenario:
     servicer_workspace_box_m: np.ndarray | None = None
     pose_servicer_base_in_lab_0: pin.SE3 | None = None
     mission: dict = field(default_factory=dict)
-    unforced_validation: object = None     # hil_bringup.twin_validation.UnforcedValidation
+    unforced_validation: object = None     # hil_bringup.runners.twin_validation.UnforcedValidation
     rebase: object = None                  # hil_dynamics.rebase.RebaseParams (None: no re-basing)
     passivity: object = None               # PassivityParams (None: observer off)
 
@@ -253,7 +253,7 @@ def _passivity(sec: Fields) -> PassivityParams:
 
 
 def _unforced_validation(sec: Fields):
-    from hil_bringup.twin_validation import UnforcedValidation
+    from hil_bringup.runners.twin_validation import UnforcedValidation
 
     deadband = np.array(sec.vector('ft_deadband', 6))
     if np.any(deadband < 0):

@@ -14,7 +14,7 @@ uses (``teleop/f_m``, ``teleop/x_vir``, ``teleop/f_vir``, ``slave/ft/wrench``, `
 ``payload/pose``), so the same tools read the simulation and a lab run. ``--quick`` skips
 the 60 s comparison. Plots through matplotlib's Agg backend.
 
-With the lab twin in the loop (:mod:`hil_teleop.twin_lockstep`: KR 120 slave gripping the
+With the lab twin in the loop (:mod:`hil_bringup.runners.teleop_twin`: KR 120 slave gripping the
 mock-up on the UR10e payload table, F/T sensors, motion tables), it also runs the 3000 kg step
 and HILS 2 -> ``twin/fig08..fig17*.png``, ``twin/hils2_twin/``, a rendered ``twin/facility.png`` and
 the animation ``twin/hils2_twin.mp4`` (``--no-twin`` skips them).
@@ -40,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
+from hil_bringup.runners.teleop import run_teleop
+from hil_bringup.runners.teleop_experiments import step_pull, with_gains
+from hil_teleop.config import TeleopConfig, TeleopRun, mse
 from hil_teleop.coordinates import pose_from_x
-from hil_teleop.experiments import step_pull, with_gains
-from hil_teleop.lockstep import TeleopConfig, TeleopRun, mse
 from hil_teleop.scenario import TeleopScenario, load_teleop_scenario
-from hil_teleop.lockstep import run_teleop
 
 from hil_common.errors import StartError
 
@@ -338,12 +338,12 @@ def run_demo(scenario: TeleopScenario, out: Path, quick: bool = False, twin: boo
     results['hils2_peak_force_N'] = float(np.abs(hils2.f_s[:, 0]).max())
     files.append(record_mcap(hils2, out / 'hils2'))
     if twin:
-        from hil_teleop.twin_lockstep import run_teleop_twin
+        from hil_bringup.runners.teleop_twin import run_teleop_twin
 
         twin_out = out / 'twin'
         twin_out.mkdir(exist_ok=True)
         say('[4/5] lab twin in the loop: 3000 kg step (KR 120 gripping the mock-up on the UR10e, lockstep)')
-        from hil_teleop.experiments import STEP_START_S, X
+        from hil_bringup.runners.teleop_experiments import STEP_START_S, X
         from hil_teleop.master import ScriptedOperator
         op = ScriptedOperator.velocity_steps([(STEP_START_S, 30.0, 0.01 * X)], step_cfg.gains.k_s, step_cfg.gains.g)
         tstep = run_teleop_twin(step_cfg, op, 25.0)

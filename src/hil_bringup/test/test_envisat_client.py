@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from hil_bringup.lockstep import analytic_exit_time_spin, push_in_orbit, run_client
+from hil_bringup.runners.client import analytic_exit_time_spin, push_in_orbit, run_client
 from hil_bringup.scenario import load_scenario
 
 SCENARIO = load_scenario('envisat_capture')

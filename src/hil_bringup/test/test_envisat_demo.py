@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hil_bringup import envisat_demo
-from hil_bringup.mission import AbsoluteMission, HilMission
 from hil_bringup.recorder import read_counts
+from hil_bringup.runners.mission import AbsoluteMission, HilMission
 from hil_bringup.scenario import load_scenario
 
 

@@ -55,8 +55,8 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
     from hil_bringup.facility import load_facility
 
     from hil_bringup.graphs import envisat_graph
-    from hil_bringup.mission import HilMission
-    from hil_bringup.twin_capture import capture_figures
+    from hil_bringup.runners.mission import HilMission
+    from hil_bringup.runners.twin_capture import capture_figures
     from hil_common.conversions import pose_from_msg
 
     scenario = copy.deepcopy(load_scenario('envisat_capture'))

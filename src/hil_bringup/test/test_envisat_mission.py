@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hil_bringup.mission import AbsoluteMission, HilMission, compare_relative_pose
+from hil_bringup.runners.mission import AbsoluteMission, HilMission, compare_relative_pose
 from hil_bringup.scenario import load_scenario
 
 SEED_GRASP_TIME_S = 32.6          # seed 004 §V, Fig. 12

@@ -20,7 +20,7 @@ import yaml
 from hil_bringup.facility import (calibrate, client_admittance_lab_parameters, client_table_parameters, facility_path,
                                   ft_driver_parameters, load_facility, servicer_admittance_lab_parameters,
                                   servicer_table_parameters, twin_config)
-from hil_bringup.mission import build_controller
+from hil_bringup.runners.mission import build_controller
 from hil_bringup.scenario import ScenarioError, load_scenario
 from hil_common.conversions import xyz_rpy_to_pose
 from hil_lab_twin.twin import LabTwin
@@ -96,7 +96,7 @@ def test_node_parameters_reproduce_the_start_pose_of_both_tables(facility, scena
     assert np.linalg.norm(pin.log6(expected.actInv(in_twin)).vector) < 1e-9
     # the wrist sensor relative to the arm's flange, measured in the twin at its start pose (a wrench
     # taken at the flange instead is off by F x 0.03 m: the live grasp twisted the gripper on the lip)
-    from hil_bringup.twin_validation import pose_wrist_sensor_in_flange
+    from hil_bringup.runners.twin_validation import pose_wrist_sensor_in_flange
     from hil_dynamics.servicer import ServicerModel
 
     urdf = scenario.servicer.urdf

@@ -11,7 +11,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hil_bringup.mission import HilMission, MissionRecord
+from hil_bringup.runners.mission import HilMission, MissionRecord
 from hil_bringup.scenario import load_scenario
 from hil_motion_table.table import TableLimits
 

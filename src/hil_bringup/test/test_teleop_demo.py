@@ -5,11 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from hil_bringup.runners.teleop_experiments import step_pull
 from hil_bringup.scenario import scenario_path
 from hil_bringup.teleop_demo import plot_hils2, plot_step, record_mcap
 from hil_common.fields import ScenarioError
 from hil_common.params import validate
-from hil_teleop.experiments import step_pull
 from hil_teleop.scenario import load_teleop_scenario
 
 SCENARIO = scenario_path('massive_payload_teleop')

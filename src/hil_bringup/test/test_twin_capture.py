@@ -1,6 +1,6 @@
 """The Envisat capture closed through the lab twin's contact, lockstep (issue 11, item 3, lockstep part).
 
-Deterministic regression of :class:`hil_bringup.twin_capture.TwinCaptureMission`: the F/T
+Deterministic regression of :class:`hil_bringup.runners.twin_capture.TwinCaptureMission`: the F/T
 processing, both admittances (Eqs. 11, 18/22), the example OBSW, both motion tables in the
 nominal frame of the lab calibration, the twin's robots and arm (joint friction through its
 torque loop), and the gripper closing physically on the ring's lip when the OBSW latches --
@@ -40,9 +40,9 @@ import copy
 import numpy as np
 import pytest
 
-from hil_bringup.mission import HilMission
+from hil_bringup.runners.mission import HilMission
 from hil_bringup.scenario import load_scenario
-from hil_bringup.twin_capture import TwinCaptureMission, TwinGripper, capture_figures
+from hil_bringup.runners.twin_capture import TwinCaptureMission, TwinGripper, capture_figures
 
 SYNC_S, APPROACH_S, DURATION_S = 2.0, 6.0, 19.0
 GRIP_SETTLE_S = 0.3

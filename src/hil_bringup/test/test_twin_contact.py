@@ -26,9 +26,9 @@ import pinocchio as pin
 import pytest
 
 from hil_bringup.facility import calibrate, load_facility, twin_config
-from hil_bringup.mission import build_controller
+from hil_bringup.runners.mission import build_controller
 from hil_bringup.scenario import load_scenario
-from hil_bringup.twin_validation import TwinFtSensor, tare_twin_sensors
+from hil_bringup.runners.twin_validation import TwinFtSensor, tare_twin_sensors
 from hil_lab_twin.twin import LabTwin
 
 LOADS = ([0.0, 0.0, 20.0, 0.0, 0.0, 0.0],     # along the approach axis (push onto the ring)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hil_bringup.scenario import ScenarioError, load_scenario
-from hil_bringup.twin_validation import run_unforced_validation
+from hil_bringup.runners.twin_validation import run_unforced_validation
 
 POSITION_TOL_M, ANGLE_TOL_RAD = 1e-4, 2e-4
 CONTROL_S = 10.0

@@ -1,6 +1,6 @@
 """The Envisat capture mission as a campaign runner: lab imperfections and capture metrics.
 
-:class:`hil_bringup.mission.HilMission` closes seed 004's facility loop with ideal robots
+:class:`hil_bringup.runners.mission.HilMission` closes seed 004's facility loop with ideal robots
 and exact F/T samples (Assumption 1). A robustness campaign needs the two imperfections a
 lab adds, so :class:`ImperfectLabMission` wraps it without changing its rules:
 
@@ -30,7 +30,7 @@ from collections import deque
 import numpy as np
 import pinocchio as pin
 
-from hil_bringup.mission import HilMission, MissionRecord
+from hil_bringup.runners.mission import HilMission, MissionRecord
 from hil_dynamics.se3 import transform_wrench
 
 from hil_common.errors import SimulationFailed

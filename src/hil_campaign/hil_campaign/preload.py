@@ -5,7 +5,8 @@ LocalCluster) pays the imports (Pinocchio, MuJoCo, the rule packages) when the w
 starts instead of in its first run, so run times and the ETA are about runs.
 """
 
-import hil_bringup.mission  # noqa: F401
+import hil_bringup.runners.mission  # noqa: F401
+import hil_bringup.runners.teleop  # noqa: F401
 import hil_bringup.scenario  # noqa: F401
 import hil_campaign.engine  # noqa: F401
 import hil_campaign.envisat  # noqa: F401
@@ -15,5 +16,4 @@ import hil_docking.scenario  # noqa: F401
 import hil_dynamics.client  # noqa: F401
 import hil_snare.runner  # noqa: F401
 import hil_snare.scenario  # noqa: F401
-import hil_teleop.lockstep  # noqa: F401
 import hil_teleop.scenario  # noqa: F401

@@ -1,24 +1,25 @@
 """One interface over the lockstep runners: ``run(scenario, overrides, seed) -> metrics``.
 
 Campaigns call every runner the same way (issue 14; issue 16 item 2's "scenario in,
-record and metrics out"). The runners themselves stay where they are
-(``hil_bringup.mission``, ``hil_bringup.twin_validation``, ``hil_teleop.lockstep``); the
-adapters here load the scenario with the overrides applied (:mod:`hil_campaign.overrides`,
-validated by the scenario's own loader), run, and reduce the run to a flat dict of
-numbers and booleans; ``run_with_record`` also returns the wrapped runner's record.
+record and metrics out"). The runners themselves are in :mod:`hil_bringup.runners` (its
+docstring lists them), or in their mission package when that package depends on hil_bringup
+(``hil_snare.runner``; ``hil_docking.mission``, ``hil_docking.designer``); the adapters here
+load the scenario with the overrides applied (:mod:`hil_campaign.overrides`, validated by the
+scenario's own loader), run, and reduce the run to a flat dict of numbers and booleans;
+``run_with_record`` also returns the wrapped runner's record.
 ``runner.*`` overrides are the adapter's own knobs (:class:`Option`).
 
 ================================  ============================================================
 name                              what runs
 ================================  ============================================================
-``envisat_hil``                   :class:`hil_bringup.mission.HilMission` (seed 004 Fig. 7, ideal
+``envisat_hil``                   :class:`hil_bringup.runners.mission.HilMission` (seed 004 Fig. 7, ideal
                                   robots) with F/T noise and command delay
                                   (:class:`hil_campaign.envisat.ImperfectLabMission`)
-``envisat_absolute``              :class:`hil_bringup.mission.AbsoluteMission`, the reference
-``envisat_twin_unforced``         :func:`hil_bringup.twin_validation.run_unforced_validation`
+``envisat_absolute``              :class:`hil_bringup.runners.mission.AbsoluteMission`, the reference
+``envisat_twin_unforced``         :func:`hil_bringup.runners.twin_validation.run_unforced_validation`
                                   (seed 004 Figs. 8-9 with the MuJoCo twin in the loop)
-``teleop``                        :func:`hil_teleop.lockstep.run_teleop` (seed 001 HILS 2)
-``teleop_twin``                   :func:`hil_teleop.twin_lockstep.run_teleop_twin` (the same, MuJoCo
+``teleop``                        :func:`hil_bringup.runners.teleop.run_teleop` (seed 001 HILS 2)
+``teleop_twin``                   :func:`hil_bringup.runners.teleop_twin.run_teleop_twin` (the same, MuJoCo
                                   lab twin in the loop)
 ``snare_capture``                 :func:`hil_snare.runner.run` on an HTV-capture scenario (seed 000 runs 3-4),
                                   judged by :func:`hil_snare.runner.capture_outcome`
@@ -231,7 +232,7 @@ class EnvisatAbsoluteRunner(_EnvisatRunner):
     metrics = _CAPTURE_METRICS
 
     def simulate(self, scenario, options, seed):
-        from hil_bringup.mission import AbsoluteMission
+        from hil_bringup.runners.mission import AbsoluteMission
         from hil_campaign.envisat import capture_metrics
 
         mission = AbsoluteMission(scenario)
@@ -263,7 +264,8 @@ class EnvisatTwinUnforcedRunner(_EnvisatRunner):
     def simulate(self, scenario, options, seed):
         import dataclasses
 
-        from hil_bringup.twin_validation import run_unforced_validation, validation_scenario, validation_twin_config
+        from hil_bringup.runners.twin_validation import (run_unforced_validation, validation_scenario,
+                                                         validation_twin_config)
 
         # The twin's F/T noise is seeded per run (sensor i: seed + i).
         config = validation_twin_config(validation_scenario(scenario))
@@ -299,15 +301,15 @@ class TeleopRunner(Runner):
     loader = staticmethod(load_teleop)
 
     def _run(self, config, operator, duration_s):
-        from hil_teleop.lockstep import run_teleop
+        from hil_bringup.runners.teleop import run_teleop
 
         return run_teleop(config, operator, duration_s)
 
     def simulate(self, scenario, options, seed):
         import dataclasses
 
-        from hil_teleop.experiments import hils2_agreement
-        from hil_teleop.lockstep import mse
+        from hil_teleop.config import mse
+        from hil_bringup.runners.teleop_experiments import hils2_agreement
 
         config = dataclasses.replace(scenario.config, seed=seed)
         duration = options['duration_s'] if options['duration_s'] is not None else scenario.duration_s()
@@ -328,10 +330,10 @@ class TeleopRunner(Runner):
 class TeleopTwinRunner(TeleopRunner):
     name = 'teleop_twin'
     description = ('delayed teleoperation, HILS 2, with the MuJoCo lab twin in the loop (KR 120 slave, UR10e payload '
-                   'table, F/T sensors; hil_teleop.twin_lockstep, seed 001)')
+                   'table, F/T sensors; hil_bringup.runners.teleop_twin, seed 001)')
 
     def _run(self, config, operator, duration_s):
-        from hil_teleop.twin_lockstep import run_teleop_twin
+        from hil_bringup.runners.teleop_twin import run_teleop_twin
 
         return run_teleop_twin(config, operator, duration_s)
 

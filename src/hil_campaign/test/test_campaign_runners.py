@@ -53,7 +53,7 @@ def test_tumble_options_rescale_and_tilt_the_spin_axis():
 def test_envisat_hil_with_a_perfect_lab_is_the_hil_mission_and_the_delay_lags_the_robots(envisat):
     """Zero noise and delay: exactly :class:`HilMission`. With a delay of n periods the robots
     (the lab states the contact sees) are the commanded states of n steps before."""
-    from hil_bringup.mission import HilMission
+    from hil_bringup.runners.mission import HilMission
 
     scenario, _ = get_runner('envisat_hil').prepare(envisat, {'mission.duration_s': 0.05})
     plain, perfect = HilMission(scenario), ImperfectLabMission(scenario)

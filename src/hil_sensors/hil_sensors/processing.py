@@ -295,7 +295,7 @@ class WrenchChain:
     tare -> tool gravity -> low-pass filter -> dead band -> frame transform.
 
     Pure (no socket, no clock): :class:`hil_sensors.ft_driver.FtDriver` feeds it the scaled
-    records of the Net F/T, and the lab-twin runners (``hil_bringup.twin_validation``) the
+    records of the Net F/T, and the lab-twin runners (``hil_bringup.runners.twin_validation``) the
     twin's sensor samples. Each step is optional (``None``); the tare is always there and is
     subtracted when ``tare_enabled``. The tare collects the gravity-compensated wrench (the
     sensor offset only) and :meth:`process` computes ``(raw - f_g) - offset``.

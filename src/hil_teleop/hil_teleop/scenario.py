@@ -16,7 +16,7 @@ import numpy as np
 
 from hil_common.fields import Fields, ScenarioError
 from hil_teleop.gains import TeleopGains
-from hil_teleop.lockstep import TeleopConfig
+from hil_teleop.config import TeleopConfig
 from hil_teleop.master import ScriptedOperator
 
 X = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])

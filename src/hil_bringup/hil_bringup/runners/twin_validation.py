@@ -40,7 +40,8 @@ import numpy as np
 import pinocchio as pin
 
 from hil_admittance.obsw import ObswCommand
-from hil_bringup.mission import AbsoluteMission, MissionLoop, MissionRecord, compare_relative_pose, initial_states
+from hil_bringup.runners.mission import (AbsoluteMission, MissionLoop, MissionRecord, compare_relative_pose,
+                                        initial_states)
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
 from hil_common.errors import ConfigError, SensorFault
 from hil_dynamics.client import ClientAdmittance

@@ -11,8 +11,9 @@ import dataclasses
 
 import numpy as np
 
+from hil_bringup.runners.teleop import run_teleop
+from hil_teleop.config import TeleopConfig, TeleopRun
 from hil_teleop.gains import TeleopGains
-from hil_teleop.lockstep import TeleopConfig, TeleopRun, run_teleop
 from hil_teleop.master import ScriptedOperator
 
 X = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])

@@ -8,8 +8,9 @@ delay line's own contract), never our own outputs.
 import numpy as np
 import pytest
 
-from hil_teleop.experiments import STEP_START_S, hils2, hils2_agreement, step_pull, with_gains
-from hil_teleop.lockstep import TeleopConfig, mse, run_teleop
+from hil_bringup.runners.teleop import run_teleop
+from hil_bringup.runners.teleop_experiments import STEP_START_S, hils2, hils2_agreement, step_pull, with_gains
+from hil_teleop.config import TeleopConfig, mse
 from hil_teleop.master import ScriptedOperator
 
 V_REF = 0.01

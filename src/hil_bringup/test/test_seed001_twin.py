@@ -10,13 +10,13 @@ import mujoco
 import numpy as np
 import pytest
 
+from hil_bringup.runners.teleop_experiments import HILS2_PULLS, STEP_START_S, X, hils2_agreement, hils2_operator
+from hil_bringup.runners.teleop_twin import run_teleop_twin, twin_config_for
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import make_kinematics
-from hil_teleop.experiments import HILS2_PULLS, STEP_START_S, X, hils2_agreement, hils2_operator
-from hil_teleop.lockstep import TeleopConfig
+from hil_teleop.config import TeleopConfig
 from hil_teleop.master import ScriptedOperator
 from hil_teleop.slave_measurement import MeasuredSlave
-from hil_teleop.twin_lockstep import run_teleop_twin, twin_config_for
 
 V_REF = 0.01
 

@@ -3,7 +3,7 @@
 The facility loop of seed 004 Fig. 7 with the MuJoCo lab twin as the lab, calibrated by
 :mod:`hil_bringup.facility`, and no software contact (no :class:`GraspContact` in the loop):
 
-* client chain: twin ``client_ft`` -> :class:`~hil_bringup.twin_validation.TwinFtSensor` (tare,
+* client chain: twin ``client_ft`` -> :class:`~hil_bringup.runners.twin_validation.TwinFtSensor` (tare,
   mock-up weight, dead band) -> :class:`ClientAdmittance` (Eq. 11) -> UR10e
   :class:`MotionTable` commanding the client CoM's pose ``g_c`` in the nominal frame;
 * servicer chain: twin ``servicer_wrist_ft`` -> ``TwinFtSensor`` (gripper weight) ->
@@ -36,9 +36,10 @@ import numpy as np
 import pinocchio as pin
 
 from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
-from hil_bringup.mission import AbsoluteMission, HilMission, MissionLoop, initial_states
+from hil_bringup.runners.mission import AbsoluteMission, HilMission, MissionLoop, initial_states
+from hil_bringup.runners.twin_validation import (TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange,
+                                                tare_twin_sensors)
 from hil_bringup.scenario import MissionScenario
-from hil_bringup.twin_validation import TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange, tare_twin_sensors
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.se3 import transform_wrench

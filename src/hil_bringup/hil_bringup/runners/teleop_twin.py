@@ -1,6 +1,6 @@
 """Deterministic lockstep runner of seed 001's teleoperation with the MuJoCo lab twin in the loop.
 
-The orbit side of :func:`hil_teleop.lockstep.run_teleop` with the lab instead of the ideal
+The orbit side of :func:`hil_bringup.runners.teleop.run_teleop` with the lab instead of the ideal
 models: the slave is a position-controlled industrial robot of the twin (KR 120) with an
 F/T sensor at its flange, gripping (:class:`hil_lab_twin.scene.GripConfig`, a compliant
 gripper) the client mock-up carried by the payload table (UR10e) on its own F/T sensor
@@ -47,8 +47,8 @@ from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import Tare
+from hil_teleop.config import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.coordinates import x_from_pose
-from hil_teleop.lockstep import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.slave_law import SlaveSide
 from hil_teleop.slave_measurement import MeasuredSlave
 from hil_common.errors import ConfigError
@@ -134,7 +134,7 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
 def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray], duration_s: float,
                     twin_config: TwinConfig | None = None, slave_blocked: Callable[[float], bool] | None = None,
                     on_step: Callable[[float, LabTwin], None] | None = None) -> TeleopRun:
-    """Run the closed loop with the twin for ``duration_s``; records as :func:`hil_teleop.lockstep.run_teleop`.
+    """Run the closed loop with the twin for ``duration_s``; records as :func:`~hil_bringup.runners.teleop.run_teleop`.
 
     ``on_step(t, twin)`` is called after every control period (e.g. to render the twin).
 
