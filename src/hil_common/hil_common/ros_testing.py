@@ -159,12 +159,13 @@ def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
 def test_node(name: str):
     """``with test_node('probe') as (node, executor): ...`` in a private rclpy context."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+
+    from hil_common.ros_main import node_executor
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(name, context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
+    executor = node_executor(node, ctx)
     executor.add_node(node)
     try:
         yield node, executor
