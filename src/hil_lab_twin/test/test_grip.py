@@ -6,6 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from hil_common.errors import ConfigError
 from hil_lab_twin.scene import FtConfig, GripConfig, RobotConfig, TwinConfig, teleop_facility_config
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import make_kinematics
@@ -82,11 +83,11 @@ def test_the_grip_wrenches_are_equal_and_opposite():
 
 def test_bad_grip_configurations_are_named():
     robots = (RobotConfig('a', payload='none'), RobotConfig('b', base_xyz=(2.0, 0.0, 0.0)))
-    with pytest.raises(ValueError, match='grip.slave'):
+    with pytest.raises(ConfigError, match='grip.slave'):
         TwinConfig(robots=robots, grip=GripConfig('b', 'b')).check()
-    with pytest.raises(ValueError, match='grip.payload'):
+    with pytest.raises(ConfigError, match='grip.payload'):
         TwinConfig(robots=robots, grip=GripConfig('a', 'a')).check()
-    with pytest.raises(ValueError, match='grip.stiffness'):
+    with pytest.raises(ConfigError, match='grip.stiffness'):
         TwinConfig(robots=robots, grip=GripConfig('a', 'b', stiffness=(1.0,) * 5)).check()
-    with pytest.raises(RuntimeError, match='without a grip'):
+    with pytest.raises(ConfigError, match='without a grip'):     # a twin built without one
         LabTwin(TwinConfig(robots=robots)).engage_grip()
