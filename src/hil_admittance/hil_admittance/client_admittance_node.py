@@ -22,11 +22,15 @@ Topics (relative names, so a launch file can namespace or remap them):
   ``[E_obs, E_port, E_integration, E_dissipated, beta]`` [J, 1/s]; with
   ``passivity_control`` the damping ``-beta M_t V_c`` is added to the measured wrench.
 
-The node integrates Eq. (11) in fixed steps of ``1/rate_hz`` on the node clock
-(:class:`hil_common.pacing.StepPacer`): a late timer callback runs the steps that are due,
-so simulated time keeps up with the wall clock under load; more than ``max_catch_up``
-missed steps are dropped and counted rather than replayed in a burst. One set of messages
-is published per callback, stamped with the time of its last step. It holds no physics.
+* out ``client/admittance/status`` (diagnostic_msgs/DiagnosticStatus), service
+  ``client/admittance/reset``: whether the node keeps up with its clock
+  (:class:`hil_common.overload.OverloadGuard`; :mod:`hil_admittance.overload_status`).
+
+The policy is :class:`hil_admittance.client_side.ClientSide`: Eq. (11) in fixed steps of
+``1/rate_hz`` on the node clock (a late timer callback runs the steps that are due, beyond
+``max_catch_up`` they are dropped and counted), the wrench's freshness, one mission clock, and
+the hold while the node cannot keep up. One set of messages is published per callback, stamped
+with the time of its last step. The node holds no physics and no policy.
 """
 
 from __future__ import annotations
@@ -42,13 +46,14 @@ from rclpy.time import Time
 
 from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
-from hil_common.pacing import StepPacer
+from hil_common.overload import overload_guard, overload_params
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
+from hil_admittance.client_side import ClientSide
+from hil_admittance.overload_status import OverloadStatus
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.passivity import ClientPort
 from hil_dynamics.rigid_body import RigidBody
-from hil_dynamics.se3 import transform_wrench
 
 PARAMS = [
     Param('mass_kg', 7828.0, 'Client mass M_t [kg]', min=1e-6),
@@ -69,6 +74,7 @@ PARAMS = [
     Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
           'creates with a damping -beta M_t V_c; off: observe only'),
     Param(*MISSION_EPOCH_PARAM),
+    *overload_params('client/admittance/reset'),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
@@ -84,42 +90,53 @@ def build_rule(values: dict):
 
 
 class ClientAdmittanceNode(Node):
+    """Plumbing around :class:`hil_admittance.client_side.ClientSide` (which holds the policy)."""
+
     def __init__(self):
         super().__init__('client_admittance')
         p = declare_parameters(self, PARAMS)
-        self.rule, self.pose_sensor_in_client = build_rule(p)
-        self.dt = 1.0 / p.rate_hz
-        self.timeout_ns = int(p.wrench_timeout_s * 1e9)
+        rule, pose_sensor_in_client = build_rule(p)
         self.frames = (p.orbit_frame, p.nominal_frame, p.client_frame)
-        self.wrench_com = np.zeros(6)
-        self.last_wrench_ns = None
-        self.rejected = 0
-        self.refused_frame = 0
         self.wrench_frame_id = p.wrench_frame_id
-        self.stale_reported = False
+        self.refused_frame = 0
+        self.rejected_reported = 0
+        self.overruns_reported = 0
+        # Passivity observer/controller of the port (hil_dynamics.passivity).
+        port = ClientPort(rule, p.passivity_max_rate_per_s, enabled=p.passivity_control)
+        self.overload = overload_guard(p, 1.0 / p.rate_hz)
+        self.epoch_s = mission_epoch(self, p.mission_epoch_s)
+        self.side_args = (port, pose_sensor_in_client, 1.0 / p.rate_hz, p.wrench_timeout_s, p.max_catch_up)
+        # Seconds since the first clock reading (absolute epoch seconds would lose sub-microsecond
+        # precision); under use_sim_time that is the lab twin's first /clock, so the side is built then.
+        self.t0_ns = None
+        self.side: ClientSide | None = None
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
+        self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
-        # Passivity observer/controller of the port (hil_dynamics.passivity).
-        self.port = ClientPort(self.rule, p['passivity_max_rate_per_s'], enabled=p['passivity_control'])
-        self.twist_measured, self.last_twist_ns = np.zeros(6), None
-        self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
+        self.status = OverloadStatus(self, self.overload, 'client/admittance', 'client_admittance')
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
-        # Pacing in seconds since start (absolute epoch seconds would lose sub-microsecond precision),
-        # from the first tick with a clock (under use_sim_time the lab twin's first /clock)
-        self.t0_ns = None
-        self.epoch_s = mission_epoch(self, p.mission_epoch_s)
-        self.pacer = StepPacer(self.dt, 0.0, p.max_catch_up)
-        self.overruns_reported = 0
-        self.create_timer(self.dt, self.tick)
+        self.create_timer(1.0 / p.rate_hz, self.tick)
+
+    def _now_s(self) -> float | None:
+        """Seconds on the node clock since its first reading; None before the clock runs (use_sim_time)."""
+        now_ns = self.get_clock().now().nanoseconds
+        if now_ns <= 0:
+            return None
+        if self.side is None:
+            self.t0_ns = now_ns
+            self.side = ClientSide(*self.side_args, epoch_s=None if self.epoch_s is None else
+                                   self.epoch_s - now_ns * 1e-9, overload=self.overload)
+        return (now_ns - self.t0_ns) * 1e-9
 
     def on_wrench(self, msg):
-        if self.get_clock().now().nanoseconds <= 0:     # no /clock yet (use_sim_time)
+        now_s = self._now_s()
+        if now_s is None:           # no /clock yet (use_sim_time)
             return
         frame = msg.header.frame_id
         if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
@@ -127,62 +144,41 @@ class ClientAdmittanceNode(Node):
             self.get_logger().warn(f"refused a wrench in frame '{frame}' (expected '{self.wrench_frame_id}'; "
                                    f'{self.refused_frame} so far)', throttle_duration_sec=1.0)
             return
-        wrench_sensor = wrench_from_msg(msg.wrench)
-        if not np.all(np.isfinite(wrench_sensor)):
-            self.rejected += 1
-            self.get_logger().warn(f'rejected non-finite wrench ({self.rejected} so far)', throttle_duration_sec=1.0)
-            return
-        self.wrench_com = transform_wrench(self.pose_sensor_in_client, wrench_sensor)
-        self.last_wrench_ns = self.get_clock().now().nanoseconds
+        if not self.side.set_wrench_sensor(wrench_from_msg(msg.wrench), now_s):
+            self.get_logger().warn(f'rejected non-finite wrench ({self.side.rejected} so far)', throttle_duration_sec=1.0)
 
     def on_twist_measured(self, msg):
-        twist = twist_from_msg(msg.twist)
-        if np.all(np.isfinite(twist)):
-            self.twist_measured, self.last_twist_ns = twist, self.get_clock().now().nanoseconds
-
-    def _passivity_step(self, wrench, now_ns: int):
-        """One admittance step with the passivity observer/controller around it (seed 004 §VI)."""
-        fresh = self.last_twist_ns is not None and now_ns - self.last_twist_ns <= self.timeout_ns
-        return self.port.step(wrench, self.dt, self.twist_measured if fresh else None)
+        now_s = self._now_s()
+        if now_s is not None:
+            self.side.set_twist_measured(twist_from_msg(msg.twist), now_s)
 
     def tick(self):
-        now = self.get_clock().now()
-        if now.nanoseconds <= 0:       # the lab twin's /clock has not arrived yet (use_sim_time)
+        now_s = self._now_s()
+        if now_s is None:          # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        if self.t0_ns is None:
-            if self.epoch_s is None or now.nanoseconds * 1e-9 <= self.epoch_s:
-                self.t0_ns = now.nanoseconds
-            else:        # one mission clock: the nominal moves on from the epoch to the step grid before now
-                self.t0_ns = int(round(self.epoch_s * 1e9))
-                self.rule.advance_nominal(self.pacer.skip_to((now.nanoseconds - self.t0_ns) * 1e-9) * self.dt, self.dt)
-        steps = self.pacer.due((now.nanoseconds - self.t0_ns) * 1e-9)
-        if steps == 0:
-            return
-        wrench = self.wrench_com
-        if self.last_wrench_ns is None or now.nanoseconds - self.last_wrench_ns > self.timeout_ns:
-            if self.last_wrench_ns is not None and not self.stale_reported:
-                self.get_logger().warn('client wrench stream is stale: integrating with zero wrench')
-            self.stale_reported = self.last_wrench_ns is not None
-            wrench = np.zeros(6)
-        else:
-            self.stale_reported = False
-        for _ in range(steps):
-            state = self._passivity_step(wrench, now.nanoseconds)
-        if self.pacer.overruns > self.overruns_reported:
-            self.overruns_reported = self.pacer.overruns
-            self.get_logger().warn(f'{self.pacer.overruns} admittance steps dropped so far (host overloaded)',
+        out = self.side.tick(now_s)
+        self.status.after_tick()
+        pacer = self.side.pacer
+        if pacer.overruns > self.overruns_reported:
+            self.overruns_reported = pacer.overruns
+            self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
                                    throttle_duration_sec=1.0)
-        stamp = Time(nanoseconds=self.t0_ns + int(round(self.pacer.step_time(self.pacer.steps_done) * 1e9))).to_msg()
+        if out is None:
+            return
+        if out.stale_began:
+            self.get_logger().warn('client wrench stream is stale: integrating with zero wrench')
+        state = out.state
+        stamp = Time(nanoseconds=self.t0_ns + int(round(out.step_time_s * 1e9))).to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
         pose_to_msg(state.pose_client_in_nominal, self.msg_pose.pose)
-        twist_to_msg(state.twist_client_rel_body, self.msg_twist.twist)
+        twist_to_msg(out.twist_table_cmd, self.msg_twist.twist)
         g_t, v_t = state.absolute()
         pose_to_msg(g_t, self.msg_state.pose.pose)
         twist_to_msg(v_t, self.msg_state.twist.twist)
         self.pub_pose.publish(self.msg_pose)
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
-        self.pub_passivity.publish(Float64MultiArray(data=self.port.out.as_list()))
+        self.pub_passivity.publish(Float64MultiArray(data=self.side.port.out.as_list()))
 
 
 def main(args=None) -> int:

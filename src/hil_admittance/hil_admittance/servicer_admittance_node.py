@@ -41,7 +41,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -49,13 +49,13 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import Trigger
 
 from hil_admittance.node_common import arm_joints, guarded
+from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
 from hil_common.conversions import pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
-from hil_common.overload import ERROR, OK, POLICIES, OverloadGuard
+from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
@@ -95,15 +95,7 @@ PARAMS = [
     Param('passivity_control', False, 'Passivity controller on (seed 004 §VI): dissipate the energy the loop '
           'creates with a base damping -beta M_b V_s; off: observe only'),
     Param(*MISSION_EPOCH_PARAM),
-    Param('overload_policy', 'auto', 'When the node cannot keep up (hil_common.overload): auto (hold, resume after '
-          'overload_recover_after_s on time), latch (hold until servicer/admittance/reset), off (report only)',
-          choices=POLICIES),
-    Param('overload_warn_late_s', 0.02, 'A step that runs later than this after its time is reported as degraded [s]',
-          min=1e-6, max=10.0),
-    Param('overload_hold_late_s', 0.2, 'A step later than this (or dropped steps) holds the table and arm [s]',
-          min=1e-6, max=60.0),
-    Param('overload_recover_after_s', 2.0, 'On time this long clears an overload hold (policy auto) [s]',
-          min=0.0, max=600.0),
+    *overload_params('servicer/admittance/reset'),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
@@ -157,17 +149,12 @@ class ServicerAdmittanceNode(Node):
         # Seconds since start on the node clock (absolute epoch seconds would lose sub-microsecond precision).
         self.t0_ns = self.get_clock().now().nanoseconds
         epoch_s = mission_epoch(self, p.mission_epoch_s)
-        if p.overload_hold_late_s < p.overload_warn_late_s:
-            raise ParameterError(f"parameter 'overload_hold_late_s': {p.overload_hold_late_s} is below "
-                                 f"overload_warn_late_s {p.overload_warn_late_s}")
-        self.overload = OverloadGuard(1.0 / p.rate_hz, p.overload_warn_late_s, p.overload_hold_late_s,
-                                      p.overload_recover_after_s, p.overload_policy)
+        self.overload = overload_guard(p, 1.0 / p.rate_hz)
         self.side = ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
                                  max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
                                  epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9, overload=self.overload)
         self.rejected_reported = 0
         self.overruns_reported = 0
-        self._overload_reported = OK
         self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
@@ -179,10 +166,8 @@ class ServicerAdmittanceNode(Node):
         self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
         self.pub_state = self.create_publisher(Odometry, 'servicer/state', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'servicer/passivity', 10)
-        self.pub_status = self.create_publisher(DiagnosticStatus, 'servicer/admittance/status', 10)
-        self.status_msg = DiagnosticStatus(name='servicer_admittance')
-        self.create_service(Trigger, 'servicer/admittance/reset', self.on_reset)
-        self.create_timer(0.5, self.publish_status)
+        self.status = OverloadStatus(self, self.overload, 'servicer/admittance', 'servicer_admittance',
+                                     override=lambda: (ERROR, 'holding: wrist F/T fault latched') if self.side.fault else None)
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
@@ -228,26 +213,6 @@ class ServicerAdmittanceNode(Node):
             return
         self.side.set_joints(*joints, self._now_s(), stamp_to_seconds(msg.header.stamp))
 
-    def on_reset(self, request, response):
-        """Clear an overload hold (the ``latch`` policy's way out)."""
-        was = self.overload.holding
-        self.overload.reset()
-        response.success, response.message = True, 'overload hold cleared' if was else 'no overload hold'
-        self.get_logger().info(response.message)
-        self.publish_status()
-        return response
-
-    def publish_status(self) -> None:
-        """``servicer/admittance/status``: the overload level, its counters, and a latched wrist fault."""
-        g = self.overload
-        level, message = g.level, g.message()
-        if self.side.fault:
-            level, message = ERROR, 'holding: wrist F/T fault latched'
-        self.status_msg.level = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR)[level]
-        self.status_msg.message = message
-        self.status_msg.values = [KeyValue(key=k, value=v) for k, v in g.values().items()]
-        self.pub_status.publish(self.status_msg)
-
     def on_twist_measured(self, msg):
         self.side.set_twist_measured(twist_from_msg(msg.twist), self._now_s())
 
@@ -258,17 +223,7 @@ class ServicerAdmittanceNode(Node):
     def _tick(self):
         out = self.side.tick(self._now_s())
         self._report_rejections()
-        if self.overload.level != self._overload_reported:
-            self._overload_reported = self.overload.level
-            log, text = self.get_logger(), self.overload.message()
-            # one call site per severity: rclpy refuses a call site whose severity changes
-            if self.overload.holding:
-                log.error(text)
-            elif self.overload.level:
-                log.warn(text)
-            else:
-                log.info(text)
-            self.publish_status()
+        self.status.after_tick()
         pacer = self.side.pacer
         if pacer.overruns > self.overruns_reported:
             self.overruns_reported = pacer.overruns

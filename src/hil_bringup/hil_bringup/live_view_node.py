@@ -44,7 +44,8 @@ PARAMS = [
 ]
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STATUS_TOPICS = ('client/ft/fault', 'servicer/ft/fault', 'client/table/status', 'servicer/table/status',
-                 'client/hot_path/status', 'servicer/admittance/status')
+                 'client/hot_path/status', 'servicer/admittance/status',
+                 'client/admittance/status')
 
 
 def _rgba(color):

@@ -32,6 +32,35 @@ POLICIES = ('auto', 'latch', 'off')
 OK, WARN, ERROR = 0, 1, 2        # diagnostic_msgs/DiagnosticStatus levels
 
 
+def overload_params(reset_service: str) -> list:
+    """The overload parameters of a fixed-step node (one definition for every node that has a guard)."""
+    from hil_common.params import Param
+
+    return [
+        Param('overload_policy', 'auto', 'When the node cannot keep up (hil_common.overload): auto (hold, resume '
+              f'after overload_recover_after_s on time), latch (hold until {reset_service}), off (report only)',
+              choices=POLICIES),
+        Param('overload_warn_late_s', 0.02, 'A step that runs later than this after its time is reported as '
+              'degraded [s]', min=1e-6, max=10.0),
+        Param('overload_hold_late_s', 0.2, 'A step later than this (or dropped steps) holds the node\'s output [s]',
+              min=1e-6, max=60.0),
+        Param('overload_recover_after_s', 2.0, 'On time this long clears an overload hold (policy auto) [s]',
+              min=0.0, max=600.0),
+    ]
+
+
+def overload_guard(p, dt_s: float) -> 'OverloadGuard':
+    """The guard of a node from its validated parameters (:func:`overload_params`); a hold threshold
+    below the warning threshold is refused naming ``overload_hold_late_s``."""
+    from hil_common.params import ParameterError
+
+    if p.overload_hold_late_s < p.overload_warn_late_s:
+        raise ParameterError(f"parameter 'overload_hold_late_s': {p.overload_hold_late_s} is below "
+                             f'overload_warn_late_s {p.overload_warn_late_s}')
+    return OverloadGuard(dt_s, p.overload_warn_late_s, p.overload_hold_late_s, p.overload_recover_after_s,
+                         p.overload_policy)
+
+
 class OverloadGuard:
     """The overload policy of one fixed-step node (see the module docstring)."""
 
