@@ -14,7 +14,7 @@ difference of successive commands) jumps marks the pulse's arrival; latency = re
 minus the publish time of the pulse's first sample (both on the probe's clock). This is the
 full F/T sample -> robot command path, including the admittance's zero-order hold.
 
-Four arrangements, each for ``--seconds`` (default 60):
+Five arrangements, each for ``--seconds`` (default 60):
 
 * ``processes`` -- the two nodes as separate processes (what launch_ros does by default);
 * ``composed``  -- the two nodes in one process, one single-threaded executor;
@@ -23,7 +23,15 @@ Four arrangements, each for ``--seconds`` (default 60):
   clocked by the sensor samples, with no timer and no DDS hop between admittance and IK;
 * ``fused_rt``  -- the same node at SCHED_FIFO priority 50 (``realtime_priority``, as a lab runs
   its control loop), its executor thread pinned to the last CPU (``cpu_affinity``). It is
-  the default of envisat_capture.launch.py (``hot_path:=fused``, ``realtime_priority`` 50).
+  the default of envisat_capture.launch.py (``hot_path:=fused``, ``realtime_priority`` 50);
+* ``fused_rt_contact`` -- ``fused_rt`` **in contact** (issue 11: the hot path must hold 1 kHz while
+  grasped): the probe closes a stiff grip on the mock-up. Its wrench is a spring-damper
+  (``CONTACT_K_N_PER_M`` 5e4 N/m, the scenario's grip stiffness; 20 % of critical damping on the
+  client's mass) on the displacement of the commanded flange (UR10e forward kinematics of each
+  command) from where the grip closed, preloaded by ``CONTACT_PRELOAD_N`` along the flange's x axis,
+  expressed in the sensor frame; the hot path runs with its passivity controller on. The force
+  pulses ride on top of the contact wrench. The contact force (mean, min, max) is printed, so a
+  run that left contact, or went unstable, shows.
   The probe (sensor and robot stand-in) runs at SCHED_FIFO 49 in every arrangement, so that
   its own Python scheduling delays are not counted as the hot path's.
 
@@ -53,7 +61,11 @@ PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
-ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt']
+ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact']
+CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
+CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
+CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
+CONTACT_ABORT_N = 2.0e4        # an emulated contact force beyond this ends the arrangement (unstable)
 RT_PRIORITY = 50               # SCHED_FIFO of the hot path (ros2_control's default)
 HOT_PATH_CPU = (os.cpu_count() or 1) - 1   # fused_rt: the hot path's executor pinned to the last CPU
 UR10E_HOME = [0.0, -np.pi / 2, np.pi / 2, -np.pi / 2, -np.pi / 2, 0.0]
@@ -158,6 +170,34 @@ class Probe:
         self.recording = False
         self.threshold = None
         self.stop = threading.Event()
+        # in contact (fused_rt_contact): (kinematics, pose_sensor_in_flange, k, c), the spring's anchor
+        self.contact = None
+        self.p_anchor = self.p_prev = self.t_prev = None
+        self.force_contact = np.zeros(3)          # sensor frame
+        self.contact_norms: list[float] = []
+        self.unstable = False
+
+    def set_contact(self, kin, pose_sensor_in_flange, mass_kg: float) -> None:
+        """Emulate a preloaded spring-damper grip on the sensor point (see the module docstring)."""
+        c = 2.0 * CONTACT_ZETA * np.sqrt(CONTACT_K_N_PER_M * mass_kg)
+        self.contact = (kin, pose_sensor_in_flange, CONTACT_K_N_PER_M, c)
+
+    def _contact_force(self, q, now: float) -> None:
+        kin, pose_sensor_in_flange, k, c = self.contact
+        pose_sensor = kin.forward(q) * pose_sensor_in_flange
+        p, rot = pose_sensor.translation, pose_sensor.rotation
+        if self.p_anchor is None:                 # the grip closes here, pushing along the sensor's x axis
+            self.p_anchor = p + rot[:, 0] * CONTACT_PRELOAD_N / k
+            self.p_prev, self.t_prev = p, now
+        dt = min(max(now - self.t_prev, 0.5 * PERIOD_S), 5.0 * PERIOD_S)
+        force_base = k * (self.p_anchor - p) - c * (p - self.p_prev) / dt
+        self.p_prev, self.t_prev = p, now
+        self.force_contact = rot.T @ force_base
+        norm = float(np.linalg.norm(force_base))
+        if self.recording:
+            self.contact_norms.append(norm)
+        if norm > CONTACT_ABORT_N:
+            self.unstable = True
 
     def ft_loop(self):
         """Publish the F/T stream at 1 kHz from a dedicated thread on an absolute schedule."""
@@ -180,7 +220,8 @@ class Probe:
                     self.lost_at = getattr(self, 'lost_at', []) + [round(time.perf_counter() % 1000, 2)]
                     self.pending = []
                 self.pending.append(time.perf_counter())
-            self.msg_ft.wrench.force.x = force
+            fx, fy, fz = self.force_contact
+            self.msg_ft.wrench.force.x, self.msg_ft.wrench.force.y, self.msg_ft.wrench.force.z = fx + force, fy, fz
             self.pub_ft.publish(self.msg_ft)
             if k % 10 == 0:
                 self.js.header.stamp = self.node.get_clock().now().to_msg()
@@ -196,6 +237,8 @@ class Probe:
         now = time.perf_counter()
         q = np.asarray(msg.data, dtype=float)
         self.js.position = list(msg.data)      # an ideal robot: its joints follow the command
+        if self.contact is not None:
+            self._contact_force(q, now)
         if not self.recording:
             self.history = [q]
             self.q_ref = q
@@ -237,7 +280,9 @@ def run_arrangement(name: str, seconds: float) -> dict:
             [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     else:
-        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]} if name == 'fused_rt' else {}
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]} if name.startswith('fused_rt') else {}
+        if name == 'fused_rt_contact':
+            rt['passivity_control'] = True
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     # The probe stands in for the sensor and the robot, i.e. hardware: its own Python scheduling
@@ -254,6 +299,13 @@ def run_arrangement(name: str, seconds: float) -> dict:
     executor.add_node(node)
     probe = Probe(node)
     probe.threshold = expected_threshold()
+    if name == 'fused_rt_contact':
+        from hil_common.conversions import xyz_rpy_to_pose
+        from hil_motion_table.kinematics_helpers import make_kinematics
+
+        pose_sensor_in_flange = xyz_rpy_to_pose(table['pose_body_in_flange_xyz_rpy']) * \
+            xyz_rpy_to_pose(client['pose_sensor_in_client_xyz_rpy'])
+        probe.set_contact(make_kinematics('ur10e'), pose_sensor_in_flange, client['mass_kg'])
     feeder = threading.Thread(target=probe.ft_loop, daemon=True)
     feeder.start()
     spin = threading.Thread(target=lambda: executor.spin(), daemon=True)
@@ -266,7 +318,8 @@ def run_arrangement(name: str, seconds: float) -> dict:
     gc.disable()
     t0 = time.perf_counter()
     probe.recording = True
-    time.sleep(seconds)
+    while time.perf_counter() - t0 < seconds and not probe.unstable:
+        time.sleep(0.1)
     probe.recording = False
     gc.enable()
     gc.unfreeze()
@@ -294,6 +347,9 @@ def run_arrangement(name: str, seconds: float) -> dict:
         'late': int(np.sum(lat > TARGET_P99_MS)) - probe.lost,
         'commands': len(probe.cmd_times), 'command_rate_hz': len(probe.cmd_times) / wall,
         'gaps_over_2ms': int(np.sum(gaps > 2.0)), 'cpu_percent': cpu,
+        'contact_n': (float(np.mean(probe.contact_norms)), float(np.min(probe.contact_norms)),
+                      float(np.max(probe.contact_norms))) if probe.contact_norms else None,
+        'unstable': probe.unstable,
     }
 
 
@@ -320,6 +376,10 @@ def main(argv=None) -> None:
               f"{r['pulses']} pulses, {r['late']} late, {r['lost']} lost", flush=True)
         print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
               f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
+        if r['contact_n'] is not None:
+            mean, low, high = r['contact_n']
+            print(f"             in contact: grip force mean {mean:.0f} N, min {low:.0f} N, max {high:.0f} N"
+                  + (f' -- UNSTABLE: beyond {CONTACT_ABORT_N:.0f} N, stopped' if r['unstable'] else ''), flush=True)
     if len(results) > 1:
         best = min(results, key=lambda r: r['p99_ms'])
         print(f"  lower p99: {best['arrangement']}", flush=True)
