@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from hil_common.overload import OverloadGuard
+from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.client import ClientState
 from hil_dynamics.passivity import ClientPort
@@ -103,11 +103,9 @@ class ClientSide:
         """The steps due at ``now_s``; None when none is due."""
         if self.pacer is None:
             self._start(now_s)
-        steps = self.pacer.due(now_s)
+        steps = due_steps(self.pacer, self.overload, now_s)
         if steps == 0:
             return None
-        if self.overload is not None:
-            self.overload.update(now_s, self.pacer.last_late_s, self.pacer.last_dropped)
         fresh = self._fresh(self.wrench_s, now_s)
         stale_began = not fresh and self.wrench_s is not None and not self.stale
         self.stale = not fresh and self.wrench_s is not None

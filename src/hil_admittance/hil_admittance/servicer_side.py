@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from hil_common.overload import OverloadGuard
+from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.se3 import transform_wrench
@@ -191,11 +191,9 @@ class ServicerSide:
             return None
         if not self.started:
             self._start(now_s)
-        steps = self.pacer.due(now_s)
+        steps = due_steps(self.pacer, self.overload, now_s)
         if steps == 0:
             return None
-        if self.overload is not None:
-            self.overload.update(now_s, self.pacer.last_late_s, self.pacer.last_dropped)
         s = self.adm.state
         holding = self.holding
         if holding:

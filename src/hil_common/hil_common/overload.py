@@ -32,6 +32,15 @@ POLICIES = ('auto', 'latch', 'off')
 OK, WARN, ERROR = 0, 1, 2        # diagnostic_msgs/DiagnosticStatus levels
 
 
+def due_steps(pacer, guard: 'OverloadGuard | None', now_s: float) -> int:
+    """The steps ``pacer`` (:class:`hil_common.pacing.StepPacer`) has due at ``now_s``; when some are,
+    ``guard`` (if any) judges how late they run and what was dropped."""
+    steps = pacer.due(now_s)
+    if steps and guard is not None:
+        guard.update(now_s, pacer.last_late_s, pacer.last_dropped)
+    return steps
+
+
 def overload_params(reset_service: str) -> list:
     """The overload parameters of a fixed-step node (one definition for every node that has a guard)."""
     from hil_common.params import Param

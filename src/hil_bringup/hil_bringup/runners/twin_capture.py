@@ -37,7 +37,7 @@ import pinocchio as pin
 
 from hil_bringup.facility import LabCalibration, calibrate, load_facility, twin_config
 from hil_bringup.runners.mission import AbsoluteMission, HilMission, MissionLoop, initial_states
-from hil_bringup.runners.twin_validation import (TWIN_GRAVITY_M_S2, TwinFtSensor, pose_wrist_sensor_in_flange,
+from hil_bringup.runners.twin_validation import (TWIN_GRAVITY_M_S2, RuleStates, TwinFtSensor, pose_wrist_sensor_in_flange,
                                                 tare_twin_sensors)
 from hil_bringup.scenario import MissionScenario
 from hil_dynamics.client import ClientAdmittance
@@ -76,7 +76,7 @@ class TwinGripper:
             self.commanded = True
 
 
-class TwinCaptureMission(MissionLoop):
+class TwinCaptureMission(RuleStates, MissionLoop):
     """The Envisat capture with the lab twin in the loop (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, facility=None, controller=None, twin_config_override=None,
@@ -147,16 +147,6 @@ class TwinCaptureMission(MissionLoop):
                     'gripper': [], 'energy_injected_j': [], 'passivity_arm': []}
 
     # -- MissionLoop interface ----------------------------------------------------------------
-    def lab_states(self):
-        cs, ss = self.client_rule.state, self.servicer_rule.state
-        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
-                self.q_arm, self.dq_arm)
-
-    def onboard_states(self):
-        g_t, v_t = self.client_rule.state.absolute()
-        g_b, v_b = self.servicer_rule.state.absolute()
-        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
-
     def table_commands(self):
         cs, ss = self.client_rule.state, self.servicer_rule.state
         return ((cs.pose_client_in_nominal * self.pose_grasp_in_client).translation.copy(),

@@ -160,7 +160,22 @@ def tare_twin_sensors(twin: LabTwin, sensors, seconds: float) -> None:
             sensor.wrench()
 
 
-class TwinHilMission(MissionLoop):
+class RuleStates:
+    """``lab_states``/``onboard_states`` of a :class:`MissionLoop` whose admittances are the rule objects
+    ``client_rule`` and ``servicer_rule`` (the twin runners), the arm's ``q_arm``, ``dq_arm`` measured."""
+
+    def lab_states(self):
+        cs, ss = self.client_rule.state, self.servicer_rule.state
+        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
+                self.q_arm, self.dq_arm)
+
+    def onboard_states(self):
+        g_t, v_t = self.client_rule.state.absolute()
+        g_b, v_b = self.servicer_rule.state.absolute()
+        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
+
+
+class TwinHilMission(RuleStates, MissionLoop):
     """The unforced HIL loop closed through the lab twin (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, controller=None, twin_config: TwinConfig | None = None,
@@ -204,16 +219,6 @@ class TwinHilMission(MissionLoop):
         self.measured = {'pos_base_in_client': [], 'rpy_base_in_client': []}
 
     # -- MissionLoop interface ----------------------------------------------------------------
-    def lab_states(self):
-        cs, ss = self.client_rule.state, self.servicer_rule.state
-        return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
-                self.q_arm, self.dq_arm)
-
-    def onboard_states(self):
-        g_t, v_t = self.client_rule.state.absolute()
-        g_b, v_b = self.servicer_rule.state.absolute()
-        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
-
     def measured_bodies(self) -> tuple[pin.SE3, pin.SE3]:
         """``(g_c, g_s)`` measured on the robots: the flange poses mapped back through the calibration."""
         out = []
