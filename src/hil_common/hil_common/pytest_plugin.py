@@ -8,12 +8,16 @@ any test module is imported. It makes every test run DDS-safe:
 * its own ``ROS_DOMAIN_ID`` (from ``HIL_TEST_DOMAIN_ID`` if set, else drawn from the
   process id), so concurrent runs on one machine do not see each other's topics;
 * ``MUJOCO_GL=egl`` (unless set), so offscreen rendering works headless whichever test
-  imports MuJoCo first.
+  imports MuJoCo first;
+* Python's SIGINT handler, if the run inherited SIGINT ignored (a suite started as a background
+  job of a script): the Ctrl-C tests send SIGINT to processes they start, which inherit the
+  ignored disposition otherwise (and then never stop: the run hung in ``test_orphans``).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 
 from hil_common.network import MODE_ENV, apply_network_profile
 
@@ -38,6 +42,8 @@ def pytest_configure(config):  # noqa: D103 - pytest hook
     # headless offscreen rendering needs EGL.
     os.environ.setdefault('MUJOCO_GL', 'egl')
     os.environ.setdefault('ROS_LOG_DIR', os.path.join(str(config.rootpath), '.pytest_cache', 'ros_log'))
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config):  # noqa: D103 - pytest hook

@@ -40,10 +40,17 @@ def _libc():
 
 
 def die_with_parent(parent_pid: int, sig: int = signal.SIGTERM):
-    """A ``preexec_fn``: the child gets ``sig`` when its parent dies (also when the parent died first)."""
+    """A ``preexec_fn``: the child gets ``sig`` when its parent dies (also when the parent died first).
+
+    It also gives the child the default SIGINT: a demo started as a background job (``./dev demo &``
+    from a script, ``nohup``) has SIGINT ignored, which its children would inherit, and a node that
+    ignores SIGINT does not stop when the demo asks it to (``stop_process``): it would be killed
+    after the timeout, its recording unfinished.
+    """
     libc = _libc()                # loaded before the fork: the child only calls into it
 
     def preexec() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent_pid:    # the parent died between fork and prctl
             os.kill(os.getpid(), sig)

@@ -95,3 +95,25 @@ def test_sigint_inside_a_message_conversion_is_a_clean_shutdown():
     assert 'Traceback' not in out, out
     assert proc.returncode == 0, out
     assert 'delivered the message converted when the signal came' in out, out
+
+
+def test_a_process_started_by_a_background_job_gets_the_default_sigint():
+    """A demo started as a background job of a script has SIGINT ignored, and its children would
+    inherit that (``stop_process`` asks nodes to stop with SIGINT). ``start_node``'s ``preexec_fn``
+    (``die_with_parent``) gives them the default, so Python installs its KeyboardInterrupt handler;
+    the control is the same child without it."""
+    import os
+    import subprocess
+    import sys
+
+    from hil_common.ros_testing import die_with_parent
+
+    probe = [sys.executable, '-c', 'import signal; print(repr(signal.getsignal(signal.SIGINT)))']
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with_fix = subprocess.run(probe, preexec_fn=die_with_parent(os.getpid()), capture_output=True, text=True)
+        without = subprocess.run(probe, capture_output=True, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert 'default_int_handler' in with_fix.stdout, with_fix
+    assert 'SIG_IGN' in without.stdout, without
