@@ -11,7 +11,8 @@ message and publishing one, as plain Python the tests drive directly (as
 * **the measured twist** of the table (``Ṽ_c``) for the passivity port while fresh; else the
   commanded one stands in (Assumption 1);
 * **fixed-step pacing** (:class:`hil_common.pacing.StepPacer`): the steps due at each tick, up to
-  ``max_catch_up``; more are dropped and counted;
+  ``max_catch_up``; more are dropped and counted; a dropped or held step still moves the nominal
+  on (the client co-moving with it), so client and servicer keep one ``g_n``;
 * **one mission clock** (``epoch_s``): a side that starts after the epoch moves the nominal on
   from it to the step grid's last instant before its start, so client and servicer integrate one
   nominal (Eq. 23);
@@ -110,6 +111,11 @@ class ClientSide:
         stale_began = not fresh and self.wrench_s is not None and not self.stale
         self.stale = not fresh and self.wrench_s is not None
         holding = self.holding
+        # One mission clock: dropped and held steps still move the nominal on (the client co-moving
+        # with it), or this side's g_n would fall behind the servicer's (Eq. 23).
+        skipped = self.pacer.last_dropped + (steps if holding else 0)
+        if skipped:
+            self.rule.advance_nominal(skipped * self.dt_s, self.dt_s)
         if holding:
             state = self.rule.state
             twist_cmd = np.zeros(6)

@@ -19,6 +19,8 @@ receiving a message and publishing one, as plain Python the tests drive directly
   (Eq. 20), the admittance does not integrate;
 * **fixed-step pacing** (:class:`hil_common.pacing.StepPacer`, as the client node): a late
   timer callback runs the steps that are due, up to ``max_catch_up``; more are dropped and counted;
+  a dropped or held step still moves the nominal on (the base co-moving with it), so both
+  admittances keep one ``g_n`` whatever each of them skipped;
 * **hold on overload** (:class:`hil_common.overload.OverloadGuard`, optional): a tick later than the
   guard's ``hold_late_s``, or dropped steps, hold as a sensor fault does, until the guard's policy
   clears it;
@@ -194,8 +196,13 @@ class ServicerSide:
         steps = due_steps(self.pacer, self.overload, now_s)
         if steps == 0:
             return None
-        s = self.adm.state
         holding = self.holding
+        # One mission clock: steps the pacer dropped, and steps held, still move the nominal on (the
+        # base co-moving with it), or this side's g_n would fall behind the client's (Eq. 23).
+        skipped = self.pacer.last_dropped + (steps if holding else 0)
+        if skipped:
+            self.adm.advance_nominal(skipped * self.dt_s, self.dt_s)
+        s = self.adm.state
         if holding:
             # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
             twist_cmd, tau_q = np.zeros(6), -self.ff.gravity_torque(s.pose_base_in_nominal, self.q)

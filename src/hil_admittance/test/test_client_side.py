@@ -117,3 +117,23 @@ def test_an_overload_holds_the_table_and_resumes_on_its_own():
         side.set_wrench_sensor(WRENCH_SENSOR, t)
         out = side.tick(t)
     assert not out.holding and np.linalg.norm(out.twist_table_cmd) > 0.0
+
+
+def test_dropped_and_held_steps_still_move_the_nominal_on():
+    """One mission clock: a side that dropped steps (a 0.1 s stall beyond a 5-step catch-up) and one
+    that held (an overload) keep the nominal of a side that ran every step, to 1e-12."""
+    def run(side, ticks):
+        for t in ticks:
+            side.tick(t)
+        return side
+
+    every = [k * DT for k in range(0, 1001)]
+    stalled = [t for t in every if not 0.3 < t < 0.4 - 1e-9]
+    guard = OverloadGuard(DT, warn_late_s=0.005, hold_late_s=0.05, recover_after_s=0.1)
+    ref = run(_side(max_catch_up=1000), every)
+    dropped = run(_side(max_catch_up=5), stalled)
+    held = run(_side(max_catch_up=1000, overload=guard), stalled)
+    assert dropped.pacer.overruns > 0 and guard.holds == 1
+    for other in (dropped, held):
+        err = pin.log6(ref.rule.state.pose_nominal_in_orbit.actInv(other.rule.state.pose_nominal_in_orbit)).vector
+        assert np.linalg.norm(err) < 1e-12

@@ -134,10 +134,10 @@ def test_malformed_inputs_are_refused_and_counted():
 def test_with_a_mission_epoch_sides_started_at_different_instants_integrate_one_nominal():
     """Two servicer sides whose first joint state comes 0.3 s apart, each stepped to t = 2 s with the same
     inputs: with the epoch t = 0 their nominals (Eq. 4) are one (and their step stamps one grid); without
-    it each starts the nominal at its own first step (the node's catch-up limit drops the backlog), 0.3 s
+    it each node's nominal starts with the node (``t0_s``; here when its first joint state came), 0.3 s
     of tumble apart (the control)."""
     def run(first_s, epoch_s):
-        side = _side(max_catch_up=20, epoch_s=epoch_s)
+        side = _side(max_catch_up=20, epoch_s=epoch_s, t0_s=0.0 if epoch_s is not None else first_s)
         t, out = first_s, None
         while t <= 2.0 + 1e-9:
             side.set_joints(Q0, np.zeros(7), t, t)
@@ -186,3 +186,26 @@ def test_an_overload_holds_like_a_fault_and_resumes_on_its_own():
         side.set_wrench_base(np.array([50.0, 0, 0, 0, 0, 0]), t)
         out = side.tick(t)
     assert not out.holding and np.linalg.norm(out.twist_table_cmd) > 0.0
+
+
+def test_dropped_and_held_steps_still_move_the_nominal_on():
+    """One mission clock (Eq. 23 needs one g_n for both admittances): a side that dropped steps (a
+    0.1 s stall beyond a 5-step catch-up) and a side that held (a latched wrist fault for 0.2 s) keep
+    the nominal of a side that ran every step, to 1e-12."""
+    def run(max_catch_up, ticks, fault_window=None):
+        side = _side(max_catch_up=max_catch_up)
+        for t in ticks:
+            side.set_joints(Q0, np.zeros(7), t)
+            if fault_window is not None:
+                side.set_fault(fault_window[0] <= t < fault_window[1])
+            side.tick(t)
+        return side
+
+    every = [k * DT for k in range(1, 1001)]
+    stalled = [t for t in every if not 0.3 < t < 0.4 - 1e-9]
+    ref, dropped, held = run(1000, every), run(5, stalled), run(1000, every, (0.5, 0.7))
+    assert dropped.pacer.overruns > 0
+    for other in (dropped, held):
+        err = pin.log6(ref.adm.state.pose_nominal_in_orbit.actInv(other.adm.state.pose_nominal_in_orbit)).vector
+        assert np.linalg.norm(err) < 1e-12
+        np.testing.assert_allclose(other.adm.state.twist_nominal_body, ref.adm.state.twist_nominal_body, atol=1e-12)

@@ -23,7 +23,8 @@ have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
 * **joint states**: an :class:`hil_common.freshness.InputWatch` (``joint_states_timeout_s``;
   nothing is commanded before the first joint state; recovery after ``recover_after_s`` of
   fresh joint states, or by :meth:`reset` only without ``auto_recover``): while they are
-  stale the table holds and Eq. (11) is frozen (the time passes, it is not replayed);
+  stale the table holds and Eq. (11) is frozen (the time passes, it is not replayed; the nominal
+  moves on through it, and through dropped time, so it stays the servicer's: Eq. 23 needs one);
 * **hold**: every sample that is due while latched or stale returns the held command
   (``holding``), so the robot is told explicitly to stay; :meth:`reset` clears the latch
   when its cause is gone (and the table's latched faults);
@@ -170,15 +171,20 @@ class ClientHotPath:
             return None if last is None else HotPathCommand(last.q_command, last.holding, None, 0, last.reason)
         self.t_last = now_s
         span = self.max_catch_up * self.dt
+        skipped = 0.0
         if elapsed > span:
             self.overruns += int(round((elapsed - span) / self.dt))
-            elapsed = span
+            skipped, elapsed = elapsed - span, span
         steps = max(1, math.ceil(elapsed / self.dt - 1e-9))
         h = elapsed / steps
         joints = self.joints.update(now_s)
         if self.latched or not self.joints.usable:
             reason = self.latched or f'joint_states {joints}'
+            # one mission clock: the nominal moves on while the client holds (co-moving with it)
+            self.admittance.advance_nominal(skipped + elapsed, self.dt)
             return self._held(reason)
+        if skipped:          # the dropped time, too: this g_n stays the servicer's (Eq. 23)
+            self.admittance.advance_nominal(skipped, self.dt)
         wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
         if self.port is None:
             for _ in range(steps):

@@ -157,3 +157,31 @@ def test_the_hot_paths_port_observer_sees_a_late_table_inject_energy_and_its_con
           f'{energy_c.max():.3g} J, dissipated {rule_c.port.out.energy_dissipated_j:.3g} J')
     assert last_c <= first_c and energy_c.max() <= 0.01 * energy[-1]
     assert rule_c.port.out.energy_dissipated_j > 0.0
+
+
+def test_held_and_dropped_time_still_moves_the_nominal_on(values):
+    """One mission clock (Eq. 23 needs one g_n for the client and the servicer): a hot path that held
+    for a second (joint states stale) and one that dropped time (a 1 s gap between samples, beyond
+    its catch-up) keep the nominal of one that stepped throughout, to 1e-12."""
+    import pinocchio as pin
+
+    def run(feed_joints, sample):
+        rule = make(values)
+        for k in range(1, 151):                   # 3 s at 50 Hz
+            t = 0.02 * k
+            if feed_joints(t):
+                rule.joint_states(rule.q_measured, t)
+            if sample(t):
+                rule.wrench([0.0] * 6, '', t)
+        return rule
+
+    always = lambda t: True                                   # noqa: E731
+    ref = run(always, always)
+    held = run(lambda t: not 1.0 < t < 2.0, always)
+    dropped = run(always, lambda t: not 1.0 < t < 2.0)
+    assert held.counters['held'] > 10 and dropped.overruns > 0
+    for other in (held, dropped):
+        a, b = ref.admittance.state, other.admittance.state
+        assert b.t == pytest.approx(a.t, abs=1e-9)
+        err = pin.log6(a.pose_nominal_in_orbit.actInv(b.pose_nominal_in_orbit)).vector
+        assert np.linalg.norm(err) < 1e-12
