@@ -25,7 +25,10 @@ have, so ``client_hot_path_node``, a lockstep runner or a benchmark share it:
   fresh joint states, or by :meth:`reset` only without ``auto_recover``): while they are
   stale the table holds and Eq. (11) is frozen (the time passes, it is not replayed; the nominal
   moves on through it, and through dropped time, so it stays the servicer's: Eq. 23 needs one);
-* **hold**: every sample that is due while latched or stale returns the held command
+* **overload** (:class:`hil_common.overload.OverloadGuard`, optional): a sample that comes later
+  than the guard's ``hold_late_s`` after the step it owes (the node or its sensor stalled), or
+  that drops time, holds until the guard's policy clears it (as ``client_admittance_node``);
+* **hold**: every sample that is due while latched, stale or overloaded returns the held command
   (``holding``), so the robot is told explicitly to stay; :meth:`reset` clears the latch
   when its cause is gone (and the table's latched faults);
 * **passivity** (with a ``port``, :class:`hil_dynamics.passivity.ClientPort`, seed 004 Eq. 28 and
@@ -44,6 +47,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.freshness import InputWatch
+from hil_common.overload import OverloadGuard
 from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.passivity import ClientPort
@@ -72,10 +76,12 @@ class ClientHotPath:
                  recover_after_s: float = 0.5, auto_recover: bool = True,
                  table_target: Callable[[pin.SE3], pin.SE3] | None = None, epoch_s: float | None = None,
                  port: ClientPort | None = None,
-                 twist_from_joints: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None):
+                 twist_from_joints: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                 overload: OverloadGuard | None = None):
         if not (max_force_n > 0 and max_torque_nm > 0):
             raise ConfigError('max_force_n and max_torque_nm must be > 0')
         self.admittance = admittance
+        self.overload = overload
         # the passivity observer/controller of the port around each step (None: bare Eq. 11 steps),
         # fed the table's realised twist from the measured joints (twist_from_joints(q, dq))
         self.port = port
@@ -171,15 +177,20 @@ class ClientHotPath:
             return None if last is None else HotPathCommand(last.q_command, last.holding, None, 0, last.reason)
         self.t_last = now_s
         span = self.max_catch_up * self.dt
-        skipped = 0.0
+        skipped, dropped = 0.0, 0
         if elapsed > span:
-            self.overruns += int(round((elapsed - span) / self.dt))
+            dropped = int(round((elapsed - span) / self.dt))
+            self.overruns += dropped
             skipped, elapsed = elapsed - span, span
+        if self.overload is not None:       # how late this sample's time ran past the one step it owed
+            self.overload.update(now_s, skipped + elapsed - self.dt, dropped)
+        overloaded = self.overload is not None and self.overload.holding
         steps = max(1, math.ceil(elapsed / self.dt - 1e-9))
         h = elapsed / steps
         joints = self.joints.update(now_s)
-        if self.latched or not self.joints.usable:
-            reason = self.latched or f'joint_states {joints}'
+        if self.latched or not self.joints.usable or overloaded:
+            reason = self.latched or (f'joint_states {joints}' if not self.joints.usable else
+                                      self.overload.message())
             # one mission clock: the nominal moves on while the client holds (co-moving with it)
             self.admittance.advance_nominal(skipped + elapsed, self.dt)
             return self._held(reason)
@@ -217,6 +228,8 @@ class ClientHotPath:
         """Clear the latched wrench fault (if the newest wrench is acceptable again), the table's
         latched faults, and (manual policy) the joint-state watch."""
         ok_joints, joints_message = self.joints.reset(now_s)
+        if self.overload is not None:
+            self.overload.reset()
         was = self.latched
         if was:
             refused = self.refusal(self.newest_wrench)
@@ -239,6 +252,8 @@ class ClientHotPath:
             level, message = ERROR, 'holding: ' + ', '.join(table_faults) + ' (call reset)'
         elif joints in ('stale', 'recovering'):
             level, message = ERROR, 'holding: ' + self.joints.describe(now_s)
+        elif self.overload is not None and self.overload.level:
+            level, message = self.overload.level, self.overload.message()
         elif joints in ('waiting', 'no_data'):
             level, message = WARN, self.joints.describe(now_s) if self.q_measured is None else 'waiting'
         else:
@@ -248,5 +263,6 @@ class ClientHotPath:
                   'sim_time_s': self.admittance.state.t,
                   'fault': self.latched or 'none', 'table_faults': ','.join(table_faults) or 'none',
                   'max_force_n': self.max_force_n, 'max_torque_nm': self.max_torque_nm,
-                  'wrench_frame_id': self.wrench_frame_id}
+                  'wrench_frame_id': self.wrench_frame_id,
+                  **(self.overload.values() if self.overload is not None else {})}
         return level, message, values

@@ -41,6 +41,7 @@ from std_srvs.srv import Trigger
 
 from hil_admittance import client_admittance_node as client_node
 from hil_bringup.client_hot_path import ClientHotPath
+from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
@@ -52,7 +53,8 @@ from hil_motion_table.kinematics_helpers import (body_twist_from_joints, flange_
                                                 reorder)
 from hil_motion_table.table import home_for_nominal_frame
 
-PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id'],   # declared below, default 'ft_sensor'
+PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not p.name.startswith('overload_')],
+          *overload_params('client/hot_path/reset'),      # wrench_frame_id declared below, default 'ft_sensor'
           *[p for p in table_node.PARAMS if p.name not in {q.name for q in client_node.PARAMS}],
           Param('state_decimation', 4, 'Publish client/state and client/table/pose_cmd every n-th sample', min=1, max=1000),
           Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
@@ -87,7 +89,8 @@ class ClientHotPathNode(Node):
                                   recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
                                   table_target=self.table_target,
                                   port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
-                                  twist_from_joints=self.twist_from_joints)
+                                  twist_from_joints=self.twist_from_joints,
+                                  overload=overload_guard(p, 1.0 / p.rate_hz))
         self.names = tuple(self.table.kin.joint_names)
         self.decimation = p.state_decimation
         self.samples = 0

@@ -185,3 +185,31 @@ def test_held_and_dropped_time_still_moves_the_nominal_on(values):
         assert b.t == pytest.approx(a.t, abs=1e-9)
         err = pin.log6(a.pose_nominal_in_orbit.actInv(b.pose_nominal_in_orbit)).vector
         assert np.linalg.norm(err) < 1e-12
+
+
+def test_a_stalled_hot_path_holds_and_resumes_by_its_overload_policy(values):
+    """A 0.5 s gap between samples (the node or its sensor stalled; beyond the 0.2 s hold threshold
+    and the 20-step catch-up at 50 Hz) holds: the table is told to stay, the status says why; after
+    ``recover_after_s`` of samples on time it commands again."""
+    from hil_common.overload import OverloadGuard
+
+    rule = make(values)
+    rule.overload = OverloadGuard(0.02, warn_late_s=0.03, hold_late_s=0.2, recover_after_s=0.5)
+    t = 0.0
+    for _ in range(20):
+        t += 0.02
+        rule.joint_states(rule.q_measured, t)
+        assert not rule.wrench([50.0, 0, 0, 0, 0, 0], '', t).holding
+    for _ in range(50):                            # the joint states keep coming: only the samples stall
+        t += 0.01
+        rule.joint_states(rule.q_measured, t)
+    held = rule.wrench([50.0, 0, 0, 0, 0, 0], '', t)
+    assert held.holding and 'overloaded' in held.reason and rule.overruns > 0
+    level, message, values_ = rule.status(t)
+    assert level == 2 and message.startswith('overloaded, holding') and values_['holding'] == 'true'
+    outs = []
+    for _ in range(30):                            # 0.6 s on time: resumes after 0.5 s
+        t += 0.02
+        rule.joint_states(rule.q_measured, t)
+        outs.append(rule.wrench([50.0, 0, 0, 0, 0, 0], '', t).holding)
+    assert outs[0] and not outs[-1] and rule.status(t)[0] == 0
