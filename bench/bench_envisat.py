@@ -24,6 +24,12 @@ Five arrangements, each for ``--seconds`` (default 60):
 * ``fused_rt``  -- the same node at SCHED_FIFO priority 50 (``realtime_priority``, as a lab runs
   its control loop), its executor thread pinned to the last CPU (``cpu_affinity``). It is
   the default of envisat_capture.launch.py (``hot_path:=fused``, ``realtime_priority`` 50);
+* ``servicer_contact`` -- the servicer's hot path as the launch file starts it (``servicer_admittance_node``
+  at 1 kHz and the servicer's ``motion_table_node``, the KR 120, parameters from
+  ``hil_bringup.graphs.envisat_graph``) with a contact wrench on the wrist sensor (``CONTACT_PRELOAD_N``
+  oscillating by +-50 % at 2 Hz: the probe does not simulate the arm, so the grip point it would
+  need for a spring does not move), the arm's joints held, the OBSW slot commanding zero; the pulses
+  ride on the wrist wrench and are seen in the KR 120's commands;
 * ``fused_rt_contact`` -- ``fused_rt`` **in contact** (issue 11: the hot path must hold 1 kHz while
   grasped): the probe closes a stiff grip on the mock-up. Its wrench is a spring-damper
   (``CONTACT_K_N_PER_M`` 5e4 N/m, the scenario's grip stiffness; 20 % of critical damping on the
@@ -61,7 +67,7 @@ PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
-ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact']
+ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact']
 CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
 CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
 CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
@@ -145,17 +151,25 @@ def composed_child(params_path: str) -> int:
 
 # -- the probe ----------------------------------------------------------------------------------------------
 class Probe:
-    def __init__(self, node):
+    """The F/T sensor (1 kHz) and the ideal robot of one table (``prefix``: ``client`` or ``servicer``);
+    ``every_sample(k)`` publishes what else the hot path needs at each sample (the servicer's arm)."""
+
+    def __init__(self, node, prefix: str = 'client', names=None, q0=UR10E_HOME, frame_id: str = '',
+                 every_sample=None):
         from geometry_msgs.msg import WrenchStamped
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
 
         self.node = node
-        self.pub_ft = node.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
-        self.pub_js = node.create_publisher(JointState, 'client/joint_states', 10)
-        node.create_subscription(Float64MultiArray, 'client/forward_position_controller/commands', self.on_cmd, 100)
+        self.pub_ft = node.create_publisher(WrenchStamped, f'{prefix}/ft/wrench', 10)
+        self.pub_js = node.create_publisher(JointState, f'{prefix}/joint_states', 10)
+        node.create_subscription(Float64MultiArray, f'{prefix}/forward_position_controller/commands', self.on_cmd, 100)
         self.msg_ft = WrenchStamped()
-        self.js = JointState(name=joint_names(), position=list(UR10E_HOME), velocity=[0.0] * 6)
+        self.msg_ft.header.frame_id = frame_id
+        self.every_sample = every_sample
+        self.force_preload = np.zeros(3)          # a contact wrench without a spring (servicer_contact)
+        self.js = JointState(name=list(names or joint_names()), position=[float(v) for v in q0],
+                             velocity=[0.0] * len(q0))
         self.k = 0
         self.sign = 1.0
         self.u = None                           # joint-space direction of a + pulse's velocity change
@@ -220,12 +234,14 @@ class Probe:
                     self.lost_at = getattr(self, 'lost_at', []) + [round(time.perf_counter() % 1000, 2)]
                     self.pending = []
                 self.pending.append(time.perf_counter())
-            fx, fy, fz = self.force_contact
+            fx, fy, fz = self.force_contact + self.force_preload * (1.0 + 0.5 * np.sin(2 * np.pi * 2.0 * k * PERIOD_S))
             self.msg_ft.wrench.force.x, self.msg_ft.wrench.force.y, self.msg_ft.wrench.force.z = fx + force, fy, fz
             self.pub_ft.publish(self.msg_ft)
             if k % 10 == 0:
                 self.js.header.stamp = self.node.get_clock().now().to_msg()
                 self.pub_js.publish(self.js)
+            if self.every_sample is not None:
+                self.every_sample(k)
             self.k += 1
             delay = next_t - time.perf_counter()
             if delay > 0:
@@ -257,10 +273,31 @@ class Probe:
             self.history = self.history[-3:]
 
 
-def expected_threshold() -> float:
-    """A twentieth of the joint-acceleration jump one pulse causes (joint rates ~ v / 1 m at the UR10e home)."""
-    dv = PULSE_FORCE_N * PERIOD_S / 7828.0 * PULSE_SAMPLES        # m/s after the pulse
+def expected_threshold(mass_kg: float = 7828.0) -> float:
+    """A twentieth of the joint-acceleration jump one pulse causes on a body of ``mass_kg`` (joint rates
+    ~ v / 1 m at the table's pose)."""
+    dv = PULSE_FORCE_N * PERIOD_S / mass_kg * PULSE_SAMPLES        # m/s after the pulse
     return 0.05 * dv * PERIOD_S
+
+
+def servicer_hot_path():
+    """The servicer's hot path as ``envisat_capture.launch.py`` starts it (``hil_bringup.graphs.envisat_graph``,
+    on the wall clock at 1 kHz): the admittance's and the table's parameters, the table's start joints,
+    the arm's joint names and held angles, and the servicer's locked mass (for the pulse threshold)."""
+    from hil_bringup.facility import calibrate, load_facility
+    from hil_bringup.graphs import envisat_graph
+    from hil_bringup.scenario import load_scenario
+    from hil_dynamics.servicer import ServicerModel
+
+    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(1.0 / PERIOD_S), 'use_sim': 'true'})
+    specs = {spec.fqn: spec for stage in graph.stages for spec in stage.nodes}
+    adm = {k: v for k, v in specs['/servicer_admittance'].parameters.items() if k != 'mission_epoch_s'}
+    table = dict(specs['/servicer/motion_table'].parameters)
+    scenario = load_scenario('envisat_capture')
+    cal = calibrate(load_facility('envisat_lab'), scenario)
+    model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
+    q_arm = [float(v) for v in scenario.servicer.q_arm_0]
+    return adm, table, cal.q_table_0['servicer'], list(model.joint_names), q_arm, float(model.mass_matrix(q_arm)[0, 0])
 
 
 def run_arrangement(name: str, seconds: float) -> dict:
@@ -270,7 +307,14 @@ def run_arrangement(name: str, seconds: float) -> dict:
     from hil_common.ros_testing import start_node, stop_process
 
     client, table = hot_path_parameters()
-    if name == 'processes':
+    if name == 'servicer_contact':
+        s_adm, s_table, q_table_0, arm_names, q_arm, servicer_mass = servicer_hot_path()
+        procs = {'servicer_admittance': start_node('hil_admittance', 'servicer_admittance_node',
+                                                   ros_args=('--params-file', params_file(s_adm))),
+                 'servicer_motion_table': start_node('hil_motion_table', 'motion_table_node',
+                                                     ros_args=('--params-file', params_file(s_table), '-r',
+                                                               '__ns:=/servicer'))}
+    elif name == 'processes':
         procs = {'client_admittance': start_node('hil_admittance', 'client_admittance_node',
                                                  ros_args=('--params-file', params_file(client))),
                  'motion_table': start_node('hil_motion_table', 'motion_table_node',
@@ -300,8 +344,32 @@ def run_arrangement(name: str, seconds: float) -> dict:
     node = rclpy.create_node('bench_envisat_probe', context=ctx)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
-    probe = Probe(node)
-    probe.threshold = expected_threshold()
+    if name == 'servicer_contact':
+        from geometry_msgs.msg import WrenchStamped
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Float64MultiArray
+
+        from hil_motion_table.kinematics_helpers import make_kinematics
+
+        pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+        pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
+        pub_tau = node.create_publisher(Float64MultiArray, 'servicer_arm/torque_cmd', 10)
+        arm = JointState(name=arm_names, position=q_arm, velocity=[0.0] * len(q_arm))
+        zero_tau = Float64MultiArray(data=[0.0] * len(q_arm))
+
+        def servicer_inputs(k):            # the arm (held, as the twin's measures it) and the OBSW slot (zero)
+            arm.header.stamp = node.get_clock().now().to_msg()
+            pub_arm.publish(arm)
+            if k % 10 == 0:
+                pub_fb.publish(WrenchStamped())
+                pub_tau.publish(zero_tau)
+        probe = Probe(node, 'servicer', make_kinematics(s_table['robot']).joint_names, q_table_0,
+                      frame_id=s_adm['wrench_frame_id'], every_sample=servicer_inputs)
+        probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
+        probe.threshold = expected_threshold(servicer_mass)
+    else:
+        probe = Probe(node)
+        probe.threshold = expected_threshold()
     if name == 'fused_rt_contact':
         from hil_common.conversions import xyz_rpy_to_pose
         from hil_motion_table.kinematics_helpers import make_kinematics
