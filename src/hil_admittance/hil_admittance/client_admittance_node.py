@@ -45,7 +45,7 @@ from rclpy.node import Node
 from rclpy.time import Time
 
 from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
-from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
+from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.overload import overload_guard, overload_params
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -103,7 +103,7 @@ class ClientAdmittanceNode(Node):
         self.overruns_reported = 0
         # Passivity observer/controller of the port (hil_dynamics.passivity).
         port = ClientPort(rule, p.passivity_max_rate_per_s, enabled=p.passivity_control)
-        self.overload = overload_guard(p, 1.0 / p.rate_hz)
+        self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.epoch_s = mission_epoch(self, p.mission_epoch_s)
         self.side_args = (port, pose_sensor_in_client, 1.0 / p.rate_hz, p.wrench_timeout_s, p.max_catch_up)
         # Seconds since the first clock reading (absolute epoch seconds would lose sub-microsecond

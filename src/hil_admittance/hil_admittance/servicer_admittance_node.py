@@ -54,7 +54,7 @@ from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
 from hil_common.conversions import pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
-from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch
+from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -149,7 +149,7 @@ class ServicerAdmittanceNode(Node):
         # Seconds since start on the node clock (absolute epoch seconds would lose sub-microsecond precision).
         self.t0_ns = self.get_clock().now().nanoseconds
         epoch_s = mission_epoch(self, p.mission_epoch_s)
-        self.overload = overload_guard(p, 1.0 / p.rate_hz)
+        self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.side = ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
                                  max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
                                  epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9, overload=self.overload)

@@ -98,6 +98,7 @@ class ServicerSide:
         self.q = self.dq = None
         self.ddq = np.zeros(self.n)
         self.joints_stamp_s: float | None = None
+        self.first_joints_s: float | None = None    # when the first arm state arrived (node clock)
         self.fault = False
         self.rejected = 0
         self.last_rejection = ''
@@ -146,6 +147,8 @@ class ServicerSide:
         or <= 0: unstamped, the receipt time is used); ``ddq`` by differencing ``dq`` over the time
         between the measurements."""
         q, dq = np.asarray(q, dtype=float), np.asarray(dq, dtype=float)
+        if self.first_joints_s is None:
+            self.first_joints_s = float(now_s)
         t = float(stamp_s) if stamp_s is not None and stamp_s > 0.0 else float(now_s)
         if self.joints_stamp_s is not None and t > self.joints_stamp_s:
             self.ddq = (dq - self.dq) / (t - self.joints_stamp_s)
@@ -182,6 +185,9 @@ class ServicerSide:
         grid, so every node of the graph integrates the nominal of one mission clock."""
         self.started = True
         if self.epoch_s is None or now_s <= self.epoch_s:
+            # the steps between the node's start and its first arm state are no backlog (waiting for the
+            # first input is not an overload): the grid goes on from the first arm state
+            self.pacer.skip_to(min(now_s, self.first_joints_s))
             return
         self.pacer = StepPacer(self.dt_s, self.epoch_s, self.pacer.max_catch_up)
         self.adm.advance_nominal(self.pacer.skip_to(now_s) * self.dt_s, self.dt_s)
@@ -189,7 +195,7 @@ class ServicerSide:
     def tick(self, now_s: float) -> ServicerOutput | None:
         """The steps due at ``now_s``; None when none is due, or before the first joint state."""
         if self.q is None:
-            self.pacer.due(now_s)                     # no arm state yet: nothing to command, no backlog
+            self.pacer.skip_to(now_s)                 # no arm state yet: nothing to command, no backlog
             return None
         if not self.started:
             self._start(now_s)

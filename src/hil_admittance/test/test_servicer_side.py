@@ -209,3 +209,17 @@ def test_dropped_and_held_steps_still_move_the_nominal_on():
         err = pin.log6(ref.adm.state.pose_nominal_in_orbit.actInv(other.adm.state.pose_nominal_in_orbit)).vector
         assert np.linalg.norm(err) < 1e-12
         np.testing.assert_allclose(other.adm.state.twist_nominal_body, ref.adm.state.twist_nominal_body, atol=1e-12)
+
+
+def test_waiting_for_the_first_arm_state_is_no_overload():
+    """A node whose first joint state comes 0.5 s after its start (discovery, a busy machine) has no
+    backlog to drop and nothing to hold for: its steps start at that joint state."""
+    from hil_common.overload import OverloadGuard
+
+    guard = OverloadGuard(DT, warn_late_s=0.005, hold_late_s=0.05, recover_after_s=0.1)
+    side = _side(max_catch_up=20, overload=guard)
+    assert side.tick(0.2) is None                          # nothing yet
+    side.set_joints(Q0, np.zeros(7), 0.5)
+    out = side.tick(0.502)
+    assert out is not None and not out.holding and not guard.holding
+    assert side.pacer.overruns == 0 and guard.dropped_steps == 0 and out.step_time_s == pytest.approx(0.502)

@@ -45,7 +45,7 @@ from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
-from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds
+from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
@@ -90,7 +90,7 @@ class ClientHotPathNode(Node):
                                   table_target=self.table_target,
                                   port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
                                   twist_from_joints=self.twist_from_joints,
-                                  overload=overload_guard(p, 1.0 / p.rate_hz))
+                                  overload=overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self)))
         self.names = tuple(self.table.kin.joint_names)
         self.decimation = p.state_decimation
         self.samples = 0

@@ -24,6 +24,7 @@ import threading
 from typing import Callable
 
 from hil_common.errors import ConfigError
+from hil_common.lab_clock import uses_sim_time
 from hil_common.interrupts import Interrupted, interrupt_received, note_interrupts_from_now_on
 from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
@@ -82,8 +83,7 @@ def node_executor(node, context=None):
     choice = os.environ.get(EXECUTOR_ENV, 'events')
     if choice not in ('events', 'single'):
         raise ConfigError(f"{EXECUTOR_ENV} must be 'events' or 'single', got {choice!r}")
-    sim_time = node.has_parameter('use_sim_time') and bool(node.get_parameter('use_sim_time').value)
-    if choice == 'events' and not sim_time:
+    if choice == 'events' and not uses_sim_time(node):
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError:          # an rclpy without it: the portable executor

@@ -82,3 +82,19 @@ def test_bad_settings_are_refused_naming_them(kwargs, name):
     settings = {'dt_s': DT, 'warn_late_s': 0.025, 'hold_late_s': 0.1, 'recover_after_s': 1.0, **kwargs}
     with pytest.raises(ConfigError, match=name):
         OverloadGuard(**settings)
+
+
+def test_on_the_simulated_clock_the_guard_only_reports():
+    """The lab twin waits for the stack: a late or dropped step in simulated time is no overload, and a
+    hold would cut the physics short. The node's policy is overridden to ``off`` there."""
+    from types import SimpleNamespace
+
+    from hil_common.overload import overload_guard
+
+    p = SimpleNamespace(overload_policy='latch', overload_warn_late_s=0.02, overload_hold_late_s=0.2,
+                        overload_recover_after_s=2.0)
+    assert overload_guard(p, DT).policy == 'latch'
+    guard = overload_guard(p, DT, simulated_clock=True)
+    assert guard.policy == 'off'
+    guard.update(1.0, 0.0, 5)
+    assert not guard.holding and guard.level == WARN and guard.dropped_steps == 5
