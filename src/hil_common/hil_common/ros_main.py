@@ -75,7 +75,10 @@ def node_executor(node, context=None):
     of ours receives thousands per second. Its timers keep the wall-clock period (p99 4.06 ms
     for 4 ms), but not simulated time: a 100 Hz timer on ``/clock`` fired 142 times per
     simulated second. So a node on the simulated clock (``use_sim_time``) keeps the
-    ``SingleThreadedExecutor``, as does every node when ``HIL_EXECUTOR=single``.
+    ``SingleThreadedExecutor``, as does the node that publishes it (the lab twin, whose barrier
+    waits on the stack's answers: with the events executor two twin tests on the simulated clock
+    failed in one CI run, a teleop pull recorded 3.58 s long instead of 4 s), and every node when
+    ``HIL_EXECUTOR=single``.
     """
     from rclpy.executors import SingleThreadedExecutor
 
@@ -83,7 +86,7 @@ def node_executor(node, context=None):
     choice = os.environ.get(EXECUTOR_ENV, 'events')
     if choice not in ('events', 'single'):
         raise ConfigError(f"{EXECUTOR_ENV} must be 'events' or 'single', got {choice!r}")
-    if choice == 'events' and not uses_sim_time(node):
+    if choice == 'events' and not uses_sim_time(node) and not getattr(node, 'publishes_clock', False):
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError:          # an rclpy without it: the portable executor

@@ -166,13 +166,14 @@ def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
 def test_node(name: str):
     """``with test_node('probe') as (node, executor): ...`` in a private rclpy context."""
     import rclpy
-
-    from hil_common.ros_main import node_executor
+    from rclpy.executors import SingleThreadedExecutor
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(name, context=ctx)
-    executor = node_executor(node, ctx)
+    # single-threaded: the demos' and tests' nodes pace simulated-clock runs (pushes, the master's
+    # pull) by their own spin_once loop; with the events executor two such tests failed in one run
+    executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     try:
         yield node, executor

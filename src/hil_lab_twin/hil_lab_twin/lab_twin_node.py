@@ -166,6 +166,7 @@ class LabTwinNode(Node):
         self.twin = LabTwin(config_from(p))
         self.render_path = p.render_png
         self.simulated_clock = p.clock == 'simulated'
+        self.publishes_clock = self.simulated_clock      # hil_common.ros_main.node_executor: single-threaded
         lab = self.stepped_lab(self.twin)
         self.pacer = None if self.simulated_clock else RealTimePacer(lab, clock=time.time)
         self.joint_pubs, self.warned, self.gripper_pubs = {}, set(), {}
