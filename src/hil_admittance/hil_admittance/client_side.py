@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.client import ClientState
@@ -60,8 +61,7 @@ class ClientSide:
         self.epoch_s = None if epoch_s is None else float(epoch_s)
         self.overload = overload
         self.pacer: StepPacer | None = None
-        self.wrench_com, self.wrench_s = np.zeros(6), None
-        self.twist_measured, self.twist_s = np.zeros(6), None
+        self.wrench_com, self.twist_measured = HeldInput(6), HeldInput(6)   # the wrench at the CoM
         self.stale = False
         self.rejected = 0
 
@@ -72,7 +72,7 @@ class ClientSide:
         if w.shape != (6,) or not np.all(np.isfinite(w)):
             self.rejected += 1
             return False
-        self.wrench_com, self.wrench_s = transform_wrench(self.pose_sensor_in_client, w), float(now_s)
+        self.wrench_com.set(transform_wrench(self.pose_sensor_in_client, w), now_s)
         return True
 
     def set_twist_measured(self, twist, now_s: float) -> bool:
@@ -80,11 +80,8 @@ class ClientSide:
         v = np.asarray(twist, dtype=float)
         if v.shape != (6,) or not np.all(np.isfinite(v)):
             return False
-        self.twist_measured, self.twist_s = v, float(now_s)
+        self.twist_measured.set(v, now_s)
         return True
-
-    def _fresh(self, stamp_s: float | None, now_s: float) -> bool:
-        return stamp_s is not None and now_s - stamp_s <= self.timeout_s
 
     @property
     def holding(self) -> bool:
@@ -107,9 +104,10 @@ class ClientSide:
         steps = due_steps(self.pacer, self.overload, now_s)
         if steps == 0:
             return None
-        fresh = self._fresh(self.wrench_s, now_s)
-        stale_began = not fresh and self.wrench_s is not None and not self.stale
-        self.stale = not fresh and self.wrench_s is not None
+        fresh = self.wrench_com.fresh(now_s, self.timeout_s)
+        started = self.wrench_com.stamp_s is not None
+        stale_began = not fresh and started and not self.stale
+        self.stale = not fresh and started
         holding = self.holding
         # One mission clock: dropped and held steps still move the nominal on (the client co-moving
         # with it), or this side's g_n would fall behind the servicer's (Eq. 23).
@@ -120,8 +118,8 @@ class ClientSide:
             state = self.rule.state
             twist_cmd = np.zeros(6)
         else:
-            wrench = self.wrench_com if fresh else np.zeros(6)
-            measured = self.twist_measured if self._fresh(self.twist_s, now_s) else None
+            wrench = self.wrench_com.value if fresh else np.zeros(6)
+            measured = self.twist_measured.get(now_s, self.timeout_s, None)
             for _ in range(steps):
                 state = self.port.step(wrench, self.dt_s, measured)
             twist_cmd = state.twist_client_rel_body

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
@@ -61,22 +62,6 @@ class ServicerOutput:
     step_time_s: float                # the simulated time the state belongs to (node clock)
 
 
-class _Input:
-    """A value and the time it arrived; zero (``fallback``) once older than the timeout."""
-
-    def __init__(self, size: int):
-        self.value, self.stamp_s = np.zeros(size), None
-
-    def set(self, value: np.ndarray, now_s: float) -> None:
-        self.value, self.stamp_s = value, now_s
-
-    def fresh(self, now_s: float, timeout_s: float) -> bool:
-        return self.stamp_s is not None and now_s - self.stamp_s <= timeout_s
-
-    def get(self, now_s: float, timeout_s: float, fallback: np.ndarray) -> np.ndarray:
-        return self.value if self.fresh(now_s, timeout_s) else fallback
-
-
 class ServicerSide:
     """The servicer admittance node's rule (see the module docstring)."""
 
@@ -93,8 +78,8 @@ class ServicerSide:
         self.epoch_s = None if epoch_s is None else float(epoch_s)
         self.started = False
         self.pose_start_inv = adm.state.pose_base_in_nominal.inverse() if table_pose_from_start else None
-        self.wrench_ee, self.wrench_base_com = _Input(6), _Input(6)
-        self.tau_obsw, self.twist_measured = _Input(self.n), _Input(6)
+        self.wrench_ee, self.wrench_base_com = HeldInput(6), HeldInput(6)
+        self.tau_obsw, self.twist_measured = HeldInput(self.n), HeldInput(6)
         self.q = self.dq = None
         self.ddq = np.zeros(self.n)
         self.joints_stamp_s: float | None = None

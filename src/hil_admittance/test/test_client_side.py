@@ -68,7 +68,7 @@ def test_malformed_wrenches_are_refused_and_counted():
     side = _side()
     assert not side.set_wrench_sensor([np.nan, 0, 0, 0, 0, 0], 0.0)
     assert not side.set_wrench_sensor([1.0, 2.0], 0.0)
-    assert side.rejected == 2 and side.wrench_s is None
+    assert side.rejected == 2 and side.wrench_com.stamp_s is None
 
 
 def test_with_a_mission_epoch_sides_started_at_different_instants_integrate_one_nominal():

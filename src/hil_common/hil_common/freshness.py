@@ -27,6 +27,26 @@ from hil_common.errors import ConfigError
 WAITING, NO_DATA, OK, STALE, RECOVERING = 'waiting', 'no_data', 'ok', 'stale', 'recovering'
 
 
+class HeldInput:
+    """The newest value of an input and when it arrived (zero-order hold); a rule uses it while it is
+    at most ``timeout_s`` old and a ``fallback`` after (the admittance sides' wrenches, commands and
+    measured twists). The simple form of freshness, without :class:`InputWatch`'s recovery policy."""
+
+    def __init__(self, size: int):
+        import numpy as np
+
+        self.value, self.stamp_s = np.zeros(size), None
+
+    def set(self, value, now_s: float) -> None:
+        self.value, self.stamp_s = value, float(now_s)
+
+    def fresh(self, now_s: float, timeout_s: float) -> bool:
+        return self.stamp_s is not None and now_s - self.stamp_s <= timeout_s
+
+    def get(self, now_s: float, timeout_s: float, fallback):
+        return self.value if self.fresh(now_s, timeout_s) else fallback
+
+
 class InputWatch:
     def __init__(self, name: str, timeout_s: float, start_timeout_s: float = math.inf,
                  recover_after_s: float = 0.5, auto_recover: bool = True):
