@@ -132,3 +132,58 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
     finally:
         out = stop_process(proc)
     assert alive, out
+
+
+def test_a_stalled_hot_path_node_holds_and_resumes_on_its_own(tmp_path):
+    """The node's process stopped for 0.6 s (SIGSTOP, what a saturated machine does to it), beyond its
+    0.2 s ``overload_hold_late_s``: when it runs again it holds (``client/hot_path/status`` ERROR
+    'overloaded, holding', one command repeated) and, after ``overload_recover_after_s`` of samples
+    on time, commands again by itself."""
+    import os
+    import signal
+
+    params = {**client_admittance_parameters(load_scenario('envisat_capture')), 'rate_hz': 50.0, 'robot': 'ur10e',
+              'command_frame': 'home', 'joint_states_timeout_s': 2.0, 'overload_recover_after_s': 1.0}
+    path = tmp_path / 'hot_path.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
+    proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path), '-r', '__ns:=/hps'))
+    kin = make_kinematics('ur10e')
+    try:
+        with test_node('hot_path_stall_probe') as (node, executor):
+            commands, statuses = [], []
+            node.create_subscription(Float64MultiArray, '/hps/client/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(DiagnosticStatus, '/hps/client/hot_path/status', lambda m: statuses.append(
+                (int.from_bytes(m.level, 'little'), m.message, {kv.key: kv.value for kv in m.values})), 100)
+            pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
+
+            def robot():
+                q = commands[-1] if commands else kin.q_home
+                pub_js.publish(JointState(name=list(kin.joint_names), position=[float(v) for v in q]))
+
+            def sensor():
+                msg = WrenchStamped()
+                msg.header.frame_id = 'ft_sensor'
+                msg.wrench.force.x = 500.0
+                pub_ft.publish(msg)
+            node.create_timer(0.01, robot)
+            node.create_timer(0.004, sensor)
+            assert spin_until(executor, lambda: len(commands) > 100 and statuses, 30.0), proc.poll()
+            assert statuses[-1][2]['holding'] == 'false'
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(0.6)
+            os.kill(proc.pid, signal.SIGCONT)
+            assert spin_until(executor, lambda: any('overloaded, holding' in s[1] for s in statuses), 5.0), statuses[-3:]
+            level, message, values = next(s for s in statuses if 'overloaded, holding' in s[1])
+            assert level == 2 and values['holding'] == 'true' and int(values['holds']) >= 1, message
+            n = len(commands)
+            assert spin_until(executor, lambda: len(commands) > n + 10, 5.0)
+            assert spin_until(executor, lambda: statuses[-1][2]['holding'] == 'false', 10.0), statuses[-1]
+            n = len(commands)
+            assert spin_until(executor, lambda: len(commands) > n + 20, 5.0)
+            assert not np.array_equal(commands[-1], commands[n])      # pushed by 500 N: it moves again
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
