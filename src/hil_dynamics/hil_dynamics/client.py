@@ -181,11 +181,14 @@ class ClientAdmittance:
         on its start pose relative to the nominal, as the mock-up waits on its table). So nodes that
         start at different instants share one nominal, that of a common mission epoch; a node that
         holds, or drops steps it cannot run, lets its nominal move on the same way, so that it stays
-        the servicer's. Before any re-basing only (after one the nominal's inertia is another)."""
-        if self._nominal is not None:
-            raise InputError('advance_nominal: the nominal was re-based; it moves on only before the mission starts')
+        the servicer's. After a re-basing the nominal moves as the re-based nominal body."""
         s = self.state
-        g_n, v_n = unforced_nominal(self.body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
+        if self._nominal is not None:        # a re-based nominal: its own unforced motion (hil_dynamics.rebase)
+            from hil_dynamics.rebase import free_motion
+
+            g_n, v_n = free_motion(self._nominal, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
+        else:
+            g_n, v_n = unforced_nominal(self.body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
         self.state = ClientState(s.t + float(duration_s), g_n, v_n, s.pose_client_in_nominal, s.twist_client_rel_body)
         return self.state
 

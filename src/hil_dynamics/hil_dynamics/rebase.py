@@ -13,27 +13,30 @@ Switching the nominal changes only the split of Eq. (23), never the absolute sta
 (:func:`rebase_relative`; the same for the servicer base ``g_b``, ``V_b``). A table must never
 jump, so the nominal frame keeps its pose at the switch (``g_n' = g_n``, hence ``g_c' = g_c``,
 ``g_s' = g_s``) and only its velocity changes, in small increments over a ramp
-(:class:`NominalRebase`): each increment is an exact re-basing, so the absolute states are
+(:class:`PlannedRebase`): each increment is an exact re-basing, so the absolute states are
 untouched and the table twists ``V_c``, ``V_s`` change smoothly (a min-jerk blend). The target
 is the stack's rigid motion: the nominal frame carries the compound's locked inertia (client
 plus servicer, :func:`compound_inertia_and_momentum`) and, at the end of the ramp, exactly the
 compound's momentum, so from then on the nominal is the compound's unforced motion (Eq. 4
-with the compound's inertia) and the tables only see the stack's internal motion.
+with the compound's inertia) and the tables only see the stack's internal motion. The target is
+fixed once, at the ramp's start (:class:`RebasePlan`), and moves as a free body: each admittance
+applies the same plan to its own nominal, so two processes (the live graph's client and servicer
+nodes) keep one ``g_n`` without exchanging their states at every step.
 
 Plain Python, no rclpy. Twists linear first, wrenches/momenta ``[f; tau]`` (:mod:`hil_dynamics.se3`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
-from hil_common.errors import ConfigError
+from hil_common.errors import ConfigError, InputError
 
-__all__ = ['NominalBody', 'NominalRebase', 'RebaseParams', 'compound_inertia_and_momentum', 'inertia_from_matrix',
-           'rebase_relative']
+__all__ = ['NominalBody', 'PlannedRebase', 'RebaseParams', 'RebasePlan', 'client_part', 'compound_inertia_and_momentum',
+           'free_motion', 'inertia_from_matrix', 'plan_rebase', 'rebase_relative', 'servicer_part']
 
 
 def inertia_from_matrix(mass_matrix_6) -> pin.Inertia:
@@ -119,12 +122,7 @@ class RebaseParams:
 
 @dataclass
 class RebaseStep:
-    """What one application did: enough for another process to apply the same increment.
-
-    A node that runs only one admittance (the client's) applies it with
-    ``rule.rebase(rule.state.pose_nominal_in_orbit, step.twist_nominal_body,
-    NominalBody(inertia_from_matrix(step.nominal_mass_matrix)))``.
-    """
+    """What one increment did (for the tests and the record)."""
 
     t: float
     fraction: float                      # share of the remaining velocity difference applied
@@ -134,63 +132,193 @@ class RebaseStep:
 
 
 @dataclass
-class NominalRebase:
-    """Ramp the nominal onto the stack's unforced motion, one exact re-basing per step.
+class RebasePlan:
+    """A re-basing every admittance applies alike, each to its own copy of the nominal.
 
-    Call :meth:`start` once (e.g. when the OBSW has been in ``post_grasp`` for the settle time)
-    and :meth:`update` once per admittance step, before the step, with the client rule
-    (:class:`hil_dynamics.client.ClientAdmittance`), the servicer admittance
-    (:class:`hil_dynamics.servicer.ServicerAdmittance`) and the arm's ``q, dq``. Between
-    ``start`` and ``start + ramp_s`` each call moves ``V_n`` by the min-jerk share of what
-    remains towards the stack's rigid velocity ``M^-1 h`` (its locked inertia and momentum in
-    the nominal frame) and gives the nominal the compound's inertia; the last call lands on it
-    exactly. Both rules get the same new nominal (the client's ``g_n``, to which the servicer's
-    is equal up to rounding).
+    The stack's rigid motion, fixed once (:func:`plan_rebase`): a free body of the compound's
+    locked mass properties (``mass_kg``, ``inertia_com_kgm2`` about its CoM in nominal axes),
+    whose CoM frame (nominal axes) sits at ``com_in_nominal`` in the nominal frame of the step at
+    ``t_start`` and moves with ``twist_com_body`` then. From ``t_start`` to ``t_start + ramp_s``
+    each side moves its ``V_n`` towards that body's velocity in the nominal frame
+    (:class:`PlannedRebase`). Two processes that each run one admittance (the live graph) get the
+    same plan and so keep one ``g_n`` (Eq. 23): the target depends on the plan and the shared
+    nominal only, never on the other side's state. :meth:`to_list` / :meth:`from_list` are its
+    message layout (``std_msgs/Float64MultiArray``).
     """
 
-    ramp_s: float = 10.0
-    t_start: float | None = None
-    done: bool = False
-    steps: list = field(default_factory=list)
+    t_start: float
+    ramp_s: float
+    mass_kg: float
+    com_in_nominal: np.ndarray
+    inertia_com_kgm2: np.ndarray
+    twist_com_body: np.ndarray
+    LENGTH = 21     # t_start, ramp_s, mass, CoM (3), inertia (9), twist (6)
 
-    def start(self, t: float) -> None:
-        if self.t_start is None:
-            self.t_start = float(t)
+    def to_list(self) -> list[float]:
+        return [float(self.t_start), float(self.ramp_s), float(self.mass_kg), *map(float, self.com_in_nominal),
+                *map(float, np.asarray(self.inertia_com_kgm2).reshape(9)), *map(float, self.twist_com_body)]
+
+    @classmethod
+    def from_list(cls, values) -> 'RebasePlan':
+        """The plan from its message; :class:`InputError` naming what is wrong."""
+        v = np.asarray(values, dtype=float)
+        if v.shape != (cls.LENGTH,) or not np.all(np.isfinite(v)):
+            raise InputError(f'a re-basing plan is {cls.LENGTH} finite numbers, got {np.asarray(values).tolist()!r}')
+        plan = cls(v[0], v[1], v[2], v[3:6].copy(), v[6:15].reshape(3, 3).copy(), v[15:21].copy())
+        try:
+            plan.body()
+        except ConfigError as exc:
+            raise InputError(f'a re-basing plan with bad mass properties: {exc}') from None
+        if not v[1] >= 0.0:
+            raise InputError(f'a re-basing plan with ramp_s {v[1]!r} < 0')
+        return plan
+
+    def body(self):
+        """The compound as a free rigid body about its CoM (Eq. 4)."""
+        from hil_dynamics.rigid_body import RigidBody
+
+        return RigidBody(self.mass_kg, self.inertia_com_kgm2)
+
+
+def plan_rebase(t_start: float, ramp_s: float, parts) -> RebasePlan:
+    """The plan onto the rigid motion of ``parts`` (:func:`compound_inertia_and_momentum`: poses,
+    inertias and momenta in the nominal frame): the compound's locked inertia and its rigid twist
+    ``M^-1 h``, moved to its CoM frame."""
+    inertia, momentum = compound_inertia_and_momentum(parts)
+    twist = np.linalg.solve(inertia.matrix(), momentum)
+    com = np.array(inertia.lever)
+    at_com = pin.SE3(np.eye(3), com)
+    return RebasePlan(float(t_start), float(ramp_s), float(inertia.mass), com, np.array(inertia.inertia),
+                      at_com.actInv(pin.Motion(twist)).vector)
+
+
+def servicer_part(servicer, q_arm, dq_arm):
+    """The servicer's ``(g_s, M_b, momentum)`` in the nominal frame (Eq. 12): its locked inertia at the
+    base and the whole servicer's momentum there."""
+    s = servicer.state
+    _, v_b = s.absolute()
+    mass = servicer.model.mass_matrix(q_arm)
+    return (s.pose_base_in_nominal, inertia_from_matrix(mass[:6, :6]),
+            mass[:6] @ np.concatenate((v_b, np.asarray(dq_arm, dtype=float))))
+
+
+def client_part(pose_client_in_nominal: pin.SE3, body, twist_client_body):
+    """The client's ``(g_c, M_t, M_t V_t)`` in the nominal frame."""
+    return pose_client_in_nominal, body.inertia, body.mass_matrix @ np.asarray(twist_client_body, dtype=float)
+
+
+def free_motion(body: NominalBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
+                dt_s: float) -> tuple[pin.SE3, np.ndarray]:
+    """The unforced motion (Eq. 4) of a nominal whose frame is off its CoM, integrated about the CoM
+    (:func:`hil_dynamics.client.unforced_nominal`) and moved back to the nominal frame."""
+    from hil_dynamics.client import unforced_nominal
+    from hil_dynamics.rigid_body import RigidBody
+
+    inertia = body.inertia
+    at_com = pin.SE3(np.eye(3), np.array(inertia.lever))
+    g, v = unforced_nominal(RigidBody(inertia.mass, inertia.inertia), pose_nominal_in_orbit * at_com,
+                            at_com.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float))).vector,
+                            duration_s, dt_s)
+    return g * at_com.inverse(), at_com.act(pin.Motion(v)).vector
+
+
+class PlannedRebase:
+    """One side's application of a :class:`RebasePlan`, one exact re-basing per step.
+
+    Call :meth:`update` before each step with the step's time and the side's admittance
+    (:class:`hil_dynamics.client.ClientAdmittance` or :class:`hil_dynamics.servicer.ServicerAdmittance`).
+    The first call at or after ``t_start`` places the compound on the nominal of that step and
+    from then on it moves freely (:func:`hil_dynamics.client.unforced_nominal`, the steps' own
+    times); each call moves ``V_n`` by the min-jerk share of what remains towards the compound's
+    velocity in the nominal frame and gives the nominal the compound's inertia there (Eq. 4 in a
+    body frame off its CoM, :class:`NominalBody`); the call at ``t_start + ramp_s`` lands on it
+    exactly. So the nominal's frame stays put (``g_n' = g_n``: no table pose jumps) and from then on
+    moves rigidly with the compound's unforced motion. A first call later than one step after
+    ``t_start`` still applies the plan, and :attr:`late_s` says by how much (another side that was on
+    time then has another nominal).
+    """
+
+    def __init__(self, plan: RebasePlan, dt_s: float):
+        from hil_dynamics.client import ClientAdmittance
+
+        self.plan, self.dt_s = plan, float(dt_s)
+        self._make = lambda g: ClientAdmittance(plan.body(), plan.twist_com_body, g)
+        self.free = None            # the compound's free motion (client = nominal, relative identity)
+        self.t_prev: float | None = None
+        self.late_s = 0.0
+        self.done = False
+        self.steps: list[RebaseStep] = []
 
     @property
     def active(self) -> bool:
-        return self.t_start is not None and not self.done
+        return not self.done
 
-    def target(self, client, servicer, q_arm, dq_arm) -> tuple[pin.Inertia, np.ndarray]:
-        """Locked inertia and momentum of the stack in the client's nominal frame."""
-        cs, ss = client.state, servicer.state
-        _, v_t = cs.absolute()
-        _, v_b = ss.absolute()
-        g_s = cs.pose_nominal_in_orbit.actInv(ss.pose_nominal_in_orbit * ss.pose_base_in_nominal)
-        mass = servicer.model.mass_matrix(q_arm)
-        momentum_servicer = mass[:6] @ np.concatenate((v_b, np.asarray(dq_arm, dtype=float)))
-        body = client.body
-        return compound_inertia_and_momentum([
-            (cs.pose_client_in_nominal, body.inertia, body.mass_matrix @ v_t),
-            (g_s, inertia_from_matrix(mass[:6, :6]), momentum_servicer)])
+    def _compound_in_nominal(self, t: float, pose_nominal_in_orbit: pin.SE3) -> pin.SE3:
+        if self.free is None:
+            self.late_s = max(0.0, t - self.plan.t_start)
+            self.free = self._make(pose_nominal_in_orbit * pin.SE3(np.eye(3), self.plan.com_in_nominal))
+        else:
+            duration = t - self.t_prev
+            n = int(duration / self.dt_s + 1e-9)
+            for _ in range(n):
+                self.free.step(np.zeros(6), self.dt_s)
+            if duration - n * self.dt_s > 1e-12:
+                self.free.step(np.zeros(6), duration - n * self.dt_s)
+        self.t_prev = t
+        return pose_nominal_in_orbit.actInv(self.free.state.pose_nominal_in_orbit)
 
-    def update(self, t: float, client, servicer, q_arm, dq_arm) -> RebaseStep | None:
-        """Apply this step's increment (None outside the ramp)."""
-        if not self.active or t < self.t_start:
+    def update(self, t: float, rule) -> RebaseStep | None:
+        """Apply the increment of the step at ``t`` to ``rule`` (None before the plan or after it)."""
+        plan = self.plan
+        if self.done or t < plan.t_start - 1e-9:
             return None
-        ramp = max(self.ramp_s, 1e-12)
-        s_prev = min_jerk((self.steps[-1].t - self.t_start) / ramp) if self.steps else 0.0
-        s_now = min_jerk((t - self.t_start) / ramp)
+        s = rule.state
+        g_n, v_n = s.pose_nominal_in_orbit, s.twist_nominal_body
+        com = self._compound_in_nominal(t, g_n)
+        ramp = max(plan.ramp_s, 1e-12)
+        s_prev = min_jerk((self.steps[-1].t - plan.t_start) / ramp) if self.steps else 0.0
+        s_now = min_jerk((t - plan.t_start) / ramp)
         fraction = 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
-        inertia, momentum = self.target(client, servicer, q_arm, dq_arm)
-        nominal = NominalBody(inertia)
-        g_n = client.state.pose_nominal_in_orbit
-        v_n = client.state.twist_nominal_body
-        v_target = nominal.mass_matrix_inv @ momentum
+        v_target = com.act(pin.Motion(self.free.state.twist_nominal_body)).vector
+        nominal = NominalBody(com.act(pin.Inertia(plan.mass_kg, np.zeros(3), plan.inertia_com_kgm2)))
         v_new = v_n + fraction * (v_target - v_n)
-        client.rebase(g_n, v_new, nominal)
-        servicer.rebase(g_n, v_new, nominal)
+        rule.rebase(g_n, v_new, nominal)
         step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), nominal.mass_matrix.copy())
         self.steps.append(step)
         self.done = fraction >= 1.0
         return step
+
+    def advance_nominal(self, rule, t_from: float, duration_s: float) -> None:
+        """Held or dropped steps from ``t_from``: the nominal moves on (``rule.advance_nominal``) step by
+        step with this plan's increments, as the steps would have applied them, so a side that holds
+        keeps the other side's ``g_n``."""
+        n = int(round(duration_s / self.dt_s))
+        for k in range(n):
+            self.update(t_from + k * self.dt_s, rule)
+            rule.advance_nominal(self.dt_s, self.dt_s)
+        rest = duration_s - n * self.dt_s
+        if rest > 1e-12:
+            rule.advance_nominal(rest, self.dt_s)
+
+
+class RebaseSchedule:
+    """When to re-base and onto what (scenario section ``rebase``): once the OBSW has been in
+    ``post_grasp`` for ``after_post_grasp_s``, a plan from the stack's state then, starting
+    ``lead_s`` later (in the live graph, the time the plan needs to reach the other node).
+    The side that holds both states, or the one that plans (the servicer node), uses it."""
+
+    def __init__(self, params: RebaseParams, lead_s: float = 0.0):
+        if not (np.isfinite(lead_s) and lead_s >= 0.0):
+            raise ConfigError(f'lead_s must be finite and >= 0, got {lead_s!r}')
+        self.params, self.lead_s = params, float(lead_s)
+        self.plan: RebasePlan | None = None
+
+    def due(self, t: float, post_grasp_s: float | None) -> bool:
+        """True once, when the plan is to be made (``post_grasp_s``: when the OBSW entered ``post_grasp``)."""
+        return (self.params.enabled and self.plan is None and post_grasp_s is not None
+                and t >= post_grasp_s + self.params.after_post_grasp_s - 1e-9)
+
+    def make_plan(self, t: float, parts) -> RebasePlan:
+        """The plan from the stack's ``parts`` at ``t`` (:func:`client_part`, :func:`servicer_part`)."""
+        self.plan = plan_rebase(t + self.lead_s, self.params.ramp_s, parts)
+        return self.plan

@@ -321,13 +321,17 @@ class ServicerAdmittance:
         """Move the mission's clock on by ``duration_s`` before it starts: the nominal follows its
         unforced motion (Eq. 4), the relative state stays (the base co-moving with the nominal), as
         :meth:`hil_dynamics.client.ClientAdmittance.advance_nominal` does for the client, so the
-        two admittances share the nominal of a common mission epoch. Before any re-basing only."""
+        two admittances share the nominal of a common mission epoch; after a re-basing, the re-based one's."""
         from hil_dynamics.client import unforced_nominal
 
-        if not isinstance(self.nominal_body, RigidBody):
-            raise InputError('advance_nominal: the nominal was re-based; it moves on only before the mission starts')
         s = self.state
-        g_n, v_n = unforced_nominal(self.nominal_body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
+        if isinstance(self.nominal_body, RigidBody):
+            g_n, v_n = unforced_nominal(self.nominal_body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s,
+                                        dt_s)
+        else:                                # a re-based nominal (hil_dynamics.rebase.NominalBody)
+            from hil_dynamics.rebase import free_motion
+
+            g_n, v_n = free_motion(self.nominal_body, s.pose_nominal_in_orbit, s.twist_nominal_body, duration_s, dt_s)
         self.state = ServicerState(s.t + float(duration_s), g_n, v_n, s.pose_base_in_nominal, s.twist_base_rel_body)
         return self.state
 

@@ -5,8 +5,9 @@ import pinocchio as pin
 import pytest
 
 from hil_dynamics.client import ClientAdmittance, relative_mapping
-from hil_dynamics.rebase import (NominalBody, compound_inertia_and_momentum, inertia_from_matrix, min_jerk,
-                                 rebase_relative)
+from hil_common.errors import InputError
+from hil_dynamics.rebase import (NominalBody, PlannedRebase, RebasePlan, client_part, compound_inertia_and_momentum,
+                                 free_motion, inertia_from_matrix, min_jerk, plan_rebase, rebase_relative)
 from hil_dynamics.rigid_body import RigidBody
 
 BODY = RigidBody(7828.0, [17023.0, 129112.0, 124826.0])
@@ -129,3 +130,83 @@ def test_a_rebase_step_carries_what_another_process_needs():
     after = rule.absolute()
     assert np.abs(after[1] - before[1]).max() < 1e-15
     assert np.abs(rule._nominal.mass_matrix - inertia.matrix()).max() < 1e-9
+
+
+def test_a_plan_onto_the_client_alone_stops_the_relative_motion():
+    """Plan onto the client's own rigid motion (its CoM 2 m off the nominal origin, its own velocity):
+    after the ramp the client's relative twist ``V_c`` is zero and stays zero (the nominal moves with
+    it), and the absolute state never changed (Eq. 23)."""
+    rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+    for _ in range(5):
+        rule.step(np.array([20.0, -10.0, 5.0, 30.0, 0.0, -40.0]), 0.1)     # off the nominal, moving relative to it
+    s = rule.state
+    g_t, v_t = rule.absolute()
+    plan = plan_rebase(s.t, 2.0, [client_part(s.pose_client_in_nominal, BODY, v_t)])
+    assert np.abs(plan.com_in_nominal - s.pose_client_in_nominal.translation).max() < 1e-12
+    side, dt = PlannedRebase(plan, 0.01), 0.01
+    t = s.t
+    for _ in range(300):
+        side.update(t, rule)
+        rule.step(np.zeros(6), dt)
+        t += dt
+    assert side.done and side.late_s == 0.0
+    assert np.abs(rule.state.twist_client_rel_body).max() < 1e-9
+    # the free client's absolute motion, integrated alone, is what the re-based pair reproduces
+    alone = ClientAdmittance(BODY, v_t, g_t)
+    for _ in range(300):
+        alone.step(np.zeros(6), dt)
+    g_a, v_a = alone.absolute()
+    g_b, v_b = rule.absolute()
+    assert np.abs(g_a.homogeneous - g_b.homogeneous).max() < 1e-9 and np.abs(v_a - v_b).max() < 1e-9
+
+
+def test_a_side_that_holds_through_the_ramp_keeps_the_other_sides_nominal():
+    """Two copies of one rule get one plan; one steps, the other holds half the ramp
+    (:meth:`PlannedRebase.advance_nominal`): their nominals agree to 1e-9 throughout."""
+    def make():
+        rule = ClientAdmittance(BODY, [0.0, 0.0, 0.0, 0.0, -0.0436, 0.0])
+        rule.step(np.zeros(6), 0.1)
+        return rule
+    a, b = make(), make()
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    plan = plan_rebase(a.state.t, 1.0, [(pin.SE3.Identity(), inertia, inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.0])])
+    dt = 0.01
+    side_a, side_b = PlannedRebase(plan, dt), PlannedRebase(plan, dt)
+    t = a.state.t
+    for k in range(150):
+        side_a.update(t, a)
+        a.step(np.zeros(6), dt)
+        if k == 30:
+            side_b.advance_nominal(b, t - 30 * dt, 31 * dt)      # b held the steps 0..30, then steps again
+        elif k > 30:
+            side_b.update(t, b)
+            b.step(np.zeros(6), dt)
+        t += dt
+        if k >= 30:
+            assert np.abs(a.state.pose_nominal_in_orbit.homogeneous - b.state.pose_nominal_in_orbit.homogeneous).max() < 1e-9
+            assert np.abs(a.state.twist_nominal_body - b.state.twist_nominal_body).max() < 1e-9
+    assert side_a.done and side_b.done
+
+
+def test_free_motion_of_an_off_centre_nominal_keeps_its_orbit_momentum():
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    nominal, g0, v0 = NominalBody(inertia), pin.SE3.Identity(), np.array([0.03, 0.0, 0.07, 0.01, -0.044, 0.02])
+    g1, v1 = free_motion(nominal, g0, v0, 50.0, 0.01)
+    h0 = g0.act(pin.Force(nominal.mass_matrix @ v0)).vector
+    h1 = g1.act(pin.Force(nominal.mass_matrix @ v1)).vector
+    assert np.abs(h1 - h0).max() < 1e-9 * np.abs(h0).max()
+    e0, e1 = (0.5 * v @ nominal.mass_matrix @ v for v in (v0, v1))
+    assert e1 == pytest.approx(e0, rel=1e-9)
+
+
+def test_a_plan_message_round_trips_and_bad_ones_are_refused():
+    plan = plan_rebase(12.5, 10.0, [(pin.SE3.Identity(), BODY.inertia, BODY.mass_matrix @ [0.1, 0, 0, 0, 0, 0.01])])
+    back = RebasePlan.from_list(plan.to_list())
+    assert back.to_list() == plan.to_list() and len(plan.to_list()) == RebasePlan.LENGTH
+    bad = plan.to_list()
+    with pytest.raises(InputError, match='21 finite'):
+        RebasePlan.from_list(bad[:-1])
+    with pytest.raises(InputError, match='mass properties'):
+        RebasePlan.from_list(bad[:2] + [-1.0] + bad[3:])
+    with pytest.raises(InputError, match='21 finite'):
+        RebasePlan.from_list(bad[:5] + [float('nan')] + bad[6:])

@@ -34,7 +34,7 @@ from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twis
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4
 from hil_dynamics.passivity import ClientPort, PassivityController
-from hil_dynamics.rebase import NominalRebase
+from hil_dynamics.rebase import PlannedRebase, RebaseSchedule, client_part, servicer_part
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
 from hil_common.errors import ConfigError
@@ -265,7 +265,9 @@ class HilMission(MissionLoop):
         self.servicer = ServicerHilLockstep(adm, ff, ground, s.q_arm_0, np.zeros(self.model.n))
         # Post-grasp re-basing of the nominal onto the stack (hil_dynamics.rebase; scenario 'rebase').
         params = getattr(scenario, 'rebase', None)
-        self.rebase = NominalRebase(params.ramp_s) if params is not None and params.enabled and forced else None
+        # One plan for both admittances, each applying it to its own nominal, as the live graph's nodes do.
+        self.rebase = RebaseSchedule(params) if params is not None and params.enabled and forced else None
+        self.rebase_sides: tuple[PlannedRebase, PlannedRebase] | None = None     # (client, servicer)
         # Passivity observers of both admittance ports (hil_dynamics.passivity). The robots are
         # ideal (measured twist = commanded), so they see what the loop's sampling creates: the
         # zero-order hold of the contact wrench and, for the client, its integrator. They act
@@ -305,9 +307,14 @@ class HilMission(MissionLoop):
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
         if self.rebase is not None:
             post = self.controller.phase_times.get('post_grasp') if self.controller is not None else None
-            if post is not None and self.t >= post + self.scenario.rebase.after_post_grasp_s - 1e-9:
-                self.rebase.start(self.t)
-            self.rebase.update(self.t, self.client, self.servicer.admittance, self.servicer.q_arm, self.servicer.dq_arm)
+            if self.rebase.due(self.t, post):
+                adm = self.servicer.admittance
+                plan = self.rebase.make_plan(self.t, [
+                    client_part(self.client.state.pose_client_in_nominal, self.client.body, self.client.state.absolute()[1]),
+                    servicer_part(adm, self.servicer.q_arm, self.servicer.dq_arm)])
+                self.rebase_sides = (PlannedRebase(plan, self.dt), PlannedRebase(plan, self.dt))
+            if self.rebase_sides is not None:
+                self.rebase_update(self.t)
         cs, ss = self.client.state, self.servicer.admittance.state
         if self._tables is not None:
             self._tables.append((cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal,
@@ -318,6 +325,12 @@ class HilMission(MissionLoop):
         self.client_port.step(wrench_client_com, self.dt, measured_c)
         self._passivity_out = (self.client_port.out, out_s)
         self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
+
+    def rebase_update(self, t: float):
+        """This step's re-basing increment on both sides (the client's :class:`RebaseStep`, or None)."""
+        client_side, servicer_side = self.rebase_sides
+        servicer_side.update(t, self.servicer.admittance)
+        return client_side.update(t, self.client)
 
     def measured_table_twists(self):
         """``(Ṽ_c, Ṽ_s)``: what the two tables realise, the passivity observers' measured port twists.
