@@ -49,6 +49,7 @@ from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_ti
 from hil_common.overload import overload_guard, overload_params
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
+from hil_admittance import rebase_topic
 from hil_admittance.client_side import ClientSide
 from hil_admittance.overload_status import OverloadStatus
 from hil_dynamics.client import ClientAdmittance
@@ -112,6 +113,8 @@ class ClientAdmittanceNode(Node):
         self.side: ClientSide | None = None
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
         self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
+        rebase_topic.subscribe_rebase_plan(self, lambda plan, now: self.side.set_rebase_plan(plan, now),
+                                           lambda t: t - self.t0_ns * 1e-9, self._now_s)
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)

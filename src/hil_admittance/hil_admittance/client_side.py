@@ -17,7 +17,9 @@ message and publishing one, as plain Python the tests drive directly (as
   from it to the step grid's last instant before its start, so client and servicer integrate one
   nominal (Eq. 23);
 * **hold on overload** (:class:`hil_common.overload.OverloadGuard`, optional): while the guard
-  holds, Eq. (11) is not integrated and the table's twist command is zero (its pose stays).
+  holds, Eq. (11) is not integrated and the table's twist command is zero (its pose stays);
+* **post-grasp re-basing** (:class:`hil_dynamics.rebase.RebaseFollower`): the servicer node's plan,
+  applied to this side's nominal from the same step, through held and dropped steps too.
 
 Each step is the passivity port's (:class:`hil_dynamics.passivity.ClientPort`: observer, and the
 controller's damping when it is on). Times are seconds on the node's clock.
@@ -35,6 +37,7 @@ from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.client import ClientState
 from hil_dynamics.passivity import ClientPort
+from hil_dynamics.rebase import RebaseFollower, RebasePlan
 from hil_dynamics.se3 import transform_wrench
 
 
@@ -64,6 +67,11 @@ class ClientSide:
         self.wrench_com, self.twist_measured = HeldInput(6), HeldInput(6)   # the wrench at the CoM
         self.stale = False
         self.rejected = 0
+        self.rebase = RebaseFollower(dt_s)
+
+    def set_rebase_plan(self, plan: RebasePlan, now_s: float) -> str:
+        """The servicer node's re-basing plan (:meth:`RebaseFollower.accept`: '' or why not / how late)."""
+        return self.rebase.accept(plan, now_s)
 
     # -- inputs ----------------------------------------------------------------------------
     def set_wrench_sensor(self, wrench_sensor, now_s: float) -> bool:
@@ -112,15 +120,17 @@ class ClientSide:
         # One mission clock: dropped and held steps still move the nominal on (the client co-moving
         # with it), or this side's g_n would fall behind the servicer's (Eq. 23).
         skipped = self.pacer.last_dropped + (steps if holding else 0)
+        first = self.pacer.steps_done - steps - self.pacer.last_dropped
         if skipped:
-            self.rule.advance_nominal(skipped * self.dt_s, self.dt_s)
+            self.rebase.advance(self.rule, self.pacer.step_time(first), skipped * self.dt_s)
         if holding:
             state = self.rule.state
             twist_cmd = np.zeros(6)
         else:
             wrench = self.wrench_com.value if fresh else np.zeros(6)
             measured = self.twist_measured.get(now_s, self.timeout_s, None)
-            for _ in range(steps):
+            for k in range(self.pacer.steps_done - steps, self.pacer.steps_done):
+                self.rebase.before_step(self.pacer.step_time(k), self.rule)
                 state = self.port.step(wrench, self.dt_s, measured)
             twist_cmd = state.twist_client_rel_body
         return ClientOutput(state, twist_cmd, holding, stale_began, self.pacer.step_time(self.pacer.steps_done))

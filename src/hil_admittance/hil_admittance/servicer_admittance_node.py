@@ -25,6 +25,13 @@ Topics (relative names, so a launch file can namespace or remap them):
   body twist).
 * in  ``servicer/table/twist_measured`` (TwistStamped, optional): the measured ``Ṽ_s`` of the
   base mock-up relative to the nominal; while none is fresh the commanded one stands in;
+* in  ``obsw/phase`` (std_msgs/String, transient-local) and ``client/state`` (Odometry): with
+  ``rebase_enabled`` the post-grasp re-basing of the nominal is planned from them
+  (:mod:`hil_dynamics.rebase`: ``rebase_after_post_grasp_s`` after the first ``post_grasp``, over
+  ``rebase_ramp_s``, starting ``rebase_lead_s`` later);
+* out ``nominal/rebase_plan`` (Float64MultiArray, transient-local): that plan
+  (:class:`hil_dynamics.rebase.RebasePlan`), which the client's node applies to its nominal as
+  this node does to its own, from the same step;
 * out ``servicer/passivity`` (Float64MultiArray): the passivity observer of the table port
   (``V_s`` against the generalised base wrench ``J_b^T F_e``; seed 004 Eqs. 26-28, §VI):
   ``[E_obs, E_port, E_integration (not observed here: 0), E_dissipated, beta]``; with
@@ -48,17 +55,19 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 
+from hil_admittance import rebase_topic
 from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
-from hil_common.conversions import pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.conversions import pose_from_msg, pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
+from hil_dynamics.rebase import RebaseParams, RebaseSchedule
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
 
@@ -96,6 +105,12 @@ PARAMS = [
           'creates with a base damping -beta M_b V_s; off: observe only'),
     Param(*MISSION_EPOCH_PARAM),
     *overload_params('servicer/admittance/reset'),
+    Param('rebase_enabled', False, 'Re-base the nominal onto the grasped stack after post_grasp (hil_dynamics.rebase)'),
+    Param('rebase_after_post_grasp_s', 5.0, 'Settle time between the OBSW entering post_grasp and the plan [s]',
+          min=0.0, max=600.0),
+    Param('rebase_ramp_s', 10.0, 'Duration of the re-basing ramp [s]', min=0.0, max=600.0),
+    Param('rebase_lead_s', 1.0, "Time between making the plan and its start, for it to reach the client's node [s]",
+          min=0.0, max=60.0),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),
 ]
@@ -152,7 +167,9 @@ class ServicerAdmittanceNode(Node):
         self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.side = ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
                                  max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
-                                 epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9, overload=self.overload)
+                                 epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9, overload=self.overload,
+                                 rebase=RebaseSchedule(RebaseParams(True, p.rebase_after_post_grasp_s, p.rebase_ramp_s),
+                                                       p.rebase_lead_s) if p.rebase_enabled else None)
         self.rejected_reported = 0
         self.overruns_reported = 0
         self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)
@@ -161,6 +178,10 @@ class ServicerAdmittanceNode(Node):
         self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', self.on_base_wrench, 10)
         self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', self.on_tau, 10)
         self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)
+        if p.rebase_enabled:
+            self.create_subscription(String, 'obsw/phase', lambda m: self.side.set_phase(m.data, self._now_s()), FAULT_QOS)
+            self.create_subscription(Odometry, 'client/state', self.on_client_state, 10)
+        self.pub_plan = self.create_publisher(Float64MultiArray, rebase_topic.TOPIC, rebase_topic.QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
         self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
@@ -213,6 +234,9 @@ class ServicerAdmittanceNode(Node):
             return
         self.side.set_joints(*joints, self._now_s(), stamp_to_seconds(msg.header.stamp))
 
+    def on_client_state(self, msg):
+        self.side.set_client_state(pose_from_msg(msg.pose.pose), twist_from_msg(msg.twist.twist), self._now_s())
+
     def on_twist_measured(self, msg):
         self.side.set_twist_measured(twist_from_msg(msg.twist), self._now_s())
 
@@ -231,6 +255,11 @@ class ServicerAdmittanceNode(Node):
                                    throttle_duration_sec=1.0)
         if out is None:
             return
+        if out.rebase_plan is not None:
+            plan = out.rebase_plan
+            self.pub_plan.publish(rebase_topic.plan_message(plan, self.t0_ns * 1e-9))   # t_start on the ROS clock
+            self.get_logger().info(f're-basing the nominal onto the stack: plan published, ramp from t = '
+                                   f'{plan.t_start:.3f} s over {plan.ramp_s:g} s (compound {plan.mass_kg:.0f} kg)')
         stamp = Time(nanoseconds=self.t0_ns + int(round(out.step_time_s * 1e9))).to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
         pose_to_msg(out.pose_table_cmd, self.msg_pose.pose)

@@ -30,6 +30,12 @@ receiving a message and publishing one, as plain Python the tests drive directly
   two nominals 0.1-0.2 s apart placed the mock-ups 12 mm and 4-7 mrad off the simulated relative
   pose, and the grip then fought the tables to the F/T overload).
 
+* **post-grasp re-basing** (:mod:`hil_dynamics.rebase`, optional ``rebase`` schedule): once the
+  OBSW has been in ``post_grasp`` for the settle time, a plan from this side's state and the
+  client's latest (``client/state``: ``g_t``, ``V_t``) starting ``lead_s`` later, which the node
+  publishes for the client's node; both apply it to their own nominal from the same step, so they
+  keep one ``g_n`` (Eq. 23); held and dropped steps apply it too.
+
 Inputs are refused (counted, :attr:`rejected`, with a reason) when non-finite or of the wrong size.
 Times are seconds on the node's clock.
 """
@@ -45,6 +51,7 @@ from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
+from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState
 
@@ -60,6 +67,7 @@ class ServicerOutput:
     passivity: PassivityOutput | None
     holding: bool
     step_time_s: float                # the simulated time the state belongs to (node clock)
+    rebase_plan: RebasePlan | None = None    # a re-basing plan made at this tick (to publish)
 
 
 class ServicerSide:
@@ -68,8 +76,13 @@ class ServicerSide:
     def __init__(self, adm: ServicerAdmittance, ff: ArmFeedForward, pose_sensor_in_ee: pin.SE3, dt_s: float,
                  input_timeout_s: float, passivity: PassivityController, t0_s: float = 0.0, max_catch_up: int = 20,
                  table_pose_from_start: bool = False, epoch_s: float | None = None,
-                 overload: OverloadGuard | None = None):
+                 overload: OverloadGuard | None = None, rebase: RebaseSchedule | None = None):
         self.adm, self.ff, self.passivity = adm, ff, passivity
+        self.rebase = rebase
+        self.follower = RebaseFollower(dt_s)
+        self.client_body = adm.nominal_body           # the client's mass properties (its unforced motion: Eq. 4)
+        self.client_state: tuple | None = None        # (g_t, V_t, received at) of the client, for the plan
+        self.post_grasp_s: float | None = None
         self.overload = overload
         self.pose_sensor_in_ee = pose_sensor_in_ee
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
@@ -144,6 +157,36 @@ class ServicerSide:
             self.ddq = np.zeros(self.n)
         self.q, self.dq, self.joints_stamp_s = q, dq, t
 
+    def set_phase(self, phase: str, now_s: float) -> None:
+        """The OBSW's phase; the re-basing counts its settle time from the first ``post_grasp``."""
+        if phase == 'post_grasp' and self.post_grasp_s is None:
+            self.post_grasp_s = float(now_s)
+
+    def set_client_state(self, pose_client_in_orbit: pin.SE3, twist_client_body, now_s: float) -> bool:
+        """The client's absolute state (its node's ``client/state``, Eq. 23)."""
+        v = np.asarray(twist_client_body, dtype=float)
+        if v.shape != (6,) or not np.all(np.isfinite(v)) or not np.all(np.isfinite(pose_client_in_orbit.homogeneous)):
+            self.reject('client state non-finite')
+            return False
+        self.client_state = (pin.SE3(pose_client_in_orbit), v.copy(), float(now_s))
+        return True
+
+    def _plan(self, t: float) -> RebasePlan | None:
+        """The re-basing plan, made once it is due and the client's state is fresh."""
+        if self.rebase is None or not self.rebase.due(t, self.post_grasp_s) or self.client_state is None \
+                or t - self.client_state[2] > self.timeout_s + self.dt_s:
+            return None
+        g_t, v_t, _ = self.client_state
+        s = self.adm.state
+        # starting half a step off the step grid, so every side's first step in it is the same one
+        parts = [client_part(s.pose_nominal_in_orbit.actInv(g_t), self.client_body, v_t),
+                 servicer_part(self.adm, self.q, self.dq)]
+        plan = self.rebase.make_plan(t, parts, (self.dt_s, self.adm.nominal_body, s.pose_nominal_in_orbit,
+                                                s.twist_nominal_body))
+        plan.t_start += 0.5 * self.dt_s
+        self.follower.accept(plan, t)
+        return plan
+
     def set_fault(self, latched: bool) -> bool:
         """The wrist F/T's latch; True when it changed."""
         changed = bool(latched) != self.fault
@@ -190,9 +233,11 @@ class ServicerSide:
         holding = self.holding
         # One mission clock: steps the pacer dropped, and steps held, still move the nominal on (the
         # base co-moving with it), or this side's g_n would fall behind the client's (Eq. 23).
+        first = self.pacer.steps_done - steps - self.pacer.last_dropped   # the grid index this tick starts from
+        plan = self._plan(self.pacer.step_time(first))
         skipped = self.pacer.last_dropped + (steps if holding else 0)
         if skipped:
-            self.adm.advance_nominal(skipped * self.dt_s, self.dt_s)
+            self.follower.advance(self.adm, self.pacer.step_time(first), skipped * self.dt_s)
         s = self.adm.state
         if holding:
             # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
@@ -203,7 +248,9 @@ class ServicerSide:
             wrench_base = self.wrench_base_com.get(now_s, timeout, np.zeros(6))
             tau_obsw = self.tau_obsw.get(now_s, timeout, np.zeros(self.n))
             try:
-                for _ in range(steps):
+                for k in range(self.pacer.steps_done - steps, self.pacer.steps_done):
+                    if self.follower.before_step(self.pacer.step_time(k), self.adm) is not None:
+                        s = self.adm.state
                     vn_dot = self.adm.nominal_acceleration(s.twist_nominal_body)
                     wrench_pc = self._passivity_wrench(s, wrench_ee, now_s)
                     s = self.adm.step(self.dt_s, self.q, self.dq, self.ddq, wrench_base + wrench_pc, wrench_ee)
@@ -215,4 +262,4 @@ class ServicerSide:
             twist_cmd = s.twist_base_rel_body
         pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
         return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, holding,
-                              self.pacer.step_time(self.pacer.steps_done))
+                              self.pacer.step_time(self.pacer.steps_done), plan)

@@ -223,3 +223,51 @@ def test_waiting_for_the_first_arm_state_is_no_overload():
     out = side.tick(0.502)
     assert out is not None and not out.holding and not guard.holding
     assert side.pacer.overruns == 0 and guard.dropped_steps == 0 and out.step_time_s == pytest.approx(0.502)
+
+
+def test_the_servicer_plans_the_rebase_and_the_client_side_keeps_one_nominal_through_it():
+    """Post-grasp re-basing split over two rules as over the live graph's two nodes: the servicer side
+    plans it from its state and the client's (``client/state``), the plan goes through its message
+    layout to a :class:`ClientSide`, and each applies it to its own nominal. Through the ramp, and
+    with the servicer holding 0.1 s of it on a wrist fault, the two nominals stay one to 1e-9 while
+    ``V_n`` moves by 6 mm/s; the client side without the plan parts from it (the control)."""
+    from hil_admittance.client_side import ClientSide
+    from hil_dynamics.client import ClientAdmittance
+    from hil_dynamics.passivity import ClientPort
+    from hil_dynamics.rebase import RebaseParams, RebasePlan, RebaseSchedule
+
+    servicer = _side(max_catch_up=20, epoch_s=0.0, rebase=RebaseSchedule(RebaseParams(True, 0.1, 0.4), lead_s=0.05))
+
+    def client_side():
+        return ClientSide(ClientPort(ClientAdmittance(BODY, TWIST_N0), 0.0, enabled=False), pin.SE3.Identity(), DT,
+                          TIMEOUT, epoch_s=0.0)
+    client, control = client_side(), client_side()
+    f_b = np.array([400.0, 0.0, -200.0, 0.0, 0.0, 300.0])     # the servicer moves off the co-moving stack
+    plan, apart, v_n0 = None, [], None
+    for k in range(1, 1001):
+        t = k * DT
+        servicer.set_joints(Q0, np.zeros(7), t, t)
+        servicer.set_wrench_base(f_b, t)
+        servicer.set_fault(0.45 <= t < 0.55)
+        if k == 100:
+            servicer.set_phase('post_grasp', t)
+            v_n0 = servicer.adm.state.twist_nominal_body.copy()
+        out = servicer.tick(t)
+        for side in (client, control):
+            side.tick(t)
+        g_t, v_t = client.rule.state.absolute()
+        servicer.set_client_state(g_t, v_t, t)
+        if out is not None and out.rebase_plan is not None:
+            plan = RebasePlan.from_list(out.rebase_plan.to_list())
+            assert client.set_rebase_plan(plan, t) == ''
+        if plan is not None:
+            a, b = servicer.adm.state, client.rule.state
+            apart.append(max(np.abs(a.pose_nominal_in_orbit.homogeneous - b.pose_nominal_in_orbit.homogeneous).max(),
+                             np.abs(a.twist_nominal_body - b.twist_nominal_body).max()))
+    assert plan is not None and plan.t_start == pytest.approx(0.1 + 0.1 + 0.05 + 0.5 * DT, abs=1.5 * DT)
+    assert servicer.follower.side.done and client.rebase.side.done
+    moved = np.abs(servicer.adm.state.twist_nominal_body - v_n0).max()
+    print(f'\nV_n moved by {moved:.3g}; the two nominals apart by at most {max(apart):.1e}')
+    assert moved > 3e-3 and max(apart) < 1e-9
+    off = np.abs(control.rule.state.twist_nominal_body - servicer.adm.state.twist_nominal_body).max()
+    assert off > 0.5 * moved

@@ -51,6 +51,7 @@ from hil_common.overload import OverloadGuard
 from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.passivity import ClientPort
+from hil_dynamics.rebase import RebaseFollower, RebasePlan
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.table import MotionTable
 from hil_common.errors import ConfigError
@@ -110,6 +111,7 @@ class ClientHotPath:
         self.last_wrench = np.zeros(6)     # the newest accepted sample (zero-order hold)
         self.newest_wrench = np.zeros(6)   # the newest sample, accepted or not (reset judges it)
         self.last_reason = ''
+        self.rebase = RebaseFollower(self.dt)     # the servicer node's post-grasp re-basing plan, if any
         self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'steps': 0, 'refused_frame': 0, 'unframed': 0,
                          'refused_joint_states': 0, 'wrench_faults': 0, 'no_joint_states': 0, 'not_due': 0}
 
@@ -127,6 +129,10 @@ class ClientHotPath:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
         return True
+
+    def set_rebase_plan(self, plan: RebasePlan, now_s: float) -> str:
+        """The servicer node's re-basing plan (:meth:`RebaseFollower.accept`: '' or why not / how late)."""
+        return self.rebase.accept(plan, now_s)
 
     def _trip(self, reason: str, detail: str) -> None:
         self.counters['wrench_faults'] += 1
@@ -175,7 +181,7 @@ class ClientHotPath:
             self.counters['not_due'] += 1
             last = self.last_command
             return None if last is None else HotPathCommand(last.q_command, last.holding, None, 0, last.reason)
-        self.t_last = now_s
+        t_from, self.t_last = self.t_last if self.t_last is not None else now_s - elapsed, now_s
         span = self.max_catch_up * self.dt
         skipped, dropped = 0.0, 0
         if elapsed > span:
@@ -192,19 +198,18 @@ class ClientHotPath:
             reason = self.latched or (f'joint_states {joints}' if not self.joints.usable else
                                       self.overload.message())
             # one mission clock: the nominal moves on while the client holds (co-moving with it)
-            self.admittance.advance_nominal(skipped + elapsed, self.dt)
+            self.rebase.advance(self.admittance, t_from, skipped + elapsed)
             return self._held(reason)
         if skipped:          # the dropped time, too: this g_n stays the servicer's (Eq. 23)
-            self.admittance.advance_nominal(skipped, self.dt)
+            self.rebase.advance(self.admittance, t_from, skipped)
         wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
-        if self.port is None:
-            for _ in range(steps):
-                state = self.admittance.step(wrench_com, h)
-        else:
-            measured = (self.twist_from_joints(self.q_measured, self.dq_measured)
-                        if self.twist_from_joints is not None and self.dq_measured is not None else None)
-            for _ in range(steps):
-                state = self.port.step(wrench_com, h, measured)
+        measured = (self.twist_from_joints(self.q_measured, self.dq_measured)
+                    if self.port is not None and self.twist_from_joints is not None and self.dq_measured is not None
+                    else None)
+        for i in range(steps):
+            self.rebase.before_step(t_from + skipped + i * h, self.admittance)
+            state = (self.admittance.step(wrench_com, h) if self.port is None
+                     else self.port.step(wrench_com, h, measured))
         self.counters['steps'] += steps
         out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
                               t=now_s, measurement_age=now_s - self.joints.last_s)

@@ -40,6 +40,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from hil_admittance import client_admittance_node as client_node
+from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
@@ -105,6 +106,8 @@ class ClientHotPathNode(Node):
         self.create_timer(0.5, self.publish_status)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1)   # newest sample only
+        rebase_topic.subscribe_rebase_plan(self, self.rule.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
+                                           self.lab_now)
         # Everything built so far (models, rules, rclpy entities) lives as long as the node: move it
         # out of the cyclic collector's reach, so a full collection does not scan it mid-loop.
         gc.collect()

@@ -338,7 +338,17 @@ def servicer_admittance_parameters(scenario: MissionScenario, arm_compensates_gr
         'pose_nominal_in_lab_xyz_rpy': _pose_params(pose_nominal_in_lab(scenario)),
         'rate_hz': scenario.admittance_hz,
         **_passivity_parameters(scenario),
+        **_rebase_parameters(scenario),
     }
+
+
+def _rebase_parameters(scenario: MissionScenario) -> dict:
+    """The post-grasp re-basing (scenario section ``rebase``) for the servicer node, which plans it."""
+    rebase = scenario.rebase
+    if rebase is None or not rebase.enabled:
+        return {'rebase_enabled': False}
+    return {'rebase_enabled': True, 'rebase_after_post_grasp_s': float(rebase.after_post_grasp_s),
+            'rebase_ramp_s': float(rebase.ramp_s)}
 
 
 def obsw_parameters(scenario: MissionScenario) -> dict:

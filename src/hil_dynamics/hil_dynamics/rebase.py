@@ -136,26 +136,26 @@ class RebasePlan:
     """A re-basing every admittance applies alike, each to its own copy of the nominal.
 
     The stack's rigid motion, fixed once (:func:`plan_rebase`): a free body of the compound's
-    locked mass properties (``mass_kg``, ``inertia_com_kgm2`` about its CoM in nominal axes),
-    whose CoM frame (nominal axes) sits at ``com_in_nominal`` in the nominal frame of the step at
-    ``t_start`` and moves with ``twist_com_body`` then. From ``t_start`` to ``t_start + ramp_s``
-    each side moves its ``V_n`` towards that body's velocity in the nominal frame
-    (:class:`PlannedRebase`). Two processes that each run one admittance (the live graph) get the
-    same plan and so keep one ``g_n`` (Eq. 23): the target depends on the plan and the shared
-    nominal only, never on the other side's state. :meth:`to_list` / :meth:`from_list` are its
-    message layout (``std_msgs/Float64MultiArray``).
+    locked mass properties (``mass_kg``, ``inertia_com_kgm2`` about its CoM in its frame's axes),
+    whose CoM frame is at ``pose_com_in_nominal`` in the nominal frame of ``t_start`` and moves with
+    ``twist_com_body`` then. From ``t_start`` to ``t_start + ramp_s`` each side moves its ``V_n``
+    towards that body's velocity in the nominal frame (:class:`PlannedRebase`). Two processes that
+    each run one admittance (the live graph) get the same plan and so keep one ``g_n`` (Eq. 23):
+    the target depends on the plan and the shared nominal only, never on the other side's state.
+    :meth:`to_list` / :meth:`from_list` are its message layout (``std_msgs/Float64MultiArray``).
     """
 
     t_start: float
     ramp_s: float
     mass_kg: float
-    com_in_nominal: np.ndarray
+    pose_com_in_nominal: pin.SE3
     inertia_com_kgm2: np.ndarray
     twist_com_body: np.ndarray
-    LENGTH = 21     # t_start, ramp_s, mass, CoM (3), inertia (9), twist (6)
+    LENGTH = 25     # t_start, ramp_s, mass, CoM pose (x y z qx qy qz qw), inertia (9), twist (6)
 
     def to_list(self) -> list[float]:
-        return [float(self.t_start), float(self.ramp_s), float(self.mass_kg), *map(float, self.com_in_nominal),
+        return [float(self.t_start), float(self.ramp_s), float(self.mass_kg),
+                *map(float, pin.SE3ToXYZQUAT(self.pose_com_in_nominal)),
                 *map(float, np.asarray(self.inertia_com_kgm2).reshape(9)), *map(float, self.twist_com_body)]
 
     @classmethod
@@ -164,7 +164,9 @@ class RebasePlan:
         v = np.asarray(values, dtype=float)
         if v.shape != (cls.LENGTH,) or not np.all(np.isfinite(v)):
             raise InputError(f'a re-basing plan is {cls.LENGTH} finite numbers, got {np.asarray(values).tolist()!r}')
-        plan = cls(v[0], v[1], v[2], v[3:6].copy(), v[6:15].reshape(3, 3).copy(), v[15:21].copy())
+        if abs(np.linalg.norm(v[6:10]) - 1.0) > 1e-6:
+            raise InputError(f'a re-basing plan with a CoM orientation that is no unit quaternion: {v[6:10].tolist()}')
+        plan = cls(v[0], v[1], v[2], pin.XYZQUATToSE3(v[3:10]), v[10:19].reshape(3, 3).copy(), v[19:25].copy())
         try:
             plan.body()
         except ConfigError as exc:
@@ -180,16 +182,27 @@ class RebasePlan:
         return RigidBody(self.mass_kg, self.inertia_com_kgm2)
 
 
-def plan_rebase(t_start: float, ramp_s: float, parts) -> RebasePlan:
+def plan_rebase(t_start: float, ramp_s: float, parts, lead=None) -> RebasePlan:
     """The plan onto the rigid motion of ``parts`` (:func:`compound_inertia_and_momentum`: poses,
     inertias and momenta in the nominal frame): the compound's locked inertia and its rigid twist
-    ``M^-1 h``, moved to its CoM frame."""
+    ``M^-1 h``, moved to its CoM frame.
+
+    ``lead = (duration_s, dt_s, nominal_body, pose_nominal_in_orbit, twist_nominal_body)``: the parts
+    are of ``duration_s`` before ``t_start``; the compound (a free rigid body) and the nominal (its
+    unforced motion, Eq. 4, as every side will integrate it meanwhile) are moved on to ``t_start``."""
+    from hil_dynamics.client import unforced_nominal
+
     inertia, momentum = compound_inertia_and_momentum(parts)
     twist = np.linalg.solve(inertia.matrix(), momentum)
-    com = np.array(inertia.lever)
-    at_com = pin.SE3(np.eye(3), com)
-    return RebasePlan(float(t_start), float(ramp_s), float(inertia.mass), com, np.array(inertia.inertia),
+    at_com = pin.SE3(np.eye(3), np.array(inertia.lever))
+    plan = RebasePlan(float(t_start), float(ramp_s), float(inertia.mass), at_com, np.array(inertia.inertia),
                       at_com.actInv(pin.Motion(twist)).vector)
+    if lead is not None and lead[0] > 0.0:
+        duration, dt, nominal_body, g_n, v_n = lead
+        g_com, v_com = unforced_nominal(plan.body(), g_n * at_com, plan.twist_com_body, duration, dt)
+        g_n1, _ = unforced_nominal(nominal_body, g_n, v_n, duration, dt)
+        plan.pose_com_in_nominal, plan.twist_com_body = g_n1.actInv(g_com), v_com
+    return plan
 
 
 def servicer_part(servicer, q_arm, dq_arm):
@@ -256,7 +269,7 @@ class PlannedRebase:
     def _compound_in_nominal(self, t: float, pose_nominal_in_orbit: pin.SE3) -> pin.SE3:
         if self.free is None:
             self.late_s = max(0.0, t - self.plan.t_start)
-            self.free = self._make(pose_nominal_in_orbit * pin.SE3(np.eye(3), self.plan.com_in_nominal))
+            self.free = self._make(pose_nominal_in_orbit * self.plan.pose_com_in_nominal)
         else:
             duration = t - self.t_prev
             n = int(duration / self.dt_s + 1e-9)
@@ -318,7 +331,45 @@ class RebaseSchedule:
         return (self.params.enabled and self.plan is None and post_grasp_s is not None
                 and t >= post_grasp_s + self.params.after_post_grasp_s - 1e-9)
 
-    def make_plan(self, t: float, parts) -> RebasePlan:
-        """The plan from the stack's ``parts`` at ``t`` (:func:`client_part`, :func:`servicer_part`)."""
-        self.plan = plan_rebase(t + self.lead_s, self.params.ramp_s, parts)
+    def make_plan(self, t: float, parts, nominal=None) -> RebasePlan:
+        """The plan from the stack's ``parts`` at ``t`` (:func:`client_part`, :func:`servicer_part`);
+        ``nominal = (dt_s, body, g_n, V_n)`` moves it on over the lead (:func:`plan_rebase`)."""
+        lead = None if nominal is None else (self.lead_s, *nominal)
+        self.plan = plan_rebase(t + self.lead_s, self.params.ramp_s, parts, lead)
         return self.plan
+
+
+class RebaseFollower:
+    """A node's side of a re-basing: the plan it was given (none before) applied around its steps.
+
+    :meth:`accept` takes the plan (the servicer node's own, or the one it published); :meth:`before_step`
+    applies the increment of the step starting at ``t``; :meth:`advance` moves the nominal on over held
+    or dropped steps with the plan's increments, so every side keeps one ``g_n`` (Eq. 23)."""
+
+    def __init__(self, dt_s: float):
+        self.dt_s = float(dt_s)
+        self.side: PlannedRebase | None = None
+
+    def accept(self, plan: RebasePlan, now_s: float) -> str:
+        """'' if taken; else why not (a second, different plan) or a warning (taken late: this side's
+        nominal is then not the other's)."""
+        if self.side is not None:
+            return '' if plan.to_list() == self.side.plan.to_list() else 'a second, different re-basing plan refused'
+        self.side = PlannedRebase(plan, self.dt_s)
+        late = now_s - plan.t_start
+        return (f're-basing plan received {late:.3f} s after its start: this nominal leaves the other side\'s'
+                if late > 1e-9 else '')
+
+    @property
+    def active(self) -> bool:
+        return self.side is not None and not self.side.done
+
+    def before_step(self, t: float, rule) -> RebaseStep | None:
+        return None if self.side is None else self.side.update(t, rule)
+
+    def advance(self, rule, t_from: float, duration_s: float) -> None:
+        """``rule.advance_nominal`` over ``duration_s`` from ``t_from``, with the plan's increments if any fall in it."""
+        if self.active and t_from + duration_s >= self.side.plan.t_start - 1e-9:
+            self.side.advance_nominal(rule, t_from, duration_s)
+        else:
+            rule.advance_nominal(duration_s, self.dt_s)

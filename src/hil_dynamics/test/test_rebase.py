@@ -142,7 +142,7 @@ def test_a_plan_onto_the_client_alone_stops_the_relative_motion():
     s = rule.state
     g_t, v_t = rule.absolute()
     plan = plan_rebase(s.t, 2.0, [client_part(s.pose_client_in_nominal, BODY, v_t)])
-    assert np.abs(plan.com_in_nominal - s.pose_client_in_nominal.translation).max() < 1e-12
+    assert np.abs(plan.pose_com_in_nominal.translation - s.pose_client_in_nominal.translation).max() < 1e-12
     side, dt = PlannedRebase(plan, 0.01), 0.01
     t = s.t
     for _ in range(300):
@@ -204,9 +204,33 @@ def test_a_plan_message_round_trips_and_bad_ones_are_refused():
     back = RebasePlan.from_list(plan.to_list())
     assert back.to_list() == plan.to_list() and len(plan.to_list()) == RebasePlan.LENGTH
     bad = plan.to_list()
-    with pytest.raises(InputError, match='21 finite'):
+    with pytest.raises(InputError, match='25 finite'):
         RebasePlan.from_list(bad[:-1])
     with pytest.raises(InputError, match='mass properties'):
         RebasePlan.from_list(bad[:2] + [-1.0] + bad[3:])
-    with pytest.raises(InputError, match='21 finite'):
+    with pytest.raises(InputError, match='25 finite'):
         RebasePlan.from_list(bad[:5] + [float('nan')] + bad[6:])
+    with pytest.raises(InputError, match='unit quaternion'):
+        RebasePlan.from_list(bad[:6] + [0.0, 0.0, 0.0, 2.0] + bad[10:])
+
+
+def test_a_plan_made_ahead_of_its_start_is_the_one_made_at_the_start():
+    """A plan made ``lead`` before its start (the live graph: it must reach the other node first) moves
+    the compound and the nominal on over the lead: for a client alone (a rigid compound, its nominal
+    its own unforced motion) it equals the plan made at the start from the state then."""
+    rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+    for _ in range(5):
+        rule.step(np.array([20.0, -10.0, 5.0, 30.0, 0.0, -40.0]), 0.1)
+    s = rule.state
+    ahead = plan_rebase(s.t + 1.0, 2.0, [client_part(s.pose_client_in_nominal, BODY, rule.absolute()[1])],
+                        (1.0, 0.01, BODY, s.pose_nominal_in_orbit, s.twist_nominal_body))
+    for _ in range(100):
+        rule.step(np.zeros(6), 0.01)
+    s = rule.state
+    at_start = plan_rebase(s.t, 2.0, [client_part(s.pose_client_in_nominal, BODY, rule.absolute()[1])])
+    # the compound's frame: a rotation of the plan made ahead (its axes were the nominal's a second earlier)
+    g_ahead, g_now = ahead.pose_com_in_nominal, at_start.pose_com_in_nominal
+    assert np.abs(g_ahead.translation - g_now.translation).max() < 1e-9
+    v_ahead = g_ahead.act(pin.Motion(ahead.twist_com_body)).vector
+    v_now = g_now.act(pin.Motion(at_start.twist_com_body)).vector
+    assert np.abs(v_ahead - v_now).max() < 1e-9
