@@ -213,3 +213,45 @@ def test_a_stalled_hot_path_holds_and_resumes_by_its_overload_policy(values):
         rule.joint_states(rule.q_measured, t)
         outs.append(rule.wrench([50.0, 0, 0, 0, 0, 0], '', t).holding)
     assert outs[0] and not outs[-1] and rule.status(t)[0] == 0
+
+
+def test_a_rebase_plan_is_applied_alike_through_held_and_dropped_time(values):
+    """The servicer node's re-basing plan (t_start 1.21 s, a 1 s ramp) on the hot path: one that stepped
+    throughout, one that held 0.5 s of the ramp and one that dropped 0.5 s of it keep one nominal, to
+    1e-9, and it is the nominal of a bare client rule stepped by hand with the same plan (the reference);
+    ``V_n`` moves by centimetres per second."""
+    import pinocchio as pin
+
+    from hil_dynamics.rebase import PlannedRebase, plan_rebase
+
+    inertia = pin.Inertia(1.2e4, np.array([-1.5, 0.2, 0.1]), np.diag([2.0e4, 1.5e5, 1.4e5]))
+    plan = plan_rebase(1.21, 1.0, [(pin.SE3.Identity(), inertia, inertia.matrix() @ [0.05, 0.0, -0.03, 0.0, 0.0, 0.02])])
+
+    def run(feed_joints, sample):
+        rule = make(values)
+        assert rule.set_rebase_plan(plan, 0.0) == ''
+        for k in range(1, 151):                   # 3 s at 50 Hz
+            t = 0.02 * k
+            if feed_joints(t):
+                rule.joint_states(rule.q_measured, t)
+            if sample(t):
+                rule.wrench([0.0] * 6, '', t)
+        return rule
+
+    always = lambda t: True                                   # noqa: E731
+    ref = run(always, always)
+    held = run(lambda t: not 1.3 < t < 1.8, always)
+    dropped = run(always, lambda t: not 1.3 < t < 1.8)
+    assert held.counters['held'] > 10 and dropped.overruns > 0
+    by_hand = make(values).admittance
+    v_n0 = by_hand.state.twist_nominal_body.copy()
+    side = PlannedRebase(plan, 0.02)
+    for k in range(150):
+        side.update(0.02 * k, by_hand)
+        by_hand.step(np.zeros(6), 0.02)
+    assert np.abs(by_hand.state.twist_nominal_body - v_n0).max() > 0.01
+    for other in (ref, held, dropped):
+        assert other.rebase.side.done
+        a, b = by_hand.state, other.admittance.state
+        err = pin.log6(a.pose_nominal_in_orbit.actInv(b.pose_nominal_in_orbit)).vector
+        assert np.linalg.norm(err) < 1e-9 and np.abs(a.twist_nominal_body - b.twist_nominal_body).max() < 1e-9
