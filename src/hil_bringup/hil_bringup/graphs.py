@@ -317,10 +317,10 @@ ENVISAT_RECORD_TOPICS = (
     ('client/ft/fault', _STATUS), ('servicer/ft/fault', _STATUS),
     ('servicer/table/status', _STATUS), ('client/table/status', _STATUS), ('client/hot_path/status', _STATUS),
     ('servicer/admittance/status', _STATUS), ('client/admittance/status', _STATUS),
-    ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY),
+    ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY), ('nominal/rebase_plan', _ARRAY),
 )
 #: Latched (transient-local) topics among them.
-ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault')
+ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault', 'nominal/rebase_plan')
 
 
 def twin_response_delays(twin) -> dict[str, float]:

@@ -54,7 +54,8 @@ PASSIVITY_LAYOUT = ('E_obs', 'E_port', 'E_integration', 'E_dissipated', 'beta')
 _TOPICS = ('client/state', 'servicer/state', 'servicer/base_wrench_cmd', 'servicer_arm/torque_cmd',
            'client/ft/wrench', 'servicer/ft/wrench', 'client/passivity', 'servicer/passivity',
            'servicer_arm/joint_states', 'servicer/gripper_cmd', 'obsw/phase',
-           'client_ft/sensor_pose', 'servicer_wrist_ft/sensor_pose')
+           'client_ft/sensor_pose', 'servicer_wrist_ft/sensor_pose', 'client/table/pose_cmd', 'servicer/table/pose_cmd',
+           'nominal/rebase_plan')
 PHASE_LINES = ('approach', 'grasp', 'post_grasp')
 
 
@@ -137,7 +138,10 @@ def read_live_run(folder) -> dict:
     the OBSW's parameters); ``t_thrust``, ``wrench_base_com_cmd``; ``t_tau``, ``tau_arm_cmd``;
     ``t_ft_client``, ``wrench_client_ft_in_sensor``; ``t_ft_wrist``, ``wrench_wrist_ft_in_sensor``;
     ``t_passivity_client``, ``passivity_client``, ``t_passivity_servicer``, ``passivity_servicer``
-    (N, 5, ``PASSIVITY_LAYOUT``); ``t_gripper``, ``gripper_cmd``; plus ``phase_times_s`` (dict),
+    (N, 5, ``PASSIVITY_LAYOUT``); ``t_nominal_client``, ``pose_nominal_client``, ``t_nominal_servicer``,
+    ``pose_nominal_servicer`` (N, 7 x y z qx qy qz qw: each admittance's nominal in orbit, where a state and
+    a table command share a stamp), ``pose_cmd_client``, ``pose_cmd_servicer`` (the table commands ``g_c``,
+    ``g_s`` at those stamps); ``rebase_plans`` (the re-basing plans published); ``t_gripper``, ``gripper_cmd``; plus ``phase_times_s`` (dict),
     ``start_s`` (the twin's time at t = 0) and ``notes`` (list of what is missing and why).
     """
     from hil_admittance.node_common import arm_joints
@@ -202,6 +206,22 @@ def read_live_run(folder) -> dict:
             data['t_tau'], data['tau_arm_cmd'] = data['t_tau'][keep], data['tau_arm_cmd'][keep]
     else:
         notes.append('servicer_arm/torque_cmd: no messages recorded')
+
+    # Each admittance's own nominal, g_n = g_t g_c^-1 = g_b g_s^-1 (Eq. 23), from its state and its table's pose
+    # command of the same stamp: the two must be one (the mission clock, the re-basing plan)
+    for which, command in (('client', 'client/table/pose_cmd'), ('servicer', 'servicer/table/pose_cmd')):
+        if not all(topic in topics and len(topics[topic][0]) for topic in (f'{which}/state', command)):
+            continue
+        commands = {round(float(t), 6): m for t, m in zip(topics[command][1], topics[command][2])}
+        pairs = [(float(t), pose_from_msg(m.pose.pose) * pose_from_msg(commands[round(float(t), 6)].pose).inverse())
+                 for t, m in zip(topics[f'{which}/state'][1], topics[f'{which}/state'][2]) if round(float(t), 6) in commands]
+        if pairs:
+            data[f't_nominal_{which}'] = np.array([t for t, _ in pairs]) - start_s
+            data[f'pose_nominal_{which}'] = np.array([pin.SE3ToXYZQUAT(g) for _, g in pairs])
+            data[f'pose_cmd_{which}'] = np.array([pin.SE3ToXYZQUAT(pose_from_msg(commands[round(t, 6)].pose))
+                                                  for t, _ in pairs])
+    if 'nominal/rebase_plan' in topics:
+        data['rebase_plans'] = [list(m.data) for m in topics['nominal/rebase_plan'][2]]
 
     # Eq. (23) states of both bodies on one time base: the sparser topic's stamps, the other interpolated.
     if not all(topic in topics and len(topics[topic][0]) >= 2 for topic in ('client/state', 'servicer/state')):

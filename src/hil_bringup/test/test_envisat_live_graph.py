@@ -9,7 +9,9 @@ DDS with the MuJoCo lab twin, stage by stage by readiness. Checked here:
 * on the twin's simulated clock (``lab_clock:=auto``): no fault stays latched, no node dies,
   commands reach the robots, the stack answers the twin nearly every step, and the OBSW runs
   through sync and approach to the grasp when the ideal-robot lockstep runner does; the
-  gripper then holds the ring in the twin (the two mock-ups move as one body);
+  gripper then holds the ring in the twin (the two mock-ups move as one body); the servicer
+  node re-bases the nominal onto the stack and the client's node follows its plan: the two
+  admittances' nominals stay one through it, and the table commands move on without a jump;
 * with the lab in real time (``lab_clock:=wall``) under a stated load, holds are reported and
   recover on their own;
 * a graph whose robots never come up is reported as a failure (the demo then exits non-zero).
@@ -37,7 +39,8 @@ def _parameters_of(node, executor, fqn, names):
     return dict(zip(names, (parameter_value_to_python(v) for v in future.result().values)))
 
 
-RUN_S = 15.5      # simulated seconds of the live capture (sync 1 s, approach 3 s: the grasp at ~12 s)
+RUN_S = 19.5      # simulated seconds of the live capture (sync 1 s, approach 3 s: the grasp at ~12 s, the re-basing to ~17 s)
+REBASE_AFTER_S, REBASE_RAMP_S = 1.0, 2.0     # the re-basing, shortened (the scenario's: 5 s, 10 s)
 
 
 def _stamp(msg) -> float:
@@ -61,6 +64,7 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
 
     scenario = copy.deepcopy(load_scenario('envisat_capture'))
     scenario.obsw.sync_duration_s, scenario.obsw.approach_duration_s = 1.0, 3.0   # the grasp within RUN_S
+    scenario.rebase.after_post_grasp_s, scenario.rebase.ramp_s = REBASE_AFTER_S, REBASE_RAMP_S
     seen, sensor_poses, fingers = {}, {'client_ft': [], 'servicer_wrist_ft': []}, []
 
     def inspect(running, node, executor):
@@ -126,6 +130,55 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
           f'and {lab_rad.max() * 1e3:.3f} mrad')
     assert during.sum() > 500 and lab_m.max() < 1e-3 and lab_rad.max() < 1e-3
 
+    # post-grasp re-basing live: the servicer node planned it once, the client's node followed, and
+    # the two admittances' nominals (g_n = g_t g_c^-1 = g_b g_s^-1, Eq. 23) stay one through it and after
+    assert len(run.get('rebase_plans', [])) == 1, run['notes']
+    plan_start = run['rebase_plans'][0][0] - run['start_s']
+    assert phases['post_grasp'] + REBASE_AFTER_S <= plan_start <= phases['post_grasp'] + REBASE_AFTER_S + 1.2
+    t_end = summary['duration_s'] if 'duration_s' in summary else RUN_S
+    assert plan_start + REBASE_RAMP_S < t_end - 0.5, (plan_start, t_end)
+    client_n = {round(t, 4): x for t, x in zip(run['t_nominal_client'], run['pose_nominal_client'])}
+    pairs = [(t, client_n[round(t, 4)], x) for t, x in zip(run['t_nominal_servicer'], run['pose_nominal_servicer'])
+             if round(t, 4) in client_n]
+    import pinocchio as pin
+    apart = np.array([(t, np.linalg.norm(a[:3] - b[:3]),
+                       np.linalg.norm(pin.log3(pin.XYZQUATToSE3(a).rotation.T @ pin.XYZQUATToSE3(b).rotation)))
+                      for t, a, b in pairs])
+    ramp = apart[:, 0] >= plan_start
+    print(f'the two nominals: {len(pairs)} common stamps ({ramp.sum()} from the re-basing on), apart by at most '
+          f'{apart[:, 1].max():.1e} m and {apart[:, 2].max():.1e} rad (from the re-basing on: '
+          f'{apart[ramp, 1].max():.1e} m, {apart[ramp, 2].max():.1e} rad)')
+    assert ramp.sum() > 100 and apart[:, 1].max() < 1e-6 and apart[:, 2].max() < 1e-6
+    # from the ramp's end the nominal is the stack's free motion (Eq. 4 with the compound's mass properties,
+    # the plan): the plan's free body, integrated here from where the servicer node placed it (its nominal at
+    # its first step in the ramp), keeps a constant pose in the recorded nominal (measured 1e-10 m after the
+    # ramp; through the ramp it moves by 3 mm, while V_n blends over)
+    from hil_dynamics.client import ClientAdmittance
+    from hil_dynamics.rebase import RebasePlan
+
+    plan = RebasePlan.from_list(run['rebase_plans'][0])
+    t_s, x_s = run['t_nominal_servicer'], run['pose_nominal_servicer']
+    k = int(np.searchsorted(t_s, plan_start - 1e-9))
+    free = ClientAdmittance(plan.body(), plan.twist_com_body, pin.XYZQUATToSE3(x_s[k]) * plan.pose_com_in_nominal)
+    t, compound_in_nominal = t_s[k], []
+    for j in range(k, len(t_s)):
+        while t < t_s[j] - 1e-9:
+            free.step(np.zeros(6), 0.004)
+            t += 0.004
+        compound_in_nominal.append(pin.XYZQUATToSE3(x_s[j]).actInv(free.state.pose_nominal_in_orbit))
+    moves = np.array([np.abs(pin.log6(compound_in_nominal[-1].actInv(c)).vector).max() for c in compound_in_nominal])
+    after_ramp = t_s[k:] > plan_start + REBASE_RAMP_S + 0.1
+    print(f'the plan\'s free compound in the nominal: moves {moves[~after_ramp].max() * 1e3:.2f} mm/mrad through the '
+          f'ramp, {moves[after_ramp].max():.1e} after it ({after_ramp.sum()} samples)')
+    assert after_ramp.sum() > 100 and moves[after_ramp].max() < 1e-8 and moves[~after_ramp].max() > 1e-4
+    # the table commands move on without a jump through the ramp
+    t_c, g_c = run['t_nominal_client'], run['pose_cmd_client']
+    steps = np.linalg.norm(np.diff(g_c[:, :3], axis=0), axis=1)
+    in_ramp = (t_c[1:] >= plan_start) & (t_c[1:] <= plan_start + REBASE_RAMP_S)
+    settled = (t_c[1:] >= phases['post_grasp'] + 0.2) & (t_c[1:] < plan_start)
+    print(f'client table command: largest step {steps[in_ramp].max() * 1e3:.4f} mm in the ramp, '
+          f'{steps[settled].max() * 1e3:.4f} mm before it')
+    assert steps[in_ramp].max() < 2.0 * steps[settled].max() + 1e-5
     # both admittance ports are observed live (seed 004 Eq. 28; the fused hot path ignored
     # passivity_control before, and no table published its measured twist) and the loop stays
     # passive with the controllers on: the observed energy stays under 0.2 mJ (measured at most 0 and
