@@ -67,7 +67,7 @@ from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
-from hil_dynamics.rebase import RebaseParams, RebaseSchedule
+from hil_dynamics.rebase import DEFAULT_LEAD_S, RebaseParams, RebaseSchedule
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
 
@@ -109,7 +109,7 @@ PARAMS = [
     Param('rebase_after_post_grasp_s', 5.0, 'Settle time between the OBSW entering post_grasp and the plan [s]',
           min=0.0, max=600.0),
     Param('rebase_ramp_s', 10.0, 'Duration of the re-basing ramp [s]', min=0.0, max=600.0),
-    Param('rebase_lead_s', 1.0, "Time between making the plan and its start, for it to reach the client's node [s]",
+    Param('rebase_lead_s', DEFAULT_LEAD_S, "Time between making the plan and its start, for it to reach the client's node [s]",
           min=0.0, max=60.0),
     Param('passivity_max_rate_per_s', 100.0, 'Largest damping rate beta of the passivity controller [1/s] '
           '(keep it below rate_hz / 2)', min=0.0, max=10000.0),

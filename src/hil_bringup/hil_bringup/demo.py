@@ -202,8 +202,14 @@ def envisat_main(scenario, args) -> int:
     phase_times = metrics['capture']['phase_times_s']
     if args.ros_seconds is not None:
         ros_seconds = args.ros_seconds
-    else:   # the whole capture: until 5 s after the lockstep run's post-grasp (the same timeline)
+    else:   # the whole capture: until 5 s after the lockstep run's post-grasp (the same timeline), and with
+        # the post-grasp re-basing until 3 s after its ramp (the servicer node plans it rebase_lead_s ahead)
+        from hil_dynamics.rebase import DEFAULT_LEAD_S
+
         ros_seconds = phase_times['post_grasp'] + 5.0 if 'post_grasp' in phase_times else 40.0
+        if 'post_grasp' in phase_times and scenario.rebase is not None and scenario.rebase.enabled:
+            ros_seconds = (phase_times['post_grasp'] + scenario.rebase.after_post_grasp_s + DEFAULT_LEAD_S
+                           + scenario.rebase.ramp_s + 3.0)
     if ros_seconds > 0:
         print(f'[5/5] live: the node set of envisat_capture.launch.py (hil_bringup.graphs.envisat_graph) on {describe()}, '
               f"{ros_seconds:.0f} s of the lab twin's simulated time once ready (it waits for the stack every step, "
@@ -214,11 +220,12 @@ def envisat_main(scenario, args) -> int:
             'control_rate_hz': '250'})
         metrics['files'] += ['live/', 'live_nodes/']
         if (out_dir / 'live').is_dir():     # seed 004 Figs. 12-13, F/T wrenches, passivity, from the recording
-            from hil_bringup.live_plots import plot_live_capture, read_live_run
+            from hil_bringup.live_plots import plot_live_capture, read_live_run, rebase_figures
             try:
                 live = read_live_run(out_dir)
                 metrics['files'] += [p.name for p in plot_live_capture(out_dir, out_dir, live)]
                 metrics['live_plots_notes'] = live['notes']
+                metrics['live_rebase'] = rebase_figures(live)
             except Exception as exc:  # noqa: BLE001 - a plotting failure must not lose the run's metrics
                 metrics['live_plots_error'] = f'{type(exc).__name__}: {exc}'
                 print(f'  live plots FAILED: {metrics["live_plots_error"]}', flush=True)
@@ -236,8 +243,33 @@ def envisat_main(scenario, args) -> int:
         print('  TWIN CAPTURE FAILED: the gripper never closed on the ring')
     if 'ros_graph' in metrics:
         ok = print_live_summary(metrics['ros_graph'], 'envisat_capture.launch.py') and ok
+        rebase_due = (args.ros_seconds is None and 'post_grasp' in phase_times and scenario.rebase is not None
+                      and scenario.rebase.enabled)
+        ok = print_live_rebase(metrics.get('live_rebase'), rebase_due) and ok
     print(f"  wrote {out_dir}/metrics.json, {', '.join(metrics['files'])}")
     return 0 if ok else 1
+
+
+def print_live_rebase(rebase: dict | None, due: bool) -> bool:
+    """Print what the live post-grasp re-basing did (:func:`hil_bringup.live_plots.rebase_figures`); False
+    when it was due and did not happen, or the two admittances' nominals parted."""
+    if rebase is None:
+        if due:
+            print('  LIVE RE-BASING FAILED: no plan was published (nominal/rebase_plan) after post_grasp')
+        return not due
+    print(f"  live re-basing: plan from {rebase['plan_start_s']:.1f} s over {rebase['ramp_s']:g} s (compound "
+          f"{rebase['compound_mass_kg']:.0f} kg); the two admittances' nominals apart by at most "
+          f"{rebase['nominals_apart_m']:.1e} m, {rebase['nominals_apart_rad']:.1e} rad; after the ramp the nominal "
+          f"moves with the stack's free motion to {rebase['compound_moves_after_ramp'] or float('nan'):.1e}")
+    good = (rebase['nominals_apart_m'] is not None and rebase['nominals_apart_m'] < 1e-6
+            and rebase['nominals_apart_rad'] < 1e-6
+            and (rebase['compound_moves_after_ramp'] is None or rebase['compound_moves_after_ramp'] < 1e-8))
+    if not good:
+        print('  LIVE RE-BASING FAILED: the two nominals parted, or the nominal is not the stack\'s free motion')
+    if due and rebase['compound_moves_after_ramp'] is None:
+        print('  LIVE RE-BASING FAILED: the run ended before the ramp did')
+        good = False
+    return good
 
 
 def print_live_summary(g: dict, launch_file: str) -> bool:

@@ -432,3 +432,62 @@ def plot_live_capture(folder, out, data: dict | None = None) -> list[Path]:
     _finish(axes, phases, axes[1, 0])
     paths.append(ps.save(fig, out / 'live_passivity.png'))
     return paths
+
+
+def rebase_figures(run: dict) -> dict | None:
+    """What the live post-grasp re-basing did (:mod:`hil_dynamics.rebase`), from :func:`read_live_run`; None
+    when no plan was published.
+
+    * ``nominals_apart_m`` / ``_rad``: the two admittances' nominals (``g_t g_c^-1`` and ``g_b g_s^-1``,
+      Eq. 23) at their common stamps, the largest difference (over the run and from the plan's start on);
+    * ``compound_moves_in_ramp`` / ``_after_ramp``: the plan's free compound (Eq. 4 with its mass
+      properties), integrated here from where the servicer node placed it, seen from the recorded nominal:
+      it moves while ``V_n`` blends over and stays put once the nominal is its free motion (max of
+      ``log6``, m and rad);
+    * ``table_step_in_ramp_m`` / ``table_step_before_m``: the largest change of the client table command
+      between two states, in the ramp and in the second before the plan's start.
+    """
+    from hil_dynamics.client import ClientAdmittance
+    from hil_dynamics.rebase import RebasePlan
+
+    plans = run.get('rebase_plans') or []
+    if not plans or 't_nominal_servicer' not in run or 't_nominal_client' not in run:
+        return None
+    plan = RebasePlan.from_list(plans[0])
+    start = plan.t_start - run['start_s']
+    out = {'plans': len(plans), 'plan_start_s': float(start), 'ramp_s': float(plan.ramp_s),
+           'compound_mass_kg': float(plan.mass_kg)}
+    client_n = {round(float(t), 4): x for t, x in zip(run['t_nominal_client'], run['pose_nominal_client'])}
+    apart = np.array([(t, np.linalg.norm(x[:3] - client_n[round(float(t), 4)][:3]),
+                       np.linalg.norm(pin.log3(pin.XYZQUATToSE3(x).rotation.T
+                                               @ pin.XYZQUATToSE3(client_n[round(float(t), 4)]).rotation)))
+                      for t, x in zip(run['t_nominal_servicer'], run['pose_nominal_servicer'])
+                      if round(float(t), 4) in client_n]).reshape(-1, 3)
+    since = apart[:, 0] >= start
+    out.update(common_stamps=int(len(apart)), common_stamps_since_plan=int(since.sum()),
+               nominals_apart_m=float(apart[:, 1].max()) if len(apart) else None,
+               nominals_apart_rad=float(apart[:, 2].max()) if len(apart) else None)
+    t_s, x_s = run['t_nominal_servicer'], run['pose_nominal_servicer']
+    k = int(np.searchsorted(t_s, start - 1e-9))
+    if k >= len(t_s) - 1:
+        return out
+    dt = float(np.median(np.diff(t_s)))
+    free = ClientAdmittance(plan.body(), plan.twist_com_body, pin.XYZQUATToSE3(x_s[k]) * plan.pose_com_in_nominal)
+    t, seen = float(t_s[k]), []
+    for j in range(k, len(t_s)):
+        if t_s[j] - t > 1e-9:
+            free.step(np.zeros(6), float(t_s[j] - t))      # one free-body step per recorded interval
+            t = float(t_s[j])
+        seen.append(pin.XYZQUATToSE3(x_s[j]).actInv(free.state.pose_nominal_in_orbit))
+    moves = np.array([np.abs(pin.log6(seen[-1].actInv(c)).vector).max() for c in seen])
+    after = t_s[k:] > start + plan.ramp_s + max(dt, 0.05)
+    out.update(compound_moves_in_ramp=float(moves[~after].max()),
+               compound_moves_after_ramp=float(moves[after].max()) if after.any() else None,
+               samples_after_ramp=int(after.sum()))
+    t_c, g_c = run['t_nominal_client'], run['pose_cmd_client']
+    steps = np.linalg.norm(np.diff(g_c[:, :3], axis=0), axis=1)
+    in_ramp = (t_c[1:] >= start) & (t_c[1:] <= start + plan.ramp_s)
+    before = (t_c[1:] >= start - 1.0) & (t_c[1:] < start)
+    out.update(table_step_in_ramp_m=float(steps[in_ramp].max()) if in_ramp.any() else None,
+               table_step_before_m=float(steps[before].max()) if before.any() else None)
+    return out

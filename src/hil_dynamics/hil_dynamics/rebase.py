@@ -314,6 +314,11 @@ class PlannedRebase:
             rule.advance_nominal(rest, self.dt_s)
 
 
+#: How long before its start the live graph's servicer node makes the plan: time for it to reach the client's
+#: node (published once, transient-local; on a loaded host or a lab network a message can take tens of ms).
+DEFAULT_LEAD_S = 1.0
+
+
 class RebaseSchedule:
     """When to re-base and onto what (scenario section ``rebase``): once the OBSW has been in
     ``post_grasp`` for ``after_post_grasp_s``, a plan from the stack's state then, starting
