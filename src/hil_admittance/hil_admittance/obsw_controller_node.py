@@ -15,7 +15,9 @@ Topics (relative names):
 * out ``obsw/phase`` (std_msgs/String, transient-local): the phase, on every change.
 
 If an input is missing or older than ``input_timeout_s`` the controller does not run and
-commands zero (a silent OBSW: thrusters off, arm limp); the condition is logged.
+commands zero (a silent OBSW: thrusters off, arm limp); the condition is logged. So does a node that
+cannot keep up (``obsw/status``, ``obsw/reset``: :class:`hil_common.overload.OverloadGuard`, off on
+the simulated clock). The policy is :class:`hil_admittance.obsw_side.ObswSide`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 
 from hil_admittance.node_common import arm_joints, guarded
 from hil_admittance.obsw import ObswController, ObswGains
+from hil_admittance.obsw_side import ObswSide
+from hil_admittance.overload_status import OverloadStatus
+from hil_common.lab_clock import uses_sim_time
+from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_to_msg, xyz_rpy_to_pose
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -68,6 +74,7 @@ PARAMS = [
     Param('rate_hz', 1000.0, 'OBSW rate [Hz]', min=1.0, max=10000.0),
     Param('input_timeout_s', 0.1, 'Inputs older than this stop the controller [s]', min=0.0),
     Param('base_frame', 'servicer_base_com', 'Frame id of F_b'),
+    *overload_params('obsw/reset'),
     *_gain_params(),
 ]
 
@@ -101,12 +108,11 @@ class ObswControllerNode(Node):
         self.joint_names = list(p.joint_names) or list(self.rule.model.joint_names)
         if len(self.joint_names) != self.rule.model.n:
             raise ParameterError(f"parameter 'joint_names': expected {self.rule.model.n} names")
-        self.timeout_ns = int(p.input_timeout_s * 1e9)
         self.base_frame = p.base_frame
-        self.client = self.servicer = self.joints = None
+        self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
+        self.side = ObswSide(self.rule, p.rate_hz, p.input_timeout_s, self.overload)
+        self.silent_reported = ''
         self.rejected = 0
-        self.waiting_reported = False
-        self.t0_ns = None
         self.create_subscription(Odometry, 'client/state', lambda m: self._on_state('client', m), 10)
         self.create_subscription(Odometry, 'servicer/state', lambda m: self._on_state('servicer', m), 10)
         self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
@@ -115,10 +121,11 @@ class ObswControllerNode(Node):
         self.pub_grip = self.create_publisher(Bool, 'servicer/gripper_cmd', 10)
         self.pub_phase = self.create_publisher(String, 'obsw/phase', PHASE_QOS)
         self.phase = None
+        self.status = OverloadStatus(self, self.overload, 'obsw', 'obsw_controller')
         self.create_timer(1.0 / p.rate_hz, self.tick)
 
-    def _now(self) -> int:
-        return self.get_clock().now().nanoseconds
+    def _now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_state(self, which: str, msg):
         try:
@@ -126,48 +133,40 @@ class ObswControllerNode(Node):
         except ValueError:
             self.rejected += 1
             return
-        if not np.all(np.isfinite(twist)):
+        if not self.side.set_state(which, pose, twist, self._now_s()):
             self.rejected += 1
-            return
-        setattr(self, which, (pose, twist, self._now()))
 
     def on_joints(self, msg):
         joints = arm_joints(msg, self.joint_names)
         if joints is None:
             self.rejected += 1
             return
-        self.joints = (*joints, self._now())
+        self.side.set_joints(*joints, self._now_s())
 
     def tick(self):
         guarded(self._tick, self.context)
 
     def _tick(self):
-        now = self._now()
-        inputs = (self.client, self.servicer, self.joints)
-        if any(x is None or now - x[-1] > self.timeout_ns for x in inputs):
-            if not self.waiting_reported:
-                self.get_logger().warn('OBSW inputs missing or stale: commanding zero')
-                self.waiting_reported = True
-            cmd_wrench, cmd_tau, close = np.zeros(6), np.zeros(self.rule.model.n), None
-        else:
-            self.waiting_reported = False
-            if self.t0_ns is None:
-                self.t0_ns = now
-            (g_t, v_t, _), (g_b, v_b, _), (q, dq, _) = inputs
-            cmd = self.rule.update((now - self.t0_ns) * 1e-9, g_t, v_t, g_b, v_b, q, dq)
-            cmd_wrench, cmd_tau, close = cmd.wrench_base_com, cmd.tau_arm, cmd.close_gripper
-            if cmd.phase != self.phase:
-                self.phase = cmd.phase
-                self.get_logger().info(f'phase {cmd.phase} at t = {(now - self.t0_ns) * 1e-9:.3f} s')
-                self.pub_phase.publish(String(data=cmd.phase))
+        out = self.side.tick(self._now_s())
+        self.status.after_tick()
+        if out is None:
+            return
+        if out.silent != self.silent_reported:
+            if out.silent:
+                self.get_logger().warn(f'OBSW silent (commanding zero): {out.silent}')
+            self.silent_reported = out.silent
+        if out.phase is not None and out.phase != self.phase:
+            self.phase = out.phase
+            self.get_logger().info(f'phase {out.phase} at t = {self._now_s() - self.side.t0_s:.3f} s')
+            self.pub_phase.publish(String(data=out.phase))
         msg = WrenchStamped()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self.base_frame
-        wrench_to_msg(cmd_wrench, msg.wrench)
+        wrench_to_msg(out.wrench_base_com, msg.wrench)
         self.pub_wrench.publish(msg)
-        self.pub_tau.publish(Float64MultiArray(data=[float(v) for v in cmd_tau]))
-        if close is not None:
-            self.pub_grip.publish(Bool(data=bool(close)))
+        self.pub_tau.publish(Float64MultiArray(data=[float(v) for v in out.tau_arm]))
+        if out.close_gripper is not None:
+            self.pub_grip.publish(Bool(data=bool(out.close_gripper)))
 
 
 def main(args=None) -> int:

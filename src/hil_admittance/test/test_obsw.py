@@ -87,3 +87,40 @@ def test_min_jerk_and_bad_gains():
         ObswGains(base_stiffness=np.ones(5))
     with pytest.raises(ValueError, match='max_force_n'):
         ObswGains(max_force_n=-1.0)
+
+
+def test_obsw_side_runs_the_law_on_fresh_inputs_and_is_silent_when_stale_or_overloaded():
+    """The node's policy (:class:`ObswSide`) against the law stepped by hand: fresh inputs give the
+    law's own commands; a stale input, or a tick 0.3 s late (beyond ``hold_late_s`` 0.2 s), give zero
+    commands and no gripper command; on time for ``recover_after_s`` the law runs again."""
+    from hil_admittance.obsw_side import ObswSide
+    from hil_common.overload import OverloadGuard
+
+    guard = OverloadGuard(0.01, warn_late_s=0.02, hold_late_s=0.2, recover_after_s=0.1)
+    side, ref = ObswSide(controller(), 100.0, 0.05, guard), controller()
+    g_t, v_t, g_b, v_b, q, dq = states(pin.SE3(np.eye(3), np.array([0.02, 0.0, 0.0])))
+
+    def feed(t):
+        side.set_state('client', g_t, v_t, t)
+        side.set_state('servicer', g_b, v_b, t)
+        side.set_joints(q, dq, t)
+    t = 0.0
+    feed(t)
+    out = side.tick(t)
+    expected = ref.update(0.0, g_t, v_t, g_b, v_b, q, dq)
+    assert out.silent == '' and np.allclose(out.wrench_base_com, expected.wrench_base_com, atol=0.0)
+    assert np.linalg.norm(out.wrench_base_com) > 1.0 and np.allclose(out.tau_arm, expected.tau_arm, atol=0.0)
+    assert side.tick(t + 0.004) is None                        # an early callback: nothing due
+    out = side.tick(t + 0.08)                                  # the inputs are 80 ms old (timeout 50 ms)
+    assert 'stale' in out.silent and not out.wrench_base_com.any() and not out.tau_arm.any()
+    assert out.close_gripper is None
+    t = 0.4
+    feed(t)                                                    # fresh inputs, but the tick 0.3 s late
+    out = side.tick(t)
+    assert guard.holding and out.silent.startswith('overloaded') and not out.wrench_base_com.any()
+    while t < 0.55:
+        t += 0.01
+        feed(t)
+        out = side.tick(t)
+    assert not guard.holding and out.silent == '' and np.linalg.norm(out.wrench_base_com) > 1.0
+    assert side.set_state('client', g_t, [np.nan] * 6, t) is False and side.rejected == 1

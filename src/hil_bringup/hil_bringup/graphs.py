@@ -316,7 +316,7 @@ ENVISAT_RECORD_TOPICS = (
     ('obsw/phase', 'std_msgs/msg/String'), ('servicer/gripper_cmd', 'std_msgs/msg/Bool'),
     ('client/ft/fault', _STATUS), ('servicer/ft/fault', _STATUS),
     ('servicer/table/status', _STATUS), ('client/table/status', _STATUS), ('client/hot_path/status', _STATUS),
-    ('servicer/admittance/status', _STATUS), ('client/admittance/status', _STATUS),
+    ('servicer/admittance/status', _STATUS), ('client/admittance/status', _STATUS), ('obsw/status', _STATUS),
     ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY), ('nominal/rebase_plan', _ARRAY),
 )
 #: Latched (transient-local) topics among them.
