@@ -159,6 +159,17 @@ def test_the_hot_paths_port_observer_sees_a_late_table_inject_energy_and_its_con
     assert rule_c.port.out.energy_dissipated_j > 0.0
 
 
+def run_gappy(rule, feed_joints, sample):
+    """3 s at 50 Hz of zero wrenches, joint states where ``feed_joints(t)``, wrench samples where ``sample(t)``."""
+    for k in range(1, 151):
+        t = 0.02 * k
+        if feed_joints(t):
+            rule.joint_states(rule.q_measured, t)
+        if sample(t):
+            rule.wrench([0.0] * 6, '', t)
+    return rule
+
+
 def test_held_and_dropped_time_still_moves_the_nominal_on(values):
     """One mission clock (Eq. 23 needs one g_n for the client and the servicer): a hot path that held
     for a second (joint states stale) and one that dropped time (a 1 s gap between samples, beyond
@@ -166,14 +177,7 @@ def test_held_and_dropped_time_still_moves_the_nominal_on(values):
     import pinocchio as pin
 
     def run(feed_joints, sample):
-        rule = make(values)
-        for k in range(1, 151):                   # 3 s at 50 Hz
-            t = 0.02 * k
-            if feed_joints(t):
-                rule.joint_states(rule.q_measured, t)
-            if sample(t):
-                rule.wrench([0.0] * 6, '', t)
-        return rule
+        return run_gappy(make(values), feed_joints, sample)
 
     always = lambda t: True                                   # noqa: E731
     ref = run(always, always)
@@ -230,13 +234,7 @@ def test_a_rebase_plan_is_applied_alike_through_held_and_dropped_time(values):
     def run(feed_joints, sample):
         rule = make(values)
         assert rule.set_rebase_plan(plan, 0.0) == ''
-        for k in range(1, 151):                   # 3 s at 50 Hz
-            t = 0.02 * k
-            if feed_joints(t):
-                rule.joint_states(rule.q_measured, t)
-            if sample(t):
-                rule.wrench([0.0] * 6, '', t)
-        return rule
+        return run_gappy(rule, feed_joints, sample)
 
     always = lambda t: True                                   # noqa: E731
     ref = run(always, always)
