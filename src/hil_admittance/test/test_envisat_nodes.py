@@ -17,7 +17,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 
 from hil_admittance.obsw import ObswController
 from hil_common.conversions import pose_from_msg, pose_to_msg, twist_from_msg, twist_to_msg, wrench_to_msg
-from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_common.ros_testing import STALL_THRESHOLDS, spin_until, stall_node, start_node, stop_process, test_node
 from hil_dynamics.models import servicer_lbr_urdf
 from hil_dynamics.servicer import ServicerModel
 
@@ -56,26 +56,6 @@ def odometry(node, pose, twist):
     pose_to_msg(pose, msg.pose.pose)
     twist_to_msg(twist, msg.twist.twist)
     return msg
-
-
-#: The stall tests' thresholds: a 0.6 s stall is twice the hold threshold, and a busy machine's timer
-#: jitter (tens of ms beside a running graph) still counts as on time, so the node can recover.
-STALL_THRESHOLDS = {'overload_warn_late_s': 0.1, 'overload_hold_late_s': 0.3}
-
-
-def stall(proc, executor, statuses, seconds=0.6):
-    """What a saturated machine does to a node: its process gets no CPU for ``seconds`` (SIGSTOP); the
-    first ERROR status (level, message, values) after it."""
-    import os
-    import signal
-    import time
-
-    n = len(statuses)
-    os.kill(proc.pid, signal.SIGSTOP)
-    time.sleep(seconds)
-    os.kill(proc.pid, signal.SIGCONT)
-    assert spin_until(executor, lambda: any(s[0] == 2 for s in statuses[n:]), 5.0), statuses[-3:]
-    return next(s for s in statuses[n:] if s[0] == 2)
 
 
 def feed_obsw(node, q):
@@ -231,7 +211,7 @@ def test_servicer_node_holds_while_it_cannot_keep_up_and_resumes_on_its_own(tmp_
             assert spin_until(executor, lambda: len(twists) > 100 and statuses and statuses[-1][2]['holding'] == 'false'
                               and np.linalg.norm(twists[-1][1]) > 0.0, 20.0), 'no servicer output, or holding'
 
-            level, message, values = stall(proc, executor, statuses)
+            level, message, values = stall_node(proc, executor, statuses)
             assert message.startswith('overloaded, holding') and values['holding'] == 'true', message
             assert int(values['dropped_steps']) >= 60           # 0.6 s at 200 Hz, less 40 caught up
             n = len(twists)
@@ -274,7 +254,7 @@ def test_obsw_node_falls_silent_while_it_cannot_keep_up_and_resumes_on_its_own(t
             assert spin_until(executor, lambda: len(wrenches) > 50 and statuses and statuses[-1][2]['holding'] == 'false'
                               and np.linalg.norm(wrenches[-1][1]) > 1.0, 20.0), 'no OBSW output, or silent'
 
-            assert stall(proc, executor, statuses)[1].startswith('overloaded, holding')
+            assert stall_node(proc, executor, statuses)[1].startswith('overloaded, holding')
             n = len(wrenches)
             assert spin_until(executor, lambda: len(wrenches) > n + 20, 5.0)
             held = [f for k, f in wrenches[n:] if statuses[k - 1][2]['holding'] == 'true']

@@ -193,3 +193,21 @@ def spin_until(executor, predicate, timeout_s: float, period_s: float = 0.02) ->
         if predicate():
             return True
     return False
+
+
+#: Overload thresholds for the stall tests: a 0.6 s stall is twice the hold threshold, and a busy machine's
+#: timer jitter (tens of ms beside a running graph) still counts as on time, so the node can recover.
+STALL_THRESHOLDS = {'overload_warn_late_s': 0.1, 'overload_hold_late_s': 0.3}
+
+
+def stall_node(proc: subprocess.Popen, executor, statuses: list, seconds: float = 0.6):
+    """What a saturated machine does to a node: its process gets no CPU for ``seconds`` (SIGSTOP). ``statuses``
+    collects ``(level, message, values)`` of its overload status; returns the first ERROR one after the stall."""
+    import time
+
+    n = len(statuses)
+    os.kill(proc.pid, signal.SIGSTOP)
+    time.sleep(seconds)
+    os.kill(proc.pid, signal.SIGCONT)
+    assert spin_until(executor, lambda: any(s[0] == 2 for s in statuses[n:]), 5.0), statuses[-3:]
+    return next(s for s in statuses[n:] if s[0] == 2)
