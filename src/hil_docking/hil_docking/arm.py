@@ -17,9 +17,10 @@ Pieper's simplification, §II-A). Not in the seed, so chosen here and stated:
   geared joint has this inertia, and Pinocchio's ``model.armature`` adds it to ABA, CRBA
   and RNEA alike (so the Newton-Euler feed-forward still knows the model exactly).
 
-The arm is a :class:`hil_motion_table.robot_models.SerialRobotSpec`, so the motion-table
-IK (:class:`hil_motion_table.kinematics.SerialKinematics`) and the URDF writer serve it
-unchanged. Plain Python (Pinocchio); no rclpy.
+The arm is a :class:`hil_motion_table.robot_models.SerialRobotSpec` (``cisas_arm_spec``, defined there
+and registered as ``SERIAL_ROBOTS['cisas']``), so the motion-table IK
+(:class:`hil_motion_table.kinematics.SerialKinematics`), ``motion_table_node robot:=cisas`` and the
+URDF writer serve it unchanged. Plain Python (Pinocchio); no rclpy.
 """
 
 from __future__ import annotations
@@ -28,58 +29,12 @@ import math
 
 import numpy as np
 
-from hil_motion_table.robot_models import SerialRobotSpec, urdf_from_spec
+from hil_motion_table.robot_models import urdf_from_spec
 
-CISAS_LINK_LENGTHS_M = (0.7, 0.7, 0.6)
-CISAS_LINK_MASSES_KG = (1.05, 1.71, 1.46, 0.23, 0.19, 0.21)
-TUBE_RADIUS_M = 0.03
-WRIST_SPHERE_RADIUS_M = 0.04
-FLANGE_OFFSET_M = 0.08
-SOURCE = ('CISAS arm, seed 003 §II-A table (lengths, masses); layout, inertias and limits as stated in '
-          'hil_docking/arm.py')
-
-
-def _tube(mass: float, length: float, radius: float, axis: int) -> tuple[float, float, float]:
-    """Principal moments (ixx, iyy, izz) of a uniform rod along ``axis`` (0 = x, 2 = z)."""
-    transverse = mass * (3.0 * radius * radius + length * length) / 12.0
-    axial = mass * radius * radius / 2.0
-    moments = [transverse] * 3
-    moments[axis] = axial
-    return tuple(moments)
-
-
-def _sphere(mass: float, radius: float) -> tuple[float, float, float]:
-    moment = 0.4 * mass * radius * radius
-    return (moment, moment, moment)
-
-
-def cisas_arm_spec(name: str = 'cisas') -> SerialRobotSpec:
-    l1, l2, l3 = CISAS_LINK_LENGTHS_M
-    m = CISAS_LINK_MASSES_KG
-    pi = math.pi
-    return SerialRobotSpec(
-        name=name,
-        joint_names=tuple(f'{name}_joint_{i}' for i in range(1, 7)),
-        joint_xyz=((0.0, 0.0, 0.0), (0.0, 0.0, l1), (l2, 0.0, 0.0), (l3, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
-        joint_rpy=((0.0, 0.0, 0.0),) * 6,
-        joint_axis=((0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0),
-                    (1.0, 0.0, 0.0)),
-        flange_xyz=(FLANGE_OFFSET_M, 0.0, 0.0),
-        flange_rpy=(0.0, 0.0, 0.0),
-        link_masses=m,
-        link_coms=((0.0, 0.0, l1 / 2), (l2 / 2, 0.0, 0.0), (l3 / 2, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0),
-                   (FLANGE_OFFSET_M / 2, 0.0, 0.0)),
-        link_inertias=(_tube(m[0], l1, TUBE_RADIUS_M, 2), _tube(m[1], l2, TUBE_RADIUS_M, 0),
-                       _tube(m[2], l3, TUBE_RADIUS_M, 0), _sphere(m[3], WRIST_SPHERE_RADIUS_M),
-                       _sphere(m[4], WRIST_SPHERE_RADIUS_M), _tube(m[5], FLANGE_OFFSET_M, TUBE_RADIUS_M, 0)),
-        q_min=(-pi, -pi, -pi, -2 * pi, -pi, -2 * pi),
-        q_max=(pi, pi, pi, 2 * pi, pi, 2 * pi),
-        qd_max=(2.0,) * 6,
-        qdd_max=(10.0,) * 6,
-        q_home=(0.0, -0.6, 1.4, 0.0, -0.8, 0.0),
-        source=SOURCE,
-        link_radius=TUBE_RADIUS_M,
-    )
+# The arm's geometry and masses live with the motion table's robot models (the table drives it:
+# motion_table_node robot:=cisas); the constants are re-exported here.
+from hil_motion_table.robot_models import (CISAS_LINK_LENGTHS_M, CISAS_LINK_MASSES_KG, FLANGE_OFFSET_M,  # noqa: E402,F401
+                                           TUBE_RADIUS_M, WRIST_SPHERE_RADIUS_M, cisas_arm_spec)
 
 
 ARMATURE_KGM2 = 0.01

@@ -1,6 +1,7 @@
 """Kinematic data of the lab robots and URDF generation from it (no rclpy).
 
-Serial robots: the KUKA KR 120 R2500 pro (:func:`kr120r2500pro_spec`, sources there) and the
+Serial robots: the CISAS docking arm of seed 003 (:func:`cisas_arm_spec`), the KUKA KR 120 R2500 pro
+(:func:`kr120r2500pro_spec`, sources there) and the
 Universal Robots **UR10e**, from the manufacturer's published table
 "DH parameters for calculations of kinematics and dynamics" (Universal Robots support
 article, https://www.universal-robots.com/articles/ur/application-installation/
@@ -227,7 +228,62 @@ def urdf_from_spec(spec: SerialRobotSpec) -> str:
     return '\n'.join(parts)
 
 
-SERIAL_ROBOTS = {'ur10e': ur10e_spec, 'kr120r2500pro': kr120r2500pro_spec}
+# -- the CISAS docking facility's arm (seed 003 §II-A) ---------------------------------------------
+CISAS_LINK_LENGTHS_M = (0.7, 0.7, 0.6)
+CISAS_LINK_MASSES_KG = (1.05, 1.71, 1.46, 0.23, 0.19, 0.21)
+TUBE_RADIUS_M = 0.03
+WRIST_SPHERE_RADIUS_M = 0.04
+FLANGE_OFFSET_M = 0.08
+CISAS_SOURCE = ('CISAS arm, seed 003 §II-A table (lengths, masses); layout, inertias and limits as stated in '
+                'hil_docking/arm.py')
+
+
+def _tube(mass: float, length: float, radius: float, axis: int) -> tuple[float, float, float]:
+    """Principal moments (ixx, iyy, izz) of a uniform rod along ``axis`` (0 = x, 2 = z)."""
+    transverse = mass * (3.0 * radius * radius + length * length) / 12.0
+    axial = mass * radius * radius / 2.0
+    moments = [transverse] * 3
+    moments[axis] = axial
+    return tuple(moments)
+
+
+def _sphere(mass: float, radius: float) -> tuple[float, float, float]:
+    moment = 0.4 * mass * radius * radius
+    return (moment, moment, moment)
+
+
+def cisas_arm_spec(name: str = 'cisas') -> SerialRobotSpec:
+    """The CISAS 6-DOF arm of seed 003 §II (the layout and the values not in the seed: hil_docking/arm.py)."""
+    l1, l2, l3 = CISAS_LINK_LENGTHS_M
+    m = CISAS_LINK_MASSES_KG
+    pi = math.pi
+    return SerialRobotSpec(
+        name=name,
+        joint_names=tuple(f'{name}_joint_{i}' for i in range(1, 7)),
+        joint_xyz=((0.0, 0.0, 0.0), (0.0, 0.0, l1), (l2, 0.0, 0.0), (l3, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
+        joint_rpy=((0.0, 0.0, 0.0),) * 6,
+        joint_axis=((0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0),
+                    (1.0, 0.0, 0.0)),
+        flange_xyz=(FLANGE_OFFSET_M, 0.0, 0.0),
+        flange_rpy=(0.0, 0.0, 0.0),
+        link_masses=m,
+        link_coms=((0.0, 0.0, l1 / 2), (l2 / 2, 0.0, 0.0), (l3 / 2, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0),
+                   (FLANGE_OFFSET_M / 2, 0.0, 0.0)),
+        link_inertias=(_tube(m[0], l1, TUBE_RADIUS_M, 2), _tube(m[1], l2, TUBE_RADIUS_M, 0),
+                       _tube(m[2], l3, TUBE_RADIUS_M, 0), _sphere(m[3], WRIST_SPHERE_RADIUS_M),
+                       _sphere(m[4], WRIST_SPHERE_RADIUS_M), _tube(m[5], FLANGE_OFFSET_M, TUBE_RADIUS_M, 0)),
+        q_min=(-pi, -pi, -pi, -2 * pi, -pi, -2 * pi),
+        q_max=(pi, pi, pi, 2 * pi, pi, 2 * pi),
+        qd_max=(2.0,) * 6,
+        qdd_max=(10.0,) * 6,
+        q_home=(0.0, -0.6, 1.4, 0.0, -0.8, 0.0),
+        source=CISAS_SOURCE,
+        link_radius=TUBE_RADIUS_M,
+    )
+
+
+
+SERIAL_ROBOTS = {'ur10e': ur10e_spec, 'kr120r2500pro': kr120r2500pro_spec, 'cisas': cisas_arm_spec}
 
 
 # ---------------------------------------------------------------------------------------

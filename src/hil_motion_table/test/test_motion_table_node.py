@@ -153,3 +153,47 @@ def test_hexapod_home_frame_commands_stream_as_single_point_trajectories(ros):
         np.testing.assert_allclose(out.points[0].positions, kin.q_home, atol=1e-12)
     finally:
         stop_process(proc)
+
+
+def test_the_cisas_docking_arm_is_a_motion_table_robot(ros):
+    """``robot:=cisas`` (seed 003's arm, issue 13): the node drives the CISAS arm like the lab's other
+    robots. The test plays the robot (joint states echo the commands) and steps the flange 5 cm along
+    x from home, 1 mm per command: the commanded joints' forward kinematics (the arm's own model,
+    ``hil_docking.arm``) reaches the pose to 1e-6 m, rate-limited on the way."""
+    from hil_docking.arm import cisas_arm_spec
+    from hil_motion_table.kinematics import SerialKinematics
+
+    node, executor = ros
+    kin = SerialKinematics(cisas_arm_spec())
+    home = home_pose(kin)
+    proc = start_node('hil_motion_table', 'motion_table_node', 'robot:=cisas', 'workspace_min:=[-2.0, -2.0, -2.0]',
+                      'workspace_max:=[2.0, 2.0, 2.0]', ros_args=('-r', '__ns:=/cisas'))
+    commands = []
+    node.create_subscription(Float64MultiArray, '/cisas/forward_position_controller/commands',
+                             lambda m: commands.append(np.array(m.data)), 100)
+    pub_js = node.create_publisher(JointState, '/cisas/joint_states', 10)
+    pub_pose = node.create_publisher(PoseStamped, '/cisas/table/pose_cmd', 10)
+
+    def publish_state():
+        q = commands[-1] if commands else kin.q_home
+        msg = JointState(name=list(kin.joint_names), position=[float(v) for v in q])
+        seconds_to_stamp(time.time(), msg.header.stamp)
+        pub_js.publish(msg)
+    try:
+        node.create_timer(0.01, publish_state)
+        assert spin_until(executor, lambda: pub_pose.get_subscription_count() > 0, 30.0), proc.poll()
+        spin_until(executor, lambda: False, 0.3)
+        target = pin.SE3(home.rotation, home.translation + np.array([0.05, 0.0, 0.0]))
+        for k in range(1, 51):
+            msg = PoseStamped()
+            seconds_to_stamp(time.time(), msg.header.stamp)
+            pose_to_msg(pin.SE3(home.rotation, home.translation + np.array([0.001 * k, 0.0, 0.0])), msg.pose)
+            pub_pose.publish(msg)
+            spin_until(executor, lambda: False, 0.02)
+        assert spin_until(executor, lambda: commands and np.linalg.norm(
+            kin.forward(commands[-1]).translation - target.translation) < 1e-6, 10.0), \
+            (kin.forward(commands[-1]).translation - target.translation) if commands else 'no command'
+        assert np.abs(pin.log3(kin.forward(commands[-1]).rotation.T @ target.rotation)).max() < 1e-6
+        assert np.all(np.abs(np.diff(np.array(commands), axis=0)) <= kin.qd_max * 0.1)
+    finally:
+        stop_process(proc)
