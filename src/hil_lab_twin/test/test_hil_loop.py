@@ -135,10 +135,12 @@ def run_push(ros, free_udp_port) -> dict:
     return {
         'moved': flange_in_world(state) - start_position,
         'commanded': base_rotation @ kin.forward(kin.q_home).rotation @ np.array([p.x, p.y, p.z]),
-        # The push's onset in the lab: the first measured sample of it (stamp, simulated time). Not
-        # t_push: this test's clock is the /clock it has processed, which a busy machine delays
-        # behind the twin's (in CI by about 0.2 s: the push met the mock-up that much later).
-        'onset': next((stamp_s(m) for m in wrenches if np.linalg.norm(force(m)) > 0.5 * PUSH_N), math.nan),
+        # The push's onset in the lab: the first measured sample of it (stamp, simulated time; the
+        # sensor's stream before then holds the mock-up's weight until the tare). Not t_push: this
+        # test's clock is the /clock it has processed, which a busy machine delays behind the twin's
+        # (in CI the push met the mock-up about 0.2 s later).
+        'onset': next((stamp_s(m) for m in wrenches if stamp_s(m) >= t_push and np.linalg.norm(force(m)) > 0.5 * PUSH_N),
+                      math.nan),
         'elapsed': t_state - t_push,
         't_state': t_state,
         'pose_rate': sum(1 for t, _ in poses if t_push < t <= t_push + PUSH_S) / PUSH_S,
