@@ -203,13 +203,14 @@ def envisat_main(scenario, args) -> int:
     if args.ros_seconds is not None:
         ros_seconds = args.ros_seconds
     else:   # the whole capture: until 5 s after the lockstep run's post-grasp (the same timeline), and with
-        # the post-grasp re-basing until 3 s after its ramp (the servicer node plans it rebase_lead_s ahead)
+        # the post-grasp re-basing until about 3 s after its ramp (the servicer node plans it rebase_lead_s
+        # ahead; the live timeline starts 1.5-2 s after the lockstep run's, as the graph comes up: 6 s margin)
         from hil_dynamics.rebase import DEFAULT_LEAD_S
 
         ros_seconds = phase_times['post_grasp'] + 5.0 if 'post_grasp' in phase_times else 40.0
         if 'post_grasp' in phase_times and scenario.rebase is not None and scenario.rebase.enabled:
             ros_seconds = (phase_times['post_grasp'] + scenario.rebase.after_post_grasp_s + DEFAULT_LEAD_S
-                           + scenario.rebase.ramp_s + 3.0)
+                           + scenario.rebase.ramp_s + 6.0)
     if ros_seconds > 0:
         print(f'[5/5] live: the node set of envisat_capture.launch.py (hil_bringup.graphs.envisat_graph) on {describe()}, '
               f"{ros_seconds:.0f} s of the lab twin's simulated time once ready (it waits for the stack every step, "
