@@ -112,7 +112,6 @@ class ObswControllerNode(Node):
         self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.side = ObswSide(self.rule, p.rate_hz, p.input_timeout_s, self.overload)
         self.silent_reported = ''
-        self.rejected = 0
         self.create_subscription(Odometry, 'client/state', lambda m: self._on_state('client', m), 10)
         self.create_subscription(Odometry, 'servicer/state', lambda m: self._on_state('servicer', m), 10)
         self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
@@ -131,15 +130,14 @@ class ObswControllerNode(Node):
         try:
             pose, twist = pose_from_msg(msg.pose.pose), twist_from_msg(msg.twist.twist)
         except ValueError:
-            self.rejected += 1
+            self.side.rejected += 1     # one count of refused inputs (ObswSide.rejected)
             return
-        if not self.side.set_state(which, pose, twist, self._now_s()):
-            self.rejected += 1
+        self.side.set_state(which, pose, twist, self._now_s())      # a non-finite one is counted there
 
     def on_joints(self, msg):
         joints = arm_joints(msg, self.joint_names)
         if joints is None:
-            self.rejected += 1
+            self.side.rejected += 1     # one count of refused inputs (ObswSide.rejected)
             return
         self.side.set_joints(*joints, self._now_s())
 

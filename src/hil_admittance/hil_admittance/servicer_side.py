@@ -83,6 +83,7 @@ class ServicerSide:
         self.client_body = adm.nominal_body           # the client's mass properties (its unforced motion: Eq. 4)
         self.client_state: tuple | None = None        # (g_t, V_t, received at) of the client, for the plan
         self.post_grasp_s: float | None = None
+        self.unpublished_plan: RebasePlan | None = None    # made, not yet handed out in an output
         self.overload = overload
         self.pose_sensor_in_ee = pose_sensor_in_ee
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
@@ -234,7 +235,8 @@ class ServicerSide:
         # One mission clock: steps the pacer dropped, and steps held, still move the nominal on (the
         # base co-moving with it), or this side's g_n would fall behind the client's (Eq. 23).
         first = self.pacer.steps_done - steps - self.pacer.last_dropped   # the grid index this tick starts from
-        plan = self._plan(self.pacer.step_time(first))
+        if self._plan(self.pacer.step_time(first)) is not None:
+            self.unpublished_plan = self.rebase.plan
         skipped = self.pacer.last_dropped + (steps if holding else 0)
         if skipped:
             self.follower.advance(self.adm, self.pacer.step_time(first), skipped * self.dt_s)
@@ -261,5 +263,6 @@ class ServicerSide:
                 return None
             twist_cmd = s.twist_base_rel_body
         pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
+        plan, self.unpublished_plan = self.unpublished_plan, None   # out with the first output after it was made
         return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, holding,
                               self.pacer.step_time(self.pacer.steps_done), plan)

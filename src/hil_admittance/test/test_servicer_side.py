@@ -271,3 +271,21 @@ def test_the_servicer_plans_the_rebase_and_the_client_side_keeps_one_nominal_thr
     assert moved > 3e-3 and max(apart) < 1e-9
     off = np.abs(control.rule.state.twist_nominal_body - servicer.adm.state.twist_nominal_body).max()
     assert off > 0.5 * moved
+
+
+def test_a_rebase_plan_made_at_a_refused_tick_is_handed_out_with_the_next_output():
+    """The plan is made once; if that tick's steps are refused (the model refuses the joint angles) the
+    plan must still reach an output, or the client's node never gets it and the nominals part."""
+    from hil_dynamics.rebase import RebaseParams, RebaseSchedule
+
+    side = _side(max_catch_up=20, epoch_s=0.0, rebase=RebaseSchedule(RebaseParams(True, 0.0, 0.1), lead_s=0.05))
+    side.set_joints(Q0, np.zeros(7), DT, DT)
+    side.set_phase('post_grasp', DT)
+    side.set_client_state(pin.SE3.Identity(), TWIST_N0, DT)
+    assert side.tick(2 * DT) is None                       # the first tick starts the step grid
+    side.adm.step = lambda *a, **k: (_ for _ in ()).throw(ValueError('joint angles refused'))   # this tick fails
+    assert side.tick(3 * DT) is None and side.rebase.plan is not None and side.rejected == 1
+    del side.adm.step                                      # the model's own step again
+    out = side.tick(4 * DT)
+    assert out is not None and out.rebase_plan is side.rebase.plan
+    assert side.tick(5 * DT).rebase_plan is None           # handed out once

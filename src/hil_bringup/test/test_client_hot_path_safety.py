@@ -27,13 +27,18 @@ from hil_motion_table.kinematics_helpers import make_kinematics
 V_MAX = 0.5
 
 
-def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
+def start_hot_path(tmp_path, **overrides):
+    """The real ``client_hot_path_node`` under ``/hps``: the scenario's client at 50 Hz on a UR10e (home frame)."""
     params = {**client_admittance_parameters(load_scenario('envisat_capture')), 'rate_hz': 50.0, 'robot': 'ur10e',
-              'command_frame': 'home', 'max_linear_speed': V_MAX, 'joint_states_timeout_s': 0.2,
-              'joint_states_recover_s': 0.3, 'max_force_n': 5.0e4, 'state_decimation': 1}
+              'command_frame': 'home', **overrides}
     path = tmp_path / 'hot_path.yaml'
     path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
-    proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path), '-r', '__ns:=/hps'))
+    return start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path), '-r', '__ns:=/hps'))
+
+
+def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
+    proc = start_hot_path(tmp_path, max_linear_speed=V_MAX, joint_states_timeout_s=0.2, joint_states_recover_s=0.3,
+                          max_force_n=5.0e4, state_decimation=1)
     kin = make_kinematics('ur10e')
     try:
         with test_node('hot_path_safety_probe') as (node, executor):
@@ -141,12 +146,7 @@ def test_a_stalled_hot_path_node_holds_and_resumes_on_its_own(tmp_path):
     on time, commands again by itself."""
     from hil_common.ros_testing import STALL_THRESHOLDS, stall_node
 
-    params = {**client_admittance_parameters(load_scenario('envisat_capture')), 'rate_hz': 50.0, 'robot': 'ur10e',
-              'command_frame': 'home', 'joint_states_timeout_s': 2.0, 'overload_recover_after_s': 1.0,
-              **STALL_THRESHOLDS}
-    path = tmp_path / 'hot_path.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
-    proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path), '-r', '__ns:=/hps'))
+    proc = start_hot_path(tmp_path, joint_states_timeout_s=2.0, overload_recover_after_s=1.0, **STALL_THRESHOLDS)
     kin = make_kinematics('ur10e')
     try:
         with test_node('hot_path_stall_probe') as (node, executor):
