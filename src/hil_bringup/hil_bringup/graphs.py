@@ -513,6 +513,11 @@ def teleop_graph(given: Mapping[str, str] | None = None, scenario=None, rate_hz:
         ports = [int_arg(args, f'{who}_ft_port', 1, 65535) for who in ('slave', 'payload')]
         params = scenario.twin_node_parameters(*ports, rate_hz=rate_hz)
     params['teleop_master']['source'] = args['master_source']
+    # the scripted operator starts once its uplink's readers are matched: the delay line, the twin on its
+    # clock (it waits for the master's answer) and a record:=true recorder (a reader matched late never gets
+    # the samples sent before: a test's recorder once missed the first 0.62 s of a 4 s pull)
+    params['teleop_master']['scripted_start_subscribers'] = \
+        1 + int(sim_clock) + int(args['record'] == 'true')
     stack = (
         NodeSpec('hil_teleop', 'teleop_master_node', 'teleop_master', parameters=params['teleop_master']),
         NodeSpec('hil_teleop', 'delay_line_node', 'delay_line', parameters=params['delay_line']),

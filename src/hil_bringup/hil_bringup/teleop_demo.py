@@ -220,6 +220,9 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
                           'lab_clock': lab_clock}, scenario=scenario, rate_hz=rate_hz)
     for key, values in (overrides or {}).items():
         graph = replace_parameters(graph, node_of_parameter_key(key), **values)
+    master = graph.node('/teleop_master').parameters      # and this recorder sees the whole script
+    graph = replace_parameters(graph, '/teleop_master',
+                               scripted_start_subscribers=master['scripted_start_subscribers'] + 1)
     sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
     wall_budget_s = wall_budget_s if wall_budget_s is not None else max(120.0, 20.0 * duration_s)
     data = {topic: [] for topic, _ in RECORDED}

@@ -208,6 +208,8 @@ def test_ros_graph_with_the_lab_twin_pulls_the_payload_through_the_grip(tmp_path
     assert x_s.size > 100 and g_c.size > 100 and wrist.size > 100 and f_m.size > 100, outputs
     # the operator's pull on the earth timeline (stamps: simulated send times), as the slave receives it
     pulling = t_f_m[f_m > 0.5 * f_m.max()]
+    # the recorder saw the script from before the pull (the master waits for its readers to match)
+    assert pulling[0] - t_f_m[0] > 0.5 * pull_start, (t_f_m[0], pulling[0])
     assert pulling[-1] - pulling[0] == pytest.approx(pull_end - pull_start, abs=0.05)
     t_pull, t_release = pulling[0] + delay_s - 0.5, pulling[-1] + delay_s     # from 0.5 s before the slave pulls
     during = (t_wrist >= t_pull) & (t_wrist <= t_release)

@@ -42,6 +42,9 @@ PARAMS = GAIN_PARAMS + [
           'Scripted operator: [start_s, end_s, fx, fy, fz, tx, ty, tz] * n [s, N, N m]',
           check=lambda v: None if len(v) % 8 == 0 else 'needs a multiple of 8 numbers'),
     Param('scripted_ramp_s', 2.0, 'Raised-cosine edge of every scripted push [s]', min=0.0),
+    Param('scripted_start_subscribers', 1,
+          "The scripted operator's time zero waits until teleop/f_m has this many subscribers (the uplink's "
+          'delay line; more with recorders that must see the whole script; 0: start at the first tick)', min=0),
     Param('ft_deadband', [0.2, 0.2, 0.2, 0.02, 0.02, 0.02], 'Master F/T deadband [N, N m]', length=6, min=0.0,
           tunable=True),
     Param('joy_axis_map', [1, 0, -1, -1, -1, 3], 'Joy axis for each f_m component (-1: unused)', length=6, min=-1),
@@ -140,6 +143,14 @@ class TeleopMasterNode(Node):
         if now.nanoseconds <= 0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
         if self.pacer is None:
+            if self.operator is not None and \
+                    self.pub_f_m.get_subscription_count() < self.p.scripted_start_subscribers:
+                # a script started before its uplink is connected loses its start (a late-matched reader
+                # never receives the samples sent before): the operator waits for the link
+                self.get_logger().info(
+                    f'the scripted operator waits for {self.p.scripted_start_subscribers} subscriber(s) of '
+                    f'teleop/f_m ({self.pub_f_m.get_subscription_count()} so far)', throttle_duration_sec=2.0)
+                return
             self.t0_ns = now.nanoseconds
             self.pacer = StepPacer(self.env.dt, self.t0_ns * 1e-9, max_catch_up=int(1.0 / self.env.dt))
         n = self.pacer.due(now.nanoseconds * 1e-9)
