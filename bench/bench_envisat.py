@@ -27,9 +27,14 @@ Five arrangements, each for ``--seconds`` (default 60):
 * ``servicer_contact`` -- the servicer's hot path as the launch file starts it (``servicer_admittance_node``
   at 1 kHz and the servicer's ``motion_table_node``, the KR 120, parameters from
   ``hil_bringup.graphs.envisat_graph``) with a contact wrench on the wrist sensor (``CONTACT_PRELOAD_N``
-  oscillating by +-50 % at 2 Hz: the probe does not simulate the arm, so the grip point it would
-  need for a spring does not move), the arm's joints held, the OBSW slot commanding zero; the pulses
+  amplitude at 2 Hz about zero: the probe does not simulate the arm, so the grip point it would
+  need for a spring does not move, and a wrench with a mean pushed the free-floating servicer
+  out of its table's reach within seconds), the arm's joints held, the OBSW slot commanding zero; the pulses
   ride on the wrist wrench and are seen in the KR 120's commands;
+* ``servicer_fused_rt_contact`` -- the same, with the servicer's hot path fused
+  (``hil_bringup/servicer_hot_path_node``: the admittance's steps and the KR 120's IK in the wrist
+  F/T callback, as the client's) at SCHED_FIFO 50 on the last CPU (``envisat_capture.launch.py
+  servicer_hot_path:=fused``);
 * ``fused_rt_contact`` -- ``fused_rt`` **in contact** (issue 11: the hot path must hold 1 kHz while
   grasped): the probe closes a stiff grip on the mock-up. Its wrench is a spring-damper
   (``CONTACT_K_N_PER_M`` 5e4 N/m, the scenario's grip stiffness; 20 % of critical damping on the
@@ -65,9 +70,12 @@ PERIOD_S = 0.001
 PULSE_EVERY = 50            # samples between pulses
 PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
+SERVICER_PULSE_FORCE_N = 1.0e3   # on the wrist, 2-3 m from the base's CoM: larger pulses hit the KR 120's joint
+                                 # acceleration limits (1e4 N: clamped commands; 1e5 N: a singular pose)
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
-ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact']
+ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact',
+                'servicer_fused_rt_contact']
 CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
 CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
 CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
@@ -168,6 +176,8 @@ class Probe:
         self.msg_ft.header.frame_id = frame_id
         self.every_sample = every_sample
         self.force_preload = np.zeros(3)          # a contact wrench without a spring (servicer_contact)
+        self.pulse_force_n = PULSE_FORCE_N
+        self.order = 2            # the pulse shows as a jump of this difference of the commands (2: acceleration)
         self.js = JointState(name=list(names or joint_names()), position=[float(v) for v in q0],
                              velocity=[0.0] * len(q0))
         self.k = 0
@@ -227,14 +237,15 @@ class Probe:
                 # or it random-walks until the robot reaches a singular pose and the table holds.
                 predicted = self.x_proj + STEER_HORIZON * self.v_proj
                 self.sign = -np.sign(predicted) if abs(predicted) > 0.0 else -self.sign
-            force = self.sign * PULSE_FORCE_N if (self.recording and phase < PULSE_SAMPLES) else 0.0
+            force = self.sign * self.pulse_force_n if (self.recording and phase < PULSE_SAMPLES) else 0.0
             if self.recording and phase == 0:
                 if self.pending:
                     self.lost += len(self.pending)
                     self.lost_at = getattr(self, 'lost_at', []) + [round(time.perf_counter() % 1000, 2)]
                     self.pending = []
                 self.pending.append(time.perf_counter())
-            fx, fy, fz = self.force_contact + self.force_preload * (1.0 + 0.5 * np.sin(2 * np.pi * 2.0 * k * PERIOD_S))
+            # cos: the free-floating servicer's velocity oscillates about zero (a sine's has a mean)
+            fx, fy, fz = self.force_contact + self.force_preload * np.cos(2 * np.pi * 2.0 * k * PERIOD_S)
             self.msg_ft.wrench.force.x, self.msg_ft.wrench.force.y, self.msg_ft.wrench.force.z = fx + force, fy, fz
             self.pub_ft.publish(self.msg_ft)
             if k % 10 == 0:
@@ -252,7 +263,12 @@ class Probe:
     def on_cmd(self, msg):
         now = time.perf_counter()
         q = np.asarray(msg.data, dtype=float)
-        self.js.position = list(msg.data)      # an ideal robot: its joints follow the command
+        # an ideal robot: its joints follow the command, at the rate the 1 kHz commands move them (the
+        # hot paths' passivity observers compare it with the commanded twist: zeros made their
+        # controllers add damping at random, the commands' noise then hid the pulses)
+        previous = self.js.position
+        self.js.velocity = [(a - b) / PERIOD_S for a, b in zip(msg.data, previous)]
+        self.js.position = list(msg.data)
         if self.contact is not None:
             self._contact_force(q, now)
         if not self.recording:
@@ -261,8 +277,9 @@ class Probe:
             return
         self.cmd_times.append(now)
         self.history.append(q)
-        if len(self.history) >= 3:
-            jump = self.history[-1] - 2 * self.history[-2] + self.history[-3]
+        if len(self.history) >= self.order + 1:
+            h = self.history
+            jump = h[-1] - 2 * h[-2] + h[-3] if self.order == 2 else h[-1] - 3 * h[-2] + 3 * h[-3] - h[-4]
             if self.pending and np.abs(jump).max() > self.threshold:
                 self.latencies.append(now - self.pending.pop(0))
                 if self.u is None:
@@ -270,13 +287,13 @@ class Probe:
             if self.u is not None:
                 self.v_proj = float((self.history[-1] - self.history[-2]) @ self.u)
                 self.x_proj = float((self.history[-1] - self.q_ref) @ self.u)
-            self.history = self.history[-3:]
+            self.history = self.history[-self.order - 1:]
 
 
-def expected_threshold(mass_kg: float = 7828.0) -> float:
+def expected_threshold(mass_kg: float = 7828.0, pulse_force_n: float = PULSE_FORCE_N) -> float:
     """A twentieth of the joint-acceleration jump one pulse causes on a body of ``mass_kg`` (joint rates
     ~ v / 1 m at the table's pose)."""
-    dv = PULSE_FORCE_N * PERIOD_S / mass_kg * PULSE_SAMPLES        # m/s after the pulse
+    dv = pulse_force_n * PERIOD_S / mass_kg * PULSE_SAMPLES        # m/s after the pulse
     return 0.05 * dv * PERIOD_S
 
 
@@ -307,7 +324,12 @@ def run_arrangement(name: str, seconds: float) -> dict:
     from hil_common.ros_testing import start_node, stop_process
 
     client, table = hot_path_parameters()
-    if name == 'servicer_contact':
+    if name == 'servicer_fused_rt_contact':
+        s_adm, s_table, q_table_0, arm_names, q_arm, servicer_mass = servicer_hot_path()
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]}
+        procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
+            '--params-file', params_file({**s_adm, **s_table, **rt})))}
+    elif name == 'servicer_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm, servicer_mass = servicer_hot_path()
         procs = {'servicer_admittance': start_node('hil_admittance', 'servicer_admittance_node',
                                                    ros_args=('--params-file', params_file(s_adm))),
@@ -344,7 +366,7 @@ def run_arrangement(name: str, seconds: float) -> dict:
     node = rclpy.create_node('bench_envisat_probe', context=ctx)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
-    if name == 'servicer_contact':
+    if name.startswith('servicer'):
         from geometry_msgs.msg import WrenchStamped
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
@@ -366,7 +388,11 @@ def run_arrangement(name: str, seconds: float) -> dict:
         probe = Probe(node, 'servicer', make_kinematics(s_table['robot']).joint_names, q_table_0,
                       frame_id=s_adm['wrench_frame_id'], every_sample=servicer_inputs)
         probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
-        probe.threshold = expected_threshold(servicer_mass)
+        # The servicer's table moves all the time (the oscillating contact, the base's slow drift): the
+        # pulse shows as a jump of the commands' third difference (the acceleration steps), a third of
+        # the step a 1 kHz pulse gives a body of the servicer's locked mass 3 m from the table's axes
+        probe.pulse_force_n, probe.order = SERVICER_PULSE_FORCE_N, 3
+        probe.threshold = SERVICER_PULSE_FORCE_N / servicer_mass * PERIOD_S ** 2 / 3.0 / 3.0
     else:
         probe = Probe(node)
         probe.threshold = expected_threshold()
@@ -377,16 +403,18 @@ def run_arrangement(name: str, seconds: float) -> dict:
         pose_sensor_in_flange = xyz_rpy_to_pose(table['pose_body_in_flange_xyz_rpy']) * \
             xyz_rpy_to_pose(client['pose_sensor_in_client_xyz_rpy'])
         probe.set_contact(make_kinematics('ur10e'), pose_sensor_in_flange, client['mass_kg'])
+    # The probe's own pauses would count as latency: no cyclic-GC passes while it runs. Collected
+    # before the stream starts: a collection at the start of the recording stalled the 1 kHz stream,
+    # and the servicer's overload guard held its output for 2 s (every pulse of those 2 s 'lost').
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     feeder = threading.Thread(target=probe.ft_loop, daemon=True)
     feeder.start()
     spin = threading.Thread(target=lambda: executor.spin(), daemon=True)
     spin.start()
     time.sleep(5.0)                                   # discovery, IK initialisation
     cpu0 = {k: cpu_seconds(p.pid) for k, p in procs.items()}
-    # The probe's own pauses would count as latency: no cyclic-GC passes while it measures.
-    gc.collect()
-    gc.freeze()
-    gc.disable()
     t0 = time.perf_counter()
     probe.recording = True
     while time.perf_counter() - t0 < seconds and not probe.unstable:

@@ -38,6 +38,7 @@ setup(
         'console_scripts': [
             'hil_demo = hil_bringup.demo:main',
             'client_hot_path_node = hil_bringup.client_hot_path_node:main',
+            'servicer_hot_path_node = hil_bringup.servicer_hot_path_node:main',
             'scripted_wrench_node = hil_bringup.scripted_wrench_node:main',
             'teleop_demo = hil_bringup.teleop_demo:main',
             'hil_bag_recover = hil_bringup.bag:main',

@@ -26,6 +26,7 @@ class OverloadStatus:
     def __init__(self, node, guard: OverloadGuard, prefix: str, name: str,
                  override: Callable[[], tuple[int, str] | None] | None = None):
         self.node, self.guard, self.override = node, guard, override
+        self.reset_also: Callable[[], str] | None = None   # more to reset with the service (its message)
         self.pub = node.create_publisher(DiagnosticStatus, f'{prefix}/status', 10)
         self.msg = DiagnosticStatus(name=name)
         self.reported = OK
@@ -51,6 +52,8 @@ class OverloadStatus:
         was = self.guard.holding
         self.guard.reset()
         response.success, response.message = True, 'overload hold cleared' if was else 'no overload hold'
+        if self.reset_also is not None:
+            response.message += '; ' + self.reset_also()
         self.node.get_logger().info(response.message)
         self.publish()
         return response

@@ -147,9 +147,12 @@ def build_rules(p):
 class ServicerAdmittanceNode(Node):
     """Plumbing around :class:`hil_admittance.servicer_side.ServicerSide` (which holds the policy)."""
 
-    def __init__(self):
-        super().__init__('servicer_admittance')
-        p = declare_parameters(self, PARAMS)
+    def __init__(self, name: str = 'servicer_admittance', params=PARAMS, timer: bool = True,
+                 status_prefix: str = 'servicer/admittance'):
+        """``name``, ``params``, ``timer`` and ``status_prefix`` let the fused servicer hot path
+        (``hil_bringup.servicer_hot_path_node``) reuse this plumbing, driven by the wrist samples."""
+        super().__init__(name)
+        p = self.p = declare_parameters(self, params)
         adm, ff, pose_sensor_in_ee = build_rules(p)
         n = adm.model.n
         names = list(p.joint_names) or list(adm.model.joint_names)
@@ -187,13 +190,16 @@ class ServicerAdmittanceNode(Node):
         self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
         self.pub_state = self.create_publisher(Odometry, 'servicer/state', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'servicer/passivity', 10)
-        self.status = OverloadStatus(self, self.overload, 'servicer/admittance', 'servicer_admittance',
+        self.decimation = 1          # publish g_s, V_s, the state and the passivity every n-th output
+        self.outputs = 0
+        self.status = OverloadStatus(self, self.overload, status_prefix, name,
                                      override=lambda: (ERROR, 'holding: wrist F/T fault latched') if self.side.fault else None)
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
-        self.create_timer(1.0 / p.rate_hz, self.tick)
+        if timer:
+            self.create_timer(1.0 / p.rate_hz, self.tick)
 
     # -- inputs --------------------------------------------------------------------------
     def _now_s(self) -> float:
@@ -244,8 +250,8 @@ class ServicerAdmittanceNode(Node):
     def tick(self):
         guarded(self._tick, self.context)
 
-    def _tick(self):
-        out = self.side.tick(self._now_s())
+    def _tick(self, now_s: float | None = None):
+        out = self.side.tick(self._now_s() if now_s is None else now_s)
         self._report_rejections()
         self.status.after_tick()
         pacer = self.side.pacer
@@ -254,12 +260,22 @@ class ServicerAdmittanceNode(Node):
             self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
                                    throttle_duration_sec=1.0)
         if out is None:
-            return
+            return None
+        self.publish_output(out)
+        return out
+
+    def publish_output(self, out) -> None:
+        """The re-basing plan (once), ``tau_q`` every output; ``g_s``, ``V_s``, the state and the
+        passivity every ``decimation``-th."""
         if out.rebase_plan is not None:
             plan = out.rebase_plan
             self.pub_plan.publish(rebase_topic.plan_message(plan, self.t0_ns * 1e-9))   # t_start on the ROS clock
             self.get_logger().info(f're-basing the nominal onto the stack: plan published, ramp from t = '
                                    f'{plan.t_start:.3f} s over {plan.ramp_s:g} s (compound {plan.mass_kg:.0f} kg)')
+        self.pub_effort.publish(Float64MultiArray(data=[float(v) for v in out.tau_q]))
+        self.outputs += 1
+        if self.outputs % self.decimation:
+            return
         stamp = Time(nanoseconds=self.t0_ns + int(round(out.step_time_s * 1e9))).to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
         pose_to_msg(out.pose_table_cmd, self.msg_pose.pose)
@@ -270,7 +286,6 @@ class ServicerAdmittanceNode(Node):
         self.pub_pose.publish(self.msg_pose)
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
-        self.pub_effort.publish(Float64MultiArray(data=[float(v) for v in out.tau_q]))
         if out.passivity is not None:
             self.pub_passivity.publish(Float64MultiArray(data=out.passivity.as_list()))
 

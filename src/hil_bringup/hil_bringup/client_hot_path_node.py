@@ -43,16 +43,14 @@ from hil_admittance import client_admittance_node as client_node
 from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.overload import overload_guard, overload_params
-from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
-from hil_motion_table.kinematics_helpers import (body_twist_from_joints, flange_target_from_body_motion, home_pose,
-                                                reorder)
-from hil_motion_table.table import home_for_nominal_frame
+from hil_motion_table.kinematics_helpers import reorder
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not p.name.startswith('overload_')],
           *overload_params('client/hot_path/reset'),      # wrench_frame_id declared below, default 'ft_sensor'
@@ -77,10 +75,7 @@ class ClientHotPathNode(Node):
         self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
         admittance, pose_sensor_in_client = client_node.build_rule(p)
         self.table = table_node.build_table(p, clock=self.lab_now)
-        self.home = home_pose(self.table.kin) if p.command_frame == 'home' else None
-        self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
-        if p.command_frame == 'nominal':   # g_c in the lab's nominal frame (hil_bringup.facility)
-            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
+        self.frame = table_node.CommandFrame(p, self.table.kin)   # g_c in the lab's nominal frame, or 'home'
         self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p.rate_hz,
                                   epoch_s=epoch if (epoch := mission_epoch(self, p.mission_epoch_s)) is None
                                   else ros_to_lab_seconds(self, epoch),
@@ -88,9 +83,9 @@ class ClientHotPathNode(Node):
                                   max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
                                   joint_states_timeout_s=p.joint_states_timeout_s,
                                   recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                  table_target=self.table_target,
+                                  table_target=self.frame.target,
                                   port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
-                                  twist_from_joints=self.twist_from_joints,
+                                  twist_from_joints=self.frame.twist_from_joints,
                                   overload=overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self)))
         self.names = tuple(self.table.kin.joint_names)
         self.decimation = p.state_decimation
@@ -116,16 +111,6 @@ class ClientHotPathNode(Node):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
-
-    def twist_from_joints(self, q, dq):
-        """The mock-up's realised body twist from the measured joints (the port's measured ``V_c``)."""
-        return body_twist_from_joints(self.table.kin, q, dq, self.pose_body_in_flange)
-
-    def table_target(self, pose_client_in_nominal):
-        """The table's target for ``g_c`` (command_frame)."""
-        if self.home is None:
-            return pose_client_in_nominal
-        return flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose_client_in_nominal)
 
     def on_joints(self, msg):
         now = self.lab_now()

@@ -123,6 +123,37 @@ def build_table(values: dict, clock=time.monotonic) -> MotionTable:
                        clock=clock, self_clearing=('stale_measurement',) if values.get('auto_recover') else ())
 
 
+class CommandFrame:
+    """How a node turns a commanded body pose (``command_frame``) into the flange target, and the
+    body's twist feed-forward into the flange's; one definition for ``motion_table_node`` and the
+    fused hot paths (``pose_body_in_flange_xyz_rpy``, ``pose_nominal_in_base_xyz_rpy``, ``home_from_start``)."""
+
+    def __init__(self, p, kin):
+        self.kin = kin
+        self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
+        self.home = home_pose(kin) if p.command_frame == 'home' else None
+        self.home_from_start = p.command_frame == 'home' and p.home_from_start
+        if p.command_frame == 'nominal':   # the lab's nominal frame (hil_bringup.facility)
+            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
+
+    def start(self, q) -> None:
+        """The first measured joints (``home_from_start``: the home pose is the flange's there)."""
+        if self.home_from_start:
+            self.home = self.kin.forward(q)
+
+    def target(self, pose: pin.SE3) -> pin.SE3:
+        """The flange target for a commanded body pose."""
+        return pose if self.home is None else flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose)
+
+    def twist(self, twist_body):
+        """The flange's twist feed-forward for the body's (identity in ``command_frame`` 'base')."""
+        return twist_body if self.home is None else flange_twist_from_body_twist(self.pose_body_in_flange, twist_body)
+
+    def twist_from_joints(self, q, dq, measured=None):
+        """The body's realised twist from measured joints (``body_twist_from_joints``)."""
+        return body_twist_from_joints(self.kin, q, dq, self.pose_body_in_flange, measured)
+
+
 class MotionTableNode(Node):
     def __init__(self):
         super().__init__('motion_table')
@@ -135,11 +166,7 @@ class MotionTableNode(Node):
         self.lead = p.trajectory_lead_s
         self.decimation = p.tracking_error_decimation
         self.twist_timeout = p.twist_timeout_s
-        self.home = home_pose(self.kin) if p.command_frame == 'home' else None
-        self.home_from_start = p.command_frame == 'home' and p.home_from_start
-        self.pose_body_in_flange = xyz_rpy_to_pose(p.pose_body_in_flange_xyz_rpy)
-        if p.command_frame == 'nominal':
-            self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
+        self.frame = CommandFrame(p, self.kin)
         self.history = PoseHistory(horizon_s=0.5)
         self.pending = deque()
         self.tracking = TrackingStats()
@@ -177,8 +204,7 @@ class MotionTableNode(Node):
         self.joints.sample(self.q_measured_at)
         if not self.table.initialized:
             self.table.initialize(q)
-            if self.home_from_start:
-                self.home = self.kin.forward(q)
+            self.frame.start(q)
         try:
             measured = self.table.measured_pose(q)
         except ValueError:
@@ -189,7 +215,7 @@ class MotionTableNode(Node):
         if dq is not None and np.all(np.isfinite(dq)):
             twist = TwistStamped()
             twist.header.stamp = msg.header.stamp
-            twist_to_msg(body_twist_from_joints(self.kin, q, dq, self.pose_body_in_flange, measured), twist.twist)
+            twist_to_msg(self.frame.twist_from_joints(q, dq, measured), twist.twist)
             self.pub_twist_measured.publish(twist)
         # evaluated once the command history covers the measurement's stamp
         self.pending.append((stamp_to_seconds(msg.header.stamp), measured))
@@ -222,14 +248,11 @@ class MotionTableNode(Node):
         except ValueError:
             self.counters['bad_pose'] += 1
             pose = pin.SE3(np.eye(3), np.full(3, np.nan))  # the rule reports and holds
-        if self.home is not None:
-            pose = flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose)
+        pose = self.frame.target(pose)
         t = stamp_to_seconds(msg.header.stamp)
         twist = None
         if self.twist_stamp is not None and abs(t - self.twist_stamp) <= self.twist_timeout:
-            twist = self.twist_ff
-            if self.home is not None:
-                twist = flange_twist_from_body_twist(self.pose_body_in_flange, twist)
+            twist = self.frame.twist(self.twist_ff)
         # The limits run on the table's own clock (the lab's, build_table), never on the message
         # stamps: a wrong stamp or a replay must not loosen them.
         now = self.lab_now()

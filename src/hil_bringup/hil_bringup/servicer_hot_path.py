@@ -1,0 +1,124 @@
+"""The fused servicer hot path as one rule (plain Python, no rclpy): wrist sample -> Eq. (18) -> table command.
+
+:class:`ServicerHotPath` runs the servicer admittance's rule
+(:class:`hil_admittance.servicer_side.ServicerSide`: seed 004 Eqs. 18, 22, 23, its freshness,
+pacing, hold and re-basing) and the servicer's motion table
+(:class:`hil_motion_table.table.MotionTable`, the KR 120 carrying the base mock-up) back to back,
+so ``servicer_hot_path_node``, a test or a benchmark share them:
+
+* **time**: a wrist sample at ``now_s`` runs the steps of the side's fixed grid that are due by
+  ``now_s`` and, if none is, the next step when it is due within ``lead_s`` (on the wall clock
+  1.5 steps): the grid locks onto the samples, so a sample stream at the rate whose arrival
+  jitters around the grid gets one step and one command per sample, where a grid on its own
+  gives none to a sample a little early and two to the next (measured: one command in ten
+  moved the robot by 0 or 2 steps, velocity jumps as large as the bench's force pulses). The
+  grid runs at most ``lead_s`` ahead of the samples, and catches up when they come late. On the
+  twin's simulated clock ``lead_s`` is 0: its samples sit on the grid, and a step is never run
+  before its time;
+* **the table's joints** (an :class:`hil_common.freshness.InputWatch`, as ``motion_table_node``):
+  nothing is commanded before the first; while they are stale (or recovering) the table holds
+  and the side holds too (the base co-moves with the nominal, the arm gets only its gravity
+  compensation), so the simulated base never runs away from the held mock-up; the measured base
+  twist (``twist_from_joints``) is the passivity observer's ``Ṽ_s`` (seed 004 Eq. 28);
+* **the wrist sensor's fault** holds the side (:meth:`set_ft_fault`), as in
+  ``servicer_admittance_node``;
+* **the command**: ``g_s`` through the table's command frame to the flange, ``V_s`` as the
+  table's twist feed-forward, the IK with its limits on the table's clock; the measurement's age
+  gives the table its own stale check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from hil_admittance.servicer_side import ServicerOutput, ServicerSide
+from hil_common.freshness import InputWatch
+from hil_motion_table.table import MotionTable
+
+
+@dataclass
+class ServicerCommand:
+    """The side's output and the table's joint command for one wrist sample."""
+
+    side: ServicerOutput
+    q_command: np.ndarray
+    holding: bool            # the table holds (its limits, a latched fault or stale joints) or the side does
+    reason: str
+
+
+class ServicerHotPath:
+    def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
+                 twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
+                 auto_recover: bool = True, lead_s: float = 0.0):
+        self.side, self.table = side, table
+        self.lead_s = float(lead_s)
+        self.target, self.twist, self.twist_from_joints = target, twist, twist_from_joints
+        self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
+                                 auto_recover=auto_recover)
+        self.q_measured: np.ndarray | None = None
+        self.ft_fault = False
+        self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'not_due': 0, 'no_joint_states': 0,
+                         'refused_joint_states': 0}
+        self.last: ServicerCommand | None = None
+
+    def table_joints(self, q, dq, now_s: float, side_now_s: float) -> bool:
+        """The table's measured joints (its order; None if the message lacked them) at ``now_s`` (the
+        table's clock) and ``side_now_s`` (the side's); their rates give the base's measured twist."""
+        if q is None or not np.all(np.isfinite(q)):
+            self.counters['refused_joint_states'] += 1
+            return False
+        self.q_measured = np.asarray(q, dtype=float)
+        if not self.table.initialized:
+            self.table.initialize(self.q_measured)
+        self.joints.sample(now_s)
+        if dq is not None and np.shape(dq) == np.shape(q) and np.all(np.isfinite(dq)):
+            self.side.set_twist_measured(self.twist_from_joints(self.q_measured, np.asarray(dq, dtype=float)),
+                                         side_now_s)
+        return True
+
+    def set_ft_fault(self, latched: bool) -> bool:
+        """The wrist F/T's latched fault; True when it changed."""
+        changed = bool(latched) != self.ft_fault
+        self.ft_fault = bool(latched)
+        return changed
+
+    def wrench(self, wrench_sensor, now_s: float, side_now_s: float) -> ServicerCommand | None:
+        """One wrist sample: the side's steps due by ``side_now_s`` (to within half a step) and the
+        table's command on its clock at ``now_s``; None when nothing is due or no joints came yet."""
+        self.counters['samples'] += 1
+        self.side.set_wrench_sensor(wrench_sensor, side_now_s)
+        joints = self.joints.update(now_s)
+        # the side holds with the table: a stale table, or the wrist sensor's fault
+        self.side.set_fault(self.ft_fault or (self.q_measured is not None and not self.joints.usable))
+        pacer = self.side.pacer
+        t_next = pacer.step_time(pacer.steps_done + 1)      # the grid's next step (side's clock)
+        early = self.side.started and side_now_s < t_next <= side_now_s + self.lead_s
+        out = self.side.tick(t_next if early else side_now_s)
+        if out is None:
+            self.counters['not_due'] += 1
+            return None
+        if self.q_measured is None:
+            self.counters['no_joint_states'] += 1
+            return None
+        age = now_s - self.joints.last_s if self.joints.usable else math.inf   # recovering: still holding
+        table = self.table.step(self.target(out.pose_table_cmd), q_measured=self.q_measured,
+                                twist_ff_body=None if out.holding else self.twist(out.twist_table_cmd),
+                                measurement_age=age)
+        reason = ', '.join(table.faults or self.table.latched_faults) or \
+            ('wrist F/T fault latched' if self.ft_fault else '') or \
+            (f'joint_states {joints}' if not self.joints.usable else '')
+        holding = table.holding or out.holding
+        self.counters['commands'] += 1
+        self.counters['held'] += holding
+        self.last = ServicerCommand(out, table.q_command, holding, reason)
+        return self.last
+
+    def reset(self, now_s: float) -> tuple[bool, str]:
+        """Clear the table's latched faults and (manual policy) the joint watch."""
+        ok, message = self.joints.reset(now_s)
+        self.table.reset()
+        return ok, f'table reset; {message}'

@@ -1,0 +1,143 @@
+"""Servicer hot path in one callback: wrist F/T sample -> Eq. (18) steps -> KR 120 IK -> robot command.
+
+The servicer's counterpart of ``client_hot_path_node``: the plumbing of
+``servicer_admittance_node`` (its inputs, outputs, re-basing plan and overload status, reused,
+not copied) and the servicer's ``motion_table_node`` (:func:`build_table`, :class:`CommandFrame`),
+with the rule :class:`hil_bringup.servicer_hot_path.ServicerHotPath` run in the wrist F/T
+subscription's callback: no timer and no DDS hop between the admittance and the IK.
+
+Topics: those of ``servicer_admittance_node`` (in ``servicer/ft/wrench``, ``servicer/ft/fault``,
+``servicer_arm/joint_states``, ``servicer/base_wrench_cmd``, ``servicer_arm/torque_cmd``, with
+re-basing ``obsw/phase`` and ``client/state``; out ``servicer_arm/forward_effort_controller/commands``
+every step, ``nominal/rebase_plan``, and ``servicer/state``, ``servicer/table/pose_cmd``,
+``servicer/table/twist_cmd``, ``servicer/passivity`` every ``state_decimation``-th step), plus the
+table's: in ``servicer/joint_states`` (the KR 120's measured joints; their rates are the passivity
+observer's measured base twist), out ``servicer/forward_position_controller/commands``. Status
+``servicer/hot_path/status`` (DiagnosticStatus: the overload guard, ERROR while the table or the
+wrist sensor holds), reset ``servicer/hot_path/reset`` (the overload hold, the table's latched
+faults). Parameters: those of both nodes (``output`` must be ``forward_position``), plus
+``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_admittance import servicer_admittance_node as servicer_node
+from hil_admittance.node_common import guarded
+from hil_bringup.servicer_hot_path import ServicerHotPath
+from hil_common.conversions import wrench_from_msg
+from hil_common.lab_clock import lab_seconds, uses_sim_time
+from hil_common.overload import ERROR, overload_params
+from hil_common.params import Param, ParameterError
+from hil_common.realtime import make_realtime
+from hil_common.ros_main import run_node
+from hil_motion_table import motion_table_node as table_node
+from hil_motion_table.kinematics_helpers import reorder
+
+PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_')],
+          *overload_params('servicer/hot_path/reset'),
+          *table_node.PARAMS,
+          Param('state_decimation', 4, 'Publish servicer/state, the table pose and twist and the passivity every '
+                'n-th step', min=1, max=1000),
+          Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
+                'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
+                min=0, max=99),
+          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023)]
+
+
+class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
+    def __init__(self):
+        super().__init__('servicer_hot_path', PARAMS, timer=False, status_prefix='servicer/hot_path')
+        p = self.p
+        if p.output != 'forward_position':
+            raise ParameterError("parameter 'output': the fused servicer hot path commands forward_position only")
+        self.decimation = p.state_decimation
+        self.lab_now = lab_seconds(self)    # the table's clock: monotonic, or the twin's simulated time
+        table = table_node.build_table(p, clock=self.lab_now)
+        self.frame = table_node.CommandFrame(p, table.kin)
+        self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
+                                    twist_from_joints=self.frame.twist_from_joints,
+                                    joint_states_timeout_s=p.joint_states_timeout_s,
+                                    recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
+                                    lead_s=0.0 if uses_sim_time(self) else 1.5 / p.rate_hz)
+        self.table_names = tuple(table.kin.joint_names)
+        self.status.override = self.hold_status
+        self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
+        self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
+        self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10)
+        self.last_holding = None
+        gc.collect()
+        gc.freeze()          # the node's long-lived objects out of the cyclic collector's reach mid-loop
+        cpus = [c for c in p.cpu_affinity if c >= 0]
+        if p.realtime_priority or cpus:
+            ok, message = make_realtime(p.realtime_priority, cpus)
+            (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+
+    def hold_status(self):
+        """(level, message) while the table or the wrist sensor holds, else None (the guard's)."""
+        last = self.rule.last
+        faults = self.rule.table.latched_faults
+        if faults:
+            return ERROR, 'holding: ' + ', '.join(faults) + ' (call servicer/hot_path/reset)'
+        if self.rule.ft_fault:
+            return ERROR, 'holding: wrist F/T fault latched'
+        if last is not None and last.holding and last.reason:
+            return ERROR, f'holding: {last.reason}'
+        return None
+
+    def on_fault(self, msg):
+        if self.rule.set_ft_fault(msg.level >= DiagnosticStatus.ERROR):
+            self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.rule.ft_fault else "cleared: resuming"}: '
+                                   f'{msg.message}')
+
+    def on_table_joints(self, msg):
+        now = self.lab_now()
+        if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        dq = reorder(msg.name, msg.velocity, self.table_names) if len(msg.velocity) == len(msg.name) else None
+        self.rule.table_joints(reorder(msg.name, msg.position, self.table_names), dq, now, self._now_s())
+
+    def on_ft(self, msg):
+        guarded(lambda: self._on_ft(msg), self.context)
+
+    def _on_ft(self, msg):
+        now = self.lab_now()
+        if now <= 0.0:
+            return
+        frame = msg.header.frame_id
+        if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
+            self.side.reject(f"wrist wrench in frame '{frame}' (expected '{self.wrench_frame_id}')")
+            self._report_rejections()
+            return
+        out = self.rule.wrench(wrench_from_msg(msg.wrench), now, self._now_s())
+        self._after(out)
+
+    def _after(self, out) -> None:
+        self._report_rejections()
+        self.status.after_tick()
+        if out is None:
+            return
+        self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
+        self.publish_output(out.side)
+        if out.holding != self.last_holding:
+            if out.holding:
+                self.get_logger().warn(f'holding: {out.reason or "the servicer side holds"}')
+            elif self.last_holding is not None:
+                self.get_logger().info('commanding again')
+            self.last_holding = out.holding
+            self.status.publish()
+
+
+def main(args=None) -> int:
+    return run_node(ServicerHotPathNode, 'servicer_hot_path', args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

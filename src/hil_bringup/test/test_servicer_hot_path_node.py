@@ -1,0 +1,113 @@
+"""The fused servicer hot path over DDS, with the Envisat graph's parameters: one KR 120 command per
+wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
+nothing without samples, and a hold while the table's joints are stale."""
+
+import numpy as np
+import pinocchio as pin
+import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_bringup.facility import calibrate, load_facility
+from hil_bringup.graphs import envisat_graph
+from hil_bringup.scenario import load_scenario
+from hil_common.conversions import pose_from_msg, xyz_rpy_to_pose
+from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.servicer import ServicerModel
+from hil_motion_table.kinematics_helpers import make_kinematics
+from hil_motion_table.motion_table_node import PARAMS as TABLE_PARAMS, CommandFrame
+
+RATE_HZ = 250.0
+
+
+def graph_parameters():
+    """The servicer admittance's and the servicer table's parameters as envisat_capture.launch.py gives them."""
+    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(RATE_HZ), 'use_sim': 'true'})
+    adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
+    return adm, dict(graph.node('/servicer/motion_table').parameters)
+
+
+def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_stale_joints(tmp_path):
+    adm, table = graph_parameters()
+    scenario = load_scenario('envisat_capture')
+    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
+    model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
+    q_arm = np.array([float(v) for v in scenario.servicer.q_arm_0])
+    path = tmp_path / 'servicer_hot_path.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'state_decimation': 1}}}))
+    proc = start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path)))
+    kin = make_kinematics(table['robot'])
+    force_sensor = np.array([300.0, 0.0, 0.0])
+    try:
+        with test_node('servicer_hot_path_probe') as (node, executor):
+            commands, poses, statuses = [], [], []
+            node.create_subscription(Float64MultiArray, 'servicer/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(PoseStamped, 'servicer/table/pose_cmd',
+                                     lambda m: poses.append(pose_from_msg(m.pose)), 1000)
+            node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
+            pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
+            pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
+            table_js = JointState(name=list(kin.joint_names), position=[float(v) for v in q_table_0], velocity=[0.0] * 6)
+            arm_js = JointState(name=list(model.joint_names), position=[float(v) for v in q_arm],
+                                velocity=[0.0] * len(q_arm))
+            push = WrenchStamped()
+            push.header.frame_id = adm['wrench_frame_id']
+            push.wrench.force.x, push.wrench.force.y, push.wrench.force.z = map(float, force_sensor)
+            sent = {'n': 0, 'ft': True, 'table': True}
+
+            def tick():
+                stamp = node.get_clock().now().to_msg()
+                arm_js.header.stamp = stamp
+                pub_arm.publish(arm_js)
+                if sent['table']:
+                    pub_table.publish(table_js)          # the robot stays put: the measured joints are q0
+                if sent['ft']:
+                    pub_ft.publish(push)
+                    sent['n'] += 1
+            node.create_timer(1.0 / RATE_HZ, tick)
+            assert spin_until(executor, lambda: len(commands) >= 20, 30.0), f'{len(commands)} robot commands'
+            s0, c0 = sent['n'], len(commands)           # samples and commands from here on (matched, started)
+            assert spin_until(executor, lambda: len(commands) >= c0 + 150, 30.0), f'{len(commands)} robot commands'
+            n_samples, n = sent['n'] - s0, len(commands) - c0
+            # at most one command per sample; (nearly) every sample got one (a few still in flight)
+            assert 0.9 * n_samples - 3 <= n <= n_samples, (n, n_samples)
+            # The base's displacement in the nominal frame, against its locked rigid body pushed by the wrist
+            # force (arm held, base at rest): V_dot_b = M_bb^-1 J_b^T F_e (seed 004 Eq. 18 at rest, ddq = 0)
+            f_ee = transform_wrench(xyz_rpy_to_pose(adm['pose_sensor_in_ee_xyz_rpy']), np.r_[force_sensor, 0, 0, 0])
+            acc_body = np.linalg.solve(model.mass_matrix(q_arm)[:6, :6], model.ee_jacobian(q_arm)[:, :6].T @ f_ee)
+            pose_0 = xyz_rpy_to_pose(adm['pose_base_in_nominal_0_xyz_rpy'])
+            expected = pose_0.rotation @ acc_body[:3]
+            moved = poses[-1].translation - poses[0].translation
+            cos = moved @ expected / (np.linalg.norm(moved) * np.linalg.norm(expected))
+            assert cos > 0.95, (moved, expected)
+            # The last command is the KR 120's IK of the last pose (the table's command frame), to 1 mm
+            values = {p.name: p.default for p in TABLE_PARAMS} | table
+            frame = CommandFrame(type('P', (), values), kin)
+            target = frame.target(poses[-1])
+            reached = kin.forward(commands[-1])
+            assert np.linalg.norm(reached.translation - target.translation) < 1e-3
+            assert np.linalg.norm(pin.log3(reached.rotation.T @ target.rotation)) < 1e-3
+            # stale table joints: the commands stop moving and the status says why
+            sent['table'] = False
+            spin_until(executor, lambda: False, 0.6)
+            held = len(commands)
+            spin_until(executor, lambda: len(commands) >= held + 20, 5.0)
+            tail = np.array(commands[held:])
+            assert len(tail) >= 20 and np.all(tail == tail[0]), 'moving on stale joints'
+            assert any(s.level == DiagnosticStatus.ERROR and 'stale' in s.message for s in statuses), \
+                [s.message for s in statuses[-3:]]
+            # no wrist samples, no commands
+            sent['ft'] = False
+            spin_until(executor, lambda: False, 0.3)
+            n = len(commands)
+            spin_until(executor, lambda: False, 0.5)
+            assert len(commands) == n, 'commands without wrist samples'
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
