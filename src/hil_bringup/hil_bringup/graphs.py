@@ -281,9 +281,13 @@ ENVISAT_ARGS = (
     Arg('controller_executable', 'obsw_controller_node', 'executable of the OBSW controller under test'),
     Arg('hot_path', 'fused', 'client hot path in one node (fused) or as admittance + motion-table nodes',
         ('fused', 'nodes')),
+    Arg('servicer_hot_path', 'nodes', "servicer hot path as admittance + KR 120 motion-table nodes (nodes), or in "
+        'one node driven by the wrist F/T samples (fused: holds 1 kHz in contact, docs/envisat_capture.md)',
+        ('fused', 'nodes')),
     Arg('realtime_priority', '50', 'SCHED_FIFO priority of the fused hot path (0: normal scheduling); without '
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),
-    Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any"),
+    Arg('hot_path_cpu', 'last', "CPU the fused hot path is pinned to: 'last', a CPU number, or -1 for any (a fused "
+                                "servicer hot path goes on the CPU before it)"),
     READY_TIMEOUT_ARG,
     Arg('stale_after_s', '', "how old the robots' joint_states and the F/T samples may get before the tables, the "
                              "hot path and the F/T drivers hold [s] (empty: the nodes' defaults, 0.1 s; a twin sharing a "
@@ -317,7 +321,7 @@ ENVISAT_RECORD_TOPICS = (
     ('client/ft/fault', _STATUS), ('servicer/ft/fault', _STATUS),
     ('servicer/table/status', _STATUS), ('client/table/status', _STATUS), ('client/hot_path/status', _STATUS),
     ('servicer/admittance/status', _STATUS), ('client/admittance/status', _STATUS), ('obsw/status', _STATUS),
-    ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY), ('nominal/rebase_plan', _ARRAY),
+    ('servicer/hot_path/status', _STATUS), ('client/passivity', _ARRAY), ('servicer/passivity', _ARRAY), ('nominal/rebase_plan', _ARRAY),
 )
 #: Latched (transient-local) topics among them.
 ENVISAT_LATCHED_TOPICS = ('obsw/phase', 'client/ft/fault', 'servicer/ft/fault', 'nominal/rebase_plan')
@@ -407,27 +411,34 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
                     'prediction_horizon_s': horizon['client'], **stale}
     client_admittance = {**client_admittance_parameters(scenario), **lab.client_admittance_lab_parameters(fac, scenario),
                          'wrench_frame_id': frames['client']}
-    io = [ft_driver('client'), ft_driver('servicer'),
-          NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer',
-                   {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
-                    'prediction_horizon_s': horizon['servicer'], **stale})]
+    servicer_table = {**lab.servicer_table_parameters(fac, scenario), 'period_s': 1.0 / rate,
+                      'prediction_horizon_s': horizon['servicer'], **stale}
+    io = [ft_driver('client'), ft_driver('servicer')]
     stack = []
+    cpu = args['hot_path_cpu']
+    cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else int_arg(args, 'hot_path_cpu', -1, 1023)
+    # the client's state (Eq. 23) and the servicer's at the OBSW's rate: the OBSW places the grasp fixture
+    # with them, and a state several steps old moves its target by the client's tumble meanwhile
+    state_decimation = max(1, int(round(scenario.admittance_hz / scenario.obsw_hz)))
     if args['hot_path'] == 'fused':
-        cpu = args['hot_path_cpu']
-        cpu_index = (os.cpu_count() or 1) - 1 if cpu == 'last' else int_arg(args, 'hot_path_cpu', -1, 1023)
         stack.append(NodeSpec('hil_bringup', 'client_hot_path_node', 'client_hot_path', parameters={
-            **client_admittance, **client_table,
-            # the client's state (Eq. 23) at the OBSW's rate: the OBSW places the grasp fixture with it,
-            # and a state several steps old moves its target by the client's tumble meanwhile
-            'state_decimation': max(1, int(round(scenario.admittance_hz / scenario.obsw_hz))),
+            **client_admittance, **client_table, 'state_decimation': state_decimation,
             'realtime_priority': int_arg(args, 'realtime_priority', 0, 99), 'cpu_affinity': [cpu_index]}))
     else:
         stack.append(NodeSpec('hil_admittance', 'client_admittance_node', 'client_admittance',
                               parameters=client_admittance))
         io.append(NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'client', client_table))
-    stack.append(NodeSpec('hil_admittance', 'servicer_admittance_node', 'servicer_admittance', parameters={
-        **servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim),
-        **lab.servicer_admittance_lab_parameters(fac), 'wrench_frame_id': frames['servicer']}))
+    servicer_admittance = {**servicer_admittance_parameters(scenario, arm_compensates_gravity=use_sim),
+                           **lab.servicer_admittance_lab_parameters(fac), 'wrench_frame_id': frames['servicer']}
+    if args['servicer_hot_path'] == 'fused':
+        stack.append(NodeSpec('hil_bringup', 'servicer_hot_path_node', 'servicer_hot_path', parameters={
+            **servicer_admittance, **servicer_table, 'state_decimation': state_decimation,
+            'realtime_priority': int_arg(args, 'realtime_priority', 0, 99),
+            'cpu_affinity': [cpu_index - 1 if cpu_index > 0 else cpu_index]}))
+    else:
+        stack.append(NodeSpec('hil_admittance', 'servicer_admittance_node', 'servicer_admittance',
+                              parameters=servicer_admittance))
+        io.append(NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'servicer', servicer_table))
     controller = (args['controller_package'], args['controller_executable'])
     example = controller == ('hil_admittance', 'obsw_controller_node')
     # The example OBSW only reports its lateness here (obsw/status WARN): with its hold on, the wall-clock
@@ -448,7 +459,8 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
 
     epoch_s = 0.0 if sim_clock else round(time.time(), 3)
     stack = [dataclasses.replace(n, parameters={**n.parameters, 'mission_epoch_s': epoch_s})
-             if n.executable in ('client_hot_path_node', 'client_admittance_node', 'servicer_admittance_node')
+             if n.executable in ('client_hot_path_node', 'client_admittance_node', 'servicer_admittance_node',
+                                 'servicer_hot_path_node')
              else n for n in stack]
     return Graph('envisat_capture', (
         Stage('lab', tuple(lab_nodes), Ready(ENVISAT_ROBOT_TOPICS, timeout_s=timeout_s)),

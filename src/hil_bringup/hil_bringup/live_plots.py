@@ -302,7 +302,8 @@ def _lab_against_simulation(folder: Path, topics: dict, data: dict, controller, 
     poses = [topics.get(t) for t in ('client_ft/sensor_pose', 'servicer_wrist_ft/sensor_pose')]
     sensor_in_client = _node_parameter(folder, ('client_hot_path.yaml', 'client_admittance.yaml'),
                                        'pose_sensor_in_client_xyz_rpy')
-    sensor_in_ee = _node_parameter(folder, ('servicer_admittance.yaml',), 'pose_sensor_in_ee_xyz_rpy')
+    sensor_in_ee = _node_parameter(folder, ('servicer_hot_path.yaml', 'servicer_admittance.yaml'),
+                                   'pose_sensor_in_ee_xyz_rpy')
     if any(p is None or not len(p[0]) for p in poses) or sensor_in_client is None or sensor_in_ee is None:
         notes.append('no sensor poses of the twin or no sensor calibration recorded: the lab is not compared '
                      'with the simulation')

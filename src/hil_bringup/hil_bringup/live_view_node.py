@@ -4,7 +4,7 @@ Subscribes (relative names): ``client/joint_states``, ``servicer/joint_states``,
 ``servicer_arm/joint_states`` (sensor_msgs/JointState), ``client/ft/wrench`` and
 ``servicer/ft/wrench`` (geometry_msgs/WrenchStamped, sensor frame), ``obsw/phase``
 (std_msgs/String), ``client/ft/fault``, ``servicer/ft/fault``, ``client/table/status``,
-``servicer/table/status``, ``client/hot_path/status`` (diagnostic_msgs/DiagnosticStatus).
+``servicer/table/status``, ``client/hot_path/status``, ``servicer/hot_path/status`` (diagnostic_msgs/DiagnosticStatus).
 
 Publishes at ``rate_hz``, from the one scene of :class:`hil_bringup.lab_view.LabView`:
 
@@ -44,7 +44,7 @@ PARAMS = [
 ]
 LATCHED = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 STATUS_TOPICS = ('client/ft/fault', 'servicer/ft/fault', 'client/table/status', 'servicer/table/status',
-                 'client/hot_path/status', 'servicer/admittance/status',
+                 'client/hot_path/status', 'servicer/hot_path/status', 'servicer/admittance/status',
                  'client/admittance/status')
 
 

@@ -7,14 +7,17 @@ pacing, hold and re-basing) and the servicer's motion table
 so ``servicer_hot_path_node``, a test or a benchmark share them:
 
 * **time**: a wrist sample at ``now_s`` runs the steps of the side's fixed grid that are due by
-  ``now_s`` and, if none is, the next step when it is due within ``lead_s`` (on the wall clock
-  1.5 steps): the grid locks onto the samples, so a sample stream at the rate whose arrival
-  jitters around the grid gets one step and one command per sample, where a grid on its own
-  gives none to a sample a little early and two to the next (measured: one command in ten
-  moved the robot by 0 or 2 steps, velocity jumps as large as the bench's force pulses). The
-  grid runs at most ``lead_s`` ahead of the samples, and catches up when they come late. On the
-  twin's simulated clock ``lead_s`` is 0: its samples sit on the grid, and a step is never run
-  before its time;
+  ``now_s`` and, if none is, the next step when it is due within ``lead_s`` (the node: 1.5 steps):
+  the grid locks onto the samples, so a sample stream at the rate whose arrival jitters around
+  the grid gets one step and one command per sample, where a grid on its own gives none to a
+  sample a little early and two to the next (measured: one command in ten moved the robot by 0 or
+  2 steps, velocity jumps as large as the bench's force pulses). The grid runs at most ``lead_s``
+  ahead of the samples, and catches up when they come late. The twin's simulated clock needs the
+  lead too: the twin moves ``/clock`` to a step only after the F/T drivers passed that step's
+  samples on, so a wrist sample arrives while the clock still shows the step before, and the step
+  it belongs to is the next one (the twin waits for its command: without the lead every step
+  waited out the barrier, 5 s simulated took 555 s). The twin sends one sample per step, so the
+  lead never runs a step before its sample;
 * **the table's joints** (an :class:`hil_common.freshness.InputWatch`, as ``motion_table_node``):
   nothing is commanded before the first; while they are stale (or recovering) the table holds
   and the side holds too (the base co-moves with the nominal, the arm gets only its gravity

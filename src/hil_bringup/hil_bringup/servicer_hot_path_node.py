@@ -33,7 +33,7 @@ from hil_admittance import servicer_admittance_node as servicer_node
 from hil_admittance.node_common import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
 from hil_common.conversions import wrench_from_msg
-from hil_common.lab_clock import lab_seconds, uses_sim_time
+from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.realtime import make_realtime
@@ -66,7 +66,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                     twist_from_joints=self.frame.twist_from_joints,
                                     joint_states_timeout_s=p.joint_states_timeout_s,
                                     recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                    lead_s=0.0 if uses_sim_time(self) else 1.5 / p.rate_hz)
+                                    lead_s=1.5 / p.rate_hz)
         self.table_names = tuple(table.kin.joint_names)
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]

@@ -47,9 +47,11 @@ def _stamp(msg) -> float:
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
-def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
+@pytest.mark.parametrize('servicer_hot_path', ['nodes', 'fused'])
+def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path, servicer_hot_path):
     """Sync, approach, the gripper closing on the ring in the twin, post-grasp: on the twin's
-    simulated clock, so the timeline is the lockstep runner's however busy the machine is."""
+    simulated clock, so the timeline is the lockstep runner's however busy the machine is. With the
+    servicer's hot path as two nodes (the default) and fused (``servicer_hot_path:=fused``)."""
     import copy
 
     from geometry_msgs.msg import PoseStamped
@@ -92,7 +94,7 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path):
 
     expect = LiveExpectations(phases=('sync', 'approach', 'grasp', 'post_grasp'),
                               min_messages={t: 100 for t in envisat_demo.ROBOT_COMMAND_TOPICS})
-    args = {'realtime_priority': '0', 'control_rate_hz': '250'}
+    args = {'realtime_priority': '0', 'control_rate_hz': '250', 'servicer_hot_path': servicer_hot_path}
     # to ~3 s after the grasp
     summary = envisat_demo.ros_graph_part(scenario, tmp_path, RUN_S, expect, on_running=inspect, launch_arguments=args)
     print('\nlive Envisat graph:', {k: summary[k] for k in ('phases', 'faults', 'stages_ready_s', 'lab_clock',

@@ -28,6 +28,7 @@ LAUNCH_FILES = sorted(LAUNCH_DIR.glob('*.launch.py'))
 #: Where each executable's parameter schema lives.
 SCHEMAS = {
     'client_hot_path_node': 'hil_bringup.client_hot_path_node', 'scripted_wrench_node': 'hil_bringup.scripted_wrench_node',
+    'servicer_hot_path_node': 'hil_bringup.servicer_hot_path_node',
     'client_admittance_node': 'hil_admittance.client_admittance_node',
     'servicer_admittance_node': 'hil_admittance.servicer_admittance_node',
     'obsw_controller_node': 'hil_admittance.obsw_controller_node', 'lab_twin_node': 'hil_lab_twin.lab_twin_node',
@@ -37,8 +38,8 @@ SCHEMAS = {
     'live_view_node': 'hil_bringup.live_view_node', 'recorder_node': 'hil_bringup.recorder_node',
 }
 #: Every combination of the arguments that change the node set.
-VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path'), combo)))
-            for combo in itertools.product(('true', 'false'), ('fused', 'nodes'))] + \
+VARIANTS = [('envisat_capture', dict(zip(('use_sim', 'hot_path', 'servicer_hot_path'), combo)))
+            for combo in itertools.product(('true', 'false'), ('fused', 'nodes'), ('fused', 'nodes'))] + \
            [('massive_payload_teleop', {'sim': sim}) for sim in ('true', 'contact', 'false')] + \
            [('client_admittance', {'scripted_wrench': w}) for w in ('true', 'false')]
 
