@@ -306,7 +306,8 @@ def servicer_hot_path():
     from hil_bringup.scenario import load_scenario
     from hil_dynamics.servicer import ServicerModel
 
-    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(1.0 / PERIOD_S), 'use_sim': 'true'})
+    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(1.0 / PERIOD_S), 'use_sim': 'true',
+                           'servicer_hot_path': 'nodes'})
     specs = {spec.fqn: spec for stage in graph.stages for spec in stage.nodes}
     adm = {k: v for k, v in specs['/servicer_admittance'].parameters.items() if k != 'mission_epoch_s'}
     table = dict(specs['/servicer/motion_table'].parameters)

@@ -281,8 +281,8 @@ ENVISAT_ARGS = (
     Arg('controller_executable', 'obsw_controller_node', 'executable of the OBSW controller under test'),
     Arg('hot_path', 'fused', 'client hot path in one node (fused) or as admittance + motion-table nodes',
         ('fused', 'nodes')),
-    Arg('servicer_hot_path', 'nodes', "servicer hot path as admittance + KR 120 motion-table nodes (nodes), or in "
-        'one node driven by the wrist F/T samples (fused: holds 1 kHz in contact, docs/envisat_capture.md)',
+    Arg('servicer_hot_path', 'fused', "servicer hot path in one node driven by the wrist F/T samples (fused: holds "
+        '1 kHz in contact, docs/envisat_capture.md) or as admittance + KR 120 motion-table nodes (nodes)',
         ('fused', 'nodes')),
     Arg('realtime_priority', '50', 'SCHED_FIFO priority of the fused hot path (0: normal scheduling); without '
                                    'CAP_SYS_NICE the node warns and runs at normal priority'),

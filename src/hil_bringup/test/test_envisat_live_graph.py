@@ -202,7 +202,8 @@ def test_a_graph_whose_robots_never_come_up_is_a_failure(tmp_path):
     assert any('phase sync never reached' in p for p in summary['problems'])
 
 
-def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path):
+@pytest.mark.parametrize('servicer_hot_path', ['nodes', 'fused'])
+def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path, servicer_hot_path):
     """Issue 15 item 6, the lab in real time (``lab_clock:=wall``, as on a real facility, where no
     simulated clock waits for the stack): the launch file's graph with two busy CPU loops beside it for its first 8 s
     (the stated load: on this 2-core machine the graph gets at most half of it), then none.
@@ -236,7 +237,7 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
         summary = envisat_demo.ros_graph_part(
             scenario, tmp_path, 16.0, expect, on_running=load,
             launch_arguments={'realtime_priority': '0', 'control_rate_hz': '50', 'stale_after_s': '0.5',
-                              'live_view': 'false', 'lab_clock': 'wall'})
+                              'live_view': 'false', 'lab_clock': 'wall', 'servicer_hot_path': servicer_hot_path})
     finally:
         for p in loops:
             p.kill()

@@ -116,16 +116,21 @@ def test_the_envisat_graph_starts_by_readiness_and_takes_the_lab_from_its_calibr
     assert [n.executable for n in lab_stage.nodes] == ['lab_twin_node']
     assert {t for t, _ in lab_stage.ready.topics} == {'client/joint_states', 'servicer/joint_states',
                                                       'servicer_arm/joint_states'}
-    assert {n.fqn for n in io.nodes} == {'/client/ft_sensor', '/servicer/ft_sensor', '/servicer/motion_table'}
+    assert {n.fqn for n in io.nodes} == {'/client/ft_sensor', '/servicer/ft_sensor'}
     assert {t for t, _ in io.ready.topics} == {'client/ft/wrench', 'servicer/ft/wrench'}
-    assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_admittance', '/obsw_controller', '/live_view'}
+    assert {n.fqn for n in stack.nodes} == {'/client_hot_path', '/servicer_hot_path', '/obsw_controller', '/live_view'}
+    nodes = graphs.envisat_graph({'hot_path': 'nodes', 'servicer_hot_path': 'nodes'})
+    assert {n.fqn for n in nodes.stages[1].nodes} == {'/client/ft_sensor', '/servicer/ft_sensor', '/client/motion_table',
+                                                      '/servicer/motion_table'}
+    assert {n.fqn for n in nodes.stages[2].nodes} == {'/client_admittance', '/servicer_admittance', '/obsw_controller',
+                                                      '/live_view'}
     fac, scenario = lab.load_facility('envisat_lab'), load_scenario('envisat_capture')
     cal = lab.calibrate(fac, scenario)
     twin = graph.node('/lab_twin').parameters
     config = _yaml.safe_load(twin['twin_config_yaml'])
     assert twin['layout'] == 'config' and config == _yaml.safe_load(lab.twin_node_parameters(fac, scenario)['twin_config_yaml'])
     for who, sensor, consumer in (('client', 'client_ft', '/client_hot_path'),
-                                  ('servicer', 'servicer_wrist_ft', '/servicer_admittance')):
+                                  ('servicer', 'servicer_wrist_ft', '/servicer_hot_path')):
         ft = graph.node(f'/{who}/ft_sensor').parameters
         # the driver listens where the twin serves, designs its filter for the twin's rate, and its
         # wrenches carry the frame the consumer expects
@@ -134,19 +139,19 @@ def test_the_envisat_graph_starts_by_readiness_and_takes_the_lab_from_its_calibr
         assert ft['deadband.widths'] == [float(v) for v in fac.ft_deadband]
         assert graph.node(consumer).parameters['wrench_frame_id'] == ft['sensor_frame']
     # both tables command their body in the one nominal frame of the calibration (seed 004 Eq. 23)
-    for fqn, ns in (('/client_hot_path', 'client'), ('/servicer/motion_table', 'servicer')):
+    for fqn, ns in (('/client_hot_path', 'client'), ('/servicer_hot_path', 'servicer')):
         table = graph.node(fqn).parameters
         assert table['command_frame'] == 'nominal' and table['robot'] == fac.robot_models[ns]
         assert np.allclose(table['pose_nominal_in_base_xyz_rpy'], lab.xyz_rpy(cal.pose_nominal_in_base[ns]))
         assert np.allclose(table['pose_body_in_flange_xyz_rpy'], lab.xyz_rpy(cal.pose_body_in_flange[ns]))
-    assert graph.node('/servicer_admittance').parameters['table_pose_from_start'] is False
+    assert graph.node('/servicer_hot_path').parameters['table_pose_from_start'] is False
     assert np.allclose(graph.node('/client_hot_path').parameters['pose_sensor_in_client_xyz_rpy'],
                        lab.xyz_rpy(cal.pose_sensor_in_client))
     ports = graphs.envisat_graph({'client_ft_port': '50001', 'servicer_ft_port': '50002'})
     assert ports.node('/lab_twin').parameters['rdt_ports'] == ['client_ft:50001', 'servicer_wrist_ft:50002']
     # both tables stream at the admittance rate
-    rate = graph.node('/servicer_admittance').parameters['rate_hz']
-    assert graph.node('/servicer/motion_table').parameters['period_s'] == graph.node('/client_hot_path').parameters['period_s'] == 1.0 / rate
+    rate = graph.node('/servicer_hot_path').parameters['rate_hz']
+    assert graph.node('/servicer_hot_path').parameters['period_s'] == graph.node('/client_hot_path').parameters['period_s'] == 1.0 / rate
     assert graphs.envisat_graph({'use_sim': 'false'}).node('/client/ft_sensor').parameters['sensor_rate_hz'] == 0.0
 
 
@@ -164,7 +169,7 @@ def test_with_the_twin_eq22_is_commanded_without_its_gravity_term():
     """The twin's arm compensates its own gravity; adding Eq. (22)'s -G as well doubles it."""
     for use_sim, gravity in (('true', 0.0), ('false', 9.80665)):
         graph = graphs.envisat_graph({'use_sim': use_sim})
-        assert graph.node('/servicer_admittance').parameters['gravity_m_s2'] == gravity
+        assert graph.node('/servicer_hot_path').parameters['gravity_m_s2'] == gravity
 
 
 def test_the_controller_slot_is_replaceable():

@@ -25,7 +25,8 @@ RATE_HZ = 250.0
 
 def graph_parameters():
     """The servicer admittance's and the servicer table's parameters as envisat_capture.launch.py gives them."""
-    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(RATE_HZ), 'use_sim': 'true'})
+    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(RATE_HZ), 'use_sim': 'true',
+                           'servicer_hot_path': 'nodes'})
     adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
     return adm, dict(graph.node('/servicer/motion_table').parameters)
 
