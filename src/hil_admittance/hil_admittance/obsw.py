@@ -41,6 +41,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_dynamics.servicer import ServicerModel
+from hil_dynamics.profiles import min_jerk
 from hil_common.errors import ConfigError
 
 SYNC, APPROACH, GRASP, POST_GRASP = 'sync', 'approach', 'grasp', 'post_grasp'
@@ -97,11 +98,6 @@ class ObswCommand:
     close_gripper: bool
     base_error: np.ndarray         # e_b = log6(g_b*^-1 g_b) (linear first) [m, rad]
     tool_error: np.ndarray         # tool to fixture (target) error in tool axes [m, rad]
-
-
-def min_jerk(s: float) -> float:
-    s = min(max(s, 0.0), 1.0)
-    return s * s * s * (10.0 - 15.0 * s + 6.0 * s * s)
 
 
 class ObswController:

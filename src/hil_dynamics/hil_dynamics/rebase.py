@@ -34,6 +34,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import ConfigError, InputError
+from hil_dynamics.profiles import min_jerk
 
 __all__ = ['NominalBody', 'PlannedRebase', 'RebaseParams', 'RebasePlan', 'client_part', 'compound_inertia_and_momentum',
            'free_motion', 'inertia_from_matrix', 'plan_rebase', 'rebase_relative', 'servicer_part']
@@ -97,12 +98,6 @@ def compound_inertia_and_momentum(parts) -> tuple[pin.Inertia, np.ndarray]:
         inertia = inertia + pose.act(part_inertia)
         momentum = momentum + pose.act(pin.Force(np.asarray(part_momentum, dtype=float))).vector
     return inertia, momentum
-
-
-def min_jerk(s: float) -> float:
-    """``10 s^3 - 15 s^4 + 6 s^5`` on [0, 1]: zero velocity and acceleration at both ends."""
-    s = min(max(s, 0.0), 1.0)
-    return s * s * s * (10.0 + s * (-15.0 + 6.0 * s))
 
 
 @dataclass
@@ -260,7 +255,7 @@ class PlannedRebase:
         self.t_prev: float | None = None
         self.late_s = 0.0
         self.done = False
-        self.steps: list[RebaseStep] = []
+        self.last: RebaseStep | None = None     # the newest step's record (only it: a 10 s ramp at 1 kHz kept 10k)
 
     @property
     def active(self) -> bool:
@@ -289,7 +284,7 @@ class PlannedRebase:
         g_n, v_n = s.pose_nominal_in_orbit, s.twist_nominal_body
         com = self._compound_in_nominal(t, g_n)
         ramp = max(plan.ramp_s, 1e-12)
-        s_prev = min_jerk((self.steps[-1].t - plan.t_start) / ramp) if self.steps else 0.0
+        s_prev = min_jerk((self.last.t - plan.t_start) / ramp) if self.last is not None else 0.0
         s_now = min_jerk((t - plan.t_start) / ramp)
         fraction = 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
         v_target = com.act(pin.Motion(self.free.state.twist_nominal_body)).vector
@@ -297,7 +292,7 @@ class PlannedRebase:
         v_new = v_n + fraction * (v_target - v_n)
         rule.rebase(g_n, v_new, nominal)
         step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), nominal.mass_matrix.copy())
-        self.steps.append(step)
+        self.last = step
         self.done = fraction >= 1.0
         return step
 
