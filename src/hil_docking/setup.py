@@ -26,6 +26,7 @@ setup(
             'docking_demo = hil_docking.demo:main',
             'docking_facility_node = hil_docking.docking_facility_node:main',
             'facility_emulator_node = hil_docking.facility_emulator_node:main',
+            'mockup_pose_node = hil_docking.mockup_pose_node:main',
         ],
     },
 )
