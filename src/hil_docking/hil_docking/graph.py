@@ -7,12 +7,15 @@ live stage of ``docking_demo`` and the DDS tests (:mod:`hil_docking.live`) start
 definition. The builder lives here, not in :mod:`hil_bringup.graphs`, because ``hil_docking``
 depends on ``hil_bringup`` (recorder, graph runner), not the reverse.
 
-The graph (``lab:=emulated``, the only lab so far):
+The graph with ``lab:=emulated`` (the default):
 
 * stage ``lab``: ``facility_emulator_node`` (:mod:`hil_docking.facility_emulator_node`), the
   CISAS robot as an ideal robot with the loop delay and the facility's lumped contact;
 * stage ``stack``: ``docking_facility_node`` (:mod:`hil_docking.docking_facility_node`), the CW
   relative admittance with the planned burns and the virtual force (seed 003 Fig. 5).
+
+With ``lab:=cisas`` (the real facility, :func:`cisas_lab_nodes`) the stage ``io`` replaces the
+emulator: the CISAS arm's ``motion_table_node``, ``mockup_pose_node`` and the chaser's F/T driver.
 
 Both read the same scenario file. A scenario the designer finds unstable for its facility loop
 (equivalent mass below the exact ``m_min``) is refused here, before anything starts.
@@ -28,8 +31,11 @@ from hil_docking.contact import COMPENSATIONS
 
 CISAS_ARGS = (
     Arg('scenario', 'cisas_docking', 'docking scenario: a name in share/hil_docking/scenarios or a YAML path'),
-    Arg('lab', 'emulated', 'the lab side of the loop: the emulated CISAS robot and contact (facility_emulator_node); '
-                           'the real facility needs a CISAS motion table, see docs/docking.md', ('emulated',)),
+    Arg('lab', 'emulated', 'the lab side of the loop: the emulated CISAS robot and contact (facility_emulator_node), '
+                           'or the CISAS facility (cisas: its arm through motion_table_node robot:=cisas, the mock-up '
+                           'pose from its joint states, its F/T sensor; docs/docking.md)', ('emulated', 'cisas')),
+    Arg('ft_host', '127.0.0.1', "lab:=cisas: the chaser F/T sensor's address (a lab opts in to its network)"),
+    Arg('ft_port', '49152', "lab:=cisas: the chaser F/T sensor's RDT UDP port"),
     Arg('compensation', '', "virtual-force compensation, overriding the scenario's facility.compensation (empty: "
                             'the scenario value)', ('',) + COMPENSATIONS),
     Arg('pose_timeout_s', '2.0', 'the docking node holds while the last robot pose arrived longer ago than this [s] '
@@ -67,12 +73,57 @@ def cisas_graph(given: Mapping[str, str] | None = None) -> Graph:
     path = scenario_file(args['scenario'])
     scenario = load_docking_scenario(path)                     # errors name the field
     DockingFacility(scenario, args['compensation'] or None)     # refuses a loop the designer finds unstable
-    # The emulated lab has no clock of its own: when the machine is slow, the docking node waits for
-    # the robot's samples and never drops steps; the simulated timeline falls behind the wall clock.
     facility = {'scenario_file': str(path), 'compensation': args['compensation'],
-                'pose_timeout_s': float_arg(args, 'pose_timeout_s', 0.001, 10.0), 'max_catch_up': 10**9}
+                'pose_timeout_s': float_arg(args, 'pose_timeout_s', 0.001, 10.0)}
+    if args['lab'] == 'emulated':
+        # The emulated lab has no clock of its own: when the machine is slow, the docking node waits for
+        # the robot's samples and never drops steps; the simulated timeline falls behind the wall clock.
+        # The real facility does not wait (a robot moves on), so there the node drops the steps it missed.
+        facility['max_catch_up'] = 10**9
+    stack = Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility),))
+    if args['lab'] == 'cisas':
+        return Graph('cisas_docking', (Stage('io', cisas_lab_nodes(args, path, scenario)), stack),
+                     CISAS_RECORD_TOPICS).check()
     return Graph('cisas_docking', (
         Stage('lab', (NodeSpec('hil_docking', 'facility_emulator_node', 'facility_emulator',
                                parameters={'scenario_file': str(path)}),)),
-        Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility),)),
+        stack,
     ), CISAS_RECORD_TOPICS).check()
+
+
+def cisas_lab_nodes(args: Mapping[str, str], path: Path, scenario) -> tuple:
+    """``lab:=cisas``: the CISAS arm as the chaser's motion table, the mock-up pose from its joints,
+    and its F/T driver, all under ``/chaser`` (the arm's ros2_control topics ``/chaser/joint_states``
+    and ``/chaser/forward_position_controller/commands``).
+
+    The table commands the mock-up in the docking port's frame: ``command_frame`` nominal with
+    ``N = (I, arm.dock_position_in_base_m)`` (the base axes are the LVLH-aligned lab axes) and the
+    commanded body at the flange with the LVLH axes, ``Y = (R_home^T, 0)``, so the flange goes to
+    ``(R_home, p_dock + dr)``: the flange orientation of the arm's home, held (as the Newton-Euler
+    reference of :func:`hil_docking.feedforward.cw_joint_reference` holds it). The F/T driver
+    expresses the wrench in those axes: the sensor is assumed at the flange with the flange's axes
+    (no mounting rotation in the scenario; a lab states its own), so its constant rotation into the
+    LVLH-aligned axes is ``R_home``."""
+    import pinocchio as pin
+
+    from hil_bringup.graphs import int_arg
+    from hil_motion_table.kinematics_helpers import make_kinematics
+
+    kin = make_kinematics('cisas')
+    rotation_home = kin.forward(kin.spec.q_home).rotation
+    rpy_body_in_flange = [float(v) for v in pin.rpy.matrixToRpy(rotation_home.T)]
+    q_sensor = pin.Quaternion(rotation_home)
+    table = {'robot': 'cisas', 'command_frame': 'nominal',
+             'pose_nominal_in_base_xyz_rpy': [*map(float, scenario.dock_position_in_base_m), 0.0, 0.0, 0.0],
+             'pose_body_in_flange_xyz_rpy': [0.0, 0.0, 0.0, *rpy_body_in_flange]}
+    ft = {'sensor_ip': args['ft_host'], 'sensor_port': int_arg(args, 'ft_port', 1, 65535), 'sensor_frame': 'chaser_ft_sensor',
+          'target_frame.enabled': True, 'target_frame.frame_id': 'target_lvlh',
+          'target_frame.sensor_in_target_xyzw': [float(q_sensor.x), float(q_sensor.y), float(q_sensor.z), float(q_sensor.w)]}
+    return (
+        NodeSpec('hil_sensors', 'ft_sensor_node', 'ft_sensor', 'chaser', ft,
+                 remappings=(('ft/wrench', '/facility/ft/wrench'),)),
+        NodeSpec('hil_motion_table', 'motion_table_node', 'motion_table', 'chaser', table,
+                 remappings=(('table/pose_cmd', '/chaser/pose_cmd'), ('table/twist_cmd', '/chaser/twist_cmd'))),
+        NodeSpec('hil_docking', 'mockup_pose_node', 'mockup_pose', 'chaser', {'scenario_file': str(path)},
+                 remappings=(('facility/robot_pose_lvlh', '/facility/robot_pose_lvlh'),)),
+    )

@@ -26,6 +26,8 @@ from hil_docking.scenario import scenario_path
 LAUNCH = Path(__file__).resolve().parents[1] / 'launch' / 'cisas_docking.launch.py'
 SCHEMAS = {'facility_emulator_node': 'hil_docking.facility_emulator_node',
            'docking_facility_node': 'hil_docking.docking_facility_node',
+           'ft_sensor_node': 'hil_sensors.ft_driver', 'motion_table_node': 'hil_motion_table.motion_table_node',
+           'mockup_pose_node': 'hil_docking.mockup_pose_node',
            'recorder_node': 'hil_bringup.recorder_node'}
 
 
@@ -46,12 +48,18 @@ def test_the_launch_file_is_installed_and_thin_over_the_graph():
     assert {'record', 'bag_path'} <= {a.name for a in CISAS_ARGS}
 
 
-@pytest.mark.parametrize('given', [{}, {'compensation': 'none'}, {'compensation': 'first_order', 'pose_timeout_s': '0.5'}],
-                         ids=str)
+@pytest.mark.parametrize('given', [{}, {'compensation': 'none'}, {'compensation': 'first_order', 'pose_timeout_s': '0.5'},
+                                   {'lab': 'cisas'}], ids=str)
 def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(given):
     graph = cisas_graph(given)
-    assert [s.label for s in graph.stages] == ['lab', 'stack']
-    assert {n.fqn for n in graph.nodes} == {'/facility_emulator', '/docking_facility'}
+    if given.get('lab') == 'cisas':
+        assert [s.label for s in graph.stages] == ['io', 'stack']
+        assert {n.fqn for n in graph.nodes} == {'/chaser/ft_sensor', '/chaser/motion_table', '/chaser/mockup_pose',
+                                                '/docking_facility'}
+        assert 'max_catch_up' not in graph.node('/docking_facility').parameters     # the real lab drops steps
+    else:
+        assert [s.label for s in graph.stages] == ['lab', 'stack']
+        assert {n.fqn for n in graph.nodes} == {'/facility_emulator', '/docking_facility'}
     for spec in graph.nodes:
         exe = Path(get_package_prefix(spec.package)) / 'lib' / spec.package / spec.executable
         assert exe.is_file() and os.access(exe, os.X_OK), f'{spec.fqn}: {exe} not found'
@@ -61,8 +69,8 @@ def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(given):
         kwargs = spec.launch_kwargs()
         assert yaml.safe_load(spec.params_yaml()) == {spec.fqn: {'ros__parameters': graphs._plain(kwargs['parameters'][0])}}
         assert spec.ros_arguments('p.yaml')[:3] == ['--ros-args', '-r', f'__node:={kwargs["name"]}']
-    # both nodes read the one scenario file
-    files = {n.parameters['scenario_file'] for n in graph.nodes}
+    # the nodes read the one scenario file
+    files = {n.parameters['scenario_file'] for n in graph.nodes if 'scenario_file' in n.parameters}
     assert len(files) == 1 and Path(files.pop()).read_text() == scenario_path().read_text()
     assert graph.node('/docking_facility').parameters['compensation'] == given.get('compensation', '')
 
@@ -84,7 +92,8 @@ def test_record_true_records_the_graph_s_topics():
 
 
 @pytest.mark.parametrize('given, named', [
-    ({'lab': 'cisas'}, 'lab'), ({'compensation': 'magic'}, 'compensation'), ({'pose_timeout_s': 'soon'}, 'pose_timeout_s'),
+    ({'lab': 'twin'}, 'lab'), ({'lab': 'cisas', 'ft_port': '0'}, 'ft_port'), ({'compensation': 'magic'}, 'compensation'),
+    ({'pose_timeout_s': 'soon'}, 'pose_timeout_s'),
     ({'scenario': 'no_such_scenario'}, 'scenario'), ({'scenarios': 'x'}, 'scenarios'),
 ])
 def test_bad_launch_arguments_are_refused_naming_them(given, named):
@@ -105,3 +114,62 @@ def test_a_bad_or_unstable_scenario_is_refused_before_anything_starts(tmp_path):
                                                                                           'target_mass_kg: 1000000000.0'))
     with pytest.raises(ValueError, match='below the stable minimum 1.259 kg'):
         cisas_graph({'scenario': str(light), 'compensation': 'first_order'})
+
+
+def test_the_cisas_lab_s_table_and_pose_nodes_put_the_mock_up_where_the_docking_node_commands(tmp_path):
+    """``lab:=cisas`` without the lab: its motion table and mock-up pose nodes, with the graph's parameters,
+    and an ideal arm (its joint states are the commands). A command ``dr`` on ``chaser/pose_cmd`` (as the
+    docking node sends, identity orientation) comes back on ``facility/robot_pose_lvlh`` as ``dr`` (to the
+    IK's tolerance), the flange pointing as at home."""
+    import numpy as np
+    from geometry_msgs.msg import PoseStamped
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from hil_common.conversions import pose_from_msg
+    from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+    from hil_docking.scenario import load_docking_scenario
+    from hil_motion_table.kinematics_helpers import make_kinematics
+
+    graph = cisas_graph({'lab': 'cisas'})
+    kin = make_kinematics('cisas')
+    procs = []
+    for fqn in ('/chaser/motion_table', '/chaser/mockup_pose'):
+        spec = graph.node(fqn)
+        params = tmp_path / f'{spec.name}.yaml'
+        params.write_text(spec.params_yaml())
+        procs.append(start_node(spec.package, spec.executable, ros_args=tuple(spec.ros_arguments(str(params))[1:])))
+    dr = np.array(load_docking_scenario(None).start_lvlh_m) * 0.5
+    try:
+        with test_node('cisas_lab_probe') as (node, executor):
+            measured = []
+            js = JointState(name=list(kin.joint_names), position=[float(v) for v in kin.spec.q_home])
+
+            def on_command(msg):                  # the ideal arm: at the command at once
+                js.position = list(msg.data)
+            node.create_subscription(Float64MultiArray, '/chaser/forward_position_controller/commands', on_command, 100)
+            node.create_subscription(PoseStamped, '/facility/robot_pose_lvlh', measured.append, 100)
+            pub_js = node.create_publisher(JointState, '/chaser/joint_states', 10)
+            pub_cmd = node.create_publisher(PoseStamped, '/chaser/pose_cmd', 10)
+            cmd = PoseStamped()
+            cmd.header.frame_id = 'target_lvlh'
+            cmd.pose.position.x, cmd.pose.position.y, cmd.pose.position.z = map(float, dr)
+            cmd.pose.orientation.w = 1.0
+
+            def tick():
+                js.header.stamp = node.get_clock().now().to_msg()
+                pub_js.publish(js)
+                cmd.header.stamp = js.header.stamp
+                pub_cmd.publish(cmd)
+            node.create_timer(0.01, tick)
+
+            def arrived():
+                return measured and np.linalg.norm(pose_from_msg(measured[-1].pose).translation - dr) < 1e-6
+            ok = spin_until(executor, arrived, 30.0)      # the table's speed limits take it there in steps
+            last = pose_from_msg(measured[-1].pose) if measured else None
+        alive = [p.poll() is None for p in procs]
+    finally:
+        outs = [stop_process(p) for p in procs]
+    assert all(alive), outs
+    assert ok, (None if last is None else last.translation, dr, outs[0][-1500:])
+    assert np.allclose(last.rotation, kin.forward(kin.spec.q_home).rotation, atol=1e-6)
