@@ -25,6 +25,10 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
   twist (``twist_from_joints``) is the passivity observer's ``Ṽ_s`` (seed 004 Eq. 28);
 * **the wrist sensor's fault** holds the side (:meth:`set_ft_fault`), as in
   ``servicer_admittance_node``;
+* **no wrist samples** for ``sample_timeout_s`` (:meth:`watchdog`, called by a timer): the steps
+  go on held, so the arm's effort controller, which keeps its last command, gets the hold's
+  gravity compensation instead of the last torques, and the table is told to stay; the first
+  sample resumes;
 * **the command**: ``g_s`` through the table's command frame to the flange, ``V_s`` as the
   table's twist feed-forward, the IK with its limits on the table's clock; the measurement's age
   gives the table its own stale check.
@@ -56,9 +60,11 @@ class ServicerCommand:
 class ServicerHotPath:
     def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
                  twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
-                 auto_recover: bool = True, lead_s: float = 0.0):
+                 auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05):
         self.side, self.table = side, table
         self.lead_s = float(lead_s)
+        self.sample_timeout_s = float(sample_timeout_s)
+        self.last_sample_s: float | None = None     # the newest wrist sample (table's clock)
         self.target, self.twist, self.twist_from_joints = target, twist, twist_from_joints
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
@@ -93,10 +99,21 @@ class ServicerHotPath:
         """One wrist sample: the side's steps due by ``side_now_s`` (to within half a step) and the
         table's command on its clock at ``now_s``; None when nothing is due or no joints came yet."""
         self.counters['samples'] += 1
+        self.last_sample_s = now_s
         self.side.set_wrench_sensor(wrench_sensor, side_now_s)
+        return self._step(now_s, side_now_s, '')
+
+    def watchdog(self, now_s: float, side_now_s: float) -> ServicerCommand | None:
+        """Without wrist samples for ``sample_timeout_s`` (after the first): the held step's command."""
+        if self.last_sample_s is None or now_s - self.last_sample_s <= self.sample_timeout_s:
+            return None
+        self.counters['watchdog'] = self.counters.get('watchdog', 0) + 1
+        return self._step(now_s, side_now_s, f'no wrist samples for {now_s - self.last_sample_s:.3f} s')
+
+    def _step(self, now_s: float, side_now_s: float, silent: str) -> ServicerCommand | None:
         joints = self.joints.update(now_s)
-        # the side holds with the table: a stale table, or the wrist sensor's fault
-        self.side.set_fault(self.ft_fault or (self.q_measured is not None and not self.joints.usable))
+        # the side holds with the table: a stale table, the wrist sensor's fault or its silence
+        self.side.set_fault(self.ft_fault or bool(silent) or (self.q_measured is not None and not self.joints.usable))
         pacer = self.side.pacer
         t_next = pacer.step_time(pacer.steps_done + 1)      # the grid's next step (side's clock)
         early = self.side.started and side_now_s < t_next <= side_now_s + self.lead_s
@@ -111,7 +128,7 @@ class ServicerHotPath:
         table = self.table.step(self.target(out.pose_table_cmd), q_measured=self.q_measured,
                                 twist_ff_body=None if out.holding else self.twist(out.twist_table_cmd),
                                 measurement_age=age)
-        reason = ', '.join(table.faults or self.table.latched_faults) or \
+        reason = ', '.join(table.faults or self.table.latched_faults) or silent or \
             ('wrist F/T fault latched' if self.ft_fault else '') or \
             (f'joint_states {joints}' if not self.joints.usable else '')
         holding = table.holding or out.holding

@@ -15,7 +15,8 @@ table's: in ``servicer/joint_states`` (the KR 120's measured joints; their rates
 observer's measured base twist), out ``servicer/forward_position_controller/commands``. Status
 ``servicer/hot_path/status`` (DiagnosticStatus: the overload guard, ERROR while the table or the
 wrist sensor holds), reset ``servicer/hot_path/reset`` (the overload hold, the table's latched
-faults). Parameters: those of both nodes (``output`` must be ``forward_position``), plus
+faults). Without wrist samples for ``input_timeout_s`` a timer runs the steps held (the arm's effort
+controller keeps its last command: it gets the hold's gravity compensation; the table is told to stay). Parameters: those of both nodes (``output`` must be ``forward_position``), plus
 ``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`).
 """
 
@@ -66,13 +67,15 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                     twist_from_joints=self.frame.twist_from_joints,
                                     joint_states_timeout_s=p.joint_states_timeout_s,
                                     recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                    lead_s=1.5 / p.rate_hz)
+                                    lead_s=1.5 / p.rate_hz, sample_timeout_s=p.input_timeout_s)
         self.table_names = tuple(table.kin.joint_names)
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10)
         self.last_holding = None
+        # without wrist samples the steps go on held (the effort controller keeps its last command)
+        self.create_timer(max(p.input_timeout_s, 0.01), lambda: guarded(self._watchdog, self.context))
         gc.collect()
         gc.freeze()          # the node's long-lived objects out of the cyclic collector's reach mid-loop
         cpus = [c for c in p.cpu_affinity if c >= 0]
@@ -118,6 +121,11 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             return
         out = self.rule.wrench(wrench_from_msg(msg.wrench), now, self._now_s())
         self._after(out)
+
+    def _watchdog(self) -> None:
+        now = self.lab_now()
+        if now > 0.0:
+            self._after(self.rule.watchdog(now, self._now_s()))
 
     def _after(self, out) -> None:
         self._report_rejections()

@@ -1,6 +1,6 @@
 """The fused servicer hot path over DDS, with the Envisat graph's parameters: one KR 120 command per
 wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
-nothing without samples, and a hold while the table's joints are stale."""
+a hold while the table's joints are stale, and a hold (gravity compensation only) without samples."""
 
 import numpy as np
 import pinocchio as pin
@@ -50,6 +50,9 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
             node.create_subscription(PoseStamped, 'servicer/table/pose_cmd',
                                      lambda m: poses.append(pose_from_msg(m.pose)), 1000)
             node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
+            efforts = []
+            node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
+                                     lambda m: efforts.append(np.array(m.data)), 1000)
             pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
             pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
             pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
@@ -102,12 +105,19 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
             assert len(tail) >= 20 and np.all(tail == tail[0]), 'moving on stale joints'
             assert any(s.level == DiagnosticStatus.ERROR and 'stale' in s.message for s in statuses), \
                 [s.message for s in statuses[-3:]]
-            # no wrist samples, no commands
+            # no wrist samples: the steps go on held (the arm's effort controller keeps its last command,
+            # so it must be told the hold's torques): the table stays, the arm gets its gravity compensation
+            # only (none with the twin's self-compensating arm), the status says why
+            sent['table'] = True
+            spin_until(executor, lambda: False, 1.0)
             sent['ft'] = False
             spin_until(executor, lambda: False, 0.3)
-            n = len(commands)
-            spin_until(executor, lambda: False, 0.5)
-            assert len(commands) == n, 'commands without wrist samples'
+            n, m, k = len(commands), len(efforts), len(poses)
+            spin_until(executor, lambda: len(commands) >= n + 5 and len(efforts) >= m + 5, 3.0)
+            held = [pose.translation for pose in poses[k:]]          # the base's pose: held
+            assert len(held) >= 5 and np.all(np.array(held) == held[0]), 'no hold without wrist samples'
+            assert np.all(np.array(efforts[m:]) == 0.0), efforts[-1]
+            assert any('no wrist samples' in s.message for s in statuses), [s.message for s in statuses[-3:]]
         alive = proc.poll() is None
     finally:
         out = stop_process(proc)
