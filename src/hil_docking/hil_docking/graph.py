@@ -104,18 +104,19 @@ def cisas_lab_nodes(args: Mapping[str, str], path: Path, scenario) -> tuple:
     expresses the wrench in those axes: the sensor is assumed at the flange with the flange's axes
     (no mounting rotation in the scenario; a lab states its own), so its constant rotation into the
     LVLH-aligned axes is ``R_home``."""
+    import numpy as np
     import pinocchio as pin
 
+    from hil_bringup.facility import xyz_rpy
     from hil_bringup.graphs import int_arg
     from hil_motion_table.kinematics_helpers import make_kinematics
 
     kin = make_kinematics('cisas')
     rotation_home = kin.forward(kin.spec.q_home).rotation
-    rpy_body_in_flange = [float(v) for v in pin.rpy.matrixToRpy(rotation_home.T)]
     q_sensor = pin.Quaternion(rotation_home)
     table = {'robot': 'cisas', 'command_frame': 'nominal',
-             'pose_nominal_in_base_xyz_rpy': [*map(float, scenario.dock_position_in_base_m), 0.0, 0.0, 0.0],
-             'pose_body_in_flange_xyz_rpy': [0.0, 0.0, 0.0, *rpy_body_in_flange]}
+             'pose_nominal_in_base_xyz_rpy': xyz_rpy(pin.SE3(np.eye(3), np.asarray(scenario.dock_position_in_base_m))),
+             'pose_body_in_flange_xyz_rpy': xyz_rpy(pin.SE3(rotation_home.T, np.zeros(3)))}
     ft = {'sensor_ip': args['ft_host'], 'sensor_port': int_arg(args, 'ft_port', 1, 65535), 'sensor_frame': 'chaser_ft_sensor',
           'target_frame.enabled': True, 'target_frame.frame_id': 'target_lvlh',
           'target_frame.sensor_in_target_xyzw': [float(q_sensor.x), float(q_sensor.y), float(q_sensor.z), float(q_sensor.w)]}
