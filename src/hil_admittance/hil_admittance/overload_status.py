@@ -3,7 +3,7 @@ service and its log lines (one definition for the admittance nodes).
 
 * out ``<prefix>/status`` (diagnostic_msgs/DiagnosticStatus) every 0.5 s and on every change of
   level: OK on time, WARN degraded, ERROR holding; the guard's counters as values (``late_ticks``,
-  ``dropped_steps``, ``max_late_ms``, ``holds``, ``holding``, ``policy``);
+  ``dropped_steps``, ``max_late_ms``, ``mean_late_ms``, ``holds``, ``holding``, ``policy``);
 * service ``<prefix>/reset`` (std_srvs/Trigger): clears an overload hold (the ``latch`` policy's way out).
 
 ``override()`` (optional) returns ``(level, message)`` of another reason the node holds (the

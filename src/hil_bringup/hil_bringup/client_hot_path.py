@@ -188,10 +188,10 @@ class ClientHotPath:
             dropped = int(round((elapsed - span) / self.dt))
             self.overruns += dropped
             skipped, elapsed = elapsed - span, span
-        if self.overload is not None:       # how late this sample's time ran past the one step it owed
-            self.overload.update(now_s, skipped + elapsed - self.dt, dropped)
-        overloaded = self.overload is not None and self.overload.holding
         steps = max(1, math.ceil(elapsed / self.dt - 1e-9))
+        if self.overload is not None:       # how late this sample's time ran past the one step it owed
+            self.overload.update(now_s, skipped + elapsed - self.dt, dropped, steps)
+        overloaded = self.overload is not None and self.overload.holding
         h = elapsed / steps
         joints = self.joints.update(now_s)
         if self.latched or not self.joints.usable or overloaded:

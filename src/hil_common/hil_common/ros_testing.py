@@ -197,7 +197,7 @@ def spin_until(executor, predicate, timeout_s: float, period_s: float = 0.02) ->
 
 #: Overload thresholds for the stall tests: a 0.6 s stall is twice the hold threshold, and a busy machine's
 #: timer jitter (tens of ms beside a running graph) still counts as on time, so the node can recover.
-STALL_THRESHOLDS = {'overload_warn_late_s': 0.1, 'overload_hold_late_s': 0.3}
+STALL_THRESHOLDS = {'overload_warn_late_s': 0.1, 'overload_hold_late_s': 0.3, 'overload_mean_late_s': 0.1}
 
 
 def stall_node(proc: subprocess.Popen, executor, statuses: list, seconds: float = 0.6):
@@ -211,3 +211,27 @@ def stall_node(proc: subprocess.Popen, executor, statuses: list, seconds: float 
     os.kill(proc.pid, signal.SIGCONT)
     assert spin_until(executor, lambda: any(s[0] == 2 for s in statuses[n:]), 5.0), statuses[-3:]
     return next(s for s in statuses[n:] if s[0] == 2)
+
+
+def throttle_node(proc: subprocess.Popen, stall_s: float, run_s: float, seconds: float):
+    """What a machine busy with other work does to a node: its process gets no CPU for ``stall_s`` of
+    every ``stall_s + run_s`` (SIGSTOP, SIGCONT), for ``seconds``, in a thread (the caller spins its
+    executor meanwhile). Returns the thread; the process runs again when it ends."""
+    import threading
+    import time
+
+    def duty():
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(stall_s)
+                os.kill(proc.pid, signal.SIGCONT)
+                time.sleep(run_s)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+
+    thread = threading.Thread(target=duty, daemon=True)
+    thread.start()
+    return thread

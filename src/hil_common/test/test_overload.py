@@ -6,7 +6,7 @@ callbacks: on time, late, stalled. The expected levels follow from the timeline 
 import pytest
 
 from hil_common.errors import ConfigError
-from hil_common.overload import ERROR, OK, WARN, OverloadGuard
+from hil_common.overload import ERROR, OK, WARN, OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 
 DT = 0.01          # a 100 Hz node
@@ -18,8 +18,7 @@ def _run(guard, pacer, t_from, t_to, period=DT):
     t = t_from
     while t + period <= t_to + 1e-12:
         t += period
-        if pacer.due(t):
-            guard.update(t, pacer.last_late_s, pacer.last_dropped)
+        due_steps(pacer, guard, t)
     return t
 
 
@@ -92,9 +91,67 @@ def test_on_the_simulated_clock_the_guard_only_reports():
     from hil_common.overload import overload_guard
 
     p = SimpleNamespace(overload_policy='latch', overload_warn_late_s=0.02, overload_hold_late_s=0.2,
-                        overload_recover_after_s=2.0)
+                        overload_recover_after_s=2.0, overload_mean_late_s=0.05, overload_window_s=1.0)
     assert overload_guard(p, DT).policy == 'latch'
     guard = overload_guard(p, DT, simulated_clock=True)
     assert guard.policy == 'off'
     guard.update(1.0, 0.0, 5)
     assert not guard.holding and guard.level == WARN and guard.dropped_steps == 5
+
+
+def test_the_lateness_of_a_catch_up_burst_sums_step_by_step():
+    """``burst_lateness_s`` against the steps summed one by one."""
+    from hil_common.overload import burst_lateness_s
+
+    for late, steps in ((0.0405, 5), (0.0405, 3), (0.15, 16), (0.004, 1), (0.0, 4)):
+        by_hand = sum(max(0.0, late - k * DT) for k in range(steps))
+        assert burst_lateness_s(late, steps, DT) == pytest.approx(by_hand, abs=1e-15)
+
+
+def _steady(guard, pacer, t_from, t_to, stall, run):
+    """A machine that steals ``stall`` seconds of every ``stall + run``: the node's timer stops for ``stall``,
+    then fires on time every ``DT`` for ``run``."""
+    t = t_from
+    while t < t_to - 1e-12:
+        t = _run(guard, pacer, t, t + stall, period=stall)
+        t = _run(guard, pacer, t, t + run)
+    return t
+
+
+def test_a_loop_steadily_late_below_the_hold_threshold_holds_on_its_mean_lateness():
+    """Stalls of 90 ms every 100 ms: no tick is later than the 100 ms hold threshold and nothing is
+    dropped, but the steps run late on average. Each stall ends in a burst of 9 steps late by 80, 70,
+    ..., 0 ms (the first was due 10 ms into the stall), then one step runs on time: (80 + 70 + ... + 10)
+    / 10 = 36 ms. With a 30 ms mean threshold the guard holds after one window of it; with 50 ms it
+    only degrades. On time again, the auto policy resumes."""
+    mean = sum(0.01 * k for k in range(1, 9)) / 10.0
+    for threshold, holds in ((0.03, True), (0.05, False)):
+        guard = OverloadGuard(DT, warn_late_s=0.025, hold_late_s=0.1, recover_after_s=1.0, mean_late_s=threshold)
+        pacer = StepPacer(DT, 0.0, CATCH_UP)
+        t = _run(guard, pacer, 0.0, 1.0)
+        assert guard.level == OK
+        t = _steady(guard, pacer, t, t + 0.55, stall=0.09, run=0.01)
+        assert not guard.holding                                   # less than one window of it yet
+        t = _steady(guard, pacer, t, t + 1.1, stall=0.09, run=0.01)
+        assert guard.max_late_s < guard.hold_late_s and guard.dropped_steps == 0
+        assert guard.mean_late_window_s == pytest.approx(mean, rel=1e-9)
+        assert guard.holding is holds and guard.level == (ERROR if holds else WARN)
+        if holds:
+            assert guard.message().startswith('overloaded, holding: steadily late') and '36 ms' in guard.message()
+        t = _run(guard, pacer, t, t + 1.05)
+        assert not guard.holding and guard.level == OK and guard.mean_late_window_s == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_mean_lateness_threshold_is_a_node_parameter_and_is_refused_when_not_positive():
+    from types import SimpleNamespace
+
+    from hil_common.overload import overload_guard
+
+    p = SimpleNamespace(overload_policy='auto', overload_warn_late_s=0.02, overload_hold_late_s=0.2,
+                        overload_recover_after_s=2.0, overload_mean_late_s=0.07, overload_window_s=0.5)
+    guard = overload_guard(p, DT)
+    assert (guard.mean_late_s, guard.window_s) == (0.07, 0.5)
+    with pytest.raises(ConfigError, match='mean_late_s'):
+        OverloadGuard(DT, 0.02, 0.2, 1.0, mean_late_s=0.0)
+    with pytest.raises(ConfigError, match='window_s'):
+        OverloadGuard(DT, 0.02, 0.2, 1.0, window_s=float('nan'))
