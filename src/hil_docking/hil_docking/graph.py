@@ -16,6 +16,10 @@ The graph with ``lab:=emulated`` (the default):
 
 With ``lab:=cisas`` (the real facility, :func:`cisas_lab_nodes`) the stage ``io`` replaces the
 emulator: the CISAS arm's ``motion_table_node``, ``mockup_pose_node`` and the chaser's F/T driver.
+``lab:=twin`` runs the same ``io`` nodes against the MuJoCo lab twin of the facility (stage ``lab``:
+``lab_twin_node`` with :func:`hil_docking.lab_twin.cisas_twin_config`, the arm, its F/T sensor
+over RDT/UDP on 127.0.0.1, the probe on its spring ``k_L`` and the target's plate), on the
+twin's simulated clock: the contact happens in the twin and the sensor measures it.
 
 Both read the same scenario file. A scenario the designer finds unstable for its facility loop
 (equivalent mass below the exact ``m_min``) is refused here, before anything starts.
@@ -26,16 +30,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from hil_bringup.graphs import RECORD_ARGS, Arg, Graph, GraphError, NodeSpec, Stage, float_arg, resolve_arguments
+from hil_bringup.graphs import (READY_TIMEOUT_ARG, RECORD_ARGS, Arg, Graph, GraphError, NodeSpec, Ready, Stage, float_arg,
+                                resolve_arguments, simulated_clock_twin)
 from hil_docking.contact import COMPENSATIONS
 
 CISAS_ARGS = (
     Arg('scenario', 'cisas_docking', 'docking scenario: a name in share/hil_docking/scenarios or a YAML path'),
     Arg('lab', 'emulated', 'the lab side of the loop: the emulated CISAS robot and contact (facility_emulator_node), '
                            'or the CISAS facility (cisas: its arm through motion_table_node robot:=cisas, the mock-up '
-                           'pose from its joint states, its F/T sensor; docs/docking.md)', ('emulated', 'cisas')),
+                           'pose from its joint states, its F/T sensor; docs/docking.md), or its MuJoCo lab twin (twin: '
+                           'the same nodes against the twin, with the probe and the plate of k_L)',
+        ('emulated', 'cisas', 'twin')),
     Arg('ft_host', '127.0.0.1', "lab:=cisas: the chaser F/T sensor's address (a lab opts in to its network)"),
-    Arg('ft_port', '49152', "lab:=cisas: the chaser F/T sensor's RDT UDP port"),
+    Arg('ft_port', '49152', "lab:=cisas|twin: the chaser F/T sensor's RDT UDP port"),
+    Arg('servo_bandwidth_hz', '30', "lab:=twin: position-loop bandwidth of the twin's CISAS arm [Hz] (a small arm; "
+                                    'hil_lab_twin ServoConfig, transport delay 4 ms)'),
+    READY_TIMEOUT_ARG,
     Arg('compensation', '', "virtual-force compensation, overriding the scenario's facility.compensation (empty: "
                             'the scenario value)', ('',) + COMPENSATIONS),
     Arg('pose_timeout_s', '2.0', 'the docking node holds while the last robot pose arrived longer ago than this [s] '
@@ -75,15 +85,19 @@ def cisas_graph(given: Mapping[str, str] | None = None) -> Graph:
     DockingFacility(scenario, args['compensation'] or None)     # refuses a loop the designer finds unstable
     facility = {'scenario_file': str(path), 'compensation': args['compensation'],
                 'pose_timeout_s': float_arg(args, 'pose_timeout_s', 0.001, 10.0)}
-    if args['lab'] == 'emulated':
-        # The emulated lab has no clock of its own: when the machine is slow, the docking node waits for
-        # the robot's samples and never drops steps; the simulated timeline falls behind the wall clock.
-        # The real facility does not wait (a robot moves on), so there the node drops the steps it missed.
+    if args['lab'] in ('emulated', 'twin'):
+        # The emulated lab and the twin on its simulated clock wait for the stack: when the machine is slow,
+        # the docking node waits for the robot's samples and never drops steps; the simulated timeline
+        # falls behind the wall clock. The real facility does not wait (a robot moves on), so there the
+        # node drops the steps it missed.
         facility['max_catch_up'] = 10**9
-    stack = Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility),))
+    stack = Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility,
+                                     use_sim_time=args['lab'] == 'twin'),))
     if args['lab'] == 'cisas':
         return Graph('cisas_docking', (Stage('io', cisas_lab_nodes(args, path, scenario)), stack),
                      CISAS_RECORD_TOPICS).check()
+    if args['lab'] == 'twin':
+        return cisas_twin_graph(args, path, scenario, stack)
     return Graph('cisas_docking', (
         Stage('lab', (NodeSpec('hil_docking', 'facility_emulator_node', 'facility_emulator',
                                parameters={'scenario_file': str(path)}),)),
@@ -118,6 +132,7 @@ def cisas_lab_nodes(args: Mapping[str, str], path: Path, scenario) -> tuple:
              'pose_nominal_in_base_xyz_rpy': xyz_rpy(pin.SE3(np.eye(3), np.asarray(scenario.dock_position_in_base_m))),
              'pose_body_in_flange_xyz_rpy': xyz_rpy(pin.SE3(rotation_home.T, np.zeros(3)))}
     ft = {'sensor_ip': args['ft_host'], 'sensor_port': int_arg(args, 'ft_port', 1, 65535), 'sensor_frame': 'chaser_ft_sensor',
+          'software_bias.on_start': True,       # the probe's weight (a lab tares its sensor with the mock-up on)
           'target_frame.enabled': True, 'target_frame.frame_id': 'target_lvlh',
           'target_frame.sensor_in_target_xyzw': [float(q_sensor.x), float(q_sensor.y), float(q_sensor.z), float(q_sensor.w)]}
     return (
@@ -128,3 +143,40 @@ def cisas_lab_nodes(args: Mapping[str, str], path: Path, scenario) -> tuple:
         NodeSpec('hil_docking', 'mockup_pose_node', 'mockup_pose', 'chaser', {'scenario_file': str(path)},
                  remappings=(('facility/robot_pose_lvlh', '/facility/robot_pose_lvlh'),)),
     )
+
+
+def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage) -> Graph:
+    """``lab:=twin``: the nodes of ``lab:=cisas`` (:func:`cisas_lab_nodes`) against the MuJoCo lab twin
+    of the facility (:func:`hil_docking.lab_twin.cisas_twin_config`) on its simulated clock.
+
+    The twin steps at the docking node's control rate (one joint state and one F/T sample per step),
+    and publishes ``/clock`` once the F/T driver has passed the step's sample on, so every step of
+    the docking node uses the pose and the wrench of its own time, as the emulated lab gives them."""
+    import dataclasses
+
+    from hil_bringup.graphs import int_arg
+    from hil_docking.lab_twin import CHASER_SENSOR, cisas_twin_config
+    from hil_lab_twin.scene import ServoConfig, config_to_yaml
+
+    rate_hz = 1.0 / scenario.control_period_s
+    port = int_arg(args, 'ft_port', 1, 65535)
+    timeout_s = float_arg(args, 'ready_timeout_s', 1.0, 3600.0)
+    twin = cisas_twin_config(scenario, ServoConfig(bandwidth_hz=float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0)))
+    lab = NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
+        'layout': 'config', 'twin_config_yaml': config_to_yaml(twin), 'publish_rate_hz': rate_hz,
+        'rdt_ports': [f'{CHASER_SENSOR}:{port}'], 'publish_wrench': False,
+        **simulated_clock_twin(['/facility/ft/wrench'])})
+    io = []
+    for node in cisas_lab_nodes({**args, 'ft_host': '127.0.0.1'}, path, scenario):
+        extra = {}
+        if node.executable == 'ft_sensor_node':
+            extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True}
+        elif node.executable == 'motion_table_node':
+            extra = {'period_s': scenario.control_period_s, 'trajectory_lead_s': scenario.control_period_s}
+        io.append(dataclasses.replace(node, parameters={**node.parameters, **extra}, use_sim_time=True))
+    return Graph('cisas_docking', (
+        Stage('lab', (lab,), Ready((('/chaser/joint_states', 'sensor_msgs/msg/JointState'),), timeout_s=timeout_s)),
+        Stage('io', tuple(io), Ready((('/facility/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),),
+                                     timeout_s=timeout_s, max_force_n=1.0)),
+        stack,
+    ), CISAS_RECORD_TOPICS).check()

@@ -43,6 +43,16 @@ from hil_docking.scenario import DockingScenario
 #: sample. The uncompensated facility is off by +14 % (docs/docking.md).
 RESTITUTION_TOL = 0.02
 ON_ARC_TOL_M = 1e-9
+#: The same verdict in the lab twin (``lab:=twin``), where a real sensor measures a physical contact:
+#: * the commands leave the arc by what the sensor reads outside contact. The probe's sliding mass rings
+#:   on its spring when the arm starts and stops (up to ~1 N for ~0.1 s beyond the driver's dead band),
+#:   which moves the 75 kg equivalent mass by ~1/2 (1 N / 75 kg) (0.1 s)^2 = 7e-5 m: 0.1 mm, 2 % of the
+#:   impact's 5.6 mm penetration;
+#: * the twin's loop delay is its servo's and its sensor's (4 ms transport, a 30 Hz position loop, the
+#:   F/T filter), not exactly the scenario's ``Delta`` that the compensation is designed for, so the
+#:   restitution is held to 4 % (measured +1.9 %; without compensation the facility is off by +14 %).
+TWIN_ON_ARC_TOL_M = 1e-4
+TWIN_RESTITUTION_TOL = 0.04
 
 
 @dataclass
@@ -75,8 +85,10 @@ def _distance_to_arc(points: np.ndarray, arc: np.ndarray) -> np.ndarray:
     return cKDTree(arc).query(points)[0]
 
 
-def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: float = RESTITUTION_TOL) -> dict:
-    """The verdict of a live run: a summary with ``problems`` (empty: the mission did its job)."""
+def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: float = RESTITUTION_TOL,
+               on_arc_tol_m: float = ON_ARC_TOL_M) -> dict:
+    """The verdict of a live run: a summary with ``problems`` (empty: the mission did its job).
+    ``on_arc_tol_m`` bounds how far the commands may leave the CW arcs and miss the port."""
     problems = []
     cw = CWModel.at_altitude(sc.altitude_m)
     axis, dt = sc.docking_axis_lvlh, sc.control_period_s
@@ -110,9 +122,9 @@ def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: flo
         summary['approach_commands'] = len(approach)
         summary['approach_max_off_arc_m'] = float(off.max())
         summary['approach_closest_to_port_m'] = float(np.linalg.norm(approach, axis=1).min())
-        if off.max() > ON_ARC_TOL_M:
-            problems.append(f'approach: a command is {off.max():.3g} m off the CW transfer arc (tolerance {ON_ARC_TOL_M:g} m)')
-        if summary['approach_closest_to_port_m'] > 1e-6:
+        if off.max() > on_arc_tol_m:
+            problems.append(f'approach: a command is {off.max():.3g} m off the CW transfer arc (tolerance {on_arc_tol_m:g} m)')
+        if summary['approach_closest_to_port_m'] > max(1e-6, on_arc_tol_m):
             problems.append(f"approach: the commands never reached the port (closest {summary['approach_closest_to_port_m']:.3g} m)")
     else:
         problems.append('approach: no command received')
@@ -148,9 +160,9 @@ def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: flo
             summary['post_impact_commands'] = len(post)
             summary['post_impact_max_off_arc_m'] = float(off.max())
             summary['post_impact_final_position_m'] = post[-1].tolist()
-            if off.max() > ON_ARC_TOL_M:
+            if off.max() > on_arc_tol_m:
                 problems.append(f'post-impact: a command is {off.max():.3g} m off the free CW motion of the separation '
-                                f'state (tolerance {ON_ARC_TOL_M:g} m)')
+                                f'state (tolerance {on_arc_tol_m:g} m)')
             if not post[-1] @ axis < sep[0:3] @ axis:
                 problems.append('post-impact: the chaser does not move away from the target')
     elif sep is None:
@@ -245,7 +257,9 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
             found = [line for line in r.output.splitlines() if 'late_commands:' in line]
             if found:
                 seen.late_commands = int(found[-1].rsplit(':', 1)[1])
-    verdict = judge_live(sc, seen)
+    twin = (launch_arguments or {}).get('lab') == 'twin'
+    verdict = judge_live(sc, seen, TWIN_RESTITUTION_TOL if twin else RESTITUTION_TOL,
+                         TWIN_ON_ARC_TOL_M if twin else ON_ARC_TOL_M)
     nodes = report.finish(wall_s, results, log_levels)
     summary = {**verdict, 'wall_s': round(wall_s, 2), 'nodes': nodes['nodes'],
                'problems': nodes['problems'] + unfinished + verdict['problems'], 'recording': counts,
@@ -254,3 +268,46 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     (out / 'live_nodes').mkdir(parents=True, exist_ok=True)
     (out / 'live_nodes' / 'live_summary.json').write_text(json.dumps(summary, indent=2, default=float))
     return summary
+
+
+def measured_contact(bag: Path, sc: DockingScenario) -> dict:
+    """What the recording of a run says about the facility's contact (issue 13 item 3: in the lab twin the
+    compliance is physical): the force along the docking axis that the F/T driver published
+    (``f_L = -F . n``, ``facility/ft/wrench``), against the lumped law ``k_L x + b_L x'`` of the penetration
+    ``x = dr . n`` measured by the mock-up pose (``facility/robot_pose_lvlh``, interpolated to the wrench
+    stamps and differenced). Returns the contact's span, the peaks of both, the largest difference
+    while in contact and the impulse of the measured force."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    axis = sc.docking_axis_lvlh
+    forces, poses = {}, {}
+    with AnyReader([Path(bag)], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        wanted = [c for c in reader.connections if c.topic in ('/facility/ft/wrench', '/facility/robot_pose_lvlh')]
+        for conn, _, raw in reader.messages(connections=wanted):
+            msg = reader.deserialize(raw, conn.msgtype)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            if conn.topic == '/facility/ft/wrench':
+                f = msg.wrench.force
+                forces[stamp] = -float(np.array([f.x, f.y, f.z]) @ axis)
+            else:
+                p = msg.pose.position
+                poses[stamp] = float(np.array([p.x, p.y, p.z]) @ axis)
+    if len(forces) < 3 or len(poses) < 3:
+        return {'ok': False, 'problem': f'too few samples recorded ({len(forces)} wrenches, {len(poses)} poses)'}
+    t_f = np.array(sorted(forces))
+    f = np.array([forces[t] for t in t_f])
+    t_p = np.array(sorted(poses))
+    x = np.interp(t_f, t_p, np.array([poses[t] for t in t_p]))
+    rate = np.gradient(x, t_f)
+    inside = x > 0.0
+    if not inside.any():
+        return {'ok': False, 'problem': 'the mock-up never passed the port (no penetration recorded)'}
+    lumped = sc.facility.lumped
+    law = lumped.stiffness_n_m * x + lumped.damping_ns_m * rate
+    idx = np.flatnonzero(inside)
+    return {'ok': True, 'contact_start_s': float(t_f[idx[0]]), 'contact_end_s': float(t_f[idx[-1]]),
+            'max_penetration_m': float(x.max()), 'peak_force_n': float(f[inside].max()),
+            'peak_law_n': float(law[inside].max()), 'max_law_error_n': float(np.abs(f - law)[inside].max()),
+            'impulse_measured_n_s': float(np.sum(0.5 * (f[idx[1:]] + f[idx[:-1]]) * np.diff(t_f[idx]))),
+            'max_force_outside_n': float(np.abs(f[~inside]).max()) if (~inside).any() else 0.0}

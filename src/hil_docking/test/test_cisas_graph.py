@@ -28,6 +28,7 @@ SCHEMAS = {'facility_emulator_node': 'hil_docking.facility_emulator_node',
            'docking_facility_node': 'hil_docking.docking_facility_node',
            'ft_sensor_node': 'hil_sensors.ft_driver', 'motion_table_node': 'hil_motion_table.motion_table_node',
            'mockup_pose_node': 'hil_docking.mockup_pose_node',
+           'lab_twin_node': 'hil_lab_twin.lab_twin_node',
            'recorder_node': 'hil_bringup.recorder_node'}
 
 
@@ -49,7 +50,7 @@ def test_the_launch_file_is_installed_and_thin_over_the_graph():
 
 
 @pytest.mark.parametrize('given', [{}, {'compensation': 'none'}, {'compensation': 'first_order', 'pose_timeout_s': '0.5'},
-                                   {'lab': 'cisas'}], ids=str)
+                                   {'lab': 'cisas'}, {'lab': 'twin', 'servo_bandwidth_hz': '20'}], ids=str)
 def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(given):
     graph = cisas_graph(given)
     if given.get('lab') == 'cisas':
@@ -57,6 +58,13 @@ def test_every_node_resolves_like_launch_ros_and_accepts_its_parameters(given):
         assert {n.fqn for n in graph.nodes} == {'/chaser/ft_sensor', '/chaser/motion_table', '/chaser/mockup_pose',
                                                 '/docking_facility'}
         assert 'max_catch_up' not in graph.node('/docking_facility').parameters     # the real lab drops steps
+    elif given.get('lab') == 'twin':
+        assert [s.label for s in graph.stages] == ['lab', 'io', 'stack']
+        assert {n.fqn for n in graph.nodes} == {'/lab_twin', '/chaser/ft_sensor', '/chaser/motion_table',
+                                                '/chaser/mockup_pose', '/docking_facility'}
+        assert all(n.use_sim_time for n in graph.nodes if n.fqn != '/lab_twin')     # the twin's clock
+        assert graph.node('/lab_twin').parameters['rdt_ports'] == ['chaser_ft:49152']
+        assert 'bandwidth_hz: 20.0' in graph.node('/lab_twin').parameters['twin_config_yaml']
     else:
         assert [s.label for s in graph.stages] == ['lab', 'stack']
         assert {n.fqn for n in graph.nodes} == {'/facility_emulator', '/docking_facility'}
@@ -92,7 +100,8 @@ def test_record_true_records_the_graph_s_topics():
 
 
 @pytest.mark.parametrize('given, named', [
-    ({'lab': 'twin'}, 'lab'), ({'lab': 'cisas', 'ft_port': '0'}, 'ft_port'), ({'compensation': 'magic'}, 'compensation'),
+    ({'lab': 'lab'}, 'lab'), ({'lab': 'cisas', 'ft_port': '0'}, 'ft_port'),
+    ({'lab': 'twin', 'servo_bandwidth_hz': '0'}, 'servo_bandwidth_hz'), ({'compensation': 'magic'}, 'compensation'),
     ({'pose_timeout_s': 'soon'}, 'pose_timeout_s'),
     ({'scenario': 'no_such_scenario'}, 'scenario'), ({'scenarios': 'x'}, 'scenarios'),
 ])

@@ -177,6 +177,48 @@ def client_mockup(ns: str, sensor: str, sensor_top: str, mass_box: float = 4.0, 
     return lines
 
 
+#: Contact group of the docking probe and target: they touch each other and nothing else.
+DOCK_CONTACT = 'contype="2" conaffinity="2"'
+
+
+def probe_mockup(ns: str, sensor: str, sensor_top: str, axis, length: float, tip_radius: float, tip_mass: float,
+                 stiffness: float, damping: float, solref, base_mass: float = 0.05) -> list[str]:
+    """A docking probe on the F/T sensor (:class:`hil_lab_twin.scene.ProbeConfig`): a fixed base
+    carrying the sensor site, and a sliding rod and ball on a spring-damper along ``axis``."""
+    axis = np.asarray(axis, dtype=float)
+    tip = axis * length
+    return [f'<body name="{ns}_probe" pos="{sensor_top}">',
+            f'<site name="{sensor}_site" pos="0 0 0" size="0.01" rgba="1 0 0 1"/>',
+            f'<geom name="{ns}_probe_base" type="cylinder" fromto="0 0 0 {_v(axis * 0.03)}" size="0.03" '
+            f'mass="{_f(base_mass)}" rgba="0.5 0.5 0.55 1" {_nocollide(False)}/>',
+            f'<body name="{ns}_probe_tip" gravcomp="1">',
+            f'<joint name="{ns}_probe_spring" type="slide" axis="{_v(axis)}" stiffness="{_f(stiffness)}" '
+            f'damping="{_f(damping)}" springref="0"/>',
+            f'<geom name="{ns}_probe_rod" type="capsule" fromto="{_v(axis * 0.03)} {_v(tip)}" size="0.006" mass="0.001" '
+            f'rgba="0.75 0.75 0.8 1" {_nocollide(False)}/>',
+            f'<geom name="{ns}_probe_ball" type="sphere" pos="{_v(tip)}" size="{_f(tip_radius)}" mass="{_f(tip_mass)}" '
+            f'solref="{_v(solref)}" friction="0.1 0.005 0.0001" rgba="0.9 0.3 0.2 1" {DOCK_CONTACT}/>',
+            f'<site name="{ns}_probe_tip" pos="{_v(tip)}" size="0.005"/>',
+            '</body>',
+            '</body>']
+
+
+def dock_target(face_xyz, face_normal, half_size, solref=(0.0005, 1.0)) -> list[str]:
+    """The target's docking plate, fixed in the world: a box whose face through ``face_xyz`` has the
+    outward normal ``face_normal`` (the box's +z)."""
+    n = np.asarray(face_normal, dtype=float)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = np.cross(helper, n)
+    x /= np.linalg.norm(x)
+    rotation = np.column_stack([x, np.cross(n, x), n])
+    centre = np.asarray(face_xyz, dtype=float) - n * half_size[2]
+    return [f'<body name="dock_target" {pose_attrs(centre, rotation)}>',
+            f'<geom name="dock_target_plate" type="box" size="{_v(half_size)}" solref="{_v(solref)}" '
+            f'friction="0.1 0.005 0.0001" rgba="0.85 0.75 0.3 1" {DOCK_CONTACT}/>',
+            f'<site name="dock_target_face" pos="0 0 {_f(half_size[2])}" size="0.005"/>',
+            '</body>']
+
+
 def gripper(ns: str, sensor: str, sensor_top: str, palm_mass: float = 1.2, finger_mass: float = 0.2) -> list[str]:
     """A two-finger parallel gripper (palm + two slide fingers) below the wrist F/T sensor."""
     return [f'<body name="{ns}_gripper" pos="{sensor_top}">',

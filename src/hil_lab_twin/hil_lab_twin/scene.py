@@ -23,7 +23,7 @@ from hil_common.errors import ConfigError, Unreachable
 KINDS = ('serial', 'hexapod')
 SENSOR_HEIGHT_M = 0.04        # mjcf.ft_sensor_body default: measuring frame above the flange
 WRIST_SENSOR_HEIGHT_M = 0.03  # the wrist sensor between the arm's flange and the gripper
-PAYLOADS = ('client_mockup', 'servicer_arm', 'none')
+PAYLOADS = ('client_mockup', 'servicer_arm', 'probe', 'none')
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,63 @@ class RingGripperConfig:
 
 
 @dataclass(frozen=True)
+class ProbeConfig:
+    """A docking probe on a robot's F/T sensor (payload ``probe``; seed 003's facility compliance).
+
+    A rod along ``axis_in_sensor`` (unit vector in the sensor's measuring frame) ending in a ball of
+    ``tip_radius_m`` at ``length_m``, on a slide joint along the axis with ``stiffness_n_m`` and
+    ``damping_ns_m``: the facility's lumped compliance ``k_L``, ``b_L`` (seed 003 Eqs. 16-18) as a
+    physical spring in the mock-up, so the sensor measures ``k_L x + b_L x'`` for a compression ``x``.
+    The sliding part (``tip_mass_kg``) does not sag on its spring (MuJoCo ``gravcomp``, as a real
+    probe's spring is preloaded against a stop); the sensor still reads the probe's weight, which
+    the driver tares. The probe is light (0.1 + 0.05 kg) because the sensor also reads its inertia:
+    its sliding part rings on the spring when the arm starts and stops. The ball collides only with
+    the dock target (:class:`DockTargetConfig`), with the stiff contact ``contact_solref``: in
+    MuJoCo's mass-normalised soft contact its stiffness is about ``tip_mass_kg / timeconst^2``, 4e5
+    N/m for the defaults (0.5 ms, which needs a 0.25 ms time step), two orders of magnitude above a
+    lab's ``k_L``, in series with it.
+    """
+
+    axis_in_sensor: tuple = (0.0, 0.0, 1.0)
+    length_m: float = 0.12
+    tip_radius_m: float = 0.015
+    tip_mass_kg: float = 0.1
+    base_mass_kg: float = 0.05
+    stiffness_n_m: float = 4000.0
+    damping_ns_m: float = 20.0
+    contact_solref: tuple = (0.0005, 1.0)
+
+    def check(self, where: str) -> None:
+        axis = np.asarray(self.axis_in_sensor, dtype=float)
+        if axis.shape != (3,) or not np.all(np.isfinite(axis)) or abs(np.linalg.norm(axis) - 1.0) > 1e-9:
+            raise ConfigError(f'{where}.axis_in_sensor must be a unit vector')
+        for name in ('length_m', 'tip_radius_m', 'tip_mass_kg', 'base_mass_kg', 'stiffness_n_m'):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
+                raise ConfigError(f'{where}.{name} must be finite and > 0')
+        if not (math.isfinite(self.damping_ns_m) and self.damping_ns_m >= 0):
+            raise ConfigError(f'{where}.damping_ns_m must be finite and >= 0')
+        if len(self.contact_solref) != 2 or not all(math.isfinite(v) and v > 0 for v in self.contact_solref):
+            raise ConfigError(f'{where}.contact_solref must be two positive values (timeconst, dampratio)')
+
+
+@dataclass(frozen=True)
+class DockTargetConfig:
+    """The target's docking plate, fixed in the lab: a box whose face, through ``face_xyz`` with outward
+    normal ``face_normal`` (world), meets a probe's ball."""
+
+    face_xyz: tuple = (0.0, 0.0, 0.0)
+    face_normal: tuple = (-1.0, 0.0, 0.0)
+    half_size_m: tuple = (0.08, 0.08, 0.01)
+
+    def check(self) -> None:
+        n = np.asarray(self.face_normal, dtype=float)
+        if n.shape != (3,) or not np.all(np.isfinite(n)) or abs(np.linalg.norm(n) - 1.0) > 1e-9:
+            raise ConfigError('dock_target.face_normal must be a unit vector')
+        if len(self.half_size_m) != 3 or not all(math.isfinite(v) and v > 0 for v in self.half_size_m):
+            raise ConfigError('dock_target.half_size_m must be three positive values')
+
+
+@dataclass(frozen=True)
 class ArmConfig:
     """The torque-controlled light-weight arm carried by the servicer robot."""
 
@@ -154,6 +211,7 @@ class RobotConfig:
     armature: tuple | None = None
     mockup: RingMockupConfig | None = None        # payload client_mockup: None = mjcf.client_mockup
     sensor_in_flange_xyz_rpy: tuple | None = None  # F/T measuring frame on the flange (None: on the 0.04 m sensor)
+    probe: ProbeConfig | None = None              # payload probe: None = ProbeConfig()
 
     def check(self) -> None:
         where = f'robots[{self.ns}]'
@@ -167,6 +225,8 @@ class RobotConfig:
             raise ConfigError(f'{where}.payload {self.payload!r} is not one of {PAYLOADS}')
         self.servo.check(f'{where}.servo')
         self.ft.check(f'{where}.ft')
+        if self.probe is not None:
+            self.probe.check(f'{where}.probe')
 
 
 @dataclass(frozen=True)
@@ -215,6 +275,7 @@ class TwinConfig:
     arm: ArmConfig = ArmConfig()
     press: PressConfig | None = None
     grip: GripConfig | None = None
+    dock_target: DockTargetConfig | None = None
 
     def check(self) -> None:
         if not self.robots:
@@ -234,6 +295,8 @@ class TwinConfig:
             raise ConfigError(f'press.target {self.press.target!r} is not a robot namespace')
         if self.grip is not None:
             self.grip.check(self.robots)
+        if self.dock_target is not None:
+            self.dock_target.check()
 
 
 def facility_config(client_kind: str = 'serial', with_servicer: bool = False, **client_kw) -> TwinConfig:
@@ -347,6 +410,11 @@ def build_scene(config: TwinConfig):
             world += mjcf.client_mockup(ns, sensor, sensor_top)
         elif robot.payload == 'servicer_arm':
             world += _servicer_arm(ns, sensor, sensor_top, config.arm, build, sensors, actuators, equalities)
+        elif robot.payload == 'probe':
+            pr = robot.probe or ProbeConfig()
+            world += mjcf.probe_mockup(ns, sensor, sensor_top, pr.axis_in_sensor, pr.length_m, pr.tip_radius_m,
+                                       pr.tip_mass_kg, pr.stiffness_n_m, pr.damping_ns_m, pr.contact_solref,
+                                       pr.base_mass_kg)
         else:
             world.append(f'<body name="{ns}_payload" pos="{sensor_top}"><site name="{sensor}_site" size="0.01"/>'
                          '<geom type="sphere" size="0.02" mass="0.1" contype="0" conaffinity="0"/></body>')
@@ -358,6 +426,9 @@ def build_scene(config: TwinConfig):
             actuators.append(f'<position name="{joint}_servo" joint="{joint}" kp="1" kv="0"/>')
         build.pose_flange_in_world0 = base_pose * pose_flange_in_base
         builds[ns] = build
+    if config.dock_target is not None:
+        t = config.dock_target
+        world += mjcf.dock_target(t.face_xyz, t.face_normal, t.half_size_m)
     if config.press is not None:
         world += _press(config.press, builds[config.press.target])
         actuators.append('<motor name="press_force" joint="press_slide" gear="1"/>')
@@ -551,12 +622,14 @@ def config_from_yaml(text: str) -> TwinConfig:
 
     robot = lambda v: build(RobotConfig, v, {'servo': lambda s: build(ServoConfig, s, {}),  # noqa: E731
                                              'ft': lambda s: build(FtConfig, s, {}),
-                                             'mockup': lambda s: build(RingMockupConfig, s, {})})
+                                             'mockup': lambda s: build(RingMockupConfig, s, {}),
+                                             'probe': lambda s: build(ProbeConfig, s, {})})
     config = build(TwinConfig, data, {
         'robots': lambda rs: tuple(robot(dict(r)) for r in rs),
         'arm': lambda a: build(ArmConfig, a, {'wrist_ft': lambda s: build(FtConfig, s, {}),
                                              'gripper': lambda s: build(RingGripperConfig, s, {})}),
         'press': lambda s: build(PressConfig, s, {}),
-        'grip': lambda s: build(GripConfig, s, {})})
+        'grip': lambda s: build(GripConfig, s, {}),
+        'dock_target': lambda s: build(DockTargetConfig, s, {})})
     config.check()
     return config
