@@ -179,6 +179,31 @@ def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fa
     assert alive, out
 
 
+def drive_servicer_node(node, executor):
+    """Play the servicer admittance node's inputs (the arm's joints, a 40 N base wrench at 200 Hz) and
+    collect its overload statuses ``(level, message, values)`` and table twists ``(statuses seen, twist)``;
+    returns both lists once it runs and does not hold."""
+    statuses, twists = [], []
+
+    def on_status(m):
+        statuses.append((int.from_bytes(m.level, 'little'), m.message, {kv.key: kv.value for kv in m.values}))
+    node.create_subscription(DiagnosticStatus, 'servicer/admittance/status', on_status, 50)
+    node.create_subscription(TwistStamped, 'servicer/table/twist_cmd',
+                             lambda m: twists.append((len(statuses), twist_from_msg(m.twist))), 50)
+    pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+    pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
+
+    def controller():
+        pub_js.publish(joint_state(node, Q0))
+        msg = WrenchStamped()
+        wrench_to_msg(np.array([40.0, 0.0, 0.0, 0.0, 0.0, 0.0]), msg.wrench)
+        pub_fb.publish(msg)
+    node.create_timer(0.005, controller)
+    assert spin_until(executor, lambda: len(twists) > 100 and statuses and statuses[-1][2]['holding'] == 'false'
+                      and np.linalg.norm(twists[-1][1]) > 0.0, 20.0), 'no servicer output, or holding'
+    return statuses, twists
+
+
 def test_servicer_node_holds_while_it_cannot_keep_up_and_resumes_on_its_own(tmp_path):
     """What a saturated machine does to a node, done to the real node: its process is stopped for
     0.6 s (SIGSTOP), twice its ``overload_hold_late_s``. When it runs again the steps
@@ -192,25 +217,7 @@ def test_servicer_node_holds_while_it_cannot_keep_up_and_resumes_on_its_own(tmp_
         'max_catch_up': 40, **STALL_THRESHOLDS}))
     try:
         with test_node('overload_probe') as (node, executor):
-            statuses, twists = [], []
-
-            def on_status(m):
-                values = {kv.key: kv.value for kv in m.values}
-                statuses.append((int.from_bytes(m.level, 'little'), m.message, values))
-            node.create_subscription(DiagnosticStatus, 'servicer/admittance/status', on_status, 50)
-            node.create_subscription(TwistStamped, 'servicer/table/twist_cmd',
-                                     lambda m: twists.append((len(statuses), twist_from_msg(m.twist))), 50)
-            pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
-            pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
-
-            def controller():
-                pub_js.publish(joint_state(node, Q0))
-                msg = WrenchStamped()
-                wrench_to_msg(np.array([40.0, 0.0, 0.0, 0.0, 0.0, 0.0]), msg.wrench)
-                pub_fb.publish(msg)
-            node.create_timer(0.005, controller)
-            assert spin_until(executor, lambda: len(twists) > 100 and statuses and statuses[-1][2]['holding'] == 'false'
-                              and np.linalg.norm(twists[-1][1]) > 0.0, 20.0), 'no servicer output, or holding'
+            statuses, twists = drive_servicer_node(node, executor)
 
             level, message, values = stall_node(proc, executor, statuses)
             assert message.startswith('overloaded, holding') and values['holding'] == 'true', message
@@ -247,24 +254,7 @@ def test_servicer_node_steadily_late_below_the_hold_threshold_holds_and_resumes_
         'overload_mean_late_s': 0.05, 'overload_window_s': 1.0}))
     try:
         with test_node('steady_lateness_probe') as (node, executor):
-            statuses, twists = [], []
-
-            def on_status(m):
-                statuses.append((int.from_bytes(m.level, 'little'), m.message, {kv.key: kv.value for kv in m.values}))
-            node.create_subscription(DiagnosticStatus, 'servicer/admittance/status', on_status, 50)
-            node.create_subscription(TwistStamped, 'servicer/table/twist_cmd',
-                                     lambda m: twists.append((len(statuses), twist_from_msg(m.twist))), 50)
-            pub_js = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
-            pub_fb = node.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
-
-            def controller():
-                pub_js.publish(joint_state(node, Q0))
-                msg = WrenchStamped()
-                wrench_to_msg(np.array([40.0, 0.0, 0.0, 0.0, 0.0, 0.0]), msg.wrench)
-                pub_fb.publish(msg)
-            node.create_timer(0.005, controller)
-            assert spin_until(executor, lambda: len(twists) > 100 and statuses and statuses[-1][2]['holding'] == 'false'
-                              and np.linalg.norm(twists[-1][1]) > 0.0, 20.0), 'no servicer output, or holding'
+            statuses, twists = drive_servicer_node(node, executor)
 
             n_status, n_twist = len(statuses), len(twists)
             duty = throttle_node(proc, 0.2, 0.05, 4.0)
