@@ -40,3 +40,30 @@ def test_the_twin_s_probe_on_the_plate_measures_the_lumped_facility_stiffness():
         # the spring k_L in series with the ball's stiff contact: measured within 2e-6 of k_L x
         assert force - weight == pytest.approx(k_l * penetration, rel=1e-3)
     twin.close()
+
+
+def test_the_twin_s_sensor_reads_nothing_but_the_probe_s_weight_while_the_arm_moves_at_constant_speed():
+    """The approach at its top speed (0.15 m/s along the docking axis, straight, the flange's orientation
+    held): the probe does not accelerate, so the sampled readings (1 kHz, noise off) stay its weight.
+    Before the twin's F/T sampling averaged over its sample period, they read up to 0.08 N more here
+    (MuJoCo's step-to-step alternation of the servoed joints' accelerations, read every fourth 0.25 ms
+    step; hil_lab_twin.ft)."""
+    from hil_lab_twin.scene import FtConfig
+
+    sc = load_docking_scenario(scenario_path('cisas_docking'))
+    twin = LabTwin(cisas_twin_config(sc, ft=FtConfig(noise_force_std=0.0, noise_torque_std=0.0)))
+    source = twin.wrench_source(CHASER_SENSOR)
+    twin.advance_to(1.0, max_steps=10**6)
+    rotation = twin.flange_pose_in_world(CHASER_NS).rotation
+    at_rest = rotation @ source()[0][:3]
+    start, q, worst = np.asarray(sc.start_lvlh_m, dtype=float), None, 0.0
+    for k in range(1200):
+        q = q_for_dr(start * (1.0 - k * 0.001 / 6.0), sc, seed=q)        # 0.9 m in 6 s: 0.15 m/s
+        twin.command_positions(CHASER_NS, q)
+        twin.advance_to(1.0 + (k + 1) * 0.001, max_steps=100)
+        if k >= 200:                                                     # past the start's acceleration
+            worst = max(worst, float(np.linalg.norm(rotation @ source()[0][:3] - at_rest)))
+    speed = np.linalg.norm(start) / 6.0
+    assert speed == pytest.approx(0.151, abs=1e-3)
+    assert worst < 0.01, worst
+    twin.close()

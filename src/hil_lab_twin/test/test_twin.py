@@ -177,6 +177,25 @@ def test_ft_noise_bias_and_sample_rate():
     np.testing.assert_allclose(errors.std(axis=0), [0.2] * 3 + [0.01] * 3, rtol=0.1)
 
 
+def test_a_reading_is_the_mean_of_the_steps_of_its_sample_period():
+    """The anti-aliasing of :class:`hil_lab_twin.ft.FtChannel`: at 1 kHz with 0.25 ms steps, a wrench that
+    alternates from step to step (what a servoed arm's joint accelerations do to MuJoCo's force sensor)
+    reads as its mean, not as the value of every fourth step."""
+    from hil_lab_twin.ft import FtChannel
+
+    channel = FtChannel('ft', FtConfig(rate_hz=1000.0, noise_force_std=0.0, noise_torque_std=0.0))
+    readings = []
+    for k in range(0, 41):
+        wrench = np.full(6, 1.0 + (0.3 if k % 2 else -0.3) + 0.001 * k)
+        if channel.sample(k * 0.00025, wrench):
+            readings.append(channel.read()[0])
+    # each reading: the mean of its four steps (the first one: its own step at t = 0)
+    assert len(readings) == 11 and readings[0] == pytest.approx(0.7)
+    for i, value in enumerate(readings[1:], start=1):
+        steps = range(4 * i - 3, 4 * i + 1)
+        assert value == pytest.approx(np.mean([1.0 + (0.3 if k % 2 else -0.3) + 0.001 * k for k in steps]), abs=1e-12)
+
+
 def test_pacer_follows_an_injected_wall_clock():
     twin = LabTwin(facility_config('serial'))
     now = [100.0]
