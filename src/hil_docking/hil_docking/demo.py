@@ -221,6 +221,9 @@ def main(argv=None) -> int:
     parser.add_argument('--scenario', type=Path, default=None, help='scenario YAML (default: cisas_docking)')
     parser.add_argument('--out', type=Path, default=Path('runs/docking'))
     parser.add_argument('--no-live', action='store_true', help='skip the live stage (the ROS graph)')
+    parser.add_argument('--lab', choices=('emulated', 'twin'), default='emulated',
+                        help="the live stage's lab: the emulated CISAS robot and contact, or the MuJoCo lab twin with "
+                             'the probe and plate of k_L (cisas_docking.launch.py lab:=...)')
     parser.add_argument('--live-timeout-s', type=float, default=600.0,
                         help='wall time the live stage may take before it counts as failed [s]')
     args = parser.parse_args(argv)
@@ -255,25 +258,30 @@ def main(argv=None) -> int:
     if args.no_live:
         say('done (live stage skipped)')
         return 0
-    ok = live_stage(sc, args.scenario, out, args.live_timeout_s, say, lockstep=run.summary)
+    ok = live_stage(sc, args.scenario, out, args.live_timeout_s, say, lockstep=run.summary, lab=args.lab)
     say('done' if ok else 'done: THE LIVE STAGE FAILED (see above)')
     return 0 if ok else 1
 
 
 def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeout_s: float, say,
-               lockstep: dict | None = None) -> bool:
+               lockstep: dict | None = None, lab: str = 'emulated') -> bool:
     """The graph of ``cisas_docking.launch.py`` live (:func:`hil_docking.live.run_live`); True when it did its job."""
     from hil_common.network import apply_network_profile, demo_domain_id
-    from hil_docking.live import run_live
+    from hil_docking.live import measured_contact, run_live
     from hil_docking.scenario import scenario_path
 
     apply_network_profile()
     domain = demo_domain_id()          # a random ROS domain unless ROS_DOMAIN_ID is set: two runs do not cross
-    say(f'live stage: the cisas_docking.launch.py graph on loopback DDS (ROS domain {domain}), '
+    say(f'live stage: the cisas_docking.launch.py lab:={lab} graph on loopback DDS (ROS domain {domain}), '
         f'{sc.approach_duration_s + sc.post_impact_duration_s:g} s of simulated mission plus the contact')
     try:
         summary = run_live(scenario_file or scenario_path(), out, say=lambda m: say(m), wall_timeout_s=timeout_s,
-                           record=True)
+                           record=True, launch_arguments={'lab': lab})
+        if lab == 'twin':       # the contact happened in the twin: what its sensor measured against k_L x + b_L x'
+            summary['measured_contact'] = contact = measured_contact(out / 'live', sc)
+            if not contact['ok']:
+                summary['problems'].append(f"contact in the twin: {contact['problem']}")
+                summary['ok'] = False
     except Exception as exc:  # noqa: BLE001 - any failure of the live part is reported, not a traceback
         say(f'live stage FAILED to run: {type(exc).__name__}: {exc}')
         return False
@@ -289,6 +297,11 @@ def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeo
         f"late robot sample {summary.get('late_sample_steps')}, held samples {summary.get('pose_sample_misses')}, "
         f"dropped steps {summary.get('dropped_steps')}; recorded {sum(summary['recording'].values())} messages to "
         f"{out / 'live'}")
+    contact = summary.get('measured_contact')
+    if contact and contact['ok']:
+        say(f"  live, the contact in the twin: peak {contact['peak_force_n']:.2f} N measured by the F/T sensor against "
+            f"k_L x + b_L x' = {contact['peak_law_n']:.2f} N of the penetration from the arm's joints (max "
+            f"{contact['max_penetration_m'] * 1e3:.2f} mm)")
     say(f"wrote {out / 'live_summary.json'}")
     if not summary['ok']:
         say('live stage FAILED:')

@@ -170,7 +170,8 @@ def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage
     for node in cisas_lab_nodes({**args, 'ft_host': '127.0.0.1'}, path, scenario):
         extra = {}
         if node.executable == 'ft_sensor_node':
-            extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True}
+            # sequence stamps: the docking node steps on the samples' stamps, which must advance one period each
+            extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True, 'sequence_stamps': True}
         elif node.executable == 'motion_table_node':
             extra = {'period_s': scenario.control_period_s, 'trajectory_lead_s': scenario.control_period_s}
         io.append(dataclasses.replace(node, parameters={**node.parameters, **extra}, use_sim_time=True))

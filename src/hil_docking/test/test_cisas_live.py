@@ -119,17 +119,23 @@ def test_the_launch_file_graph_docks_in_the_lab_twin_through_a_physical_contact(
     restitution is the orbital closed form's within the twin's tolerance (:data:`TWIN_RESTITUTION_TOL`,
     its loop delay is its servo's, not exactly the scenario's); the impulse is Eq. (30)'s and within
     3 % of the lockstep loop's."""
-    from hil_docking.live import TWIN_RESTITUTION_TOL, measured_contact
+    import json
+
+    from hil_docking.demo import live_stage
+    from hil_docking.live import TWIN_RESTITUTION_TOL
 
     path = short_scenario(tmp_path)
     sc = load_docking_scenario(path)
     lockstep = run_mission(sc, difference_robot_pose=True).summary
-    summary = run_live(path, tmp_path, launch_arguments={'lab': 'twin'}, wall_timeout_s=300.0, record=True)
-    contact = measured_contact(tmp_path / 'live', sc)
+    lines = []
+    ok = live_stage(sc, path, tmp_path, 300.0, lines.append, lockstep=lockstep, lab='twin')   # docking_demo --lab twin
+    summary = json.loads((tmp_path / 'live_summary.json').read_text())
+    contact = summary['measured_contact']
     print('\nCISAS graph in the lab twin:', {k: summary.get(k) for k in (
         'wall_s', 't_s', 'restitution', 'restitution_error', 'impulse_n_s', 'contact_duration_s', 'late_sample_steps',
         'wrench_sample_misses', 'dropped_steps', 'approach_max_off_arc_m', 'post_impact_max_off_arc_m')}, contact)
-    assert summary['ok'], summary['problems']
+    assert ok and summary['ok'], summary['problems']
+    assert any('the contact in the twin: peak' in line for line in lines), lines
     assert [p['phase'] for p in summary['phases']] == ['approach', 'contact', 'post_impact']
     assert abs(summary['restitution_error']) <= TWIN_RESTITUTION_TOL
     assert summary['impulse_n_s'] == pytest.approx(lockstep['impulse_n_s'], rel=0.03)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hil_sensors import rdt
+from hil_common.params import ParameterError
 from hil_sensors.ft_driver import FtDriver, check_parameters
 from hil_sensors.rdt_sim import ConstantSource, RdtSimulator
 
@@ -522,3 +523,41 @@ def test_declared_rate_that_mismatches_the_stream_latches_a_fault_naming_both(si
     assert pump(d, lambda: d.fault.active, timeout_s=5.0)
     assert d.fault.reason == 'rate' and 'sensor_rate_hz 7000 Hz' in d.fault.detail and 'measured' in d.fault.detail
     assert d.processed_output(d.newest) is None
+
+
+@pytest.mark.parametrize('sequence_stamps', [False, True])
+def test_sequence_stamps_advance_one_period_per_record_whatever_the_clock_did(sim_factory, sequence_stamps):
+    """On the lab twin's simulated clock a record can arrive before the clock names its step. Here the
+    driver's clock stands still at every third record and catches up at the next: arrival stamps then
+    repeat (the control), while ``sequence_stamps`` stamps record ``k`` at the first one's stamp plus
+    ``k`` periods, over real RDT/UDP. A first record that arrived late (the clock two periods behind)
+    is corrected by the first on time: from then on the stamps are the on-time ones."""
+    make, drivers = sim_factory
+    sim = make(lambda t: [0.0] * 6, rate_hz=1000.0, paced=False)
+    ls = Lockstep(sim.port, sequence_stamps=sequence_stamps)
+    d = ls.driver
+    drivers.append(d)
+    ls.start(sim)
+    stamps = []
+    ls.now_ns -= 2 * ls.period_ns            # the first record: the clock two periods behind
+    ls.step()
+    stamps.append(d.take_sample().stamp_ns)
+    ls.now_ns += 2 * ls.period_ns
+    for k in range(30):
+        if k % 3 == 1:
+            ls.now_ns -= ls.period_ns        # the clock lags this record ...
+        elif k % 3 == 2:
+            ls.now_ns += ls.period_ns        # ... and catches up at the next
+        ls.step()
+        stamps.append(d.take_sample().stamp_ns)
+    steps = np.diff(stamps)
+    if sequence_stamps:
+        assert steps[0] == 3 * ls.period_ns                      # the late first one corrected by the next
+        assert np.all(steps[1:] == ls.period_ns), steps
+    else:
+        assert np.any(steps == 0), steps     # what a stamp-driven consumer cannot use
+
+
+def test_sequence_stamps_need_a_declared_rate():
+    with pytest.raises(ParameterError, match='sequence_stamps'):
+        check_parameters({'sequence_stamps': True, 'sensor_rate_hz': 0.0})
