@@ -1,6 +1,6 @@
 """``docking_demo``: the seed 003 docking on the CISAS facility, in simulation (lockstep runner).
 
-    docking_demo [--scenario PATH] [--out runs/docking] [--no-live] [--live-timeout-s 600]
+    docking_demo [--scenario PATH] [--out runs/docking] [--no-live] [--lab emulated|twin] [--live-timeout-s 600]
 
 Runs, with the rule objects of :mod:`hil_docking` and the scenario YAML
 (``share/hil_docking/scenarios/cisas_docking.yaml``):
@@ -16,6 +16,11 @@ Runs, with the rule objects of :mod:`hil_docking` and the scenario YAML
   ``Kp = 50`` and damped ``Kd``) -> ``fig08_joint_errors.png`` (Fig. 8 style) and a table of
   joint errors and time per iteration;
 
+* the mission through the MuJoCo lab twin, lockstep (:func:`hil_docking.twin_mission.run_twin_mission`:
+  the probe on its spring of ``k_L`` meets the target's plate, MuJoCo computes the contact, the F/T
+  sensor measures it through the driver's chain), rendered offscreen -> ``twin_docking_*.mp4`` (or
+  animated PNG) and stills of the approach, the deepest contact and the post-impact leg;
+
 and records the mission to the bag folder ``mission/`` (rosbag2, MCAP storage, through
 :class:`hil_bringup.recorder.McapWriter`): ``/chaser/pose_lvlh``, ``/chaser/twist_lvlh``,
 ``/facility/robot_pose_lvlh``, ``/facility/ft/wrench`` (``f_L`` on the chaser mock-up),
@@ -24,7 +29,8 @@ Stamps are simulated time from 0. Plots through matplotlib's Agg backend.
 
 **Live stage** (unless ``--no-live``): the graph of ``cisas_docking.launch.py``
 (:func:`hil_docking.graph.cisas_graph`, the same definition) on loopback DDS in a ROS domain of
-its own, flying the same scenario with the emulated CISAS robot and contact, judged by
+its own, flying the same scenario with the emulated CISAS robot and contact (``--lab twin``: the MuJoCo lab
+twin, its contact measured by the F/T sensor and checked against ``k_L x + b_L x'``), judged by
 :func:`hil_docking.live.judge_live` (CW approach on the transfer arc, compensated restitution,
 post-impact leg on the free CW motion) and recorded to the bag folder ``live/`` (MCAP). Its
 verdict goes to ``live_summary.json``; when the live part fails the demo prints why and exits 1.
@@ -253,6 +259,18 @@ def main(argv=None) -> int:
     say(f'wrote {bag} (rosbag2, MCAP)')
     summary = dict(run.summary, feedforward={v: {'max_joint_error_deg': e, 'time_per_iteration_s': t}
                                              for v, (e, t) in table.items()})
+    say('the mission through the MuJoCo lab twin (lockstep): the probe on its spring of k_L meets the target plate')
+    from hil_docking.scenario import scenario_path
+    from hil_docking.twin_mission import twin_mission_with_pictures
+
+    twin, files = twin_mission_with_pictures(args.scenario or scenario_path(), out, say=say)
+    say(f"  twin: restitution {twin['restitution']:.4f} (orbital {run.summary['restitution_orbital']:.4f}), impulse "
+        f"{twin['impulse_n_s']:.3f} N s, peak f_L {twin['force_n'].max():.2f} N measured at "
+        f"{twin['penetration_m'].max() * 1e3:.2f} mm penetration")
+    for path in files:
+        say(f'wrote {path}')
+    summary['twin'] = {k: twin[k] for k in ('restitution', 'impulse_n_s', 'closing_speed_in_m_s', 'contact_start_s',
+                                            'separation_s')}
     (out / 'summary.json').write_text(json.dumps(summary, indent=2))
     say(f'wrote {out / "summary.json"}')
     if args.no_live:

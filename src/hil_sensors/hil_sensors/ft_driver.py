@@ -304,6 +304,22 @@ class PublishDecimator:
         return max(0, self.last_ns + self.min_interval_ns - margin_ns - now_ns)
 
 
+def wrench_chain(cfg: Mapping[str, Any], rate_hz: float | None) -> WrenchChain:
+    """The processing chain a driver with parameters ``cfg`` (:func:`check_parameters`) runs on samples at
+    ``rate_hz`` (None or 0: not known yet, no low-pass until it is measured). One definition for the driver
+    and for lockstep runners that read a twin's sensor as the driver would."""
+    return WrenchChain(
+        gravity=(ToolGravity(cfg['gravity_compensation.tool_mass_kg'], cfg['gravity_compensation.tool_com_m'],
+                             cfg['gravity_compensation.gravity_mps2'], cfg['gravity_compensation.sensor_in_flange_xyzw'])
+                 if cfg['gravity_compensation.enabled'] else None),
+        low_pass=(LowPassFilter(cfg['low_pass.cutoff_hz'], rate_hz, cfg['low_pass.order'])
+                  if cfg['low_pass.enabled'] and rate_hz else None),
+        deadband=cfg['deadband.widths'] if cfg['deadband.enabled'] else None,
+        transform=(WrenchTransform(cfg['target_frame.sensor_in_target_xyz_m'], cfg['target_frame.sensor_in_target_xyzw'])
+                   if cfg['target_frame.enabled'] else None),
+        tare_enabled=cfg['software_bias.enabled'])
+
+
 # --------------------------------------------------------------------------- driver
 
 class FtDriver:
@@ -336,18 +352,7 @@ class FtDriver:
         if self.sequence_stamps and not declared:
             raise ValueError("sequence_stamps needs a declared sensor_rate_hz (the period between two sequence numbers)")
         self._stamp_anchor: tuple[int, int] | None = None       # (sequence, stamp_ns) of sequence stamping
-        self.chain = WrenchChain(
-            gravity=(ToolGravity(self.cfg['gravity_compensation.tool_mass_kg'], self.cfg['gravity_compensation.tool_com_m'],
-                                 self.cfg['gravity_compensation.gravity_mps2'],
-                                 self.cfg['gravity_compensation.sensor_in_flange_xyzw'])
-                     if self.cfg['gravity_compensation.enabled'] else None),
-            low_pass=(LowPassFilter(self.cfg['low_pass.cutoff_hz'], declared, self.cfg['low_pass.order'])
-                      if self.cfg['low_pass.enabled'] and declared else None),
-            deadband=self.cfg['deadband.widths'] if self.cfg['deadband.enabled'] else None,
-            transform=(WrenchTransform(self.cfg['target_frame.sensor_in_target_xyz_m'],
-                                       self.cfg['target_frame.sensor_in_target_xyzw'])
-                       if self.cfg['target_frame.enabled'] else None),
-            tare_enabled=self.cfg['software_bias.enabled'])
+        self.chain = wrench_chain(self.cfg, declared)
         self.filter_pending = self.cfg['low_pass.enabled'] and not declared   # designed once the rate is measured
         self.output_frame = self.cfg['target_frame.frame_id'] if self.chain.transform else self.cfg['sensor_frame']
         self.limits = tuple(self.cfg['overload.limits']) if self.cfg['overload.enabled'] else None

@@ -1,0 +1,136 @@
+"""The docking of seed 003 closed through the MuJoCo lab twin, lockstep (no DDS; plain Python, no rclpy).
+
+The loop of ``cisas_docking.launch.py lab:=twin`` in one process, with the same parameters (read from
+the graph's node specs, :func:`hil_docking.graph.cisas_graph`) and the same rule objects:
+
+* the twin (:func:`hil_docking.lab_twin.cisas_twin_config`): the CISAS arm, its F/T sensor, the probe
+  on its spring of ``k_L`` and the target's plate; MuJoCo computes the contact;
+* the F/T sensor read through the driver's chain (:func:`hil_sensors.ft_driver.wrench_chain`: tare at
+  start, low-pass, dead band, rotation into the LVLH-aligned axes), ``f_L = -F . n``;
+* the mock-up's position from the arm's joints (:class:`hil_docking.mockup_pose.MockupPose`);
+* the docking rule (:class:`hil_docking.facility_rule.DockingFacility`: CW admittance, burns, virtual
+  force), stepping on the sample times;
+* the arm's motion table (:func:`hil_motion_table.motion_table_node.build_table`,
+  :class:`~hil_motion_table.motion_table_node.CommandFrame`) commanding the twin's position servo.
+
+Each control period: the twin advances one period, the rule reads the sensor and the joints of that
+instant, and its command goes to the table and the twin (which delays it by its transport delay).
+What it gives: a deterministic reference for the live twin graph, the pictures of the docking in the
+twin (``frame_every_s``), and the impact measured by a real sensor model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+import pinocchio as pin
+
+
+def run_twin_mission(scenario_file: Path, launch_arguments: dict | None = None,
+                     on_step: Callable | None = None, max_time_s: float | None = None) -> dict:
+    """Run the mission of ``scenario_file`` through the twin until the post-impact leg is over (or
+    ``max_time_s`` of mission time). ``on_step(t_s, twin, rule)`` runs after every control period.
+    Returns the rule's summary (restitution, impulse, closing speed, contact times) and the series
+    ``t_s``, ``penetration_m``, ``force_n`` (``f_L`` as the driver chain gives it), ``command_lvlh``."""
+    from hil_common.params import validate
+    from hil_docking.facility_rule import DockingFacility
+    from hil_docking.graph import cisas_graph
+    from hil_docking.lab_twin import CHASER_NS, CHASER_SENSOR
+    from hil_docking.mockup_pose import MockupPose
+    from hil_docking.scenario import load_docking_scenario
+    from hil_lab_twin.scene import config_from_yaml
+    from hil_lab_twin.twin import LabTwin
+    from hil_motion_table import motion_table_node as table_node
+    from hil_sensors.ft_driver import check_parameters, wrench_chain
+
+    graph = cisas_graph({**(launch_arguments or {}), 'scenario': str(scenario_file), 'lab': 'twin'})
+    sc = load_docking_scenario(scenario_file)
+    axis, dt = sc.docking_axis_lvlh, sc.control_period_s
+    twin = LabTwin(config_from_yaml(graph.node('/lab_twin').parameters['twin_config_yaml']))
+    ft = check_parameters(graph.node('/chaser/ft_sensor').parameters)
+    chain = wrench_chain(ft, ft['sensor_rate_hz'])
+    read = twin.wrench_source(CHASER_SENSOR)
+    values = validate(table_node.PARAMS, graph.node('/chaser/motion_table').parameters)
+    table = table_node.build_table(values, clock=lambda: twin.time)
+    frame = table_node.CommandFrame(SimpleNamespace(**values), table.kin)
+    mockup = MockupPose(table.kin, sc.dock_position_in_base_m)
+    rule = DockingFacility(sc, graph.node('/docking_facility').parameters['compensation'] or None)
+    try:
+        # the driver tares once the stream starts (software_bias.on_start), the arm at rest
+        if ft['software_bias.on_start']:
+            chain.tare.start(ft['software_bias.samples'])
+            while chain.tare.active:
+                twin.advance_to(twin.time + dt)
+                chain.process(read()[0])
+        q = twin.joint_state(CHASER_NS).positions
+        frame.start(q)
+        table.initialize(q)
+        series = {'t_s': [], 'penetration_m': [], 'force_n': [], 'command_lvlh': []}
+        t0 = twin.time
+        while not rule.complete and (max_time_s is None or rule.t < max_time_s):
+            twin.advance_to(twin.time + dt)
+            wrench = chain.process(read()[0])
+            force = 0.0 if wrench is None else -float(np.asarray(wrench[:3]) @ axis)
+            q = twin.joint_state(CHASER_NS).positions
+            position = mockup.pose_lvlh(q).translation
+            rule.step(force, position, sample_time_s=twin.time - t0)
+            state = rule.begin_tick()
+            target = frame.target(pin.SE3(np.eye(3), state[0:3]))
+            twist = frame.twist(np.concatenate([state[3:6], np.zeros(3)]))
+            twin.command_positions(CHASER_NS, table.step(target, q_measured=q, twist_ff_body=twist).q_command)
+            series['t_s'].append(rule.t)
+            series['penetration_m'].append(float(position @ axis))
+            series['force_n'].append(force)
+            series['command_lvlh'].append(state[0:3].copy())
+            if on_step is not None:
+                on_step(rule.t, twin, rule)
+    finally:
+        twin.close()
+    return {'restitution': rule.restitution, 'impulse_n_s': rule.impulse_n_s,
+            'closing_speed_in_m_s': rule.closing_speed_in_m_s, 'contact_start_s': rule.contact_start_s,
+            'separation_s': rule.separation_s, 'complete': rule.complete, 't_s': rule.t,
+            **{k: np.asarray(v) for k, v in series.items()}}
+
+
+def twin_mission_with_pictures(scenario_file: Path, out: Path, every_s: float = 0.1, say=print,
+                               launch_arguments: dict | None = None) -> tuple[dict, list[Path]]:
+    """:func:`run_twin_mission` rendered offscreen while it runs (:mod:`hil_lab_twin.animation`): an
+    animation per view (the arm and the target; close on the probe and the plate) and stills of the
+    approach's start, the contact's deepest point and the post-impact leg. The result also holds the
+    frames (``frames[view]``) and their times (``frame_times_s``)."""
+    from hil_lab_twin.animation import TwinCamera, View, write_animation, write_still
+
+    frames, times, state = {}, [], {}
+
+    def grab(t_s, twin, rule):
+        if 'camera' not in state:
+            plate = twin.site_pose_in_world('dock_target_face').translation
+            base = twin.base_pose('chaser').translation
+            state['views'] = [View('facility', lookat=tuple(0.5 * (plate + base) + np.array([0.0, 0.0, 0.2])), distance=2.2,
+                                   azimuth=200.0, elevation=-20.0),
+                              View('contact', lookat=tuple(plate - 0.08 * np.asarray(rule.axis)), distance=0.5, azimuth=180.0, elevation=-15.0)]
+            state['camera'] = TwinCamera(twin, 480, 352)
+            state['next'] = 0.0
+        near_contact = rule.contact_start_s is not None and (rule.separation_s is None or t_s < rule.separation_s + 0.2)
+        if t_s + 1e-9 >= state['next'] or (near_contact and len(times) and t_s - times[-1] >= 0.02 - 1e-9):
+            for view in state['views']:
+                frames.setdefault(view.name, []).append(state['camera'].render(view))
+            times.append(t_s)
+            state['next'] = t_s + every_s
+
+    try:
+        result = run_twin_mission(scenario_file, launch_arguments, on_step=grab)
+    finally:
+        if 'camera' in state:
+            state['camera'].close()
+    files = [write_animation(out / f'twin_docking_{name}', shots, fps=10.0) for name, shots in frames.items()]
+    t = np.asarray(times)
+    deepest = float(result['t_s'][int(np.argmax(result['penetration_m']))])
+    for label, when in (('approach', 0.0), ('contact', deepest), ('post_impact', float(t[-1]) if len(t) else 0.0)):
+        k = int(np.argmin(np.abs(t - when)))
+        files += [write_still(out / f'twin_docking_{label}_{name}.png', shots[k]) for name, shots in frames.items()]
+    result['frame_times_s'], result['frames'] = t, frames
+    return result, files
