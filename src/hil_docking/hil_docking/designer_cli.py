@@ -2,6 +2,7 @@
 
     docking_designer --delay-ms 10 --stiffness 5000 --damping 100 [--mass 2.0] [--servo-lag-ms 5] [--simulate]
     docking_designer --fig6 fig6.png [--k-range 100 1e5] [--b-range 10 2000] [--grid 50]
+    docking_designer --twin cisas_docking
 
 For one (Delta, k, b) it prints the Routh-Hurwitz conditions of Eq. (26) (at ``--mass`` if
 given, else at the exact minimum mass), the minimum mass by Eq. (29) (first-order Pade, the
@@ -11,6 +12,9 @@ seed), by second-order Pade, by the exact delay margin (recommended), and with
 first-order lag ``tau`` (beyond the seed): the exact margin and the simulation then include it,
 and the verdict uses it (counting ``tau`` as extra delay instead is conservative). ``--fig6`` draws the map in the style of
 seed 003 Fig. 6 (m_min over contact stiffness and damping for Delta = 5, 10, 15 ms).
+``--twin SCENARIO`` checks the designer against the MuJoCo lab twin of the CISAS facility
+(:mod:`hil_docking.twin_boundary`): the loop delay the twin measurably has, the exact bound for it,
+and the twin's own boundary by bisection.
 Exit status: 0 stable / report done, 1 the given mass is unstable, 2 bad input.
 """
 
@@ -108,6 +112,27 @@ def report(delay_s: float, k: float, b: float, mass_kg: float | None, simulate: 
     return 0 if safe else 1
 
 
+def twin_report(scenario: str) -> None:
+    """The boundary in the lab twin against the designer's (:mod:`hil_docking.twin_boundary`), printed."""
+    from hil_docking.graph import scenario_file
+    from hil_docking.scenario import load_docking_scenario
+    from hil_docking.twin_boundary import m_min_in_twin, twin_loop_delay_s
+
+    path = scenario_file(scenario)
+    sc = load_docking_scenario(path)
+    k, b, dt = sc.orbital_contact.stiffness_n_m, sc.orbital_contact.damping_ns_m, sc.control_period_s
+    guess = float(m_min_exact(sc.loop_delay_s + 0.5 * dt, k, b))
+    frequency_hz = float(np.sqrt(k / guess) / (2.0 * np.pi))
+    tau = twin_loop_delay_s(path, frequency_hz)
+    designer = float(m_min_exact(tau + 0.5 * dt, k, b))
+    print(f'lab twin of {sc.name}: k = {k:g} N/m, b = {b:g} N s/m (the applied law, compensation none)')
+    print(f'  loop delay measured at {frequency_hz:.1f} Hz (servo, sensor, filter): {tau * 1e3:.1f} ms '
+          f'(scenario: {sc.loop_delay_s * 1e3:g} ms)')
+    print(f"  designer's exact bound for it (+ half a control period): m_min = {designer:.3f} kg")
+    lo, hi = m_min_in_twin(path, designer * 0.5, designer * 8.0, rel_tol=0.03)
+    print(f'  the twin, bisected: unstable at {lo:.3f} kg, stable at {hi:.3f} kg ({hi / designer:.2f} x the bound)')
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog='docking_designer', description=__doc__.split('\n\n')[0])
     parser.add_argument('--delay-ms', type=float, help='total loop delay Delta = Delta_1 + Delta_2 [ms]')
@@ -117,6 +142,10 @@ def main(argv=None) -> int:
     parser.add_argument('--servo-lag-ms', type=float, default=0.0, help="robot servo first-order lag tau [ms] (default 0)")
     parser.add_argument('--simulate', action='store_true', help='also bisect on a time-domain simulation (a few s)')
     parser.add_argument('--fig6', type=Path, default=None, help='draw the Fig. 6 map to this PNG')
+    parser.add_argument('--twin', metavar='SCENARIO', default=None,
+                        help="find the boundary in the MuJoCo lab twin of the CISAS facility for a docking scenario (name "
+                             "or YAML path): its measured loop delay, the designer's bound for it, the twin's bisected "
+                             'boundary (about 20 s)')
     parser.add_argument('--k-range', type=float, nargs=2, default=(1e2, 1e5), metavar=('K_MIN', 'K_MAX'))
     parser.add_argument('--b-range', type=float, nargs=2, default=(10.0, 2000.0), metavar=('B_MIN', 'B_MAX'))
     parser.add_argument('--grid', type=int, default=50)
@@ -133,6 +162,8 @@ def main(argv=None) -> int:
                 raise ConfigError(f'servo lag must be finite and >= 0 ms, got {args.servo_lag_ms!r}')
             status = report(args.delay_ms * 1e-3, args.stiffness, args.damping, args.mass, args.simulate,
                             lag_s=args.servo_lag_ms * 1e-3)
+        elif args.twin is not None:
+            twin_report(args.twin)
         elif args.fig6 is None:
             parser.print_help()
             return 2

@@ -29,66 +29,106 @@ import numpy as np
 import pinocchio as pin
 
 
+class TwinDockingLab:
+    """The lab side of ``cisas_docking.launch.py lab:=twin`` in one process: the twin, its sensor read
+    through the driver's chain, the mock-up pose from the arm's joints, and the arm's motion table,
+    all with the graph's parameters (``cisas_graph``'s node specs). ``start_dr_lvlh``: where the
+    mock-up starts (default: the scenario's approach start)."""
+
+    def __init__(self, scenario_file: Path, launch_arguments: dict | None = None, start_dr_lvlh=None):
+        from hil_common.params import validate
+        from hil_docking.graph import cisas_graph
+        from hil_docking.lab_twin import CHASER_SENSOR, q_for_dr
+        from hil_docking.mockup_pose import MockupPose
+        from hil_docking.scenario import load_docking_scenario
+        from hil_lab_twin.scene import config_from_yaml
+        from hil_lab_twin.twin import LabTwin
+        from hil_motion_table import motion_table_node as table_node
+        from hil_sensors.ft_driver import check_parameters, wrench_chain
+
+        self.graph = cisas_graph({**(launch_arguments or {}), 'scenario': str(scenario_file), 'lab': 'twin'})
+        self.scenario = sc = load_docking_scenario(scenario_file)
+        self.axis, self.dt = sc.docking_axis_lvlh, sc.control_period_s
+        config = config_from_yaml(self.graph.node('/lab_twin').parameters['twin_config_yaml'])
+        if start_dr_lvlh is not None:
+            import dataclasses
+
+            robot = dataclasses.replace(config.robots[0], q_initial=tuple(float(v) for v in q_for_dr(start_dr_lvlh, sc)))
+            config = dataclasses.replace(config, robots=(robot,))
+        self.twin = LabTwin(config)
+        self.ft = check_parameters(self.graph.node('/chaser/ft_sensor').parameters)
+        self.chain = wrench_chain(self.ft, self.ft['sensor_rate_hz'])
+        self.read = self.twin.wrench_source(CHASER_SENSOR)
+        values = validate(table_node.PARAMS, self.graph.node('/chaser/motion_table').parameters)
+        self.table = table_node.build_table(values, clock=lambda: self.twin.time)
+        self.frame = table_node.CommandFrame(SimpleNamespace(**values), self.table.kin)
+        self.mockup = MockupPose(self.table.kin, sc.dock_position_in_base_m)
+        self.compensation = self.graph.node('/docking_facility').parameters['compensation'] or None
+
+    def start(self) -> None:
+        """The driver's tare once the stream starts (``software_bias.on_start``, the arm at rest), then the
+        table from the measured joints; the mission's time starts here."""
+        from hil_docking.lab_twin import CHASER_NS
+
+        if self.ft['software_bias.on_start']:
+            self.chain.tare.start(self.ft['software_bias.samples'])
+            while self.chain.tare.active:
+                self.twin.advance_to(self.twin.time + self.dt)
+                self.chain.process(self.read()[0])
+        q = self.twin.joint_state(CHASER_NS).positions
+        self.frame.start(q)
+        self.table.initialize(q)
+        self.t0 = self.twin.time
+
+    def measure(self) -> tuple[float, np.ndarray, float]:
+        """One control period of the lab: the twin advances, then ``(f_L, mock-up position in LVLH axes,
+        time since start)`` as the driver and the pose node give them."""
+        from hil_docking.lab_twin import CHASER_NS
+
+        self.twin.advance_to(self.twin.time + self.dt)
+        wrench = self.chain.process(self.read()[0])
+        force = 0.0 if wrench is None else -float(np.asarray(wrench[:3]) @ self.axis)
+        self.q = self.twin.joint_state(CHASER_NS).positions
+        return force, self.mockup.pose_lvlh(self.q).translation, self.twin.time - self.t0
+
+    def command(self, dr_lvlh, dv_lvlh) -> None:
+        """The mock-up's commanded relative state, through the motion table to the arm's servo."""
+        from hil_docking.lab_twin import CHASER_NS
+
+        target = self.frame.target(pin.SE3(np.eye(3), np.asarray(dr_lvlh, dtype=float)))
+        twist = self.frame.twist(np.concatenate([np.asarray(dv_lvlh, dtype=float), np.zeros(3)]))
+        self.twin.command_positions(CHASER_NS, self.table.step(target, q_measured=self.q, twist_ff_body=twist).q_command)
+
+    def close(self) -> None:
+        self.twin.close()
+
+
 def run_twin_mission(scenario_file: Path, launch_arguments: dict | None = None,
                      on_step: Callable | None = None, max_time_s: float | None = None) -> dict:
     """Run the mission of ``scenario_file`` through the twin until the post-impact leg is over (or
     ``max_time_s`` of mission time). ``on_step(t_s, twin, rule)`` runs after every control period.
     Returns the rule's summary (restitution, impulse, closing speed, contact times) and the series
     ``t_s``, ``penetration_m``, ``force_n`` (``f_L`` as the driver chain gives it), ``command_lvlh``."""
-    from hil_common.params import validate
     from hil_docking.facility_rule import DockingFacility
-    from hil_docking.graph import cisas_graph
-    from hil_docking.lab_twin import CHASER_NS, CHASER_SENSOR
-    from hil_docking.mockup_pose import MockupPose
-    from hil_docking.scenario import load_docking_scenario
-    from hil_lab_twin.scene import config_from_yaml
-    from hil_lab_twin.twin import LabTwin
-    from hil_motion_table import motion_table_node as table_node
-    from hil_sensors.ft_driver import check_parameters, wrench_chain
 
-    graph = cisas_graph({**(launch_arguments or {}), 'scenario': str(scenario_file), 'lab': 'twin'})
-    sc = load_docking_scenario(scenario_file)
-    axis, dt = sc.docking_axis_lvlh, sc.control_period_s
-    twin = LabTwin(config_from_yaml(graph.node('/lab_twin').parameters['twin_config_yaml']))
-    ft = check_parameters(graph.node('/chaser/ft_sensor').parameters)
-    chain = wrench_chain(ft, ft['sensor_rate_hz'])
-    read = twin.wrench_source(CHASER_SENSOR)
-    values = validate(table_node.PARAMS, graph.node('/chaser/motion_table').parameters)
-    table = table_node.build_table(values, clock=lambda: twin.time)
-    frame = table_node.CommandFrame(SimpleNamespace(**values), table.kin)
-    mockup = MockupPose(table.kin, sc.dock_position_in_base_m)
-    rule = DockingFacility(sc, graph.node('/docking_facility').parameters['compensation'] or None)
+    lab = TwinDockingLab(scenario_file, launch_arguments)
+    rule = DockingFacility(lab.scenario, lab.compensation)
     try:
-        # the driver tares once the stream starts (software_bias.on_start), the arm at rest
-        if ft['software_bias.on_start']:
-            chain.tare.start(ft['software_bias.samples'])
-            while chain.tare.active:
-                twin.advance_to(twin.time + dt)
-                chain.process(read()[0])
-        q = twin.joint_state(CHASER_NS).positions
-        frame.start(q)
-        table.initialize(q)
+        lab.start()
         series = {'t_s': [], 'penetration_m': [], 'force_n': [], 'command_lvlh': []}
-        t0 = twin.time
         while not rule.complete and (max_time_s is None or rule.t < max_time_s):
-            twin.advance_to(twin.time + dt)
-            wrench = chain.process(read()[0])
-            force = 0.0 if wrench is None else -float(np.asarray(wrench[:3]) @ axis)
-            q = twin.joint_state(CHASER_NS).positions
-            position = mockup.pose_lvlh(q).translation
-            rule.step(force, position, sample_time_s=twin.time - t0)
+            force, position, t_s = lab.measure()
+            rule.step(force, position, sample_time_s=t_s)
             state = rule.begin_tick()
-            target = frame.target(pin.SE3(np.eye(3), state[0:3]))
-            twist = frame.twist(np.concatenate([state[3:6], np.zeros(3)]))
-            twin.command_positions(CHASER_NS, table.step(target, q_measured=q, twist_ff_body=twist).q_command)
+            lab.command(state[0:3], state[3:6])
             series['t_s'].append(rule.t)
-            series['penetration_m'].append(float(position @ axis))
+            series['penetration_m'].append(float(position @ lab.axis))
             series['force_n'].append(force)
             series['command_lvlh'].append(state[0:3].copy())
             if on_step is not None:
-                on_step(rule.t, twin, rule)
+                on_step(rule.t, lab.twin, rule)
     finally:
-        twin.close()
+        lab.close()
     return {'restitution': rule.restitution, 'impulse_n_s': rule.impulse_n_s,
             'closing_speed_in_m_s': rule.closing_speed_in_m_s, 'contact_start_s': rule.contact_start_s,
             'separation_s': rule.separation_s, 'complete': rule.complete, 't_s': rule.t,
