@@ -41,12 +41,16 @@ class TwinCamera:
         self.camera = mujoco.MjvCamera()
         self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
 
-    def render(self, view: View) -> np.ndarray:
+    def render(self, view: View, decorate=None) -> np.ndarray:
+        """The twin's present state from ``view``; ``decorate(scene)`` may add geometry that is not in the
+        model (e.g. with :func:`add_capsule`: wires whose contact is computed outside MuJoCo)."""
         self.camera.lookat[:] = np.asarray(view.lookat, dtype=float)
         self.camera.distance = float(view.distance)
         self.camera.azimuth = float(view.azimuth)
         self.camera.elevation = float(view.elevation)
         self.renderer.update_scene(self.twin.data, camera=self.camera)
+        if decorate is not None:
+            decorate(self.renderer.scene)
         return self.renderer.render().copy()
 
     def close(self) -> None:
@@ -73,6 +77,29 @@ class FrameGrabber:
             self.next_t += self.every_s
         if self.then is not None:
             self.then(t, *rest)
+
+
+def add_capsule(scene, start, end, radius: float, rgba) -> bool:
+    """Add a capsule from ``start`` to ``end`` (world) to a rendered scene; False when the scene is full."""
+    import mujoco
+
+    if scene.ngeom >= scene.maxgeom:
+        return False
+    geom = scene.geoms[scene.ngeom]
+    mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_CAPSULE, np.zeros(3), np.zeros(3), np.eye(3).ravel(),
+                        np.asarray(rgba, dtype=np.float32))
+    mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_CAPSULE, float(radius), np.asarray(start, dtype=float),
+                         np.asarray(end, dtype=float))
+    scene.ngeom += 1
+    return True
+
+
+def add_polyline(scene, points, radius: float, rgba) -> None:
+    """Consecutive points (world) joined by capsules."""
+    points = np.asarray(points, dtype=float)
+    for a, b in zip(points[:-1], points[1:]):
+        if not add_capsule(scene, a, b, radius, rgba):
+            return
 
 
 def frame_difference(a: np.ndarray, b: np.ndarray) -> float:

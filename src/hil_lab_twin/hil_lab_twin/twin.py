@@ -294,6 +294,17 @@ class LabTwin:
         return JointState(robot.build.joint_names, self.data.qpos[robot.qpos_adr] + robot.build.q_offset,
                           self.data.qvel[robot.dof_adr].copy(), self.data.actuator_force[robot.act_ids].copy())
 
+    def show_joints(self, ns: str, positions) -> None:
+        """Put robot ``ns`` at ``positions`` (as its ``joint_states`` give them), at rest, and update the
+        kinematics: for pictures of a recorded run (the physics is not stepped)."""
+        robot = self._robots[ns]
+        q = np.asarray(positions, dtype=float)
+        if q.shape != (len(robot.qpos_adr),) or not np.all(np.isfinite(q)):
+            raise ValueError(f'{ns}: {len(robot.qpos_adr)} finite joint positions expected')
+        self.data.qpos[robot.qpos_adr] = q - robot.build.q_offset
+        self.data.qvel[robot.dof_adr] = 0.0
+        mujoco.mj_kinematics(self.model, self.data)
+
     def site_pose_in_world(self, site: str) -> pin.SE3:
         sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, site)
         if sid < 0:

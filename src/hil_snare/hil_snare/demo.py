@@ -10,7 +10,9 @@ angles to the bag ``<out>/<scenario>/`` (``hil_bringup.recorder.McapWriter``).
 
 ``--live`` adds the live stage: case 3 through the graph of ``snare_capture.launch.py`` with the lab
 twin (:mod:`hil_snare.live`), the figure ``<out>/htv_capture_live.png`` against the lockstep run, the
-nodes' logs in ``<out>/htv_capture_live/``; the demo exits non-zero when the live run missed its bounds.
+nodes' logs in ``<out>/htv_capture_live/``, and pictures of the run in the twin (:mod:`hil_snare.pictures`:
+``snare_live_lab.mp4``, ``snare_live_lee.mp4`` and stills at the start, the first wire contact and the end);
+the demo exits non-zero when the live run missed its bounds.
 """
 
 from __future__ import annotations
@@ -218,6 +220,13 @@ def live_stage(out: Path, duration_s: float) -> bool:
           f'{1e3 * result.drift_max_diff_m:.2f} mm (bound {1e3 * live.DRIFT_BOUND_M:g}), first contact '
           f'{result.first_contact_live_s:.2f} s vs {result.first_contact_lockstep_s:.2f} s lockstep, peak wire force '
           f'{result.peak_force_live_n:.0f} N vs {result.peak_force_lockstep_n:.0f} N; node logs in {out / "htv_capture_live"}')
+    if run_.joint_states and len(run_.t_sim) > 1:     # pictures of the run in the twin (hil_snare.pictures)
+        from hil_snare.graph import snare_graph
+        from hil_snare.pictures import render_live_run
+
+        files, _ = render_live_run(run_, snare_graph(ports), out)
+        for path in files:
+            print(f'wrote {path}')
     if not result.ok:
         print('LIVE RUN FAILED: ' + '; '.join(result.problems))
     return result.ok

@@ -39,6 +39,7 @@ class LiveRun:
     problems: list = field(default_factory=list)
     node_results: list = field(default_factory=list)
     stages_ready_s: dict = field(default_factory=dict)
+    joint_states: dict = field(default_factory=dict)   # robot namespace: (stamps [s, simulated], positions (n, dof))
 
 
 @dataclass
@@ -133,6 +134,7 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     """Start the graph, record the twin's state until ``duration_s`` of simulated time after the capture
     command, stop it."""
     from geometry_msgs.msg import WrenchStamped
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
     from hil_bringup.graph_runner import GraphStartError, RunningGraph
@@ -144,6 +146,10 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     running = RunningGraph(graph, Path(workdir), say=say)
     with test_node('snare_live_probe') as (node, executor):
         node.create_subscription(Float64MultiArray, 'snare/twin_state', lambda m: rows.append(list(m.data)), 100)
+        joints = {'client': [], 'servicer': []}            # for the pictures (hil_snare.pictures)
+        for ns, store in joints.items():
+            node.create_subscription(JointState, f'{ns}/joint_states', lambda m, s=store: s.append(
+                (m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, list(m.position))), 100)
         for topic in counts:
             node.create_subscription(WrenchStamped, topic, lambda m, t=topic: counts.__setitem__(t, counts[t] + 1), 100)
         try:
@@ -196,8 +202,10 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     resets = [k for k in range(1, len(t_rows)) if t_rows[k] < t_rows[k - 1]]
     rows = rows[:resets[0]] if resets else rows              # the state after a reset is not the run's
     a = np.array(rows) if rows else np.zeros((0, 9))
+    recorded = {ns: (np.array([t for t, _ in store]), np.array([q for _, q in store])) for ns, store in joints.items()
+                if store}
     return LiveRun(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5] > 0.5, a[:, 6:9], counts, problems, results,
-                   dict(running.ready_s))
+                   dict(running.ready_s), recorded)
 
 
 def plot_comparison(result: Comparison, path) -> Path:

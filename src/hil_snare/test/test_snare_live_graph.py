@@ -33,3 +33,12 @@ def test_the_launch_file_graph_runs_case_3_like_the_lockstep_runner(tmp_path):
     assert not [r for r in run.node_results if r.crashed]
     assert min(run.wrench_counts.values()) > 100      # both drivers streamed the twin's sensors
     assert 0.0 < result.lag_s <= live.LAG_BOUND_S
+    # pictures of the run (issue 18): the twin of the graph's parameters at the recorded joints and ring angles
+    from hil_lab_twin.animation import frame_difference
+    from hil_snare.graph import snare_graph
+    from hil_snare.pictures import render_live_run
+
+    files, shots = render_live_run(run, snare_graph(ports), tmp_path, every_s=0.25)
+    assert {f.name for f in files} >= {'snare_live_lab.mp4', 'snare_live_lee.mp4', 'snare_live_first_contact_lee.png'}
+    lee = shots['frames']['lee']
+    assert lee[0].std() > 10.0 and frame_difference(lee[0], lee[-1]) > 0.002    # the LEE met the shaft, the wires closed
