@@ -31,7 +31,7 @@ from hil_common.params import Param, ParameterError, validate
 from hil_sensors import rdt
 from hil_sensors.processing import (AXES, FaultLatch, LowPassFilter, RateMeter, ToolGravity, WrenchChain,
                                     WrenchTransform, all_finite, overload_axis)
-from hil_common.errors import InputError
+from hil_common.errors import ConfigError, InputError
 
 # Linux: SO_TIMESTAMPNS (== SCM_TIMESTAMPNS); Python 3.11 does not export the constant.
 SO_TIMESTAMPNS = getattr(socket, 'SO_TIMESTAMPNS', 35)
@@ -350,7 +350,7 @@ class FtDriver:
         self.tracker = rdt.SequenceTracker(rate_hz=declared or MAX_RDT_RATE_HZ)
         self.sequence_stamps = bool(self.cfg.get('sequence_stamps', False))
         if self.sequence_stamps and not declared:
-            raise ValueError("sequence_stamps needs a declared sensor_rate_hz (the period between two sequence numbers)")
+            raise ConfigError("sequence_stamps needs a declared sensor_rate_hz (the period between two sequence numbers)")
         self._stamp_anchor: tuple[int, int] | None = None       # (sequence, stamp_ns) of sequence stamping
         self.chain = wrench_chain(self.cfg, declared)
         self.filter_pending = self.cfg['low_pass.enabled'] and not declared   # designed once the rate is measured
