@@ -300,7 +300,7 @@ class LabTwin:
         robot = self._robots[ns]
         q = np.asarray(positions, dtype=float)
         if q.shape != (len(robot.qpos_adr),) or not np.all(np.isfinite(q)):
-            raise ValueError(f'{ns}: {len(robot.qpos_adr)} finite joint positions expected')
+            raise InputError(f'{ns}: {len(robot.qpos_adr)} finite joint positions expected')
         self.data.qpos[robot.qpos_adr] = q - robot.build.q_offset
         self.data.qvel[robot.dof_adr] = 0.0
         mujoco.mj_kinematics(self.model, self.data)
