@@ -27,7 +27,11 @@ it went unstable into F/T overloads with at most 130 ms of lateness, while idle 
 most 44-83 ms approached without oscillation (docs/envisat_capture.md). The default threshold
 (50 ms mean over 1 s) lies between the two; it is our assumption, not a seed value.
 
-Recovery follows ``policy``: ``auto`` clears the hold after ``recover_after_s`` of ticks on time;
+Recovery follows ``policy``: ``auto`` clears the hold after ``recover_after_s`` of calm ticks (none that
+would hold, and the window's mean lateness below half of ``mean_late_s``; a tick a little late, beyond
+``warn_late_s`` only, is reported as degraded but does not keep the node held: on a busy 2-core machine
+such ticks came every second or two after the load had gone, and a hold waiting for 2 s without one
+never cleared);
 ``latch`` keeps it until :meth:`OverloadGuard.reset`; ``off`` never holds (it still reports).
 Plain Python, no rclpy; times in seconds on the node's clock.
 """
@@ -68,7 +72,7 @@ def overload_params(reset_service: str) -> list:
 
     return [
         Param('overload_policy', 'auto', 'When the node cannot keep up (hil_common.overload): auto (hold, resume '
-              f'after overload_recover_after_s on time), latch (hold until {reset_service}), off (report only)',
+              f'after overload_recover_after_s calm), latch (hold until {reset_service}), off (report only)',
               choices=POLICIES),
         Param('overload_warn_late_s', 0.02, 'A step that runs later than this after its time is reported as '
               'degraded [s]', min=1e-6, max=10.0),
@@ -78,7 +82,8 @@ def overload_params(reset_service: str) -> list:
               'overload_window_s hold the node\'s output too (a loop steadily late by less than '
               'overload_hold_late_s) [s]', min=1e-6, max=60.0),
         Param('overload_window_s', 1.0, 'The window of overload_mean_late_s [s]', min=0.01, max=60.0),
-        Param('overload_recover_after_s', 2.0, 'On time this long clears an overload hold (policy auto) [s]',
+        Param('overload_recover_after_s', 2.0, 'Calm this long (nothing that holds, the mean lateness below half of '
+              'overload_mean_late_s) clears an overload hold (policy auto) [s]',
               min=0.0, max=600.0),
     ]
 
@@ -133,6 +138,7 @@ class OverloadGuard:
         self.ticks = self.late_ticks = self.dropped_steps = self.holds = 0
         self.max_late_s = 0.0
         self._on_time_since: float | None = None
+        self._calm_since: float | None = None
 
     def _mean_late(self, now_s: float, late_s: float, steps: int) -> float | None:
         """The window's mean lateness per step after this tick, or None while less than a window was seen."""
@@ -168,6 +174,13 @@ class OverloadGuard:
         elif self._on_time_since is None:
             self._on_time_since = now_s
         must_hold = dropped > 0 or late_s > self.hold_late_s or steadily_late
+        # calm: nothing that holds, and the window's mean below half its hold threshold (the hysteresis of the
+        # steady-lateness hold); a tick a little late (beyond warn_late_s) is degraded, not a reason to stay held
+        calm = not must_hold and self.mean_late_window_s <= 0.5 * self.mean_late_s
+        if not calm:
+            self._calm_since = None
+        elif self._calm_since is None:
+            self._calm_since = now_s
         if must_hold and self.policy != 'off':
             if not self.holding:
                 self.holds += 1
@@ -175,7 +188,7 @@ class OverloadGuard:
             self.reason = (f'{dropped} steps dropped' if dropped else
                            f'a step ran {late_s * 1e3:.0f} ms late (hold beyond {self.hold_late_s * 1e3:.0f} ms)'
                            if late_s > self.hold_late_s else self._steady_reason())
-        elif self.holding and self.policy == 'auto' and on_time and now_s - self._on_time_since >= self.recover_after_s:
+        elif self.holding and self.policy == 'auto' and calm and now_s - self._calm_since >= self.recover_after_s:
             self.holding = False
         if self.holding:
             self.level = ERROR
