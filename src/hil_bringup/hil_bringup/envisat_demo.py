@@ -159,7 +159,7 @@ def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: 
     (:mod:`hil_lab_twin.animation`) and stills at the approach start and at the grasp."""
     from hil_bringup.console import Progress
     from hil_bringup.runners.twin_capture import TwinCaptureMission, capture_figures
-    from hil_lab_twin.animation import FrameGrabber, TwinCamera, View, write_animation, write_still
+    from hil_lab_twin.animation import FrameGrabber, TwinCamera, View, add_arrow, write_animation, write_still
 
     mission = TwinCaptureMission(scenario)
     twin = mission.twin
@@ -170,9 +170,17 @@ def twin_capture_with_pictures(scenario, duration_s: float, out: Path, every_s: 
                                             + np.array([0.0, 0.0, 1.0])), distance=6.5, azimuth=110.0, elevation=-18.0),
              View('grasp', lookat=tuple(mid), distance=1.1, azimuth=70.0, elevation=-15.0)]
     camera = TwinCamera(twin, 480, 352)
+
+    def forces(scene):
+        """The two F/T sensors' processed forces (tared, the mock-up's and the gripper's weight removed) as
+        arrows at the sensors, 0.02 m per N: the grasp's contact wrench, equal and opposite once closed."""
+        for chain, site, rgba in ((mission.client_ft, 'client_ft_site', (0.2, 0.5, 1.0, 1.0)),
+                                  (mission.wrist_ft, 'servicer_wrist_ft_site', (1.0, 0.3, 0.2, 1.0))):
+            pose = twin.site_pose_in_world(site)
+            add_arrow(scene, pose.translation, 0.02 * (pose.rotation @ chain.wrench()[:3]), 0.012, rgba)
     try:
         with Progress('HIL+twin ', duration_s) as bar:
-            grabber = FrameGrabber(camera, views, every_s, then=bar)
+            grabber = FrameGrabber(camera, views, every_s, then=bar, decorate=forces)
             rec = mission.run(duration_s, 0.05, grabber)
     finally:
         camera.close()

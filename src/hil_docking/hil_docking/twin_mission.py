@@ -138,12 +138,24 @@ def run_twin_mission(scenario_file: Path, launch_arguments: dict | None = None,
 def twin_mission_with_pictures(scenario_file: Path, out: Path, every_s: float = 0.1, say=print,
                                launch_arguments: dict | None = None) -> tuple[dict, list[Path]]:
     """:func:`run_twin_mission` rendered offscreen while it runs (:mod:`hil_lab_twin.animation`): an
-    animation per view (the arm and the target; close on the probe and the plate) and stills of the
+    animation per view (the arm and the target; close on the probe and the plate, with the contact force as
+    an arrow at the ball) and stills of the
     approach's start, the contact's deepest point and the post-impact leg. The result also holds the
     frames (``frames[view]``) and their times (``frame_times_s``)."""
-    from hil_lab_twin.animation import TwinCamera, View, write_animation, write_still
+    from hil_docking.lab_twin import CHASER_NS, CHASER_SENSOR
+    from hil_lab_twin.animation import TwinCamera, View, add_arrow, write_animation, write_still
 
     frames, times, state = {}, [], {}
+
+    def force_arrow(scene):
+        """The contact force on the probe (the sensor's reading less its reading at the start, the probe's
+        weight) as an arrow at the ball, 0.01 m per N."""
+        twin = state['twin']
+        reading = twin.wrench_true(CHASER_SENSOR)[:3]
+        state.setdefault('rest', reading.copy())
+        rotation = twin.site_pose_in_world(f'{CHASER_SENSOR}_site').rotation
+        add_arrow(scene, twin.site_pose_in_world(f'{CHASER_NS}_probe_tip').translation,
+                  0.01 * (rotation @ (reading - state['rest'])), 0.006, (0.2, 0.5, 1.0, 1.0))
 
     def grab(t_s, twin, rule):
         if 'camera' not in state:
@@ -153,11 +165,12 @@ def twin_mission_with_pictures(scenario_file: Path, out: Path, every_s: float = 
                                    azimuth=200.0, elevation=-20.0),
                               View('contact', lookat=tuple(plate - 0.08 * np.asarray(rule.axis)), distance=0.5, azimuth=180.0, elevation=-15.0)]
             state['camera'] = TwinCamera(twin, 480, 352)
+            state['twin'] = twin
             state['next'] = 0.0
         near_contact = rule.contact_start_s is not None and (rule.separation_s is None or t_s < rule.separation_s + 0.2)
         if t_s + 1e-9 >= state['next'] or (near_contact and len(times) and t_s - times[-1] >= 0.02 - 1e-9):
             for view in state['views']:
-                frames.setdefault(view.name, []).append(state['camera'].render(view))
+                frames.setdefault(view.name, []).append(state['camera'].render(view, force_arrow))
             times.append(t_s)
             state['next'] = t_s + every_s
 

@@ -4,6 +4,8 @@
   shot, e.g. the whole facility, or close on the gripper and the ring during the grasp;
 * :class:`FrameGrabber` -- a runner's ``progress(t, ...)`` callback that renders the twin's
   current state every ``every_s`` of simulated time, for each view;
+* :func:`add_capsule`, :func:`add_polyline`, :func:`add_arrow` -- geometry drawn into a frame that
+  the model does not have (wires computed outside MuJoCo, force arrows at the sensors);
 * :func:`write_animation` -- MP4 (H.264 through the ffmpeg binary that the ``imageio-ffmpeg``
   wheel ships) or, where no encoder is available, an animated PNG; :func:`write_still` a PNG.
 
@@ -60,8 +62,9 @@ class TwinCamera:
 class FrameGrabber:
     """``progress(t, *_)``: renders every ``every_s`` of simulated time into ``frames[view.name]``."""
 
-    def __init__(self, camera: TwinCamera, views, every_s: float, then=None):
+    def __init__(self, camera: TwinCamera, views, every_s: float, then=None, decorate=None):
         self.camera = camera
+        self.decorate = decorate          # decorate(scene): geometry drawn into every frame (TwinCamera.render)
         self.views = list(views)
         self.every_s = float(every_s)
         self.next_t = 0.0
@@ -72,7 +75,7 @@ class FrameGrabber:
     def __call__(self, t: float, *rest) -> None:
         if t + 1e-9 >= self.next_t:
             for view in self.views:
-                self.frames[view.name].append(self.camera.render(view))
+                self.frames[view.name].append(self.camera.render(view, self.decorate))
             self.times.append(float(t))
             self.next_t += self.every_s
         if self.then is not None:
@@ -90,6 +93,23 @@ def add_capsule(scene, start, end, radius: float, rgba) -> bool:
                         np.asarray(rgba, dtype=np.float32))
     mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_CAPSULE, float(radius), np.asarray(start, dtype=float),
                          np.asarray(end, dtype=float))
+    scene.ngeom += 1
+    return True
+
+
+def add_arrow(scene, start, vector, radius: float, rgba) -> bool:
+    """Add an arrow from ``start`` along ``vector`` (world, metres) to a rendered scene (e.g. a force at its
+    sensor, scaled to metres); nothing for a vector shorter than 1 mm."""
+    import mujoco
+
+    vector = np.asarray(vector, dtype=float)
+    if np.linalg.norm(vector) < 1e-3 or scene.ngeom >= scene.maxgeom:
+        return False
+    geom = scene.geoms[scene.ngeom]
+    mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_ARROW, np.zeros(3), np.zeros(3), np.eye(3).ravel(),
+                        np.asarray(rgba, dtype=np.float32))
+    start = np.asarray(start, dtype=float)
+    mujoco.mjv_connector(geom, mujoco.mjtGeom.mjGEOM_ARROW, float(radius), start, start + vector)
     scene.ngeom += 1
     return True
 

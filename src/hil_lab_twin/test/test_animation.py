@@ -36,3 +36,26 @@ def test_renders_show_the_robots_and_their_motion_and_animations_are_written(tmp
     assert meta['size'] == (320, 240) and sum(1 for _ in reader) == 4
     camera.close()
     twin.close()
+
+
+def test_drawn_geometry_and_force_arrows_show_in_the_frame():
+    """:func:`add_capsule` and :func:`add_arrow` draw what the model does not have (wires, force arrows);
+    an arrow shorter than 1 mm is not drawn."""
+    from hil_lab_twin.animation import add_arrow, add_capsule
+
+    twin = LabTwin(facility_config())
+    camera = TwinCamera(twin, 320, 240)
+    view = View('client', lookat=(2.6, 0.0, 1.2), distance=2.5, azimuth=120.0, elevation=-15.0)
+    plain = camera.render(view)
+    drawn = []
+
+    def decorate(scene):
+        drawn.append(add_arrow(scene, (2.6, 0.0, 1.2), (0.0, 0.0, 0.5), 0.03, (1.0, 0.2, 0.2, 1.0)))
+        drawn.append(add_capsule(scene, (2.3, -0.3, 1.0), (2.9, 0.3, 1.0), 0.02, (0.2, 0.9, 0.2, 1.0)))
+        drawn.append(add_arrow(scene, (2.6, 0.0, 1.2), (0.0, 0.0, 5e-4), 0.03, (1.0, 0.2, 0.2, 1.0)))
+    decorated = camera.render(view, decorate)
+    assert drawn == [True, True, False]
+    assert frame_difference(plain, decorated) > 0.005
+    assert frame_difference(plain, camera.render(view)) == 0.0       # the decoration is per frame
+    camera.close()
+    twin.close()
