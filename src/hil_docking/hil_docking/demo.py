@@ -263,7 +263,11 @@ def main(argv=None) -> int:
     from hil_docking.scenario import scenario_path
     from hil_docking.twin_mission import twin_mission_with_pictures
 
-    twin, files = twin_mission_with_pictures(args.scenario or scenario_path(), out, say=say)
+    twin, files = twin_mission_with_pictures(args.scenario or scenario_path(), out, say=say,
+                                             max_time_s=sc.approach_duration_s + sc.post_impact_duration_s + 5.0)
+    if not twin['complete']:
+        say(f"the mission through the twin did not finish its post-impact leg by {twin['t_s']:.1f} s: FAILED")
+        return 1
     say(f"  twin: restitution {twin['restitution']:.4f} (orbital {run.summary['restitution_orbital']:.4f}), impulse "
         f"{twin['impulse_n_s']:.3f} N s, peak f_L {twin['force_n'].max():.2f} N measured at "
         f"{twin['penetration_m'].max() * 1e3:.2f} mm penetration")

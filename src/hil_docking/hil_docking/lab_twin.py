@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-SENSOR_HEIGHT_M = 0.04        # hil_lab_twin.scene.SENSOR_HEIGHT_M: the measuring frame above the flange
+from hil_lab_twin.scene import SENSOR_HEIGHT_M     # the measuring frame above the flange
+
 CHASER_NS = 'chaser'
 CHASER_SENSOR = f'{CHASER_NS}_ft'
 

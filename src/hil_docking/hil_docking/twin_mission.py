@@ -136,7 +136,7 @@ def run_twin_mission(scenario_file: Path, launch_arguments: dict | None = None,
 
 
 def twin_mission_with_pictures(scenario_file: Path, out: Path, every_s: float = 0.1, say=print,
-                               launch_arguments: dict | None = None) -> tuple[dict, list[Path]]:
+                               launch_arguments: dict | None = None, max_time_s: float | None = None) -> tuple[dict, list[Path]]:
     """:func:`run_twin_mission` rendered offscreen while it runs (:mod:`hil_lab_twin.animation`): an
     animation per view (the arm and the target; close on the probe and the plate, with the contact force as
     an arrow at the ball) and stills of the
@@ -175,7 +175,7 @@ def twin_mission_with_pictures(scenario_file: Path, out: Path, every_s: float = 
             state['next'] = t_s + every_s
 
     try:
-        result = run_twin_mission(scenario_file, launch_arguments, on_step=grab)
+        result = run_twin_mission(scenario_file, launch_arguments, on_step=grab, max_time_s=max_time_s)
     finally:
         if 'camera' in state:
             state['camera'].close()
