@@ -144,6 +144,24 @@ def build_rules(p):
     return adm, ff, xyz_rpy_to_pose(p.pose_sensor_in_ee_xyz_rpy)
 
 
+def build_side(p, overload=None, epoch_s: float | None = None) -> ServicerSide:
+    """The node's rule, :class:`ServicerSide`, from validated parameter values: the admittance and
+    feed-forward of :func:`build_rules`, the table port's passivity observer/controller (``M_b`` at the
+    start pose), the pacing, the re-basing schedule; ``epoch_s`` is the mission's t = 0 on the side's
+    clock (None: its first tick). One definition for the node, the fused hot path and their tests."""
+    adm, ff, pose_sensor_in_ee = build_rules(p)
+    n = adm.model.n
+    if p.joint_names and len(p.joint_names) != n:
+        raise ParameterError(f"parameter 'joint_names': expected {n} names, got {len(p.joint_names)}")
+    passivity = PassivityController(adm.model.mass_matrix(np.zeros(n))[:6, :6], p.passivity_max_rate_per_s,
+                                    enabled=p.passivity_control)
+    return ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
+                        max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
+                        epoch_s=epoch_s, overload=overload,
+                        rebase=RebaseSchedule(RebaseParams(True, p.rebase_after_post_grasp_s, p.rebase_ramp_s),
+                                              p.rebase_lead_s) if p.rebase_enabled else None)
+
+
 class ServicerAdmittanceNode(Node):
     """Plumbing around :class:`hil_admittance.servicer_side.ServicerSide` (which holds the policy)."""
 
@@ -153,26 +171,14 @@ class ServicerAdmittanceNode(Node):
         (``hil_bringup.servicer_hot_path_node``) reuse this plumbing, driven by the wrist samples."""
         super().__init__(name)
         p = self.p = declare_parameters(self, params)
-        adm, ff, pose_sensor_in_ee = build_rules(p)
-        n = adm.model.n
-        names = list(p.joint_names) or list(adm.model.joint_names)
-        if len(names) != n:
-            raise ParameterError(f"parameter 'joint_names': expected {n} names, got {len(names)}")
-        self.joint_names = names
-        self.wrench_frame_id = p.wrench_frame_id
-        self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
-        # Passivity observer/controller of the table port (hil_dynamics.passivity); M_b at the start pose.
-        passivity = PassivityController(adm.model.mass_matrix(np.zeros(n))[:6, :6], p.passivity_max_rate_per_s,
-                                        enabled=p.passivity_control)
         # Seconds since start on the node clock (absolute epoch seconds would lose sub-microsecond precision).
         self.t0_ns = self.get_clock().now().nanoseconds
         epoch_s = mission_epoch(self, p.mission_epoch_s)
         self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
-        self.side = ServicerSide(adm, ff, pose_sensor_in_ee, 1.0 / p.rate_hz, p.input_timeout_s, passivity,
-                                 max_catch_up=p.max_catch_up, table_pose_from_start=p.table_pose_from_start,
-                                 epoch_s=None if epoch_s is None else epoch_s - self.t0_ns * 1e-9, overload=self.overload,
-                                 rebase=RebaseSchedule(RebaseParams(True, p.rebase_after_post_grasp_s, p.rebase_ramp_s),
-                                                       p.rebase_lead_s) if p.rebase_enabled else None)
+        self.side = build_side(p, self.overload, None if epoch_s is None else epoch_s - self.t0_ns * 1e-9)
+        self.joint_names = list(p.joint_names) or list(self.side.adm.model.joint_names)
+        self.wrench_frame_id = p.wrench_frame_id
+        self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
         self.rejected_reported = 0
         self.overruns_reported = 0
         self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)
@@ -246,6 +252,14 @@ class ServicerAdmittanceNode(Node):
     def on_twist_measured(self, msg):
         self.side.set_twist_measured(twist_from_msg(msg.twist), self._now_s())
 
+    def report_dropped_steps(self) -> None:
+        """Warn (at most once a second) when the pacer dropped steps since the last report."""
+        pacer = self.side.pacer
+        if pacer.overruns > self.overruns_reported:
+            self.overruns_reported = pacer.overruns
+            self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
+                                   throttle_duration_sec=1.0)
+
     # -- the rule --------------------------------------------------------------------------
     def tick(self):
         guarded(self._tick, self.context)
@@ -254,11 +268,7 @@ class ServicerAdmittanceNode(Node):
         out = self.side.tick(self._now_s() if now_s is None else now_s)
         self._report_rejections()
         self.status.after_tick()
-        pacer = self.side.pacer
-        if pacer.overruns > self.overruns_reported:
-            self.overruns_reported = pacer.overruns
-            self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
-                                   throttle_duration_sec=1.0)
+        self.report_dropped_steps()
         if out is None:
             return None
         self.publish_output(out)

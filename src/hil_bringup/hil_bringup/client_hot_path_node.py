@@ -22,7 +22,8 @@ same decimation, for recording) and ``client/passivity`` (the port's passivity o
 reason while holding, every 0.5 s and on change); service ``client/hot_path/reset``
 (std_srvs/Trigger). Parameters: those of both nodes, plus ``realtime_priority``
 and ``cpu_affinity`` (:mod:`hil_common.realtime`: SCHED_FIFO for every thread of the node, as a
-lab runs its control loop). If the F/T stream stops (a sensor fault) nothing is commanded and
+lab runs its control loop), and ``trace_sample_stamps`` (:mod:`hil_common.sample_trace`:
+``client/hot_path/trace``, the stamp of the F/T sample each command came from). If the F/T stream stops (a sensor fault) nothing is commanded and
 the position-controlled robot holds.
 """
 
@@ -46,6 +47,7 @@ from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
+from hil_common.sample_trace import TRACE_PARAM, SampleTrace
 from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
@@ -65,7 +67,8 @@ PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not
           Param('max_torque_nm', 5.0e3, 'A wrench whose torque magnitude exceeds this latches a fault (hold) [N m]',
                 min=1e-6),
           Param('wrench_frame_id', 'ft_sensor', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame); "
-                'other frames are refused and counted, an empty one is accepted and counted')]
+                'other frames are refused and counted, an empty one is accepted and counted'),
+          TRACE_PARAM]
 
 
 class ClientHotPathNode(Node):
@@ -97,6 +100,7 @@ class ClientHotPathNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'client/hot_path/status', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
+        self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
@@ -126,6 +130,7 @@ class ClientHotPathNode(Node):
         if out is None:
             return
         self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
+        self.trace.publish(msg.header.stamp)
         status = (out.holding, out.reason, self.rule.latched)
         if status != self.last_status:
             self.last_status = status

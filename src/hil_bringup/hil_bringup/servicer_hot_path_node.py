@@ -17,7 +17,10 @@ observer's measured base twist), out ``servicer/forward_position_controller/comm
 wrist sensor holds), reset ``servicer/hot_path/reset`` (the overload hold, the table's latched
 faults). Without wrist samples for ``input_timeout_s`` a timer runs the steps held (the arm's effort
 controller keeps its last command: it gets the hold's gravity compensation; the table is told to stay). Parameters: those of both nodes (``output`` must be ``forward_position``), plus
-``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`).
+``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`), and
+``trace_sample_stamps`` (:mod:`hil_common.sample_trace`: ``servicer/hot_path/trace``, the stamp of the
+wrist sample each command came from, for latency measurements). Dropped steps are logged, as in
+``servicer_admittance_node``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
+from hil_common.sample_trace import TRACE_PARAM, SampleTrace
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.kinematics_helpers import reorder
 
@@ -50,7 +54,8 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
           Param('realtime_priority', 0, 'SCHED_FIFO priority of every thread of the node (0: normal scheduling; '
                 'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
                 min=0, max=99),
-          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023)]
+          Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
+          TRACE_PARAM]
 
 
 class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
@@ -72,6 +77,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
+        self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10)
         self.last_holding = None
         # without wrist samples the steps go on held (the effort controller keeps its last command)
@@ -120,19 +126,22 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self._report_rejections()
             return
         out = self.rule.wrench(wrench_from_msg(msg.wrench), now, self._now_s())
-        self._after(out)
+        self._after(out, msg.header.stamp)
 
     def _watchdog(self) -> None:
         now = self.lab_now()
         if now > 0.0:
             self._after(self.rule.watchdog(now, self._now_s()))
 
-    def _after(self, out) -> None:
+    def _after(self, out, sample_stamp=None) -> None:
         self._report_rejections()
         self.status.after_tick()
+        self.report_dropped_steps()
         if out is None:
             return
         self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
+        if sample_stamp is not None:
+            self.trace.publish(sample_stamp)
         self.publish_output(out.side)
         if out.holding != self.last_holding:
             if out.holding:

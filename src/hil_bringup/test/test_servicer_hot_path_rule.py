@@ -1,0 +1,148 @@
+"""The fused servicer hot path's rule without DDS (``ServicerHotPath``, as the node and a lockstep
+runner use it), with the Envisat graph's parameters at 1 kHz:
+
+* the grid locks onto a jittering sample stream: one step and one command per sample (without the
+  lead, samples get 0 or 2 steps);
+* the command returned for a sample carries that sample's wrench: a force added to one sample
+  changes nothing before it, and moves that sample's base pose by the locked rigid body's
+  ``1/2 M_bb^-1 J_b^T dF dt^2`` (seed 004 Eq. 18 at the held arm) and the KR 120's command with it.
+  So the node's latency trace (``trace_sample_stamps``: the stamp of the sample a command came
+  from) measures the latency of the command that carries the sample;
+* without samples the watchdog runs the steps held, and says why.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hil_admittance.servicer_admittance_node import build_side
+from hil_bringup.facility import calibrate, load_facility
+from hil_bringup.graphs import envisat_graph
+from hil_bringup.scenario import load_scenario
+from hil_bringup.servicer_hot_path import ServicerHotPath
+from hil_bringup.servicer_hot_path_node import PARAMS
+from hil_common.conversions import xyz_rpy_to_pose
+from hil_common.params import validate
+from hil_dynamics.se3 import transform_wrench
+from hil_motion_table.motion_table_node import CommandFrame, build_table
+
+RATE_HZ = 1000.0
+DT = 1.0 / RATE_HZ
+
+
+@pytest.fixture(scope='module')
+def setup():
+    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(RATE_HZ), 'use_sim': 'true',
+                           'servicer_hot_path': 'nodes'})
+    adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
+    values = validate(PARAMS, {**adm, **graph.node('/servicer/motion_table').parameters})
+    scenario = load_scenario('envisat_capture')
+    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
+    q_arm = np.array([float(v) for v in scenario.servicer.q_arm_0])
+    return values, q_table_0, q_arm
+
+
+class Lockstep:
+    """One rule on a given clock: the arm held at ``q_arm``, the KR 120 measured at its start joints."""
+
+    def __init__(self, setup, lead_steps: float = 1.5):
+        values, self.q_table_0, self.q_arm = setup
+        p = SimpleNamespace(**values)
+        self.t = 0.0
+        table = build_table(values, clock=lambda: self.t)
+        self.frame = CommandFrame(p, table.kin)
+        self.side = build_side(p)
+        self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
+                                    twist_from_joints=self.frame.twist_from_joints,
+                                    joint_states_timeout_s=p.joint_states_timeout_s, lead_s=lead_steps * DT,
+                                    sample_timeout_s=p.input_timeout_s)
+
+    def sample(self, t: float, force_sensor=(0.0, 0.0, 0.0)):
+        self.t = t
+        self.side.set_joints(self.q_arm, np.zeros(len(self.q_arm)), t)
+        self.side.set_tau(np.zeros(len(self.q_arm)), t)
+        self.side.set_wrench_base(np.zeros(6), t)
+        self.rule.table_joints(self.q_table_0, None, t, t)       # the robot stays put (measured q0)
+        return self.rule.wrench(np.r_[force_sensor, 0.0, 0.0, 0.0], t, t)
+
+
+def jittered_times(n: int, seed: int = 4) -> np.ndarray:
+    """Arrivals of a 1 kHz stream, each within +-0.45 periods of its nominal instant."""
+    return 1.0 + DT * (np.arange(n) + np.random.default_rng(seed).uniform(-0.45, 0.45, n))
+
+
+def test_the_step_grid_locks_onto_a_jittering_stream_one_command_per_sample(setup):
+    times = jittered_times(400)
+    run = Lockstep(setup)
+    run.sample(times[0] - DT)                  # the first sample starts the grid (no step yet)
+    steps = []
+    for t in times:
+        out = run.sample(t, (200.0, 0.0, 0.0))
+        assert out is not None and not out.holding, (t, out and out.reason)
+        steps.append(run.side.pacer.steps_done)
+    assert np.all(np.diff(steps) == 1), np.unique(np.diff(steps), return_counts=True)
+    # the grid stays within the lead of the samples
+    assert abs(run.side.pacer.step_time(run.side.pacer.steps_done) - times[-1]) <= 1.5 * DT + 1e-12
+    # without the lead, the same stream gives some samples no step and others two
+    run = Lockstep(setup, lead_steps=0.0)
+    run.sample(times[0] - DT)
+    outs, steps = [], []
+    for t in times:
+        outs.append(run.sample(t, (200.0, 0.0, 0.0)))
+        steps.append(run.side.pacer.steps_done)
+    assert sum(o is None for o in outs) > 20 and np.any(np.diff(steps) == 2)
+
+
+def test_the_command_for_a_sample_carries_that_samples_wrench(setup):
+    values, _, q_arm = setup
+    times = jittered_times(120, seed=7)
+    k, push = 100, np.array([500.0, 0.0, 0.0])            # the extra force on sample k only [N, sensor frame]
+    plain, pushed = Lockstep(setup), Lockstep(setup)
+    plain.sample(times[0] - DT)
+    pushed.sample(times[0] - DT)
+    for j, t in enumerate(times):
+        a = plain.sample(t)
+        b = pushed.sample(t, push if j == k else (0.0, 0.0, 0.0))
+        if j < k:          # nothing before the push differs, to the bit
+            np.testing.assert_array_equal(a.q_command, b.q_command)
+            np.testing.assert_array_equal(a.side.pose_table_cmd.homogeneous, b.side.pose_table_cmd.homogeneous)
+        elif j == k:
+            break
+    # the base's pose after the step of sample k: 1/2 a dt^2 of its locked rigid body (arm held, ddq = 0)
+    model = plain.side.adm.model
+    f_ee = transform_wrench(xyz_rpy_to_pose(values['pose_sensor_in_ee_xyz_rpy']), np.r_[push, 0.0, 0.0, 0.0])
+    acc_body = np.linalg.solve(model.mass_matrix(q_arm)[:6, :6], model.ee_jacobian(q_arm)[:, :6].T @ f_ee)
+    rotation = a.side.pose_table_cmd.rotation
+    expected = 0.5 * rotation @ acc_body[:3] * DT ** 2
+    moved = b.side.pose_table_cmd.translation - a.side.pose_table_cmd.translation
+    assert np.linalg.norm(moved - expected) < 0.02 * np.linalg.norm(expected), (moved, expected)
+    # ... and the KR 120's command of that same sample moves the flange as its target moved
+    kin = plain.rule.table.kin
+    target_moved = (plain.frame.target(b.side.pose_table_cmd).translation
+                    - plain.frame.target(a.side.pose_table_cmd).translation)
+    flange_moved = kin.forward(b.q_command).translation - kin.forward(a.q_command).translation
+    assert np.linalg.norm(target_moved) > 0.5 * np.linalg.norm(expected)
+    assert np.linalg.norm(flange_moved - target_moved) < 0.05 * np.linalg.norm(target_moved), \
+        (flange_moved, target_moved)
+
+
+def test_without_samples_the_watchdog_runs_the_steps_held_and_says_why(setup):
+    values, _, _ = setup
+    run = Lockstep(setup)
+    times = jittered_times(50)
+    run.sample(times[0] - DT)
+    for t in times:
+        last = run.sample(t, (200.0, 0.0, 0.0))
+    assert run.rule.watchdog(times[-1] + 0.5 * values['input_timeout_s'], times[-1]) is None
+    t = times[-1] + 2.0 * values['input_timeout_s']
+    for tt in np.arange(times[-1] + DT, t + 0.5 * DT, DT):     # the robot still reports; only the wrist is silent
+        run.t = tt
+        run.rule.table_joints(run.q_table_0, None, tt, tt)
+    held = run.rule.watchdog(t, t)
+    assert held is not None and held.holding and held.side.holding and 'no wrist samples' in held.reason
+    np.testing.assert_array_equal(held.side.twist_table_cmd, np.zeros(6))
+    np.testing.assert_allclose(held.side.pose_table_cmd.translation, last.side.pose_table_cmd.translation, atol=1e-12)
+    # the next sample resumes
+    resumed = run.sample(t + DT, (200.0, 0.0, 0.0))
+    assert resumed is not None and not resumed.holding
