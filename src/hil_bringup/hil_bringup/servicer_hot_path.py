@@ -30,8 +30,13 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
   gravity compensation instead of the last torques, and the table is told to stay; the first
   sample resumes;
 * **the command**: ``g_s`` through the table's command frame to the flange, ``V_s`` as the
-  table's twist feed-forward, the IK with its limits on the table's clock; the measurement's age
-  gives the table its own stale check.
+  table's twist feed-forward, the IK with its limits timed on the side's step grid (``t`` of the
+  step the pose belongs to; pass a table without its own ``clock``): the poses come one grid step
+  apart, so timing them by their arrival on the wall clock (jittering +-0.45 ms at 1 kHz) made
+  false joint accelerations, and the table clamped 83 % of the commands away from their IK
+  solution (none on the grid; ``test_servicer_hot_path_rule``). A late sample's catch-up steps
+  move the grid on by as many steps, so the limits still hold over the time the poses span. The
+  measurement's age (on ``now_s``) gives the table its own stale check.
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ class ServicerHotPath:
         age = now_s - self.joints.last_s if self.joints.usable else math.inf   # recovering: still holding
         table = self.table.step(self.target(out.pose_table_cmd), q_measured=self.q_measured,
                                 twist_ff_body=None if out.holding else self.twist(out.twist_table_cmd),
-                                measurement_age=age)
+                                t=out.step_time_s, measurement_age=age)
         reason = ', '.join(table.faults or self.table.latched_faults) or silent or \
             ('wrist F/T fault latched' if self.ft_fault else '') or \
             (f'joint_states {joints}' if not self.joints.usable else '')

@@ -46,11 +46,18 @@ class SerialKinematics:
     """Damped-least-squares IK of a serial robot on its URDF, with Pinocchio.
 
     Iteration (Nakamura & Hanafusa 1986; Chiaverini's singular-value-dependent damping):
-    with ``e = log6(g(q)^-1 g_d)`` and ``J_e = Jlog6 J_body`` the Jacobian of ``e``,
-    ``dq = J_e^T (J_e J_e^T + lambda^2 I)^-1 e`` and ``q <- q + dq``. ``lambda`` is
+    with ``e = log6(g(q)^-1 g_d)`` and the flange's body Jacobian ``J``,
+    ``dq = J^T (J J^T + lambda^2 I)^-1 e`` and ``q <- q + dq``. ``J`` stands for ``e``'s own
+    Jacobian ``Jlog6(e) J``, which differs from it by ``O(|e|)``: the iteration still converges
+    quadratically near the solution (one iteration per streamed command from an extrapolated seed,
+    :class:`~hil_motion_table.table.MotionTable`), and needs no ``Jlog6``. ``lambda`` is
     ``damping`` far from singularities and grows to ``damping_max`` as the smallest
     singular value falls below ``singular_band``. ``sigma_min`` of the body Jacobian at
     the solution is reported so the caller can refuse near-singular configurations.
+
+    :meth:`inverse` runs it compiled (:mod:`hil_motion_table.ik_kernel`, one call; for a chain of
+    1-DOF revolute/prismatic joints); :meth:`inverse_reference` is the readable definition (and
+    the path for any other model); ``test_ik_kernel`` checks that they agree to 1e-12.
     """
 
     HINT_RADIUS_RAD = 0.05
@@ -71,6 +78,9 @@ class SerialKinematics:
         self.damping, self.damping_max, self.singular_band = damping, damping_max, singular_band
         self.tolerance, self.max_iterations, self.max_step = tolerance, max_iterations, max_step
         self._sigma_hint: tuple[float, np.ndarray] | None = None
+        from hil_motion_table.ik_kernel import SerialChain
+
+        self._chain = SerialChain.of(self.model, self.frame_id)
 
     @property
     def dof(self) -> int:
@@ -89,6 +99,32 @@ class SerialKinematics:
         return float(np.linalg.svd(self.jacobian_body(q), compute_uv=False)[-1])
 
     def inverse(self, pose_flange_in_base: pin.SE3, q_seed) -> IkResult:
+        """The IK from ``q_seed`` (compiled, see the class docstring)."""
+        chain = self._chain
+        if chain is None:
+            return self.inverse_reference(pose_flange_in_base, q_seed)
+        from hil_motion_table.ik_kernel import serial_ik
+
+        q = np.array(q_seed, dtype=float)
+        target = chain.target
+        target[:9] = pose_flange_in_base.rotation.reshape(9)
+        target[9:] = pose_flange_in_base.translation
+        hint = self._sigma_hint
+        if hint is None:
+            hint_sigma = -1.0
+        else:
+            hint_sigma = hint[0]
+            chain.hint_q[:] = hint[1]
+        serial_ik(chain.placements, chain.kind, chain.axis, chain.frame_placement, chain.poses, chain.jac, target, q,
+                  self.tolerance, self.max_iterations, self.max_step, self.damping, self.damping_max,
+                  self.singular_band, hint_sigma, chain.hint_q, self.HINT_RADIUS_RAD, chain.result)
+        err_norm, sigma, it = chain.result
+        self._sigma_hint = (sigma, q)
+        return IkResult(q=q, converged=err_norm < self.tolerance * 1e3, error=err_norm, sigma_min=sigma,
+                        iterations=int(it))
+
+    def inverse_reference(self, pose_flange_in_base: pin.SE3, q_seed) -> IkResult:
+        """The readable IK iteration (the class docstring), with Pinocchio."""
         q = np.array(q_seed, dtype=float)
         err_norm, sigma, it = np.inf, 0.0, 0
         # The smallest singular value (an SVD, the costliest step of an iteration) is always
@@ -99,11 +135,12 @@ class SerialKinematics:
         trusted = (hint is not None and hint[0] >= 2.0 * self.singular_band
                    and float(np.max(np.abs(q - hint[1]))) < self.HINT_RADIUS_RAD)
         for it in range(self.max_iterations + 1):
-            pin.framesForwardKinematics(self.model, self.data, q)
-            current_to_target = self.data.oMf[self.frame_id].actInv(pose_flange_in_base)
+            # one forward pass for both the flange's pose and its Jacobian
+            pin.computeJointJacobians(self.model, self.data, q)
+            current_to_target = pin.updateFramePlacement(self.model, self.data, self.frame_id).actInv(pose_flange_in_base)
             err = pin.log6(current_to_target).vector
             err_norm = float(np.linalg.norm(err))
-            jac = pin.computeFrameJacobian(self.model, self.data, q, self.frame_id, pin.LOCAL)
+            jac = pin.getFrameJacobian(self.model, self.data, self.frame_id, pin.LOCAL)
             done = err_norm < self.tolerance or it == self.max_iterations
             if done or not trusted:
                 sigma = float(np.linalg.svd(jac, compute_uv=False)[-1])
@@ -111,11 +148,10 @@ class SerialKinematics:
                 sigma = hint[0]
             if done:
                 break
-            jac_err = pin.Jlog6(current_to_target.inverse()) @ jac
             lam2 = self.damping ** 2
             if sigma < self.singular_band:
                 lam2 += (1.0 - (sigma / self.singular_band) ** 2) * self.damping_max ** 2
-            dq = jac_err.T @ np.linalg.solve(jac_err @ jac_err.T + lam2 * np.eye(6), err)
+            dq = jac.T @ np.linalg.solve(jac @ jac.T + lam2 * np.eye(6), err)
             step = float(np.max(np.abs(dq)))
             if step > self.max_step:
                 dq *= self.max_step / step

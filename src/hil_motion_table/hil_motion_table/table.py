@@ -141,6 +141,7 @@ class MotionTable:
         self._latched: tuple[str, ...] = ()
         self._pose_measured_guess: pin.SE3 | None = None
         self._q_ik_prev: np.ndarray | None = None
+        self._q_ik_step: np.ndarray | None = None   # the last change of the IK solution (streaming: the seed is extrapolated)
 
     # -- state --------------------------------------------------------------------------
     @property
@@ -168,7 +169,7 @@ class MotionTable:
         self._twist_est[:] = 0.0
         self._twist_prev = None
         self._t_prev = None
-        self._q_ik_prev = None
+        self._q_ik_prev = self._q_ik_step = None
 
     def reset(self) -> None:
         """Clear latched faults (the next step moves, rate-limited, from the held command)."""
@@ -187,7 +188,7 @@ class MotionTable:
         if self.latch_faults:
             self._latched = tuple(sorted(set(self._latched) | (set(faults) - self.self_clearing)))
         self._qd_cmd = np.zeros_like(self._qd_cmd)
-        self._q_ik_prev = None
+        self._q_ik_prev = self._q_ik_step = None
         return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=pose, holding=True,
                             faults=faults, ik_error=ik_error, sigma_min=sigma)
 
@@ -259,12 +260,15 @@ class MotionTable:
         if np.any(p < self.workspace_min) or np.any(p > self.workspace_max):
             return self._hold(('workspace_exit',), target)
         # 5. IK, seeded from the measured joints, or from the previous solution when the robot
-        #    is within SEED_RADIUS of it (streaming: the solution is a small step away)
+        #    is within SEED_RADIUS of it (streaming: the solution is a small step away), moved on
+        #    by the solution's last change (the commands come on a fixed grid, whatever the jitter
+        #    of this table's clock): the step left to the IK is then second order, one Newton
+        #    iteration instead of two (measured on the KR 120 at 1 kHz)
         seed = self._q_cmd if q_measured is None else np.asarray(q_measured, dtype=float)
         if seed.shape != self._q_cmd.shape or not np.all(np.isfinite(seed)):
             seed = self._q_cmd
         if self._q_ik_prev is not None and float(np.max(np.abs(self._q_ik_prev - seed))) < self.SEED_RADIUS:
-            seed = self._q_ik_prev
+            seed = self._q_ik_prev if self._q_ik_step is None else self._q_ik_prev + self._q_ik_step
         result = self.kin.inverse(target, seed)
         if not result.converged:
             return self._hold(('unreachable',), target, result.error, result.sigma_min)
@@ -277,7 +281,8 @@ class MotionTable:
         # 7. joint velocity and acceleration (clamp and report). The velocity aimed at is the
         #    target's own joint velocity plus a closing term that can still brake within the
         #    acceleration limit (sqrt(2 a |e|)), so a large gap closes without overshoot.
-        target_rate = np.zeros_like(q) if self._q_ik_prev is None else (q - self._q_ik_prev) / dt
+        self._q_ik_step = None if self._q_ik_prev is None else q - self._q_ik_prev
+        target_rate = np.zeros_like(q) if self._q_ik_step is None else self._q_ik_step / dt
         self._q_ik_prev = q
         gap = q - self._q_cmd - target_rate * dt
         closing = np.sign(gap) * np.minimum(np.abs(gap) / dt, np.sqrt(2.0 * self.kin.qdd_max * np.abs(gap)))

@@ -1,0 +1,241 @@
+"""The serial robots' damped-least-squares IK as one compiled call (Numba; no rclpy).
+
+:meth:`hil_motion_table.kinematics.SerialKinematics.inverse` runs in every hot path for every
+streamed command. With Pinocchio from Python, each iteration cost a forward pass, a frame
+Jacobian, ``log6``, a 6x6 solve and (at the solution) an SVD, each behind its binding: 60-65 us per
+command on the KR 120 at 1 kHz, the table's largest part. :func:`serial_ik` runs the same
+iteration (:meth:`SerialKinematics.inverse_reference`, which stays the readable definition and the
+test's reference) in one call on arrays:
+
+* forward kinematics of a fixed-base chain of 1-DOF revolute/prismatic joints, as Pinocchio's
+  (joint placement times the joint's motion), and the flange frame on the last joint;
+* the flange's body Jacobian (Pinocchio's ``LOCAL``): column ``i`` is ``Ad(oMf^-1 oMi) S_i``;
+* the error ``log6(oMf^-1 g_d)`` (:func:`log6_into`: ``log3``, then ``V(w)^-1 p``);
+* ``dq = J^T (J J^T + lambda^2 I)^-1 e``, the step clamped to ``max_step``;
+* ``sigma_min`` by LAPACK's SVD, as ``numpy.linalg.svd``.
+
+:class:`SerialChain` reads the chain's arrays from the Pinocchio model once; ``of`` returns
+None for any other model (the caller then keeps the reference). ``test_ik_kernel`` checks every
+piece against Pinocchio and the whole solve against the reference to 1e-12.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+from numba import njit
+
+from hil_dynamics.kernels import _OPTS, _cross, _mul_exp6, _rtv, pose_array, solve_into
+
+
+class SerialChain:
+    """A fixed-base serial chain of 1-DOF revolute/prismatic joints and a frame on its last joint."""
+
+    @classmethod
+    def of(cls, model: pin.Model, frame_id: int):
+        nj = model.njoints
+        units = {'X': 0, 'Y': 1, 'Z': 2}
+        kind, axis = np.zeros(nj - 1, dtype=np.int64), np.zeros((nj - 1, 3))
+        for i in range(1, nj):
+            joint, name = model.joints[i], model.joints[i].shortname()
+            if model.parents[i] != i - 1 or joint.nq != 1 or joint.nv != 1 or model.idx_qs[i] != i - 1:
+                return None
+            if name in ('JointModelRX', 'JointModelRY', 'JointModelRZ'):
+                kind[i - 1], axis[i - 1, units[name[-1]]] = 1, 1.0
+            elif name == 'JointModelRevoluteUnaligned':
+                kind[i - 1], axis[i - 1] = 1, np.asarray(joint.extract().axis, dtype=float)
+            elif name in ('JointModelPX', 'JointModelPY', 'JointModelPZ'):
+                kind[i - 1], axis[i - 1, units[name[-1]]] = 2, 1.0
+            elif name == 'JointModelPrismaticUnaligned':
+                kind[i - 1], axis[i - 1] = 2, np.asarray(joint.extract().axis, dtype=float)
+            else:
+                return None
+        frame = model.frames[frame_id]
+        if frame.parentJoint != nj - 1:
+            return None
+        out = cls()
+        out.placements = np.stack([pose_array(model.jointPlacements[i]) for i in range(1, nj)])
+        out.kind, out.axis = kind, axis
+        out.frame_placement = pose_array(frame.placement)
+        out.n = nj - 1
+        out.poses = np.empty((nj, 12))          # oMi per joint, then oMf
+        out.jac = np.empty((6, nj - 1))
+        out.result = np.empty(3)                 # error, sigma_min, iterations
+        out.target = np.empty(12)
+        out.hint_q = np.zeros(nj - 1)
+        return out
+
+
+@njit(**_OPTS)
+def _pose_mul(a, b, out):
+    for i in range(3):
+        for j in range(3):
+            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j]
+    out[9] = a[9] + a[0] * b[9] + a[1] * b[10] + a[2] * b[11]
+    out[10] = a[10] + a[3] * b[9] + a[4] * b[10] + a[5] * b[11]
+    out[11] = a[11] + a[6] * b[9] + a[7] * b[10] + a[8] * b[11]
+
+
+@njit(**_OPTS)
+def forward_into(placements, kind, axis, frame_placement, q, poses):
+    """``poses[i]`` = ``oMi`` of joint ``i + 1``; ``poses[n]`` = the frame's ``oMf``."""
+    n = q.shape[0]
+    tmp = np.empty(12)
+    for i in range(n):
+        a = axis[i]
+        if i == 0:
+            src = placements[0]
+        else:
+            _pose_mul(poses[i - 1], placements[i], tmp)
+            src = tmp
+        if kind[i] == 1:
+            _mul_exp6(src, 0.0, 0.0, 0.0, a[0] * q[i], a[1] * q[i], a[2] * q[i], poses[i])
+        else:
+            _mul_exp6(src, a[0] * q[i], a[1] * q[i], a[2] * q[i], 0.0, 0.0, 0.0, poses[i])
+    _pose_mul(poses[n - 1], frame_placement, poses[n])
+
+
+@njit(**_OPTS)
+def jacobian_into(kind, axis, poses, n, jac):
+    """The frame's body Jacobian (``LOCAL``, linear rows first) from :func:`forward_into`'s poses."""
+    f = poses[n]
+    for i in range(n):
+        g = poses[i]
+        a = axis[i]
+        wa = (g[0] * a[0] + g[1] * a[1] + g[2] * a[2], g[3] * a[0] + g[4] * a[1] + g[5] * a[2],
+              g[6] * a[0] + g[7] * a[1] + g[8] * a[2])                     # the axis in the world
+        w = _rtv(f, wa[0], wa[1], wa[2])                                    # ... in the frame
+        if kind[i] == 1:
+            p = _rtv(f, g[9] - f[9], g[10] - f[10], g[11] - f[11])          # joint origin in the frame
+            v = _cross(p[0], p[1], p[2], w[0], w[1], w[2])
+            jac[0, i], jac[1, i], jac[2, i] = v[0], v[1], v[2]
+            jac[3, i], jac[4, i], jac[5, i] = w[0], w[1], w[2]
+        else:
+            jac[0, i], jac[1, i], jac[2, i] = w[0], w[1], w[2]
+            jac[3, i], jac[4, i], jac[5, i] = 0.0, 0.0, 0.0
+
+
+@njit(**_OPTS)
+def log6_into(g, out):
+    """``log6`` of a 12-array pose, linear first: ``w = log3(R)``, ``v = V(w)^-1 p``."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
+    c = min(1.0, max(-1.0, 0.5 * (r00 + r11 + r22 - 1.0)))
+    x, y, z = r21 - r12, r02 - r20, r10 - r01                  # 2 sin(t) * axis
+    s = 0.5 * np.sqrt(x * x + y * y + z * z)
+    t = np.arctan2(s, c)
+    if t < 1e-3:                                               # t / (2 sin t), Taylor
+        t2 = t * t
+        f = 0.5 * (1.0 + t2 / 6.0 + 7.0 * t2 * t2 / 360.0)
+        w0, w1, w2 = f * x, f * y, f * z
+    elif t < np.pi - 1e-3:
+        f = 0.5 * t / np.sin(t)
+        w0, w1, w2 = f * x, f * y, f * z
+    else:                                                      # near pi: the axis from the symmetric part
+        d = (r00, r11, r22)
+        k = 0
+        if d[1] > d[k]:
+            k = 1
+        if d[2] > d[k]:
+            k = 2
+        one_c = 1.0 - c
+        ak = np.sqrt(max(0.0, (d[k] - c) / one_c))
+        sym = ((0.0, r01 + r10, r02 + r20), (r01 + r10, 0.0, r12 + r21), (r02 + r20, r12 + r21, 0.0))
+        sk = (x, y, z)[k]
+        if sk < 0.0:
+            ak = -ak
+        u = [0.0, 0.0, 0.0]
+        for j in range(3):
+            u[j] = ak if j == k else sym[k][j] / (2.0 * one_c * ak)
+        w0, w1, w2 = t * u[0], t * u[1], t * u[2]
+    t2 = w0 * w0 + w1 * w1 + w2 * w2
+    if t2 < 1e-4:                                              # (1 - t/2 cot(t/2)) / t^2, Taylor
+        k2 = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+    else:                                                      # 1 - cos t = 2 sin^2(t/2): no cancellation there
+        half = 0.5 * np.sqrt(t2)
+        k2 = (1.0 - half * np.cos(half) / np.sin(half)) / t2
+    p0, p1, p2 = g[9], g[10], g[11]
+    wp = _cross(w0, w1, w2, p0, p1, p2)
+    wwp = _cross(w0, w1, w2, wp[0], wp[1], wp[2])
+    out[0] = p0 - 0.5 * wp[0] + k2 * wwp[0]
+    out[1] = p1 - 0.5 * wp[1] + k2 * wwp[1]
+    out[2] = p2 - 0.5 * wp[2] + k2 * wwp[2]
+    out[3], out[4], out[5] = w0, w1, w2
+
+
+@njit(**_OPTS)
+def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, tolerance, max_iterations, max_step,
+              damping, damping_max, singular_band, hint_sigma, hint_q, hint_radius, result):
+    """:meth:`SerialKinematics.inverse_reference` on arrays: ``q`` (the seed) becomes the solution;
+    ``result`` = (error norm, sigma_min, iterations). ``hint_sigma < 0``: no hint."""
+    n = q.shape[0]
+    trusted = False
+    if hint_sigma >= 2.0 * singular_band:
+        trusted = True
+        for i in range(n):
+            if abs(q[i] - hint_q[i]) >= hint_radius:
+                trusted = False
+    rel = np.empty(12)
+    err = np.empty(6)
+    a = np.empty((6, 6))
+    x = np.empty(6)
+    err_norm, sigma, it = np.inf, 0.0, 0
+    for it in range(max_iterations + 1):
+        forward_into(placements, kind, axis, frame_placement, q, poses)
+        f = poses[n]
+        # oMf^-1 g_d
+        for i in range(3):
+            for j in range(3):
+                rel[3 * i + j] = f[i] * target[j] + f[3 + i] * target[3 + j] + f[6 + i] * target[6 + j]
+        dp = _rtv(f, target[9] - f[9], target[10] - f[10], target[11] - f[11])
+        rel[9], rel[10], rel[11] = dp[0], dp[1], dp[2]
+        log6_into(rel, err)
+        err_norm = np.sqrt(np.sum(err * err))
+        jacobian_into(kind, axis, poses, n, jac)
+        done = err_norm < tolerance or it == max_iterations
+        if done or not trusted:
+            sv = np.linalg.svd(jac)[1]
+            sigma = sv[sv.shape[0] - 1]
+        else:
+            sigma = hint_sigma
+        if done:
+            break
+        lam2 = damping * damping
+        if sigma < singular_band:
+            lam2 += (1.0 - (sigma / singular_band) ** 2) * damping_max * damping_max
+        for i in range(6):
+            for j in range(6):
+                s = 0.0
+                for k in range(n):
+                    s += jac[i, k] * jac[j, k]
+                a[i, j] = s + (lam2 if i == j else 0.0)
+        b = err.copy()
+        solve_into(a, b, x)
+        step = 0.0
+        dq = np.empty(n)
+        for k in range(n):
+            s = 0.0
+            for i in range(6):
+                s += jac[i, k] * x[i]
+            dq[k] = s
+            step = max(step, abs(s))
+        scale = max_step / step if step > max_step else 1.0
+        for k in range(n):
+            q[k] += scale * dq[k]
+    result[0], result[1], result[2] = err_norm, sigma, it
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) :func:`serial_ik` with the types the tables pass."""
+    from hil_motion_table.kinematics import SerialKinematics
+    from hil_motion_table.robot_models import SERIAL_ROBOTS
+
+    kin = SerialKinematics(SERIAL_ROBOTS['ur10e']())
+    kin.inverse(kin.forward(kin.q_home), kin.q_home)
+
+
+if __name__ == '__main__':
+    import time as _time
+
+    _t0 = _time.process_time()
+    warm_up()
+    print(f'hil_motion_table.ik_kernel: compiled kernel ready ({_time.process_time() - _t0:.1f} s CPU)')
