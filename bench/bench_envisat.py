@@ -29,8 +29,8 @@ Five arrangements, each for ``--seconds`` (default 60):
   ``hil_bringup.graphs.envisat_graph``) with a contact wrench on the wrist sensor (``CONTACT_PRELOAD_N``
   amplitude at 2 Hz about zero: the probe does not simulate the arm, so the grip point it would
   need for a spring does not move, and a wrench with a mean pushed the free-floating servicer
-  out of its table's reach within seconds), the arm's joints held, the OBSW slot commanding zero; the pulses
-  ride on the wrist wrench and are seen in the KR 120's commands;
+  out of its table's reach within seconds), the arm's joints held, the OBSW slot commanding zero; no
+  pulses, and no latency (see below): the command rate and its gaps;
 * ``servicer_fused_rt_contact`` -- the same, with the servicer's hot path fused
   (``hil_bringup/servicer_hot_path_node``: the admittance's steps and the KR 120's IK in the wrist
   F/T callback, as the client's) at SCHED_FIFO 50 on the last CPU (``envisat_capture.launch.py
@@ -46,8 +46,20 @@ Five arrangements, each for ``--seconds`` (default 60):
   The probe (sensor and robot stand-in) runs at SCHED_FIFO 49 in every arrangement, so that
   its own Python scheduling delays are not counted as the hot path's.
 
+**The servicer's latency comes from the hot path's trace, not from pulses.** Its commands carry
+the passivity controller's variations, far larger in their third difference than a force pulse the
+KR 120's limits allow, so a "detection" was mostly the next command. The fused nodes'
+``trace_sample_stamps`` publish, right after each command, the stamp of the sample it was computed
+from (``<side>/hot_path/trace``, :mod:`hil_common.sample_trace`); the probe stamps every sample with
+its own send time, so every sample gives a latency: sample published -> trace received (the trace
+goes out after the command, in the same callback: an upper bound of the command's). That the command
+of a sample carries the sample's wrench is tested on the rule
+(``test_servicer_hot_path_rule.py``). ``servicer_fused_rt_contact`` always traces (no pulses);
+``--trace`` adds the trace to the client's fused arrangements, beside the pulses, as a cross-check of
+the two methods. ``servicer_contact`` (two nodes) has no trace: its latency is not measured.
+
 Reports latency p50/p99/max (target p99 <= 2 ms; a pulse not seen within 50 ms counts as an
-infinite latency), deadline misses (commands more than 2 ms apart, i.e. at least one 1 kHz slot
+infinite latency, and so does a traced sample whose trace does not come within 50 ms), deadline misses (commands more than 2 ms apart, i.e. at least one 1 kHz slot
 lost; and pulses slower than 2 ms or lost), and CPU per process (% of one core, from /proc).
 ``./dev bench envisat``.
 """
@@ -70,8 +82,6 @@ PERIOD_S = 0.001
 PULSE_EVERY = 50            # samples between pulses
 PULSE_SAMPLES = 3
 PULSE_FORCE_N = 1.0e5
-SERVICER_PULSE_FORCE_N = 1.0e3   # on the wrist, 2-3 m from the base's CoM: larger pulses hit the KR 120's joint
-                                 # acceleration limits (1e4 N: clamped commands; 1e5 N: a singular pose)
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact',
@@ -177,7 +187,6 @@ class Probe:
         self.every_sample = every_sample
         self.force_preload = np.zeros(3)          # a contact wrench without a spring (servicer_contact)
         self.pulse_force_n = PULSE_FORCE_N
-        self.order = 2            # the pulse shows as a jump of this difference of the commands (2: acceleration)
         self.js = JointState(name=list(names or joint_names()), position=[float(v) for v in q0],
                              velocity=[0.0] * len(q0))
         self.k = 0
@@ -200,6 +209,32 @@ class Probe:
         self.force_contact = np.zeros(3)          # sensor frame
         self.contact_norms: list[float] = []
         self.unstable = False
+        self.pulses = True                        # force pulses (the client's latency method)
+        self.traced = False                       # the hot path traces the stamps of its samples
+        self.sent_ns: dict[int, float] = {}       # stamp (ns) -> publish time, of recorded samples
+        self.trace_latencies: list[float] = []
+        self.trace_late_arrivals = 0              # traces that came after the 50 ms window
+
+    def enable_trace(self, prefix: str) -> None:
+        from std_msgs.msg import Header
+
+        self.traced = True
+        self.node.create_subscription(Header, f'{prefix}/hot_path/trace', self.on_trace, 1000)
+
+    def on_trace(self, msg) -> None:
+        now = time.perf_counter()
+        sent = self.sent_ns.pop(msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec, None)
+        if sent is None:
+            return                                # a sample from before the recording
+        if now - sent > PULSE_EVERY * PERIOD_S:
+            self.trace_late_arrivals += 1         # counted as lost (infinite latency) below
+        else:
+            self.trace_latencies.append(now - sent)
+
+    def trace_lost(self, t_end: float) -> int:
+        """Recorded samples without a trace within the window (the last window's not counted)."""
+        window = PULSE_EVERY * PERIOD_S
+        return self.trace_late_arrivals + sum(1 for t in self.sent_ns.values() if t < t_end - window)
 
     def set_contact(self, kin, pose_sensor_in_flange, mass_kg: float) -> None:
         """Emulate a preloaded spring-damper grip on the sensor point (see the module docstring)."""
@@ -237,8 +272,9 @@ class Probe:
                 # or it random-walks until the robot reaches a singular pose and the table holds.
                 predicted = self.x_proj + STEER_HORIZON * self.v_proj
                 self.sign = -np.sign(predicted) if abs(predicted) > 0.0 else -self.sign
-            force = self.sign * self.pulse_force_n if (self.recording and phase < PULSE_SAMPLES) else 0.0
-            if self.recording and phase == 0:
+            force = self.sign * self.pulse_force_n if (self.pulses and self.recording and phase < PULSE_SAMPLES) \
+                else 0.0
+            if self.pulses and self.recording and phase == 0:
                 if self.pending:
                     self.lost += len(self.pending)
                     self.lost_at = getattr(self, 'lost_at', []) + [round(time.perf_counter() % 1000, 2)]
@@ -247,6 +283,11 @@ class Probe:
             # cos: the free-floating servicer's velocity oscillates about zero (a sine's has a mean)
             fx, fy, fz = self.force_contact + self.force_preload * np.cos(2 * np.pi * 2.0 * k * PERIOD_S)
             self.msg_ft.wrench.force.x, self.msg_ft.wrench.force.y, self.msg_ft.wrench.force.z = fx + force, fy, fz
+            if self.traced:               # the stamp is the send time (ROS time: the system clock)
+                stamp_ns = time.time_ns()
+                self.msg_ft.header.stamp.sec, self.msg_ft.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+                if self.recording:
+                    self.sent_ns[stamp_ns] = time.perf_counter()
             self.pub_ft.publish(self.msg_ft)
             if k % 10 == 0:
                 self.js.header.stamp = self.node.get_clock().now().to_msg()
@@ -277,9 +318,9 @@ class Probe:
             return
         self.cmd_times.append(now)
         self.history.append(q)
-        if len(self.history) >= self.order + 1:
+        if len(self.history) >= 3:
             h = self.history
-            jump = h[-1] - 2 * h[-2] + h[-3] if self.order == 2 else h[-1] - 3 * h[-2] + 3 * h[-3] - h[-4]
+            jump = h[-1] - 2 * h[-2] + h[-3]          # the joint acceleration's step
             if self.pending and np.abs(jump).max() > self.threshold:
                 self.latencies.append(now - self.pending.pop(0))
                 if self.u is None:
@@ -287,7 +328,7 @@ class Probe:
             if self.u is not None:
                 self.v_proj = float((self.history[-1] - self.history[-2]) @ self.u)
                 self.x_proj = float((self.history[-1] - self.q_ref) @ self.u)
-            self.history = self.history[-self.order - 1:]
+            self.history = self.history[-3:]
 
 
 def expected_threshold(mass_kg: float = 7828.0, pulse_force_n: float = PULSE_FORCE_N) -> float:
@@ -300,7 +341,7 @@ def expected_threshold(mass_kg: float = 7828.0, pulse_force_n: float = PULSE_FOR
 def servicer_hot_path():
     """The servicer's hot path as ``envisat_capture.launch.py`` starts it (``hil_bringup.graphs.envisat_graph``,
     on the wall clock at 1 kHz): the admittance's and the table's parameters, the table's start joints,
-    the arm's joint names and held angles, and the servicer's locked mass (for the pulse threshold)."""
+    the arm's joint names and held angles."""
     from hil_bringup.facility import calibrate, load_facility
     from hil_bringup.graphs import envisat_graph
     from hil_bringup.scenario import load_scenario
@@ -315,10 +356,11 @@ def servicer_hot_path():
     cal = calibrate(load_facility('envisat_lab'), scenario)
     model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
     q_arm = [float(v) for v in scenario.servicer.q_arm_0]
-    return adm, table, cal.q_table_0['servicer'], list(model.joint_names), q_arm, float(model.mass_matrix(q_arm)[0, 0])
+    return adm, table, cal.q_table_0['servicer'], list(model.joint_names), q_arm
 
 
-def run_arrangement(name: str, seconds: float) -> dict:
+def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
+    """One arrangement; ``trace``: the client's fused hot paths also trace their samples' stamps."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
@@ -326,12 +368,12 @@ def run_arrangement(name: str, seconds: float) -> dict:
 
     client, table = hot_path_parameters()
     if name == 'servicer_fused_rt_contact':
-        s_adm, s_table, q_table_0, arm_names, q_arm, servicer_mass = servicer_hot_path()
-        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]}
+        s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': True}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':
-        s_adm, s_table, q_table_0, arm_names, q_arm, servicer_mass = servicer_hot_path()
+        s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         procs = {'servicer_admittance': start_node('hil_admittance', 'servicer_admittance_node',
                                                    ros_args=('--params-file', params_file(s_adm))),
                  'servicer_motion_table': start_node('hil_motion_table', 'motion_table_node',
@@ -353,6 +395,7 @@ def run_arrangement(name: str, seconds: float) -> dict:
         rt['max_force_n'] = 2.0 * PULSE_FORCE_N
         if name == 'fused_rt_contact':
             rt['passivity_control'] = os.environ.get('HIL_BENCH_CONTACT_PC', '1') == '1'
+        rt['trace_sample_stamps'] = trace
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     # The probe stands in for the sensor and the robot, i.e. hardware: its own Python scheduling
@@ -389,14 +432,15 @@ def run_arrangement(name: str, seconds: float) -> dict:
         probe = Probe(node, 'servicer', make_kinematics(s_table['robot']).joint_names, q_table_0,
                       frame_id=s_adm['wrench_frame_id'], every_sample=servicer_inputs)
         probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
-        # The servicer's table moves all the time (the oscillating contact, the base's slow drift): the
-        # pulse shows as a jump of the commands' third difference (the acceleration steps), a third of
-        # the step a 1 kHz pulse gives a body of the servicer's locked mass 3 m from the table's axes
-        probe.pulse_force_n, probe.order = SERVICER_PULSE_FORCE_N, 3
-        probe.threshold = SERVICER_PULSE_FORCE_N / servicer_mass * PERIOD_S ** 2 / 3.0 / 3.0
+        # no pulses: the commands' own variations hide them (module docstring); the fused node traces
+        probe.pulses = False
+        if name == 'servicer_fused_rt_contact':
+            probe.enable_trace('servicer')
     else:
         probe = Probe(node)
         probe.threshold = expected_threshold()
+        if trace and name.startswith('fused'):
+            probe.enable_trace('client')
     if name == 'fused_rt_contact':
         from hil_common.conversions import xyz_rpy_to_pose
         from hil_motion_table.kinematics_helpers import make_kinematics
@@ -421,6 +465,8 @@ def run_arrangement(name: str, seconds: float) -> dict:
     while time.perf_counter() - t0 < seconds and not probe.unstable:
         time.sleep(0.1)
     probe.recording = False
+    t_end = time.perf_counter()
+    time.sleep(PULSE_EVERY * PERIOD_S)                # the last traces in flight
     gc.enable()
     gc.unfreeze()
     wall = time.perf_counter() - t0
@@ -435,16 +481,13 @@ def run_arrangement(name: str, seconds: float) -> dict:
     if probe.lost:
         print(f'    {probe.lost} pulses lost (not seen within {PULSE_EVERY} ms), at probe times '
               f'{getattr(probe, "lost_at", [])[:20]}', flush=True)
-    # A lost pulse counts as an infinite latency: it is a deadline miss, not a missing sample.
-    lat = np.concatenate((np.array(probe.latencies) * 1e3, np.full(probe.lost, np.inf)))
     gaps = np.diff(np.array(probe.cmd_times)) * 1e3 if len(probe.cmd_times) > 1 else np.zeros(0)
-    pulses = len(probe.latencies) + probe.lost
+    trace = latency_figures(probe.trace_latencies, probe.trace_lost(t_end)) if probe.traced else None
+    pulses = latency_figures(probe.latencies, probe.lost) if probe.pulses else None
+    main_figures = pulses or trace or latency_figures([], 0)
     return {
-        'arrangement': name, 'seconds': wall, 'pulses': pulses, 'lost': probe.lost,
-        'p50_ms': float(np.percentile(lat, 50, method='inverted_cdf')) if lat.size else float('nan'),
-        'p99_ms': float(np.percentile(lat, 99, method='inverted_cdf')) if lat.size else float('nan'),
-        'max_ms': float(lat.max()) if lat.size else float('nan'),
-        'late': int(np.sum(lat > TARGET_P99_MS)) - probe.lost,
+        'arrangement': name, 'seconds': wall, 'method': 'pulses' if pulses else 'trace' if trace else 'none',
+        'pulse_figures': pulses, 'trace_figures': trace, **main_figures,
         'commands': len(probe.cmd_times), 'command_rate_hz': len(probe.cmd_times) / wall,
         'gaps_over_2ms': int(np.sum(gaps > 2.0)), 'cpu_percent': cpu,
         'contact_n': (float(np.mean(probe.contact_norms)), float(np.min(probe.contact_norms)),
@@ -453,10 +496,23 @@ def run_arrangement(name: str, seconds: float) -> dict:
     }
 
 
+def latency_figures(latencies_s, lost: int) -> dict:
+    """p50/p99/max [ms] of the measured latencies, a lost one counting as infinite (a deadline miss,
+    not a missing sample); ``late``: measured beyond the target."""
+    lat = np.concatenate((np.array(latencies_s) * 1e3, np.full(lost, np.inf)))
+    return {'pulses': int(lat.size), 'lost': int(lost),
+            'p50_ms': float(np.percentile(lat, 50, method='inverted_cdf')) if lat.size else float('nan'),
+            'p99_ms': float(np.percentile(lat, 99, method='inverted_cdf')) if lat.size else float('nan'),
+            'max_ms': float(lat.max()) if lat.size else float('nan'),
+            'late': int(np.sum(lat > TARGET_P99_MS)) - int(lost)}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--seconds', type=float, default=float(os.environ.get('HIL_BENCH_ENVISAT_SECONDS', 60.0)))
     parser.add_argument('--only', choices=ARRANGEMENTS)
+    parser.add_argument('--trace', action='store_true', help="the client's fused arrangements also trace their "
+                        "samples' stamps, beside the pulses (a cross-check of the two latency methods)")
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
     if args.child_composed:
@@ -468,20 +524,29 @@ def main(argv=None) -> None:
           f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs', flush=True)
     results = []
     for name in ([args.only] if args.only else ARRANGEMENTS):
-        r = run_arrangement(name, args.seconds)
+        r = run_arrangement(name, args.seconds, args.trace)
         results.append(r)
         cpu = ', '.join(f'{k} {v:.0f}%' for k, v in r['cpu_percent'].items())
-        print(f"  {name:9s}: latency p50 {r['p50_ms']:.2f} ms  p99 {r['p99_ms']:.2f} ms  max {r['max_ms']:.2f} ms "
-              f"(target p99 <= {TARGET_P99_MS} ms: {'met' if r['p99_ms'] <= TARGET_P99_MS else 'MISSED'}); "
-              f"{r['pulses']} pulses, {r['late']} late, {r['lost']} lost", flush=True)
+        for method in ('pulse', 'trace'):
+            f = r[f'{method}_figures']
+            if f is None:
+                continue
+            what = 'pulses' if method == 'pulse' else 'traced samples'
+            print(f"  {name:9s}: latency ({method}) p50 {f['p50_ms']:.2f} ms  p99 {f['p99_ms']:.2f} ms  "
+                  f"max {f['max_ms']:.2f} ms (target p99 <= {TARGET_P99_MS} ms: "
+                  f"{'met' if f['p99_ms'] <= TARGET_P99_MS else 'MISSED'}); {f['pulses']} {what}, {f['late']} late, "
+                  f"{f['lost']} lost", flush=True)
+        if r['method'] == 'none':
+            print(f'  {name:9s}: latency not measured (no pulses, no trace: two nodes)', flush=True)
         print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
               f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
         if r['contact_n'] is not None:
             mean, low, high = r['contact_n']
             print(f"             in contact: grip force mean {mean:.0f} N, min {low:.0f} N, max {high:.0f} N"
                   + (f' -- UNSTABLE: beyond {CONTACT_ABORT_N:.0f} N, stopped' if r['unstable'] else ''), flush=True)
-    if len(results) > 1:
-        best = min(results, key=lambda r: r['p99_ms'])
+    measured = [r for r in results if r['method'] != 'none']
+    if len(measured) > 1:
+        best = min(measured, key=lambda r: r['p99_ms'])
         print(f"  lower p99: {best['arrangement']}", flush=True)
 
 

@@ -58,9 +58,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from hil_admittance import rebase_topic
-from hil_admittance.node_common import arm_joints, guarded
+from hil_admittance.node_common import JointPicker, guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
+from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder
 from hil_common.conversions import pose_from_msg, pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.overload import ERROR, overload_guard, overload_params
@@ -165,6 +166,9 @@ def build_side(p, overload=None, epoch_s: float | None = None) -> ServicerSide:
 class ServicerAdmittanceNode(Node):
     """Plumbing around :class:`hil_admittance.servicer_side.ServicerSide` (which holds the policy)."""
 
+    #: the wrist wrench and the arm's joints taken as raw CDR (the fused hot path: its ``on_ft`` decodes)
+    raw_inputs = False
+
     def __init__(self, name: str = 'servicer_admittance', params=PARAMS, timer: bool = True,
                  status_prefix: str = 'servicer/admittance'):
         """``name``, ``params``, ``timer`` and ``status_prefix`` let the fused servicer hot path
@@ -181,9 +185,13 @@ class ServicerAdmittanceNode(Node):
         self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
         self.rejected_reported = 0
         self.overruns_reported = 0
-        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10)
+        # the fused hot path takes its two 1 kHz inputs as raw CDR (hil_common.cdr: a tenth of a core less)
+        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
-        self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
+        self.pick_joints = JointPicker(self.joint_names)
+        self.decode_joints = JointStateDecoder()
+        self.create_subscription(JointState, 'servicer_arm/joint_states',
+                                 self.on_joints_raw if self.raw_inputs else self.on_joints, 10, raw=self.raw_inputs)
         self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', self.on_base_wrench, 10)
         self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', self.on_tau, 10)
         self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)
@@ -194,6 +202,7 @@ class ServicerAdmittanceNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
         self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands', 10)
+        self.encode_effort = Float64ArrayEncoder(len(self.joint_names))     # published as raw CDR
         self.pub_state = self.create_publisher(Odometry, 'servicer/state', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'servicer/passivity', 10)
         self.decimation = 1          # publish g_s, V_s, the state and the passivity every n-th output
@@ -238,13 +247,24 @@ class ServicerAdmittanceNode(Node):
             self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.side.fault else "cleared: resuming"}: '
                                    f'{msg.message}')
 
+    def on_joints_raw(self, buf):
+        try:
+            sec, nanosec, names, position, velocity = self.decode_joints(buf)
+        except CdrError as exc:
+            self.side.reject(f'malformed joint state ({exc})')
+            self._report_rejections()
+            return
+        self._joints(self.pick_joints(names, position, velocity), sec + nanosec * 1e-9)
+
     def on_joints(self, msg):
-        joints = arm_joints(msg, self.joint_names)
+        self._joints(self.pick_joints(msg.name, msg.position, msg.velocity), stamp_to_seconds(msg.header.stamp))
+
+    def _joints(self, joints, stamp_s: float) -> None:
         if joints is None:
             self.side.reject('joint state without the arm joints, or non-finite')
             self._report_rejections()
             return
-        self.side.set_joints(*joints, self._now_s(), stamp_to_seconds(msg.header.stamp))
+        self.side.set_joints(*joints, self._now_s(), stamp_s)
 
     def on_client_state(self, msg):
         self.side.set_client_state(pose_from_msg(msg.pose.pose), twist_from_msg(msg.twist.twist), self._now_s())
@@ -282,7 +302,7 @@ class ServicerAdmittanceNode(Node):
             self.pub_plan.publish(rebase_topic.plan_message(plan, self.t0_ns * 1e-9))   # t_start on the ROS clock
             self.get_logger().info(f're-basing the nominal onto the stack: plan published, ramp from t = '
                                    f'{plan.t_start:.3f} s over {plan.ramp_s:g} s (compound {plan.mass_kg:.0f} kg)')
-        self.pub_effort.publish(Float64MultiArray(data=[float(v) for v in out.tau_q]))
+        self.pub_effort.publish(self.encode_effort(out.tau_q))
         self.outputs += 1
         if self.outputs % self.decimation:
             return

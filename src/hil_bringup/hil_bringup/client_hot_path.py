@@ -113,7 +113,8 @@ class ClientHotPath:
         self.last_reason = ''
         self.rebase = RebaseFollower(self.dt)     # the servicer node's post-grasp re-basing plan, if any
         self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'steps': 0, 'refused_frame': 0, 'unframed': 0,
-                         'refused_joint_states': 0, 'wrench_faults': 0, 'no_joint_states': 0, 'not_due': 0}
+                         'refused_joint_states': 0, 'wrench_faults': 0, 'no_joint_states': 0, 'not_due': 0,
+                         'malformed': 0}      # F/T samples that did not decode (the node counts them)
 
     # -- inputs -------------------------------------------------------------------------------
     def joint_states(self, q, now_s: float, dq=None) -> bool:

@@ -20,7 +20,8 @@ controller keeps its last command: it gets the hold's gravity compensation; the 
 ``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`), and
 ``trace_sample_stamps`` (:mod:`hil_common.sample_trace`: ``servicer/hot_path/trace``, the stamp of the
 wrist sample each command came from, for latency measurements). Dropped steps are logged, as in
-``servicer_admittance_node``.
+``servicer_admittance_node``. The wrist wrench and the arm's joints are taken, and the robot and
+effort commands sent, as raw CDR (:mod:`hil_common.cdr`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_admittance.node_common import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_common.conversions import wrench_from_msg
+from hil_common.cdr import CdrError, Float64ArrayEncoder, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
@@ -59,14 +60,16 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
 
 
 class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
+    raw_inputs = True          # the wrist wrench and the arm's joints as raw CDR (hil_common.cdr)
+
     def __init__(self):
         super().__init__('servicer_hot_path', PARAMS, timer=False, status_prefix='servicer/hot_path')
         p = self.p
         if p.output != 'forward_position':
             raise ParameterError("parameter 'output': the fused servicer hot path commands forward_position only")
         self.decimation = p.state_decimation
-        self.lab_now = lab_seconds(self)    # the table's clock: monotonic, or the twin's simulated time
-        table = table_node.build_table(p, clock=self.lab_now)
+        self.lab_now = lab_seconds(self)    # the joint watch's clock: monotonic, or the twin's simulated time
+        table = table_node.build_table(p, clock=None)     # timed on the side's step grid (ServicerHotPath)
         self.frame = table_node.CommandFrame(p, table.kin)
         self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
                                     twist_from_joints=self.frame.twist_from_joints,
@@ -77,6 +80,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
+        self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10)
         self.last_holding = None
@@ -113,20 +117,25 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         dq = reorder(msg.name, msg.velocity, self.table_names) if len(msg.velocity) == len(msg.name) else None
         self.rule.table_joints(reorder(msg.name, msg.position, self.table_names), dq, now, self._now_s())
 
-    def on_ft(self, msg):
-        guarded(lambda: self._on_ft(msg), self.context)
+    def on_ft(self, buf):
+        guarded(lambda: self._on_ft(buf), self.context)
 
-    def _on_ft(self, msg):
+    def _on_ft(self, buf):
         now = self.lab_now()
         if now <= 0.0:
             return
-        frame = msg.header.frame_id
+        try:
+            sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
+        except CdrError as exc:
+            self.side.reject(f'malformed wrist wrench ({exc})')
+            self._report_rejections()
+            return
         if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
             self.side.reject(f"wrist wrench in frame '{frame}' (expected '{self.wrench_frame_id}')")
             self._report_rejections()
             return
-        out = self.rule.wrench(wrench_from_msg(msg.wrench), now, self._now_s())
-        self._after(out, msg.header.stamp)
+        out = self.rule.wrench(wrench, now, self._now_s())
+        self._after(out, (sec, nanosec))
 
     def _watchdog(self) -> None:
         now = self.lab_now()
@@ -139,9 +148,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.report_dropped_steps()
         if out is None:
             return
-        self.pub_cmd.publish(Float64MultiArray(data=out.q_command.tolist()))
+        self.pub_cmd.publish(self.encode_cmd(out.q_command))
         if sample_stamp is not None:
-            self.trace.publish(sample_stamp)
+            self.trace.publish(*sample_stamp)
         self.publish_output(out.side)
         if out.holding != self.last_holding:
             if out.holding:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from std_msgs.msg import Header
 
+from hil_common.cdr import encode_header
 from hil_common.params import Param
 
 TRACE_PARAM = Param('trace_sample_stamps', False, 'Publish, right after each robot command, the stamp of the F/T '
@@ -26,10 +27,8 @@ class SampleTrace:
 
     def __init__(self, node, topic: str, enabled: bool):
         self.pub = node.create_publisher(Header, topic, 100) if enabled else None
-        self.msg = Header()
 
-    def publish(self, stamp) -> None:
-        """After the command computed from the sample stamped ``stamp`` (builtin_interfaces/Time)."""
+    def publish(self, sec: int, nanosec: int) -> None:
+        """After the command computed from the sample stamped ``sec``, ``nanosec`` (sent as raw CDR)."""
         if self.pub is not None:
-            self.msg.stamp = stamp
-            self.pub.publish(self.msg)
+            self.pub.publish(encode_header(sec, nanosec))
