@@ -181,7 +181,9 @@ class Probe:
         self.node = node
         self.pub_ft = node.create_publisher(WrenchStamped, f'{prefix}/ft/wrench', 10)
         self.pub_js = node.create_publisher(JointState, f'{prefix}/joint_states', 10)
-        node.create_subscription(Float64MultiArray, f'{prefix}/forward_position_controller/commands', self.on_cmd, 100)
+        # raw CDR (hil_common.cdr), as the hot paths: the probe's own per-message cost is not the hot path's
+        node.create_subscription(Float64MultiArray, f'{prefix}/forward_position_controller/commands', self.on_cmd, 100,
+                                 raw=True)
         self.msg_ft = WrenchStamped()
         self.msg_ft.header.frame_id = frame_id
         self.every_sample = every_sample
@@ -219,11 +221,14 @@ class Probe:
         from std_msgs.msg import Header
 
         self.traced = True
-        self.node.create_subscription(Header, f'{prefix}/hot_path/trace', self.on_trace, 1000)
+        self.node.create_subscription(Header, f'{prefix}/hot_path/trace', self.on_trace, 1000, raw=True)
 
-    def on_trace(self, msg) -> None:
+    def on_trace(self, buf) -> None:
+        from hil_common.cdr import decode_header
+
         now = time.perf_counter()
-        sent = self.sent_ns.pop(msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec, None)
+        sec, nanosec, _, _ = decode_header(buf)
+        sent = self.sent_ns.pop(sec * 1_000_000_000 + nanosec, None)
         if sent is None:
             return                                # a sample from before the recording
         if now - sent > PULSE_EVERY * PERIOD_S:
@@ -301,15 +306,17 @@ class Probe:
             else:
                 next_t = time.perf_counter()
 
-    def on_cmd(self, msg):
+    def on_cmd(self, buf):
+        from hil_common.cdr import decode_float64_array
+
         now = time.perf_counter()
-        q = np.asarray(msg.data, dtype=float)
+        q = decode_float64_array(buf)
         # an ideal robot: its joints follow the command, at the rate the 1 kHz commands move them (the
         # hot paths' passivity observers compare it with the commanded twist: zeros made their
         # controllers add damping at random, the commands' noise then hid the pulses)
         previous = self.js.position
-        self.js.velocity = [(a - b) / PERIOD_S for a, b in zip(msg.data, previous)]
-        self.js.position = list(msg.data)
+        self.js.velocity = ((q - np.asarray(previous)) / PERIOD_S).tolist()
+        self.js.position = q.tolist()
         if self.contact is not None:
             self._contact_force(q, now)
         if not self.recording:
@@ -362,7 +369,6 @@ def servicer_hot_path():
 def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     """One arrangement; ``trace``: the client's fused hot paths also trace their samples' stamps."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
     from hil_common.ros_testing import start_node, stop_process
 
@@ -408,6 +414,8 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('bench_envisat_probe', context=ctx)
+    from rclpy.executors import SingleThreadedExecutor
+
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     if name.startswith('servicer'):

@@ -135,6 +135,22 @@ class Float64ArrayEncoder:
         return bytes(self._buf)
 
 
+def decode_float64_array(buf) -> np.ndarray:
+    """``std_msgs/Float64MultiArray`` -> ``data`` (the layout's dimensions are skipped)."""
+    try:
+        _check(buf)
+        (dims,) = _U32.unpack_from(buf, 4)
+        pos = 8
+        for _ in range(dims):                            # MultiArrayDimension: label, size, stride
+            _, pos = _string(buf, _align(pos, 4))
+            pos = _align(pos, 4) + 8
+        pos = _align(pos, 4) + 4                         # data_offset
+        data, _ = _doubles(buf, pos)
+        return data
+    except struct.error as exc:
+        raise CdrError(str(exc)) from exc
+
+
 def encode_header(sec: int, nanosec: int, frame_id: str = '') -> bytes:
     """``std_msgs/Header``."""
     text = frame_id.encode('utf-8') + b'\x00'

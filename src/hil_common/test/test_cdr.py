@@ -7,7 +7,10 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
-from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder, decode_wrench_stamped, encode_header
+from std_msgs.msg import MultiArrayDimension
+
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, decode_float64_array, decode_header,
+                            decode_wrench_stamped, encode_header)
 
 
 @pytest.mark.parametrize('frame_id', ['', 'a', 'ab', 'abc', 'abcd', 'servicer_ft_sensor', 'x' * 13])
@@ -65,3 +68,19 @@ def test_malformed_buffers_raise_cdr_errors():
     for cut in (10, 30, len(js) - 12):          # (the effort, at the end, is not read)
         with pytest.raises(CdrError):
             JointStateDecoder()(js[:cut])
+
+
+@pytest.mark.parametrize('dims', [0, 1, 2])
+@pytest.mark.parametrize('n', [0, 1, 6])
+def test_float64_array_decodes_as_rclpy_serialized_it(dims, n):
+    msg = Float64MultiArray(data=[0.25 * i - 1.0 for i in range(n)])
+    msg.layout.dim = [MultiArrayDimension(label='ab'[:k + 1], size=k + 3, stride=7) for k in range(dims)]
+    msg.layout.data_offset = 5
+    np.testing.assert_array_equal(decode_float64_array(serialize_message(msg)), msg.data)
+
+
+@pytest.mark.parametrize('frame_id', ['', 'xy', 'trace'])
+def test_header_decodes_as_rclpy_serialized_it(frame_id):
+    msg = Header(frame_id=frame_id)
+    msg.stamp.sec, msg.stamp.nanosec = 1_795_000_001, 5
+    assert decode_header(serialize_message(msg))[:3] == (1_795_000_001, 5, frame_id)

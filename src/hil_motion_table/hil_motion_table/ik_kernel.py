@@ -222,20 +222,3 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
         for k in range(n):
             q[k] += scale * dq[k]
     result[0], result[1], result[2] = err_norm, sigma, it
-
-
-def warm_up() -> None:
-    """Compile (or load from the cache) :func:`serial_ik` with the types the tables pass."""
-    from hil_motion_table.kinematics import SerialKinematics
-    from hil_motion_table.robot_models import SERIAL_ROBOTS
-
-    kin = SerialKinematics(SERIAL_ROBOTS['ur10e']())
-    kin.inverse(kin.forward(kin.q_home), kin.q_home)
-
-
-if __name__ == '__main__':
-    import time as _time
-
-    _t0 = _time.process_time()
-    warm_up()
-    print(f'hil_motion_table.ik_kernel: compiled kernel ready ({_time.process_time() - _t0:.1f} s CPU)')

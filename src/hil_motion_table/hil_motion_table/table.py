@@ -35,8 +35,10 @@ import numpy as np
 import pinocchio as pin
 
 from hil_motion_table.kinematics import pose_error
+from hil_motion_table.table_kernel import JOINT_ACCELERATION, JOINT_LIMIT, JOINT_VELOCITY, command_ok, limit_joints
 from hil_common.errors import ConfigError, InputError
 
+_NO_TWIST = np.zeros(0)
 FAULTS = ('invalid_command', 'stale_measurement', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
 CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
 
@@ -238,10 +240,10 @@ class MotionTable:
         dt = self._dt(t)
         if self._latched:
             return self._hold(())
-        rotation = np.asarray(pose_cmd_in_base.rotation)
-        translation = np.asarray(pose_cmd_in_base.translation)
-        twist_ok = twist_ff_body is None or (np.shape(twist_ff_body) == (6,) and np.all(np.isfinite(twist_ff_body)))
-        if not (np.all(np.isfinite(translation)) and is_rotation(rotation) and twist_ok):
+        # 1. the command: one compiled check (table_kernel.command_ok; is_rotation is its definition)
+        twist = _NO_TWIST if twist_ff_body is None else np.asarray(twist_ff_body, dtype=float)
+        if (twist_ff_body is not None and twist.shape != (6,)) or \
+                not command_ok(pose_cmd_in_base.rotation, pose_cmd_in_base.translation, twist, 1e-6):
             return self._hold(('invalid_command',))
         if not measurement_age <= self.limits.max_measurement_age:
             return self._hold(('stale_measurement',))
@@ -275,29 +277,21 @@ class MotionTable:
         if result.sigma_min < self.limits.sigma_min:
             return self._hold(('singular',), target, result.error, result.sigma_min)
         q = result.q
-        # 6. joint position limits
-        if np.any(q < self.q_lo) or np.any(q > self.q_hi):
+        # 6.-7. joint position limits, then velocity and acceleration (one compiled call,
+        #    table_kernel.limit_joints; limit_joints_reference is its definition)
+        q_next, qd_next, ik_step = np.empty_like(q), np.empty_like(q), np.empty_like(q)
+        flags = limit_joints(q, self._q_ik_prev if self._q_ik_prev is not None else q, self._q_ik_prev is not None,
+                             self._q_cmd, self._qd_cmd, dt, self.kin.qd_max, self.kin.qdd_max, self.q_lo, self.q_hi,
+                             q_next, qd_next, ik_step)
+        if flags & JOINT_LIMIT:
             return self._hold(('joint_limit',), target, result.error, result.sigma_min)
-        # 7. joint velocity and acceleration (clamp and report). The velocity aimed at is the
-        #    target's own joint velocity plus a closing term that can still brake within the
-        #    acceleration limit (sqrt(2 a |e|)), so a large gap closes without overshoot.
-        self._q_ik_step = None if self._q_ik_prev is None else q - self._q_ik_prev
-        target_rate = np.zeros_like(q) if self._q_ik_step is None else self._q_ik_step / dt
-        self._q_ik_prev = q
-        gap = q - self._q_cmd - target_rate * dt
-        closing = np.sign(gap) * np.minimum(np.abs(gap) / dt, np.sqrt(2.0 * self.kin.qdd_max * np.abs(gap)))
-        qd = target_rate + closing
-        qd_lim = np.clip(qd, -self.kin.qd_max, self.kin.qd_max)
-        if np.any(np.abs(qd_lim - qd) > 1e-12):
+        if flags & JOINT_VELOCITY:
             clamps.append('joint_velocity')
-        acc_step = self.kin.qdd_max * dt
-        qd_acc = np.clip(qd_lim, self._qd_cmd - acc_step, self._qd_cmd + acc_step)
-        if np.any(np.abs(qd_acc - qd_lim) > 1e-12):
+        if flags & JOINT_ACCELERATION:
             clamps.append('joint_acceleration')
-        # braking that the acceleration limit forbids may carry the command past the IK
-        # solution; the position limits still bound it
-        q_next = np.clip(self._q_cmd + qd_acc * dt, self.q_lo, self.q_hi)
-        self._qd_cmd = (q_next - self._q_cmd) / dt
+        self._q_ik_step = ik_step if self._q_ik_prev is not None else None
+        self._q_ik_prev = q
+        self._qd_cmd = qd_next
         self._q_cmd = q_next
         exact = not clamps or clamps == ['cartesian_speed']
         self._pose_safe = target if exact else self.kin.forward(self._q_cmd, target)
@@ -305,6 +299,34 @@ class MotionTable:
             self.stats.clamp_counts[name] += 1
         return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=target, holding=False,
                             clamps=tuple(clamps), ik_error=result.error, sigma_min=result.sigma_min)
+
+
+def limit_joints_reference(q, q_ik_prev, q_cmd, qd_cmd, dt, qd_max, qdd_max, q_lo, q_hi):
+    """The joint-space limits of one command, readable (``table_kernel.limit_joints`` runs them):
+    ``None`` at a joint limit, else ``(q_next, qd_next, clamps)``.
+
+    6. The IK solution ``q`` must lie within ``[q_lo, q_hi]``. 7. Joint velocity and acceleration
+    (clamp and report): the velocity aimed at is the target's own joint velocity (the solution's
+    change since ``q_ik_prev``, zero without one) plus a closing term that can still brake within the
+    acceleration limit (``sqrt(2 a |e|)``), so a large gap closes without overshoot. Braking that the
+    acceleration limit forbids may carry the command past the IK solution; the position limits
+    still bound it."""
+    if np.any(q < q_lo) or np.any(q > q_hi):
+        return None
+    clamps = []
+    target_rate = np.zeros_like(q) if q_ik_prev is None else (q - q_ik_prev) / dt
+    gap = q - q_cmd - target_rate * dt
+    closing = np.sign(gap) * np.minimum(np.abs(gap) / dt, np.sqrt(2.0 * qdd_max * np.abs(gap)))
+    qd = target_rate + closing
+    qd_lim = np.clip(qd, -qd_max, qd_max)
+    if np.any(np.abs(qd_lim - qd) > 1e-12):
+        clamps.append('joint_velocity')
+    acc_step = qdd_max * dt
+    qd_acc = np.clip(qd_lim, qd_cmd - acc_step, qd_cmd + acc_step)
+    if np.any(np.abs(qd_acc - qd_lim) > 1e-12):
+        clamps.append('joint_acceleration')
+    q_next = np.clip(q_cmd + qd_acc * dt, q_lo, q_hi)
+    return q_next, (q_next - q_cmd) / dt, clamps
 
 
 def tracking_error(pose_cmd_in_base: pin.SE3, pose_measured_in_base: pin.SE3) -> tuple[float, float]:
