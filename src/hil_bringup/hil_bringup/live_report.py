@@ -50,7 +50,8 @@ class LiveReport:
             self.phases.append((float(t_s), name))
 
     def status(self, t_s: float, topic: str, level: int, message: str, values: dict[str, str]) -> None:
-        """A DiagnosticStatus seen on ``topic``: ERROR latches a fault; miss counters are kept."""
+        """A DiagnosticStatus seen on ``topic``: ERROR opens a fault (a hold), a lower level ends it (WARN is
+        degraded: reported through the miss counters, not a fault); miss counters are kept."""
         level = int.from_bytes(level, 'little') if isinstance(level, (bytes, bytearray)) else int(level)
         open_faults = [f for f in self.faults if f['topic'] == topic and f['cleared_s'] is None]
         if level >= ERROR_LEVEL:
@@ -58,7 +59,7 @@ class LiveReport:
                 self.faults.append({'t_s': round(float(t_s), 3), 'topic': topic, 'message': message, 'cleared_s': None})
             else:
                 open_faults[-1]['last_message'] = message
-        elif level == 0:
+        else:
             for f in open_faults:
                 f['cleared_s'] = round(float(t_s), 3)
         for key, value in values.items():

@@ -68,6 +68,10 @@ def test_one_fault_per_episode_all_cleared_by_ok_and_a_hold_in_its_last_moments_
     report.status(9.0, 'client/hot_path/status', ERROR, 'holding: stale', {})     # 1 s before the end
     summary = run(report)
     assert [f['cleared_s'] for f in summary['faults']] == [2.0, None] and summary['ok']
+    # a hold that ends degraded (WARN: recovering, not yet on time long enough) has ended too
+    report.status(4.0, 'servicer/hot_path/status', ERROR, 'overloaded, holding: a step ran 255 ms late', {})
+    report.status(6.5, 'servicer/hot_path/status', 1, 'degraded: recovering from a hold: on time again', {})
+    assert run(report)['faults'][-1]['cleared_s'] == 6.5
     report.status(6.0, 'servicer/table/status', ERROR, 'holding', {})             # 4 s before the end
     assert 'servicer/table/status latched at 6.0 s' in run(report)['problems'][0]
 

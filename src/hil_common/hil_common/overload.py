@@ -198,6 +198,11 @@ class OverloadGuard:
                            f'running late: a step ran {late_s * 1e3:.0f} ms after its time')
         elif self._on_time_since is not None and now_s - self._on_time_since >= self.recover_after_s:
             self.level = OK
+        elif self.level == ERROR:
+            # the hold just cleared (calm), but not yet on time for recover_after_s: degraded, not held (it
+            # used to stay ERROR with the text 'on time', and a live report kept the hold open)
+            self.level = WARN
+            self.reason = 'recovering from a hold: on time again'
         return (self.level, self.holding) != before
 
     def _steady_reason(self) -> str:

@@ -175,3 +175,20 @@ def test_ticks_a_little_late_do_not_keep_a_hold_from_recovering():
         t = _run(guard, pacer, t, t + 0.45)
         t = _run(guard, pacer, t, t + 0.05, period=0.05)      # 40 ms late: degraded only
     assert guard.late_ticks >= 4 and not guard.holding and guard.level == WARN
+
+
+def test_when_a_hold_clears_before_the_loop_was_on_time_long_enough_the_level_is_degraded_not_error():
+    """A hold clears after recover_after_s calm; a tick a little late (beyond warn_late_s) inside that time is
+    calm but not on time. The level then is WARN ('recovering'), and OK after recover_after_s on time. It used
+    to stay ERROR with the text 'on time', and a live report saw the hold as never cleared (a load test failed)."""
+    guard, pacer = _guard()
+    t = _run(guard, pacer, 0.0, 1.0)
+    t = _run(guard, pacer, t, t + 0.15, period=0.15)          # 140 ms late: a hold
+    assert guard.holding and guard.level == ERROR
+    t = _run(guard, pacer, t, t + 0.6)
+    t = _run(guard, pacer, t, t + 0.04, period=0.04)          # 30 ms late: calm, not on time
+    t = _run(guard, pacer, t, t + 0.5)                         # calm for recover_after_s: the hold clears
+    assert not guard.holding
+    assert guard.level == WARN and guard.message().startswith('degraded'), (guard.level, guard.message())
+    t = _run(guard, pacer, t, t + 1.1)                         # on time for recover_after_s
+    assert guard.level == OK and guard.message() == 'on time'

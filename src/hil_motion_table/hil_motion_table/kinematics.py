@@ -81,6 +81,9 @@ class SerialKinematics:
         from hil_motion_table.ik_kernel import SerialChain
 
         self._chain = SerialChain.of(self.model, self.frame_id)
+        if self._chain is not None:          # load the compiled IK now, not in the first real-time command
+            self.inverse(self.forward(self.q_home), self.q_home)
+            self._sigma_hint = None
 
     @property
     def dof(self) -> int:

@@ -144,6 +144,14 @@ class MotionTable:
         self._pose_measured_guess: pin.SE3 | None = None
         self._q_ik_prev: np.ndarray | None = None
         self._q_ik_step: np.ndarray | None = None   # the last change of the IK solution (streaming: the seed is extrapolated)
+        # Load the compiled checks now (Numba's cache), not in the first real-time command: a table node
+        # on the twin's clock that did it there missed its joint states for 150 ms and held as stale.
+        n = kinematics.dof
+        z = np.zeros(n)
+        command_ok(np.eye(3), np.zeros(3), _NO_TWIST, 1e-6)
+        command_ok(pin.SE3.Identity().rotation, np.zeros(3), np.zeros(6), 1e-6)
+        limit_joints(z, z, False, z, z, 1e-3, np.ones(n), np.ones(n), z - 1.0, z + 1.0, np.empty(n), np.empty(n),
+                     np.empty(n))
 
     # -- state --------------------------------------------------------------------------
     @property
