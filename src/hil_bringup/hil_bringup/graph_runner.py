@@ -34,19 +34,46 @@ class NodeResult:
 
     @property
     def crashed(self) -> bool:
-        """Exited on its own with an error, or printed a traceback (SIGINT/SIGTERM exits are clean)."""
-        return (self.returncode not in (0, None, -2, -15, 130, 143)) or 'Traceback (most recent call last)' in self.output
+        """Exited on its own with an error, or printed a traceback of an exception it raised (SIGINT/SIGTERM
+        exits are clean). Python's "Exception ignored in:" tracebacks are not raised (an exception in a
+        ``__del__`` or another place that cannot raise: the program went on); they are counted in
+        :attr:`unraisable` and reported, not failed on. One came from rclpy itself in a demo run: a
+        ``Future.__del__`` of an rclpy ``Task`` whose ``__init__`` had not run (``rclpy/task.py``), in a
+        node that then exited 0 after a capture with no fault."""
+        return (self.returncode not in (0, None, -2, -15, 130, 143)) or bool(self._raised())
+
+    @property
+    def unraisable(self) -> int:
+        """How many "Exception ignored in:" tracebacks the node printed."""
+        return sum(1 for i in _traceback_starts(self.output) if _ignored(self.output, i))
+
+    def _raised(self) -> list[int]:
+        return [i for i in _traceback_starts(self.output) if not _ignored(self.output, i)]
 
     def failure_text(self, limit: int = 1500) -> str:
-        """What to report of a crashed node: its traceback, else the stack dump it printed before it
-        was killed (:func:`hil_common.ros_testing.dump_stacks`: where it hung), else its last lines."""
+        """What to report of a crashed node: its (first raised) traceback, else the stack dump it printed
+        before it was killed (:func:`hil_common.ros_testing.dump_stacks`: where it hung), else its last lines."""
         out = self.output
-        if 'Traceback (most recent call last)' in out:
-            return out[out.find('Traceback (most recent call last)'):][-limit:].strip()   # ends with the error
+        raised = self._raised()
+        if raised:
+            return out[raised[0]:][-limit:].strip()   # ends with the error
         starts = [out.find(m) for m in ('Current thread 0x', 'Thread 0x') if m in out]
         if starts:
             return out[min(starts):][:limit].strip()
         return ' | '.join(out.strip().splitlines()[-3:])[-limit:]
+
+
+_TRACEBACK = 'Traceback (most recent call last)'
+
+
+def _traceback_starts(text: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(_TRACEBACK), text)]
+
+
+def _ignored(text: str, start: int) -> bool:
+    """The traceback at ``start`` follows Python's "Exception ignored in:" line (an unraisable exception)."""
+    previous = text[:start].rstrip('\n').rsplit('\n', 1)[-1]
+    return previous.startswith('Exception ignored in')
 
 
 _LEVEL = re.compile(r'^\[(WARN|ERROR|FATAL)\]', re.MULTILINE)

@@ -92,7 +92,7 @@ class LiveReport:
         nodes = {}
         for r in node_results:
             levels = log_levels(r.output) if log_levels else {}
-            nodes[r.spec.fqn] = {'exit': r.returncode, **levels}
+            nodes[r.spec.fqn] = {'exit': r.returncode, **levels, 'unraisable': r.unraisable}
             if r.crashed:
                 problems.append(f'node {r.spec.fqn} failed (exit {r.returncode}): {r.failure_text()}')
         return {

@@ -38,7 +38,24 @@ def test_a_latched_fault_a_missing_phase_a_starved_topic_or_a_crash_each_fail_th
     assert 'cmd: 1 messages, expected at least 5' in text
     assert 'latched at 0.5 s and never cleared: stale' in text
     assert 'node /client/ft_sensor failed (exit 1)' in text and 'boom' in text
-    assert summary['nodes']['/client/ft_sensor'] == {'exit': 1, 'WARN': 1, 'ERROR': 1, 'FATAL': 0}
+    assert summary['nodes']['/client/ft_sensor'] == {'exit': 1, 'WARN': 1, 'ERROR': 1, 'FATAL': 0, 'unraisable': 0}
+
+
+RCLPY_UNRAISABLE = '''Exception ignored in: <function Future.__del__ at 0x7f19702a5080>
+Traceback (most recent call last):
+  File "/x/rclpy/task.py", line 56, in __del__
+    if self._exception is not None and not self._exception_fetched:
+AttributeError: 'Task' object has no attribute '_exception'
+'''
+
+
+def test_an_unraisable_exception_is_counted_not_failed_on_and_a_raised_one_after_it_still_fails():
+    report = LiveReport(LiveExpectations())
+    summary = run(report, '[INFO] [x]: up\n' + RCLPY_UNRAISABLE, 0)
+    assert summary['ok'], summary['problems']
+    assert summary['nodes']['/client/ft_sensor']['unraisable'] == 1
+    summary = run(LiveReport(LiveExpectations()), RCLPY_UNRAISABLE + 'Traceback (most recent call last):\n  boom\nValueError: x\n', 0)
+    assert not summary['ok'] and 'boom' in summary['problems'][0] and '__del__' not in summary['problems'][0]
 
 
 def test_a_fault_the_graph_recovers_from_is_reported_but_is_not_a_failure():
