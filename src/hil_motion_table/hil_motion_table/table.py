@@ -269,10 +269,9 @@ class MotionTable:
         if np.any(p < self.workspace_min) or np.any(p > self.workspace_max):
             return self._hold(('workspace_exit',), target)
         # 5. IK, seeded from the measured joints, or from the previous solution when the robot
-        #    is within SEED_RADIUS of it (streaming: the solution is a small step away). Moving the
-        #    seed on by the solution's last change saved an iteration, but the CISAS docking in the
-        #    twin then failed its restitution bound in 2 of 4 runs (0 of 8 without; not understood):
-        #    not done
+        #    is within SEED_RADIUS of it (streaming: the solution is a small step away). (Moving the
+        #    seed on by the solution's last change saves an iteration; it was taken out while a flaky
+        #    live docking test was chased, which then failed without it and with the old IK too.)
         seed = self._q_cmd if q_measured is None else np.asarray(q_measured, dtype=float)
         if seed.shape != self._q_cmd.shape or not np.all(np.isfinite(seed)):
             seed = self._q_cmd
