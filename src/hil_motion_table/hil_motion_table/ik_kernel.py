@@ -25,7 +25,7 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
-from hil_dynamics.kernels import _OPTS, _cross, _mul_exp6, _rtv, pose_array, solve_into
+from hil_dynamics.kernels import _OPTS, _cross, _mul_exp6, _rtv, pose_array, pose_mul_into, solve_into
 
 
 class SerialChain:
@@ -67,16 +67,6 @@ class SerialChain:
 
 
 @njit(**_OPTS)
-def _pose_mul(a, b, out):
-    for i in range(3):
-        for j in range(3):
-            out[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j]
-    out[9] = a[9] + a[0] * b[9] + a[1] * b[10] + a[2] * b[11]
-    out[10] = a[10] + a[3] * b[9] + a[4] * b[10] + a[5] * b[11]
-    out[11] = a[11] + a[6] * b[9] + a[7] * b[10] + a[8] * b[11]
-
-
-@njit(**_OPTS)
 def forward_into(placements, kind, axis, frame_placement, q, poses):
     """``poses[i]`` = ``oMi`` of joint ``i + 1``; ``poses[n]`` = the frame's ``oMf``."""
     n = q.shape[0]
@@ -86,13 +76,13 @@ def forward_into(placements, kind, axis, frame_placement, q, poses):
         if i == 0:
             src = placements[0]
         else:
-            _pose_mul(poses[i - 1], placements[i], tmp)
+            pose_mul_into(poses[i - 1], placements[i], tmp)
             src = tmp
         if kind[i] == 1:
             _mul_exp6(src, 0.0, 0.0, 0.0, a[0] * q[i], a[1] * q[i], a[2] * q[i], poses[i])
         else:
             _mul_exp6(src, a[0] * q[i], a[1] * q[i], a[2] * q[i], 0.0, 0.0, 0.0, poses[i])
-    _pose_mul(poses[n - 1], frame_placement, poses[n])
+    pose_mul_into(poses[n - 1], frame_placement, poses[n])
 
 
 @njit(**_OPTS)
