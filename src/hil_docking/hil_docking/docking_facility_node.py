@@ -22,8 +22,11 @@ positions relative to the target's docking port:
 
 The scenario YAML is the single source of truth (``scenario_file``; empty: the installed
 ``cisas_docking.yaml``). ``compensation`` may override its ``facility.compensation``. Until a
-robot pose is valid and ``min_command_subscribers`` listen to the commands, the node publishes
-the initial command and does not step. Once the post-impact leg has run
+robot pose is valid and the nodes named in ``command_consumers`` (the robot side: the motion
+table or the emulated lab) and at least ``min_command_subscribers`` subscribers listen to the
+commands, the node publishes the initial command and does not step. A count alone is not enough:
+a recorder and an observer make two subscribers while the table has not yet been matched (DDS
+discovery under load takes seconds), and a mission that starts then runs without its robot. Once the post-impact leg has run
 ``post_impact.duration_s`` the mission is complete: the node publishes its last status
 (``complete``) and stops stepping; the robot holds the last command.
 
@@ -53,6 +56,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from hil_common.consumers import fully_qualified_names_check, listening_nodes, missing_consumers
 from hil_common.conversions import seconds_to_stamp, stamp_to_seconds
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
@@ -70,6 +74,9 @@ PARAMS = [
           max=10.0),
     Param('max_catch_up', 20, 'Steps a late timer callback may catch up, at most (beyond: dropped)', min=1,
           max=10**9),
+    Param('command_consumers', [], 'Fully qualified names of the nodes that must subscribe to chaser/pose_cmd '
+          'before the node starts stepping (the robot side, e.g. /chaser/motion_table)', type='str[]',
+          check=fully_qualified_names_check),
     Param('min_command_subscribers', 1, 'The node starts stepping once this many subscribers listen to chaser/pose_cmd '
           '(the robot side, and a recorder that must see the whole mission)', min=0, max=100),
     Param('status_period_s', 0.1, 'facility/status is published every this much simulated time [s] (and at '
@@ -87,6 +94,8 @@ class DockingFacilityNode(Node):
         self.rule = DockingFacility(self.scenario, p.compensation or None)
         self.frame_id, self.pose_timeout_s, self.max_catch_up = p.frame_id, p.pose_timeout_s, p.max_catch_up
         self.min_command_subscribers = p.min_command_subscribers
+        self.command_consumers = tuple(p.command_consumers)
+        self._consumers_reported = None
         self.status_every = max(1, int(round(p.status_period_s / self.scenario.control_period_s)))
         self.pacer: StepPacer | None = None
         self.epoch_s: float | None = None          # node-clock time of the rule's t = 0
@@ -143,8 +152,7 @@ class DockingFacilityNode(Node):
         fresh = self.pose_time_s is not None and now - self.pose_time_s <= self.pose_timeout_s
         dt = self.scenario.control_period_s
         if self.pacer is None:                    # (re)start once a pose is valid now (not only stamped later)
-            fresh = fresh and self.poses.ready(now) and \
-                self.pub_pose.get_subscription_count() >= self.min_command_subscribers
+            fresh = fresh and self.poses.ready(now) and self.consumers_listen()
         if not fresh:
             if self.pacer is not None:
                 self.dropped_steps += self.pacer.overruns
@@ -156,6 +164,19 @@ class DockingFacilityNode(Node):
             self.publish(self.rule.state_lvlh, now)
         else:
             self.advance(now)
+
+    def consumers_listen(self) -> bool:
+        """Whether the robot side (``command_consumers``) and ``min_command_subscribers`` listen to the commands."""
+        if self.pub_pose.get_subscription_count() < self.min_command_subscribers:
+            return False
+        if not self.command_consumers:
+            return True
+        missing = missing_consumers(self.command_consumers, listening_nodes(self, self.pub_pose))
+        if missing != self._consumers_reported:
+            self._consumers_reported = missing
+            if missing:
+                self.get_logger().info(f'waiting for {", ".join(missing)} to subscribe to {self.pub_pose.topic_name}')
+        return not missing
 
     def advance(self, now: float) -> None:
         """Run the steps due at ``now`` whose samples are final; the others wait."""

@@ -91,6 +91,8 @@ def cisas_graph(given: Mapping[str, str] | None = None) -> Graph:
         # falls behind the wall clock. The real facility does not wait (a robot moves on), so there the
         # node drops the steps it missed.
         facility['max_catch_up'] = 10**9
+    # the mission starts once its robot side listens to the commands (DDS matches it late on a busy machine)
+    facility['command_consumers'] = ['/facility_emulator'] if args['lab'] == 'emulated' else ['/chaser/motion_table']
     stack = Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility,
                                      use_sim_time=args['lab'] == 'twin'),))
     if args['lab'] == 'cisas':

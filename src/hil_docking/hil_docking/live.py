@@ -56,6 +56,7 @@ ON_ARC_TOL_M = 1e-9
 #:   scenario, +4.0 % in one; the lockstep twin +0.2 %; without compensation the facility is off by +14 %).
 TWIN_ON_ARC_TOL_M = 1e-4
 TWIN_RESTITUTION_TOL = 0.06
+OBSERVER = 'hil_docking_live'      # the live run's observer node
 
 
 @dataclass
@@ -199,14 +200,15 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     from hil_docking.scenario import load_docking_scenario
 
     sc = load_docking_scenario(scenario_path)
-    # the node starts once the emulated robot and this observer listen, so the whole mission is seen
-    graph = replace_parameters(cisas_graph({'scenario': str(scenario_path), **(launch_arguments or {})}),
-                               '/docking_facility', min_command_subscribers=2)
+    # the node starts once the robot side and this observer listen, so the whole mission is seen
+    graph = cisas_graph({'scenario': str(scenario_path), **(launch_arguments or {})})
+    consumers = graph.node('/docking_facility').parameters['command_consumers']
+    graph = replace_parameters(graph, '/docking_facility', command_consumers=[*consumers, f'/{OBSERVER}'])
     report = LiveReport(LiveExpectations())
     seen = LiveObservations()
     running = RunningGraph(graph, out / 'live_nodes', say=say)
     unfinished = []
-    with test_node('hil_docking_live') as (node, executor):
+    with test_node(OBSERVER) as (node, executor):
         def on_command(msg):
             p = msg.pose.position
             seen.commands.append((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9, np.array([p.x, p.y, p.z])))

@@ -64,3 +64,56 @@ def test_node_refuses_a_bad_compensation_naming_the_parameter():
         out = stop_process(proc)
     assert proc.returncode != 0
     assert 'compensation' in out
+
+
+def test_node_starts_only_once_its_robot_side_listens(ros):
+    """``command_consumers``: a recorder or an observer listening is not the robot. The node holds its
+    start (every command the start position) while the named robot node has not
+    subscribed, however many others listen, and flies once it has."""
+    import rclpy
+
+    node, executor = ros
+    sc = load_docking_scenario()
+    proc = start_node('hil_docking', 'docking_facility_node', 'pose_timeout_s:=1.0',
+                      'command_consumers:=[/late_robot]')
+    robot = None
+    try:
+        commands = []
+        pose_pub = node.create_publisher(PoseStamped, 'facility/robot_pose_lvlh', 10)
+        wrench_pub = node.create_publisher(WrenchStamped, 'facility/ft/wrench', 10)
+
+        def on_command(msg):
+            p = msg.pose.position
+            commands.append((msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec, np.array([p.x, p.y, p.z])))
+            pose_pub.publish(msg)             # the ideal robot, no delay, no contact
+            wrench = WrenchStamped()
+            wrench.header = msg.header
+            wrench_pub.publish(wrench)
+        node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 10)
+        node.create_subscription(PoseStamped, 'chaser/pose_cmd', lambda msg: None, 10)   # a second listener
+        assert spin_until(executor, lambda: len(commands) >= 200, 60.0), 'no commands from the node'
+        held = list(commands)
+        assert all(np.array_equal(c, sc.start_lvlh_m) for _, c in held), 'it moved without its robot'
+        n_before = len(commands)
+        robot = rclpy.create_node('late_robot', context=node.context)
+        robot.create_subscription(PoseStamped, 'chaser/pose_cmd', lambda msg: None, 10)
+        executor.add_node(robot)
+        assert spin_until(executor, lambda: np.linalg.norm(commands[-1][1] - sc.start_lvlh_m) > 1e-4, 60.0), \
+            'the chaser does not advance once its robot listens'
+    finally:
+        out = stop_process(proc)
+        if robot is not None:
+            executor.remove_node(robot)
+            robot.destroy_node()
+    assert 'waiting for /late_robot' in out, out
+    assert len(commands) > n_before
+
+
+def test_node_refuses_a_command_consumer_that_is_not_a_fully_qualified_name():
+    proc = start_node('hil_docking', 'docking_facility_node', 'command_consumers:=[motion_table]')
+    try:
+        proc.wait(timeout=30.0)
+    finally:
+        out = stop_process(proc)
+    assert proc.returncode != 0
+    assert 'command_consumers' in out and 'fully qualified' in out, out
