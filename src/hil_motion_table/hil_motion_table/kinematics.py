@@ -49,8 +49,8 @@ class SerialKinematics:
     with ``e = log6(g(q)^-1 g_d)`` and the flange's body Jacobian ``J``,
     ``dq = J^T (J J^T + lambda^2 I)^-1 e`` and ``q <- q + dq``. ``J`` stands for ``e``'s own
     Jacobian ``Jlog6(e) J``, which differs from it by ``O(|e|)``: the iteration still converges
-    quadratically near the solution (one or two iterations per streamed command, seeded with the
-    previous solution by :class:`~hil_motion_table.table.MotionTable`), and needs no ``Jlog6``. ``lambda`` is
+    quadratically near the solution (one iteration per streamed command from an extrapolated seed,
+    :class:`~hil_motion_table.table.MotionTable`), and needs no ``Jlog6``. ``lambda`` is
     ``damping`` far from singularities and grows to ``damping_max`` as the smallest
     singular value falls below ``singular_band``. ``sigma_min`` of the body Jacobian at
     the solution is reported so the caller can refuse near-singular configurations.
