@@ -141,7 +141,7 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
             'kd_nms_per_rad': float(cfg.kd), 'pose_sensor_in_lee': _xyz_rpy(lab.pose_sensor_in_lee()),
             'wrench_timeout_s': 0.5, 'drift_velocity_world_mps': [float(v) for v in lab.drift_velocity_world(cfg)],
             # the twin's LEE drive; a real facility's LEE mock-up has its own drive node
-            'wait_for_lee_drive': use_sim}),
+            'wait_for_lee_drive': use_sim, 'command_consumers': ['/servicer/motion_table'], 'lee_drive_node': '/lab_twin'}),
     )
     if sim_clock:     # the whole stack on the twin's timeline
         io, stack = (tuple(dataclasses.replace(n, use_sim_time=True) for n in nodes) for nodes in (io, stack))

@@ -10,8 +10,9 @@ its initial pose, which is the table's nominal frame) and ``servicer/table/twist
 body twist). With ``drift_velocity_world_mps`` both are taken in a frame drifting at that
 velocity (the target's unforced motion, :mod:`hil_snare.lab`). At its first step it commands the
 capture on ``servicer/lee/capture_cmd`` (std_msgs/Bool, transient local): the LEE's wires start
-tightening, as at Table 3's instant. The first step waits until the table and (``wait_for_lee_drive``)
-the LEE drive have subscribed: on a busy machine DDS discovery can take longer than a second, and a
+tightening, as at Table 3's instant. The first step waits until the table (``command_consumers``) and (``wait_for_lee_drive``)
+the LEE drive (``lee_drive_node``) have subscribed, by node name (a recorder of the same topics is
+not them): on a busy machine DDS discovery can take longer than a second, and a
 consumer that matched late would start the LEE's motion or the wires late against each other. A wrench older than
 ``wrench_timeout_s`` is treated as zero.
 """
@@ -27,6 +28,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Bool
 
+from hil_common.consumers import fully_qualified_names_check, listening_nodes, missing_consumers
 from hil_common.conversions import pose_to_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
@@ -51,6 +53,12 @@ PARAMS = [
           length=6),
     Param('wrench_timeout_s', 0.1, 'A wrench older than this is taken as zero [s]', min=0.001),
     Param('frame_id', 'servicer_table_nominal', 'Frame id of the published pose and twist'),
+    Param('command_consumers', ['/servicer/motion_table'], 'Fully qualified names of the nodes that must subscribe '
+          'to servicer/table/pose_cmd before the run starts (the table; a recorder listening is not it)', type='str[]',
+          check=fully_qualified_names_check),
+    Param('lee_drive_node', '/lab_twin', 'Fully qualified name of the LEE drive that must subscribe to '
+          'servicer/lee/capture_cmd before the run starts (with wait_for_lee_drive)',
+          check=lambda name: fully_qualified_names_check([name])),
     Param('wait_for_lee_drive', True, 'Start the run (the capture command, the LEE streaming) only once the LEE '
           "drive (the lab twin) subscribes to servicer/lee/capture_cmd, as the table must to servicer/table/pose_cmd: "
           'a drive that matched late would start the wires late against the LEE'),
@@ -72,6 +80,7 @@ class SnareServicer(Node):
         self.timeout_s = p.wrench_timeout_s
         self.v_drift = np.asarray(p.drift_velocity_world_mps, dtype=float)
         self.wait_for_lee_drive = bool(p.wait_for_lee_drive)
+        self.command_consumers, self.lee_drive_node = tuple(p.command_consumers), p.lee_drive_node
         self.wrench_lee = np.zeros(6)
         self.wrench_t = -1e18
         self.dt_s = 1.0 / p.rate_hz
@@ -97,9 +106,10 @@ class SnareServicer(Node):
 
     def _consumers_missing(self) -> list[str]:
         """The outputs whose consumer has not subscribed yet (DDS discovery under load takes seconds)."""
-        missing = [] if self.pub_pose.get_subscription_count() > 0 else ['servicer/table/pose_cmd (the table)']
-        if self.wait_for_lee_drive and self.pub_capture.get_subscription_count() == 0:
-            missing.append('servicer/lee/capture_cmd (the LEE drive)')
+        missing = [f'{name} (servicer/table/pose_cmd)' for name in
+                   missing_consumers(self.command_consumers, listening_nodes(self, self.pub_pose))]
+        if self.wait_for_lee_drive and missing_consumers([self.lee_drive_node], listening_nodes(self, self.pub_capture)):
+            missing.append(f'{self.lee_drive_node} (servicer/lee/capture_cmd, the LEE drive)')
         return missing
 
     def tick(self) -> None:

@@ -21,7 +21,8 @@ def test_measured_wrench_moves_the_published_lee_pose_along_the_force(ros):
     from std_msgs.msg import Bool
 
     node, executor = ros
-    proc = start_node('hil_snare', 'snare_servicer_node', 'rate_hz:=250.0', 'wrench_timeout_s:=0.5')
+    proc = start_node('hil_snare', 'snare_servicer_node', 'rate_hz:=250.0', 'wrench_timeout_s:=0.5',
+                      'command_consumers:=[/test_hil_snare]', 'lee_drive_node:=/test_hil_snare')
     try:
         poses, captures = [], []
         node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: poses.append(m.pose.position), 100)
