@@ -54,6 +54,30 @@ def failed_take(exc: BaseException) -> bool:
     return '_take_subscription' in frames and 'to Python object' in str(exc)
 
 
+def failed_conversion(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is pybind11 failing to convert a message for rclpy (any executor; the events
+    executor takes in C++, so no Python frame names the take)."""
+    return isinstance(exc, RuntimeError) and 'to Python object' in str(exc)
+
+
+#: How long a failed conversion waits for the shutdown that may have caused it [s].
+SHUTDOWN_GRACE_S = 1.0
+
+
+def shutting_down(rclpy, wait: bool, poll_s: float = 0.01) -> bool:
+    """Whether the process is being shut down (a signal noted, or the context down); with ``wait``,
+    whether that happens within :data:`SHUTDOWN_GRACE_S`."""
+    import time
+
+    deadline = time.monotonic() + (SHUTDOWN_GRACE_S if wait else 0.0)
+    while True:
+        if not rclpy.ok() or interrupt_received():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
 def _destroy(node) -> None:
     close = getattr(node, 'close', None)
     if callable(close):
@@ -171,7 +195,10 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         # next publish: that is the shutdown, not a crash. So is a SIGINT whose handler raised
         # inside rclpy's message conversion (it surfaces as a RuntimeError from
         # take_message). Anything else is re-raised.
-        if rclpy.ok() and not interrupt_received():
+        # A conversion that failed because the signal landed in it can be seen before rclpy's handler has
+        # shut the context down (seen with the events executor at the end of live runs on a loaded
+        # machine: exit 1 and a traceback): such a failure waits for the shutdown to follow.
+        if not shutting_down(rclpy, failed_conversion(sys.exc_info()[1])):
             raise
         ended_by_shutdown = True
     finally:

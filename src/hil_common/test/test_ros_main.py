@@ -130,3 +130,34 @@ def test_only_a_failed_message_conversion_inside_a_take_is_survived():
         raise RuntimeError("Unable to convert call argument '0' to Python object")    # not in a take
     except RuntimeError as exc:
         assert not failed_take(exc)
+
+
+def test_a_failed_conversion_waits_for_the_shutdown_that_may_have_caused_it():
+    """With the events executor a SIGINT that lands in a message conversion surfaces from spin_once
+    (no Python frame names the take), sometimes before rclpy's handler has shut the context down:
+    run_node then waits up to SHUTDOWN_GRACE_S for the shutdown instead of reporting a crash."""
+    import threading
+    import time
+
+    from hil_common.ros_main import SHUTDOWN_GRACE_S, failed_conversion, shutting_down
+
+    class Context:
+        def __init__(self):
+            self.up = True
+
+        def ok(self):
+            return self.up
+
+    assert failed_conversion(RuntimeError("Unable to convert call argument '0' to Python object"))
+    assert not failed_conversion(RuntimeError('x')) and not failed_conversion(None)
+    ctx = Context()
+    assert not shutting_down(ctx, wait=False)
+    t0 = time.monotonic()
+    assert not shutting_down(ctx, wait=True)                  # no shutdown follows: a crash, after the grace
+    assert time.monotonic() - t0 >= SHUTDOWN_GRACE_S
+    timer = threading.Timer(0.1, lambda: setattr(ctx, 'up', False))
+    timer.start()
+    t0 = time.monotonic()
+    assert shutting_down(ctx, wait=True)                      # the shutdown follows 0.1 s later
+    assert time.monotonic() - t0 < SHUTDOWN_GRACE_S
+    timer.join()
