@@ -20,6 +20,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from hil_bringup.bag import BagError, BagWriter, bag_file
 
+#: The recorder's queue per topic: 1 s of a 1 kHz topic, for a recorder held up on a busy machine
+#: (what its publisher still holds is resent; what overflows here is lost, and counted by the stamps' gaps).
+RECORD_DEPTH = 1000
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 __all__ = ['LATCHED_QOS', 'McapWriter', 'TopicRecorder', 'bag_file', 'qos_metadata', 'read_counts', 'type_name']
@@ -129,7 +132,7 @@ class TopicRecorder:
         self._subs = []
         self._names: dict[str, str] = {}
         for name, msg_class in topics:
-            self.add(name, msg_class, LATCHED_QOS if name in latched else QoSProfile(depth=100))
+            self.add(name, msg_class, LATCHED_QOS if name in latched else QoSProfile(depth=RECORD_DEPTH))
         self.writer.bag.flush()
         self._timer = node.create_timer(flush_period_s, self.writer.flush_if_due)
 

@@ -51,7 +51,7 @@ class MockupPoseNode(Node):
         self.refused = 0
         self.msg = PoseStamped()
         self.msg.header.frame_id = p.frame_id
-        self.pub = self.create_publisher(PoseStamped, 'facility/robot_pose_lvlh', 100)
+        self.pub = self.create_publisher(PoseStamped, 'facility/robot_pose_lvlh', 1000)   # 1 s: a reader held up gets it resent
         self.create_subscription(JointState, 'joint_states', self.on_joints, 100)
 
     def on_joints(self, msg: JointState) -> None:

@@ -50,7 +50,9 @@ from hil_sensors import rdt
 from hil_sensors.ft_driver import (PARAMS, FtDriver, PublishDecimator, check_parameters, diagnostic_status,
                                    resolve_calibration)
 
-WRENCH_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5, reliability=ReliabilityPolicy.RELIABLE)
+# 100 samples (0.1 s at 1 kHz) kept for a reader held up on a busy machine (a recorder): resent, not lost. A
+# reader that keeps up sees no difference; a slow one gets at most its own queue's depth of old samples.
+WRENCH_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
 FAULT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
