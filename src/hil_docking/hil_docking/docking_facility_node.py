@@ -55,6 +55,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Float64MultiArray
 
 from hil_common.consumers import fully_qualified_names_check, listening_nodes, missing_consumers
 from hil_common.conversions import seconds_to_stamp, stamp_to_seconds
@@ -77,11 +78,17 @@ PARAMS = [
     Param('command_consumers', [], 'Fully qualified names of the nodes that must subscribe to chaser/pose_cmd '
           'before the node starts stepping (the robot side, e.g. /chaser/motion_table)', type='str[]',
           check=fully_qualified_names_check),
+    Param('robot_answer_topic', '', 'std_msgs/Float64MultiArray topic on which the robot side answers the commands '
+          'with, as its last element, the time up to which it has realised them (the motion table\'s '
+          'table/tracking_error: [position, angle, stamp]). The first start waits for an answer to a command '
+          'of this node: a table that took its first commands late (held up on a busy machine, the twin not yet '
+          'waiting for it) left the arm behind the approach. Empty: no wait'),
     Param('min_command_subscribers', 1, 'The node starts stepping once this many subscribers listen to chaser/pose_cmd '
           '(the robot side, and a recorder that must see the whole mission)', min=0, max=100),
     Param('status_period_s', 0.1, 'facility/status is published every this much simulated time [s] (and at '
           'every phase change)', min=0.001, max=60.0),
 ]
+OUTPUT_DEPTH = 1000
 STATUS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
@@ -96,6 +103,13 @@ class DockingFacilityNode(Node):
         self.min_command_subscribers = p.min_command_subscribers
         self.command_consumers = tuple(p.command_consumers)
         self._consumers_reported = None
+        self._first_command_s: float | None = None   # stamp of the first command sent (held start)
+        self._answered_s: float | None = None        # the robot side's latest answer (realised up to)
+        self._answer_sub = None
+        if p.robot_answer_topic:
+            self._answer_sub = self.create_subscription(Float64MultiArray, p.robot_answer_topic, self.on_answer, 10)
+            self.answer_topic_name = self._answer_sub.topic_name
+        self._answer_reported = False
         self.status_every = max(1, int(round(p.status_period_s / self.scenario.control_period_s)))
         self.pacer: StepPacer | None = None
         self.epoch_s: float | None = None          # node-clock time of the rule's t = 0
@@ -106,9 +120,11 @@ class DockingFacilityNode(Node):
         self.dropped_steps = 0
         self.late_sample_steps = 0
         self._waiting_k = -1
-        self.pub_pose = self.create_publisher(PoseStamped, 'chaser/pose_cmd', 100)
-        self.pub_twist = self.create_publisher(TwistStamped, 'chaser/twist_cmd', 100)
-        self.pub_virtual = self.create_publisher(WrenchStamped, 'facility/virtual_wrench', 100)
+        # a deep history: a reader held up on a busy machine (the live run's observer, a recorder) gets
+        # the commands it missed resent when it runs again, instead of a gap (1 s at 1 kHz)
+        self.pub_pose = self.create_publisher(PoseStamped, 'chaser/pose_cmd', OUTPUT_DEPTH)
+        self.pub_twist = self.create_publisher(TwistStamped, 'chaser/twist_cmd', OUTPUT_DEPTH)
+        self.pub_virtual = self.create_publisher(WrenchStamped, 'facility/virtual_wrench', OUTPUT_DEPTH)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'facility/status', STATUS_QOS)
         self.create_subscription(WrenchStamped, 'facility/ft/wrench', self.on_wrench, 100)
         self.create_subscription(PoseStamped, 'facility/robot_pose_lvlh', self.on_pose, 100)
@@ -134,6 +150,24 @@ class DockingFacilityNode(Node):
         self.forces.put(self._sample_stamp(msg.header), -float(np.array([f.x, f.y, f.z]) @ self.axis))
         self._resume()
 
+    def on_answer(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) and np.isfinite(msg.data[-1]):
+            self._answered_s = max(float(msg.data[-1]), self._answered_s or float('-inf'))
+
+    def robot_answers(self) -> bool:
+        """Whether the robot side has answered a command of this node (always, without ``robot_answer_topic``)."""
+        if self._answer_sub is None:
+            return True
+        if self._first_command_s is not None and self._answered_s is not None \
+                and self._answered_s >= self._first_command_s:
+            self.destroy_subscription(self._answer_sub)   # once: the mission's own timeline judges from here
+            self._answer_sub = None
+            return True
+        if not self._answer_reported:
+            self._answer_reported = True
+            self.get_logger().info(f'waiting for the robot side to answer the commands on {self.answer_topic_name}')
+        return False
+
     def on_pose(self, msg: PoseStamped) -> None:
         q = msg.pose.position
         self.pose_time_s = self._now()
@@ -152,11 +186,13 @@ class DockingFacilityNode(Node):
         fresh = self.pose_time_s is not None and now - self.pose_time_s <= self.pose_timeout_s
         dt = self.scenario.control_period_s
         if self.pacer is None:                    # (re)start once a pose is valid now (not only stamped later)
-            fresh = fresh and self.poses.ready(now) and self.consumers_listen()
+            fresh = fresh and self.poses.ready(now) and self.consumers_listen() and self.robot_answers()
         if not fresh:
             if self.pacer is not None:
                 self.dropped_steps += self.pacer.overruns
             self.pacer = None                     # hold; resume without catching up
+            if self._first_command_s is None and self.consumers_listen():
+                self._first_command_s = now       # the first command its robot side hears
             self.publish(self.rule.state_lvlh, now)
         elif self.pacer is None:                  # (re)start: the timeline continues from now
             self.pacer = StepPacer(dt, now, max_catch_up=self.max_catch_up)

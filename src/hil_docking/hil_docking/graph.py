@@ -62,6 +62,9 @@ CISAS_RECORD_TOPICS = (
 )
 #: Latched (transient-local) topics among them.
 CISAS_LATCHED_TOPICS = (CISAS_STATUS_TOPIC,)
+#: The arm's motion table commands once it has the arm's joint states (before, it drops the poses it is
+#: sent); it publishes the realised twist from each. The docking node starts after that.
+TABLE_READY = ('/chaser/table/twist_measured', 'geometry_msgs/msg/TwistStamped')
 
 
 def scenario_file(name_or_path: str) -> Path:
@@ -93,10 +96,14 @@ def cisas_graph(given: Mapping[str, str] | None = None) -> Graph:
         facility['max_catch_up'] = 10**9
     # the mission starts once its robot side listens to the commands (DDS matches it late on a busy machine)
     facility['command_consumers'] = ['/facility_emulator'] if args['lab'] == 'emulated' else ['/chaser/motion_table']
+    if args['lab'] != 'emulated':      # and once the arm's table answers them (its tracking errors cover them)
+        facility['robot_answer_topic'] = '/chaser/table/tracking_error'
     stack = Stage('stack', (NodeSpec('hil_docking', 'docking_facility_node', 'docking_facility', parameters=facility,
                                      use_sim_time=args['lab'] == 'twin'),))
     if args['lab'] == 'cisas':
-        return Graph('cisas_docking', (Stage('io', cisas_lab_nodes(args, path, scenario)), stack),
+        return Graph('cisas_docking', (Stage('io', cisas_lab_nodes(args, path, scenario),
+                                             Ready((TABLE_READY,), timeout_s=float_arg(args, 'ready_timeout_s', 1.0, 3600.0))),
+                                       stack),
                      CISAS_RECORD_TOPICS).check()
     if args['lab'] == 'twin':
         return cisas_twin_graph(args, path, scenario, stack)
@@ -175,11 +182,17 @@ def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage
             # sequence stamps: the docking node steps on the samples' stamps, which must advance one period each
             extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True, 'sequence_stamps': True}
         elif node.executable == 'motion_table_node':
-            extra = {'period_s': scenario.control_period_s, 'trajectory_lead_s': scenario.control_period_s}
+            # On the twin's clock a gap in the arm's joint states is the table's own stall (the twin publishes
+            # them every step and waits for the table once it commands): the table rides through it, as the
+            # snare and teleop graphs' tables do, instead of holding for joint_states_recover_s. Before its
+            # first command the twin does not wait for it; a table held up then had judged its first
+            # command stale and held the arm still for 0.5 s of the approach.
+            extra = {'period_s': scenario.control_period_s, 'trajectory_lead_s': scenario.control_period_s,
+                     'joint_states_timeout_s': 1.0, 'joint_states_recover_s': 0.02}
         io.append(dataclasses.replace(node, parameters={**node.parameters, **extra}, use_sim_time=True))
     return Graph('cisas_docking', (
         Stage('lab', (lab,), Ready((('/chaser/joint_states', 'sensor_msgs/msg/JointState'),), timeout_s=timeout_s)),
-        Stage('io', tuple(io), Ready((('/facility/ft/wrench', 'geometry_msgs/msg/WrenchStamped'),),
+        Stage('io', tuple(io), Ready((('/facility/ft/wrench', 'geometry_msgs/msg/WrenchStamped'), TABLE_READY),
                                      timeout_s=timeout_s, max_force_n=1.0)),
         stack,
     ), CISAS_RECORD_TOPICS).check()

@@ -57,6 +57,15 @@ ON_ARC_TOL_M = 1e-9
 TWIN_ON_ARC_TOL_M = 1e-4
 TWIN_RESTITUTION_TOL = 0.06
 OBSERVER = 'hil_docking_live'      # the live run's observer node
+DRAIN_S = 20.0                     # wall time for the commands still queued once the mission is complete [s]
+
+
+def last_command_seen(seen: 'LiveObservations') -> bool:
+    """Whether the observer has the mission's last command: stamped ``epoch_s + t_s`` of the final status."""
+    last = seen.statuses[-1] if seen.statuses else {}
+    if not seen.commands or last.get('epoch_s') is None or last.get('t_s') is None:
+        return False
+    return seen.commands[-1][0] >= last['epoch_s'] + last['t_s'] - 1e-6
 
 
 @dataclass
@@ -236,10 +245,15 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
                     on_running(running)
                 next_report = 0.0
 
-                def finished():
+                def complete():
                     return bool(seen.statuses) and seen.statuses[-1].get('complete') is True
-                while not finished() and time.monotonic() - t0 < wall_timeout_s:
-                    spin_until(executor, finished, 1.0)
+
+                def finished():
+                    # complete, and the last command received: the status overtakes the commands still
+                    # queued for this observer on a busy machine (another writer); they are not lost
+                    return complete() and last_command_seen(seen)
+                while not complete() and time.monotonic() - t0 < wall_timeout_s:
+                    spin_until(executor, complete, 1.0)
                     dead = running.dead()
                     if dead:
                         say(f'  live: node(s) exited: {", ".join(dead)}')
@@ -250,7 +264,12 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
                             f"phase {last.get('phase', '-')}, {len(seen.commands)} commands, late-sample steps "
                             f"{last.get('late_sample_steps', 0)}")
                         next_report += 5.0
-                if not finished() and not running.dead():
+                if complete():
+                    if not spin_until(executor, finished, DRAIN_S):
+                        last = seen.commands[-1][0] if seen.commands else None
+                        unfinished.append(f'the last commands did not reach the observer within {DRAIN_S:g} s of wall '
+                                          f'time after the mission completed (the last one received is stamped {last})')
+                elif not running.dead():
                     unfinished.append(f'the mission did not finish its post-impact leg within {wall_timeout_s:g} s of '
                                       'wall time')
         finally:

@@ -117,3 +117,39 @@ def test_node_refuses_a_command_consumer_that_is_not_a_fully_qualified_name():
         out = stop_process(proc)
     assert proc.returncode != 0
     assert 'command_consumers' in out and 'fully qualified' in out, out
+
+
+def test_node_starts_only_once_its_robot_side_answers_its_commands(ros):
+    """``robot_answer_topic``: the robot listening is not enough; the node holds its start until the robot
+    side answers a command of this node (the motion table's tracking error: realised up to a stamp at
+    or after the first command). An answer for an earlier time does not count."""
+    from std_msgs.msg import Float64MultiArray
+
+    node, executor = ros
+    sc = load_docking_scenario()
+    proc = start_node('hil_docking', 'docking_facility_node', 'pose_timeout_s:=1.0', 'robot_answer_topic:=/answer')
+    try:
+        commands = []
+        pose_pub = node.create_publisher(PoseStamped, 'facility/robot_pose_lvlh', 10)
+        wrench_pub = node.create_publisher(WrenchStamped, 'facility/ft/wrench', 10)
+        answer_pub = node.create_publisher(Float64MultiArray, '/answer', 10)
+
+        def on_command(msg):
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            p = msg.pose.position
+            commands.append((stamp, np.array([p.x, p.y, p.z])))
+            pose_pub.publish(msg)             # the ideal robot, no delay, no contact
+            wrench = WrenchStamped()
+            wrench.header = msg.header
+            wrench_pub.publish(wrench)
+        node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 10)
+        assert spin_until(executor, lambda: len(commands) >= 100 and answer_pub.get_subscription_count() > 0, 60.0)
+        answer_pub.publish(Float64MultiArray(data=[0.0, 0.0, commands[0][0] - 1.0]))   # before its commands
+        spin_until(executor, lambda: False, 0.3)
+        assert all(np.array_equal(c, sc.start_lvlh_m) for _, c in commands), 'it started on an old answer'
+        answer_pub.publish(Float64MultiArray(data=[0.0, 0.0, commands[-1][0]]))
+        assert spin_until(executor, lambda: np.linalg.norm(commands[-1][1] - sc.start_lvlh_m) > 1e-4, 60.0), \
+            'the chaser does not advance once its robot answers'
+    finally:
+        out = stop_process(proc)
+    assert 'waiting for the robot side to answer the commands on /answer' in out, out
