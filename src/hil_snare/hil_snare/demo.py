@@ -1,6 +1,6 @@
 """``snare_demo``: runs 1-4 of issue 12 in the lockstep runner, with progress, plots and an MCAP bag.
 
-    ./dev run snare_demo [--out runs/snare_demo] [--only htv_capture ...] [--no-bag] [--live [SECONDS]]
+    ./dev run snare_demo [--out runs/snare_demo] [--only htv_capture ...] [--no-bag] [--live [SECONDS]] [--live-arg mounts:=false]
 
 For each scenario it prints progress once per simulated second, writes the figures in the style
 of the seeds' (run 1: seed 002 Figs. 14-16; run 2: Figs. 20-21; run 3: seed 000 Fig. 13 and a
@@ -12,7 +12,8 @@ angles to the bag ``<out>/<scenario>/`` (``hil_bringup.recorder.McapWriter``).
 twin (:mod:`hil_snare.live`), the figure ``<out>/htv_capture_live.png`` against the lockstep run, the
 nodes' logs in ``<out>/htv_capture_live/``, and pictures of the run in the twin (:mod:`hil_snare.pictures`:
 ``snare_live_lab.mp4``, ``snare_live_lee.mp4`` and stills at the start, the first wire contact and the end);
-the demo exits non-zero when the live run missed its bounds.
+the demo exits non-zero when the live run missed its bounds. ``--live-arg NAME:=VALUE`` passes a launch
+argument to the live graph (e.g. ``mounts:=false``: the wires fixed to the mock-ups, which diverges at the pinch).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hil_snare.live import PINCH_RUN_S
 from hil_snare.runner import capture_outcome, relative_state, run
 from hil_snare.scenario import load_snare_scenario
 
@@ -188,9 +190,12 @@ def main(argv=None):
     ap.add_argument('--out', default='runs/snare_demo')
     ap.add_argument('--only', nargs='*', default=list(SCENARIOS), choices=SCENARIOS)
     ap.add_argument('--no-bag', action='store_true')
-    ap.add_argument('--live', type=float, nargs='?', const=3.0, default=None, metavar='SECONDS',
+    ap.add_argument('--live', type=float, nargs='?', const=PINCH_RUN_S, default=None, metavar='SECONDS',
                     help='also run case 3 live: the graph of snare_capture.launch.py with the lab twin, judged against '
-                         'the lockstep runner (SECONDS of simulated time after the capture command, default 3)')
+                         'the lockstep runner (SECONDS of simulated time after the capture command, default '
+                         f'{PINCH_RUN_S:g}: through the pinch)')
+    ap.add_argument('--live-arg', action='append', default=[], metavar='NAME:=VALUE',
+                    help='a launch argument of the live graph, e.g. mounts:=false (repeatable)')
     args = ap.parse_args(argv)
     out = Path(args.out)
     for name in args.only:
@@ -198,19 +203,24 @@ def main(argv=None):
         run_scenario(name, out, bag=not args.no_bag)
     ok = True
     if args.live is not None:
-        ok = live_stage(out, args.live)
+        given = dict(a.split(':=', 1) for a in args.live_arg if ':=' in a)
+        bad = [a for a in args.live_arg if ':=' not in a]
+        if bad:
+            ap.error(f'--live-arg {bad[0]!r}: expected NAME:=VALUE')
+        ok = live_stage(out, args.live, given)
     print(f'figures and bags in {out.resolve()}')
     return 0 if ok else 1
 
 
-def live_stage(out: Path, duration_s: float) -> bool:
+def live_stage(out: Path, duration_s: float, launch_arguments: dict | None = None) -> bool:
     """Case 3 live (:mod:`hil_snare.live`): progress, the comparison figure, and whether it passed its bounds."""
     import os
 
     from hil_snare import live
 
     print(f'== htv_capture live: the snare_capture graph with the lab twin, {duration_s:g} s after the capture command')
-    ports = {'client_ft_port': str(20000 + os.getpid() % 20000), 'servicer_ft_port': str(20001 + os.getpid() % 20000)}
+    ports = {'client_ft_port': str(20000 + os.getpid() % 20000), 'servicer_ft_port': str(20001 + os.getpid() % 20000),
+             **(launch_arguments or {})}
     out.mkdir(parents=True, exist_ok=True)
     run_ = live.run_live(out / 'htv_capture_live', duration_s, ports)
     result = live.compare(run_, load_snare_scenario('htv_capture'), duration_s)
@@ -219,7 +229,13 @@ def live_stage(out: Path, duration_s: float) -> bool:
     print(f'loop lag {1e3 * result.lag_s:.0f} ms (bound {1e3 * live.LAG_BOUND_S:g}), free drift differs by '
           f'{1e3 * result.drift_max_diff_m:.2f} mm (bound {1e3 * live.DRIFT_BOUND_M:g}), first contact '
           f'{result.first_contact_live_s:.2f} s vs {result.first_contact_lockstep_s:.2f} s lockstep, peak wire force '
-          f'{result.peak_force_live_n:.0f} N vs {result.peak_force_lockstep_n:.0f} N; node logs in {out / "htv_capture_live"}')
+          f'{result.peak_force_live_n:.0f} N vs {result.peak_force_lockstep_n:.0f} N, GF section within '
+          f'{1e3 * result.section_max_diff_m:.2f} mm of the lockstep one (bound {1e3 * live.SECTION_BOUND_M:g}); mounts '
+          f'{run_.mount}; node logs in {out / "htv_capture_live"}')
+    if result.stall_sum_n[0] == result.stall_sum_n[0]:
+        print(f'pinch over the last {live.PINCH_WINDOW_S:g} s: wires {result.stall_sum_n[0]:.1f}-{result.stall_sum_n[1]:.1f} N '
+              f'(stall 500 N, bound {live.STALL_BOUND_N:g} N), GF {1e3 * result.pinch_axis_max_m:.2f} mm off the LEE axis '
+              f'(bound {1e3 * live.PINCH_AXIS_BOUND_M:g} mm)')
     if run_.joint_states and len(run_.t_sim) > 1:     # pictures of the run in the twin (hil_snare.pictures)
         from hil_snare.graph import snare_graph
         from hil_snare.pictures import render_live_run

@@ -9,7 +9,8 @@ Nodes (:mod:`hil_snare.lab` has the frames):
 
 * ``lab_twin`` (``use_sim:=true``; :mod:`hil_snare.snare_twin_node`): the MuJoCo lab with the LEE
   mock-up on the KR 120 (``servicer``) and the GF mock-up on the UR10e (``client``) at Table 3's
-  relative pose, the wires between them, both F/T sensors served over RDT/UDP;
+  relative pose, the wires between them (on compliant carriages, ``mounts:=true``: :func:`snare_mount`),
+  both F/T sensors served over RDT/UDP;
 * ``client/ft_sensor``, ``servicer/ft_sensor``: the F/T drivers (tared at start);
 * ``client/motion_table``, ``servicer/motion_table``: each table moves its mock-up's body (the HTV
   CoM, the LEE) relative to where it started;
@@ -43,6 +44,9 @@ SNARE_ARGS = (
     Arg('servo_bandwidth_hz', '10', "position-loop bandwidth of the twin's robots [Hz] (hil_lab_twin ServoConfig)"),
     Arg('ft_cutoff_hz', '50', "the F/T drivers' low-pass cut-off [Hz]"),
     Arg('twin_timestep_s', '0.001', "the lab twin's physics step [s]"),
+    Arg('mounts', 'true', "the twin's wire ring and GF shaft on compliant carriages (hil_snare.mount.CompliantMount); "
+        'the lockstep comparison uses the same', ('true', 'false')),
+    Arg('mount_stiffness_n_per_m', '50000', "each carriage's spring [N/m] (mounts:=true)"),
     Arg('control_rate_hz', '250', 'rate of the two simulations, the tables and the F/T topics [Hz]'),
     READY_TIMEOUT_ARG,
     *RECORD_ARGS,
@@ -67,6 +71,16 @@ def _xyz_rpy(pose) -> list[float]:
     import pinocchio as pin
 
     return [*map(float, pose.translation), *map(float, pin.rpy.matrixToRpy(pose.rotation))]
+
+
+def snare_mount(args: Mapping[str, str]):
+    """The :class:`hil_snare.mount.CompliantMount` of both sides for resolved launch arguments, or ``None``
+    (``mounts:=false``): what the twin steps and what the lockstep comparison (:mod:`hil_snare.live`) steps."""
+    from hil_snare.mount import CompliantMount
+
+    if args['mounts'] != 'true':
+        return None
+    return CompliantMount(stiffness_n_per_m=float_arg(args, 'mount_stiffness_n_per_m', 1e3, 1e7))
 
 
 def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
@@ -98,10 +112,15 @@ def snare_graph(given: Mapping[str, str] | None = None, scenario=None) -> Graph:
         from hil_lab_twin.scene import ServoConfig
 
         servo = ServoConfig(bandwidth_hz=float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0))
+        mount = snare_mount(args)
+        mount_params = {'compliant_mounts': mount is not None}
+        if mount is not None:
+            mount_params.update(mount_stiffness_n_per_m=mount.stiffness_n_per_m, mount_mass_kg=mount.mass_kg,
+                                mount_damping_ratio=mount.damping_ratio)
         lab_nodes = (NodeSpec('hil_snare', 'snare_twin_node', 'lab_twin', parameters={
             'layout': 'config', 'twin_config_yaml': config_to_yaml(lab.snare_twin_config(
                 cfg, layout, servo, timestep=float_arg(args, 'twin_timestep_s', 1e-4, 0.002))),
-            'snare_scenario': str(scenario.source), 'publish_rate_hz': rate, 'publish_wrench': False,
+            'snare_scenario': str(scenario.source), **mount_params, 'publish_rate_hz': rate, 'publish_wrench': False,
             'rdt_ports': [f"{sensors[w]}:{ports[w]}" for w in ('client', 'servicer')],
             # /clock once the F/T drivers passed the step's samples on, so the admittances' timers run on
             # that step's wrenches, as in lockstep (without it they ran one step late now and then, and

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_snare.mount import CompliantMount, MountedWires
 from hil_snare.runner import DEG, HtvCaptureConfig, lee_snare
 from hil_snare.system import Grapple, SnareSystem
 from hil_snare.targets import GF_SHAFT_LENGTH_M, GF_SHAFT_RADIUS_M, htv
-from hil_common.errors import ConfigError
 
 LEE_SENSOR_X_M = -0.20          # the servicer F/T sensor on the LEE axis, LEE frame [m]
 SENSOR_HEIGHT_M = 0.04          # hil_lab_twin.scene.SENSOR_HEIGHT_M: the measuring frame above the flange
@@ -161,87 +161,6 @@ def _site_twist_local(twin, site: str) -> np.ndarray:
     return np.concatenate([res[3:], res[:3]])
 
 
-@dataclass(frozen=True)
-class CompliantMount:
-    """A compliant mount between a mock-up body and what touches the wires (plain Python, SI units).
-
-    A carriage of ``mass_kg`` translates (does not rotate) against its mock-up body on an isotropic
-    spring-damper, ``stiffness_n_per_m`` and ``damping_ratio`` of critical
-    (``d = 2 zeta sqrt(k m)``), at rest where it was built. :class:`SnareWires` takes one for either
-    side: the LEE's wire ring (``lee_mount``: the ring and its wires on a carriage in the LEE mock-up,
-    rest point the wire plane's centre ``(x_wire, 0, 0)`` of the LEE frame) and the GF shaft
-    (``gf_mount``: the shaft on a carriage on the client sensor, rest point the shaft's base, the
-    sensor origin). The carriages are integrated in ``substeps`` per twin step (symplectic Euler,
-    the robots' bodies held at their step-start state): on a light carriage the wire contact
-    (seed 000 Eq. 10, ``dF_s/d delta ~ beta F_s``: 360 kN/m at 167 N) is far stiffer than the
-    twin's step can take explicitly. The robots' bodies then see only the mounts' springs.
-
-    Defaults are **assumptions** (no public figure for the SSRMS LEE's carriage compliance, and the
-    GF mock-up's mount is ours): 50 kN/m a side (25 kN/m in series), 5 kg, critically damped (a 16 Hz
-    mount mode, above the robots' 10 Hz servo, far below the contact's). With 10 kg carriages the
-    twin-alone pinch kept a 10 N limit cycle; with 5 kg it settles. Seed 000 measured its wire
-    law on a wire held by a rigid frame (its Fig. 10), so a real LEE's yield is not in Eqs. 10-11:
-    a mount softens the first contact (lockstep case 3, one such mount on the LEE: peak before 3 s
-    103 N rigid, 91 N at 300 kN/m, 63 N at 50 kN/m, 47 N at 20 kN/m) and leaves the settled pinch
-    as it is. docs/snare.md ("The pinch in the twin") has the measurements.
-    """
-
-    stiffness_n_per_m: float = 50e3
-    mass_kg: float = 5.0
-    damping_ratio: float = 1.0
-    substeps: int = 2
-
-    def __post_init__(self):
-        for name in ('stiffness_n_per_m', 'mass_kg'):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0.0):
-                raise ConfigError(f'CompliantMount.{name} must be > 0, got {v!r}')
-        if not (isinstance(self.damping_ratio, (int, float)) and math.isfinite(self.damping_ratio)
-                and self.damping_ratio >= 0.0):
-            raise ConfigError(f'CompliantMount.damping_ratio must be >= 0, got {self.damping_ratio!r}')
-        if not (isinstance(self.substeps, int) and self.substeps >= 1):
-            raise ConfigError(f'CompliantMount.substeps must be an integer >= 1, got {self.substeps!r}')
-
-    @property
-    def damping_n_s_per_m(self) -> float:
-        return 2.0 * self.damping_ratio * math.sqrt(self.stiffness_n_per_m * self.mass_kg)
-
-
-class _Carriage:
-    """One mount's state: the carriage's point mass at ``p`` with velocity ``v`` (world), its rest point
-    ``rest_in_body`` fixed to the mock-up frame ``B`` (what the wires see is ``B`` moved to the carriage)."""
-
-    def __init__(self, mount: CompliantMount, rest_in_body):
-        self.mount = mount
-        self.rest_in_body = np.asarray(rest_in_body, dtype=float)
-        self.p = None
-        self.v = None
-        self.offset_m = np.zeros(3)          # from the rest point, frame B, at the end of the last step [m]
-
-    def rest(self, pose: pin.SE3, twist) -> tuple[np.ndarray, np.ndarray]:
-        """The rest point (world) and its velocity (world) on the mock-up at ``pose``, body twist ``twist``."""
-        r0 = self.rest_in_body
-        return pose.act(r0), pose.rotation @ (twist[:3] + np.cross(twist[3:], r0))
-
-    def frame(self, pose: pin.SE3, twist, p_rest) -> tuple[pin.SE3, np.ndarray]:
-        """Frame ``B`` moved with the carriage, and its body twist (``B``'s angular velocity)."""
-        rot = pose.rotation
-        moved = pin.SE3(rot, pose.translation + (self.p - p_rest))
-        w_b = np.asarray(twist[3:])
-        return moved, np.concatenate([rot.T @ self.v - np.cross(w_b, self.rest_in_body), w_b])
-
-    def substep(self, h: float, rot, wrench_on_frame, p_rest, v_rest) -> tuple[np.ndarray, np.ndarray]:
-        """Advance by ``h`` under the wires' wrench on the moved frame (its axes, about its origin).
-        Returns the mount's force on the carriage and the wires' couple about the carriage (world)."""
-        m = self.mount
-        f_w = rot @ wrench_on_frame[:3]
-        f_m = -m.stiffness_n_per_m * (self.p - p_rest) - m.damping_n_s_per_m * (self.v - v_rest)
-        couple = rot @ (wrench_on_frame[3:] - np.cross(self.rest_in_body, wrench_on_frame[:3]))
-        self.v = self.v + h * (f_w + f_m) / m.mass_kg
-        self.p = self.p + h * self.v
-        return f_m, couple
-
-
 class SnareWires:
     """The LEE's wires between the twin's two mock-ups (seed 000 Eqs. 10-12, the drive of Table 3).
 
@@ -268,14 +187,19 @@ class SnareWires:
         self.wrench_on_gf_sensor = np.zeros(6)      # last applied: on the GF mock-up, sensor frame, about its origin
         self.wrench_on_lee = np.zeros(6)            # and on the LEE mock-up, LEE frame, about its origin
         self.normal_force_n = np.zeros(self.system.wires.n_wires)
-        # the carriages: (LEE side, rest at the wire plane's centre; GF side, rest at the shaft's base)
-        self.carriages = (None if lee_mount is None else _Carriage(lee_mount, (self.system.wires.x_wire_m, 0.0, 0.0)),
-                          None if gf_mount is None else _Carriage(gf_mount, (0.0, 0.0, 0.0)))
+        # the carriages (hil_snare.mount): LEE side, rest at the wire plane's centre; GF side, rest at the shaft's base
+        self.mounts = (None if lee_mount is None and gf_mount is None
+                       else MountedWires(self.system, lee_mount, gf_mount, (0.0, 0.0, 0.0)))
         self._bodies = None
 
     @property
     def mounted(self) -> bool:
-        return any(c is not None for c in self.carriages)
+        return self.mounts is not None
+
+    @property
+    def carriages(self):
+        """``(LEE side, GF side)``: each a :class:`hil_snare.mount.Carriage` or ``None``."""
+        return (None, None) if self.mounts is None else self.mounts.carriages
 
     def _init(self, twin) -> None:
         import mujoco
@@ -285,10 +209,9 @@ class SnareWires:
                              for ns in (self.layout.lee_ns, self.layout.gf_ns))
         if min(self._bodies) < 0:
             raise KeyError('the twin has no bare F/T sensor bodies for the LEE and GF mock-ups (payload none)')
-        pose_lee, twist_lee, pose_gs, twist_gs = self.mockup_states(twin)
-        for carriage, pose, twist in zip(self.carriages, (pose_lee, pose_gs), (twist_lee, twist_gs)):
-            if carriage is not None:
-                carriage.p, carriage.v = carriage.rest(pose, twist)
+        if self.mounts is not None:
+            pose_lee, twist_lee, pose_gs, twist_gs = self.mockup_states(twin)
+            self.mounts.start((pose_lee, pose_gs), (twist_lee, twist_gs))
 
     def mockup_states(self, twin):
         """``(pose_lee, twist_lee, pose_gf_sensor, twist_gf_sensor)``: world poses, body twists."""
@@ -305,11 +228,8 @@ class SnareWires:
 
         With mounts: the shaft and the wire plane where their carriages are (at the end of the last step)."""
         pose_lee, _, pose_gs, _ = self.mockup_states(twin)
-        lee, gf = self.carriages
-        if lee is not None and lee.p is not None:
-            pose_lee = pin.SE3(pose_lee.rotation, pose_lee.translation + pose_lee.rotation @ lee.offset_m)
-        if gf is not None and gf.p is not None:
-            pose_gs = pin.SE3(pose_gs.rotation, pose_gs.translation + pose_gs.rotation @ gf.offset_m)
+        if self.mounts is not None:
+            pose_lee, pose_gs = self.mounts.moved((pose_lee, pose_gs))
         p_lee, _, in_shaft = self.system.grapple_section(pose_lee, pose_gs)
         return p_lee, in_shaft
 
@@ -317,8 +237,9 @@ class SnareWires:
         if self._bodies is None:
             self._init(twin)
         pose_lee, twist_lee, pose_gs, twist_gs = self.mockup_states(twin)
-        if self.mounted:
-            w_lee, w_gf = self._mounted(twin.dt, (pose_lee, pose_gs), (twist_lee, twist_gs))
+        if self.mounts is not None:
+            w_lee, w_gf, self.theta_dot = self.mounts.step(twin.dt, self.theta, (pose_lee, pose_gs),
+                                                           (twist_lee, twist_gs))
         else:
             w_gf, w_lee, self.theta_dot = self.system.wrenches(self.theta, pose_lee, twist_lee, pose_gs, twist_gs,
                                                                record=True)
@@ -332,66 +253,6 @@ class SnareWires:
             tau = pose.rotation @ w[3:] + np.cross(pose.translation - d.xipos[body], f)
             d.xfrc_applied[body, :3] = f
             d.xfrc_applied[body, 3:] = tau
-
-    #: at most this many carriage substeps per twin step
-    MAX_SUBSTEPS = 64
-
-    def substeps(self, dt_s: float) -> int:
-        """Carriage substeps for the next twin step: at least each mount's ``substeps``, and enough that,
-        at the last step's wire forces, the explicit update neither overshoots the regularised friction
-        (Eq. 12, a damper ``mu F_n / v_eps`` at rest: ``h c / m <= 1``) nor the contact's stiffness
-        (Eq. 10, ``dF_s/d delta ~ beta F_s + gamma``: ``omega h <= 0.5``), ``m`` the carriages' reduced
-        mass (a robot's body counts as rigid within a step)."""
-        mounts = [c.mount for c in self.carriages if c is not None]
-        m_red = 1.0 / sum(1.0 / m.mass_kg for m in mounts)
-        law = self.system.law
-        f_total = float(self.normal_force_n.sum())
-        c_friction = law.mu * f_total / law.v_eps_mps
-        k_contact = law.beta_per_m * f_total + self.system.wires.n_wires * law.gamma_n_per_m
-        n = max(max(m.substeps for m in mounts), math.ceil(dt_s * c_friction / m_red),
-                math.ceil(2.0 * dt_s * math.sqrt(k_contact / m_red)))
-        return min(n, self.MAX_SUBSTEPS)
-
-    def _mounted(self, dt_s: float, poses, twists):
-        """The wires over one twin step with the carriages: ``(wrench on the LEE mock-up, LEE frame, about
-        its origin; on the GF mock-up, sensor frame, about its origin)``, each the mean over the
-        substeps (the impulse the step passes on).
-
-        Each carriage (a point mass ``m`` at ``p``, world) obeys ``m p'' = f_w + f_m``,
-        ``f_m = -K (p - p_r) - D (p' - p_r')``, ``p_r`` its rest point on the mock-up body, ``f_w`` the
-        wires' force on it (seed 000 Eqs. 10-12 by :meth:`hil_snare.system.SnareSystem.wrenches`
-        between the two frames moved with their carriages). The mock-up body receives ``-f_m`` at
-        the carriage and the wires' couple about it; an unmounted side receives the wires' wrench.
-        """
-        n = self.substeps(dt_s)
-        h = dt_s / n
-        rests = [None if c is None else c.rest(pose, tw) for c, pose, tw in zip(self.carriages, poses, twists)]
-        totals = [np.zeros(6), np.zeros(6)]      # on each body: world force, world moment about the body frame's origin
-        theta_dot = 0.0
-        for _ in range(n):
-            frames = []
-            for c, pose, tw, rest in zip(self.carriages, poses, twists, rests):
-                frames.append((pose, tw) if c is None else c.frame(pose, tw, rest[0]))
-            (pose_l, tw_l), (pose_g, tw_g) = frames
-            w_g, w_l, td = self.system.wrenches(self.theta, pose_l, tw_l, pose_g, tw_g, record=True)
-            theta_dot += td
-            for c, pose, rest, w, moved, total in zip(self.carriages, poses, rests, (w_l, w_g), (pose_l, pose_g), totals):
-                rot = pose.rotation
-                if c is None:
-                    f = rot @ w[:3]
-                    total[:3] += f
-                    total[3:] += rot @ w[3:]
-                else:
-                    p_before = c.p
-                    f_m, couple = c.substep(h, rot, w, *rest)
-                    total[:3] -= f_m
-                    total[3:] += couple + np.cross(0.5 * (p_before + c.p) - pose.translation, -f_m)
-        self.theta_dot = theta_dot / n
-        for c, pose, rest in zip(self.carriages, poses, rests):
-            if c is not None:
-                c.offset_m = pose.rotation.T @ (c.p - rest[0])
-        return tuple(np.concatenate([pose.rotation.T @ t[:3], pose.rotation.T @ t[3:]]) / n
-                     for pose, t in zip(poses, totals))
 
     def start_drive(self) -> None:
         """The LEE's capture command: the ring turns the wires closed (seed 000 Table 3's tightening)."""

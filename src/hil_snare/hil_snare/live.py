@@ -27,6 +27,24 @@ FIRST_CONTACT_BOUND_S = 0.3
 #: The robots' start from rest (a wobble of the KR 120 carrying the LEE, 0.6 m from the wire
 #: plane: 1.3 mm at the section) is left out of the drift comparison.
 START_TRANSIENT_S = 0.3
+#: Through the contacts the live GF section follows the lockstep one (both where the mounts' carriages
+#: put the shaft and the wire ring) within this, on the lockstep's clock (measured 1.1 mm with the mounts).
+SECTION_BOUND_M = 3e-3
+#: The live peak wire force at most this times the lockstep's over the same time (measured 1.09 with the
+#: mounts through the pinch, 1.26 without them over the first contact).
+PEAK_FORCE_RATIO_BOUND = 1.5
+#: The pinch is judged when a run lasts this long after the capture command (lockstep, mounts or not: the
+#: wires' sum passes 450 N at 4.0 s and stays within 2 N of the 500 N stall from 4.3 s) ...
+PINCH_SETTLED_S = 5.0
+#: ... over the run's last PINCH_WINDOW_S: the wires' sum within STALL_BOUND_N of the drive's stall force and
+#: the GF section within PINCH_AXIS_BOUND_M of the LEE axis; and no wire above MAX_WIRE_FORCE_N, ever
+#: (measured live with the mounts, 5.0-5.5 s: 499.7-505.8 N, 0.10 mm; peak 245 N).
+PINCH_WINDOW_S = 0.5
+STALL_BOUND_N = 15.0
+PINCH_AXIS_BOUND_M = 1e-3
+MAX_WIRE_FORCE_N = 400.0
+#: A live run through the pinch: the test's and the demo's default
+PINCH_RUN_S = 5.5
 
 @dataclass
 class LiveRun:
@@ -40,6 +58,7 @@ class LiveRun:
     node_results: list = field(default_factory=list)
     stages_ready_s: dict = field(default_factory=dict)
     joint_states: dict = field(default_factory=dict)   # robot namespace: (stamps [s, simulated], positions (n, dof))
+    mount: object = None               # the twin's CompliantMount of both sides (None: the wires fixed), hil_snare.graph.snare_mount
 
 
 @dataclass
@@ -55,13 +74,19 @@ class Comparison:
     peak_force_lockstep_n: float
     lockstep: dict
     live: dict
+    section_max_diff_m: float = float('nan')      # live vs lockstep GF section, from the capture command on
+    stall_sum_n: tuple = (float('nan'), float('nan'))   # the wires' sum over the last PINCH_WINDOW_S (min, max)
+    pinch_axis_max_m: float = float('nan')        # GF section from the LEE axis over the last PINCH_WINDOW_S
 
 
-def lockstep_reference(scenario, duration_s: float, dt_s: float = 4e-3):
-    """The lockstep run of case 3 over ``duration_s``: ``(t, section y-z, wire forces)``."""
-    from hil_snare.runner import run
+def lockstep_reference(scenario, duration_s: float, dt_s: float = 4e-3, mount=None):
+    """The lockstep run of case 3 over ``duration_s``: ``(t, section y-z, wire forces)``; with ``mount`` (a
+    :class:`hil_snare.mount.CompliantMount`) on both sides, as the twin has it."""
+    import dataclasses
 
-    system, ctrl, poses, x = scenario.build()
+    from hil_snare.runner import build_htv_capture, run
+
+    system, ctrl, poses, x = build_htv_capture(dataclasses.replace(scenario.config, lee_mount=mount, gf_mount=mount))
     trace, _, _ = run(system, ctrl, poses, x, duration_s, dt_s, scenario.control_period_s, record_every=5)
     a = trace.arrays()
     return a['t'], a['rel_position_m'], a['normal_force_n'], system.grapple.radius_m
@@ -85,9 +110,13 @@ def compare(live: LiveRun, scenario, duration_s: float) -> Comparison:
     relative motion follows the servicer side's command through the loop's delays; that lag is
     fitted to the free drift after the tables' start transient (searched over 0-0.2 s) and bounded.
     Checked: the lag, the free drift after it, the first contact's time, and that the twin ran
-    ``duration_s``. The wires' ring angle is not shifted by the lag (the drive starts at once).
+    ``duration_s``; the GF section against the lockstep's through the run (:data:`SECTION_BOUND_M`), the peak
+    wire force (:data:`PEAK_FORCE_RATIO_BOUND`, :data:`MAX_WIRE_FORCE_N`) and, for a run past
+    :data:`PINCH_SETTLED_S`, the pinch over its last :data:`PINCH_WINDOW_S`: the wires' sum at the drive's stall
+    (:data:`STALL_BOUND_N`), the GF on the LEE axis (:data:`PINCH_AXIS_BOUND_M`). The lockstep run has the
+    live twin's mounts (``live.mount``). The wires' ring angle is not shifted by the lag (the drive starts at once).
     """
-    t_l, p_l, f_l, _ = lockstep_reference(scenario, duration_s + 0.5)
+    t_l, p_l, f_l, _ = lockstep_reference(scenario, duration_s + 0.5, mount=live.mount)
     problems = list(live.problems)
     ok_rows = np.isfinite(live.section_m).all(axis=1)
     t_h, p_h, f_h = live.t_sim[ok_rows], live.section_m[ok_rows], live.wire_force_n[ok_rows]
@@ -123,10 +152,31 @@ def compare(live: LiveRun, scenario, duration_s: float) -> Comparison:
     if th.max() < duration_s - 0.05:
         problems.append(f'the twin ran {th.max():.2f} s of the {duration_s:g} s asked for')
     until = t_l <= th.max()
-    return Comparison(not problems, problems, float(t0), lag, drift_diff, contact_h, contact_l,
-                      float(f_h.max()), float(f_l[until].max()),
+    peak_h, peak_l = float(f_h.max()), float(f_l[until].max())
+    if not peak_h <= PEAK_FORCE_RATIO_BOUND * peak_l:
+        problems.append(f'peak wire force {peak_h:.0f} N, lockstep {peak_l:.0f} N (bound {PEAK_FORCE_RATIO_BOUND:g}x)')
+    if not peak_h <= MAX_WIRE_FORCE_N:
+        problems.append(f'a wire carried {peak_h:.0f} N (bound {MAX_WIRE_FORCE_N:g} N)')
+    after = (th >= 0.0) & (th <= t_l[-1])
+    section_diff = float(np.max(np.hypot(*(p_h[after, k] - np.interp(th[after], t_l, p_l[:, k]) for k in (1, 2)))))
+    if not section_diff <= SECTION_BOUND_M:
+        problems.append(f'the GF section differs from the lockstep one by {section_diff * 1e3:.2f} mm '
+                        f'(bound {SECTION_BOUND_M * 1e3:g} mm)')
+    stall, axis = (float('nan'), float('nan')), float('nan')
+    if duration_s >= PINCH_SETTLED_S:
+        window = th >= th.max() - PINCH_WINDOW_S
+        total = f_h[window].sum(axis=1)
+        stall = (float(total.min()), float(total.max()))
+        axis = float(np.hypot(p_h[window, 1], p_h[window, 2]).max())
+        stall_n = scenario.config.stall_force_n
+        if not np.all(np.abs(total - stall_n) <= STALL_BOUND_N):
+            problems.append(f'the wires pinch with {stall[0]:.0f}-{stall[1]:.0f} N over the last {PINCH_WINDOW_S:g} s, '
+                            f'not the drive\'s {stall_n:g} N stall (bound {STALL_BOUND_N:g} N)')
+        if not axis <= PINCH_AXIS_BOUND_M:
+            problems.append(f'the pinched GF is {axis * 1e3:.2f} mm off the LEE axis (bound {PINCH_AXIS_BOUND_M * 1e3:g} mm)')
+    return Comparison(not problems, problems, float(t0), lag, drift_diff, contact_h, contact_l, peak_h, peak_l,
                       {'t': t_l, 'section_m': p_l, 'wire_force_n': f_l},
-                      {'t': th, 'section_m': p_h, 'wire_force_n': f_h})
+                      {'t': th, 'section_m': p_h, 'wire_force_n': f_h}, section_diff, stall, axis)
 
 
 def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, say=print,
@@ -139,9 +189,11 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
 
     from hil_bringup.graph_runner import GraphStartError, RunningGraph
     from hil_common.ros_testing import test_node
-    from hil_snare.graph import snare_graph
+    from hil_bringup.graphs import resolve_arguments
+    from hil_snare.graph import SNARE_ARGS, snare_graph, snare_mount
 
     graph = snare_graph(launch_arguments or {})
+    mount = snare_mount(resolve_arguments(SNARE_ARGS, launch_arguments or {}))
     rows, counts, problems = [], {'client/ft/wrench': 0, 'servicer/ft/wrench': 0}, []
     running = RunningGraph(graph, Path(workdir), say=say)
     with test_node('snare_live_probe') as (node, executor):
@@ -205,7 +257,7 @@ def run_live(workdir, duration_s: float, launch_arguments: dict | None = None, s
     recorded = {ns: (np.array([t for t, _ in store]), np.array([q for _, q in store])) for ns, store in joints.items()
                 if store}
     return LiveRun(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5] > 0.5, a[:, 6:9], counts, problems, results,
-                   dict(running.ready_s), recorded)
+                   dict(running.ready_s), recorded, mount)
 
 
 def plot_comparison(result: Comparison, path) -> Path:

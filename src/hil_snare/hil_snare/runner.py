@@ -21,6 +21,7 @@ from hil_snare.contact import LooseWireLaw, SnareWireLaw
 from hil_snare.control import CameraFrameController
 from hil_snare.geometry import LeeSnare, SingleWire, closest_on_polyline
 from hil_snare.joints import BandedJoint, SsrmsGearbox
+from hil_snare.mount import CompliantMount
 from hil_snare.system import ArmConfig, SnareSystem
 from hil_snare.targets import air_table_target, htv, payload_500kg
 
@@ -63,6 +64,10 @@ class HtvCaptureConfig:
     control_period_s: float = 0.01
     duration_s: float = 10.0
     require_inside: bool = True
+    # compliant mounts of the wire ring (in the LEE) and of the GF shaft (on the HTV), hil_snare.mount;
+    # None: the wires and the shaft fixed to their bodies (seed 000's model)
+    lee_mount: CompliantMount | None = None
+    gf_mount: CompliantMount | None = None
 
 
 def corner_position(snare: LeeSnare, radius_m: float, gap_m: float, corner_deg: float = 95.0) -> np.ndarray:
@@ -99,7 +104,7 @@ def build_htv_capture(cfg: HtvCaptureConfig):
     arm = ArmConfig(SSRMS_TABLE1, cfg.gearbox, cfg.motor_inertia_kgm2, cfg.motor_damping_nms_per_rad)
     snare = lee_snare(cfg)
     body, grapple, pose_gf_in_htv = htv()
-    system = SnareSystem(body, grapple, snare, cfg.law, arm)
+    system = SnareSystem(body, grapple, snare, cfg.law, arm, lee_mount=cfg.lee_mount, gf_mount=cfg.gf_mount)
     q0 = np.asarray(cfg.joints_deg, dtype=float) * DEG
     pin.framesForwardKinematics(system.model, system.data, q0)
     jac = pin.computeFrameJacobian(system.model, system.data, q0, system.frame_id, pin.LOCAL)
@@ -144,12 +149,14 @@ class Trace:
 
 
 def relative_state(system: SnareSystem, t, poses, x):
+    """The GF section in the LEE frame, its velocity relative to the LEE, and whether the shaft reaches the
+    wire plane; with mounts, where the carriages put the wire ring and the shaft (the bodies' velocities)."""
     q, v, _, _, vt = system.split(x)
-    pose_lee, twist_lee = system.lee_pose_and_twist(poses, q, v)
-    p_lee, p_tgt, in_shaft = system.grapple_section(pose_lee, poses[0])
+    pose_lee, twist_lee, pose_t = system.mounted_frames(poses, q, v)
+    p_lee, p_tgt, in_shaft = system.grapple_section(pose_lee, pose_t)
     if p_lee is None:
         return np.full(3, np.nan), np.full(3, np.nan), False
-    v_rel = system.relative_point_velocity(pose_lee, twist_lee, p_lee, poses[0], vt, p_tgt)
+    v_rel = system.relative_point_velocity(pose_lee, twist_lee, p_lee, pose_t, vt, p_tgt)
     return p_lee, v_rel, in_shaft
 
 
@@ -168,10 +175,13 @@ def run(system: SnareSystem, ctrl, poses, x, duration_s: float, dt_s: float, con
             p, vr, in_shaft = relative_state(system, t, poses, x)
             if not in_shaft:
                 p = np.full(3, np.nan)
-            system.derivative(t, poses, x, record=True)
-            f = np.zeros(system.wires.n_wires)
-            for c in system.contacts:
-                f[c.wire] += c.normal_force_n
+            if system.mounts is not None:       # the wires' forces on the carriages at the last step
+                f = system.mounts.normal_force_n.copy()
+            else:
+                system.derivative(t, poses, x, record=True)
+                f = np.zeros(system.wires.n_wires)
+                for c in system.contacts:
+                    f[c.wire] += c.normal_force_n
             trace.t.append(t)
             trace.rel_position_m.append(p)
             trace.rel_velocity_mps.append(vr)

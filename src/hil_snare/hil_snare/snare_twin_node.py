@@ -7,7 +7,9 @@ between the LEE mock-up (robot ``servicer``) and the GF mock-up (robot ``client`
 F/T sensors measure it and the real F/T drivers read it. Give it the twin of
 :func:`hil_snare.lab.snare_twin_config` (``layout: config``, ``twin_config_yaml``).
 
-Extra parameter ``snare_scenario`` (the wires' law, geometry and drive). Extra input
+Extra parameters ``snare_scenario`` (the wires' law, geometry and drive) and the compliant mounts of
+the wire ring and the GF shaft (``compliant_mounts``, ``mount_*``: :class:`hil_snare.mount.CompliantMount`
+on both sides; docs/snare.md, "The pinch in the twin"). Extra input
 ``servicer/lee/capture_cmd`` (std_msgs/Bool, transient local): true starts the snare drive. Extra output
 ``snare/twin_state`` (std_msgs/Float64MultiArray, at ``publish_rate_hz``): the twin's ground truth,
 ``[t_sim, theta, x, y, z, in_shaft, F_1, F_2, F_3]`` (once per new simulated instant, polled at twice
@@ -24,14 +26,24 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import Bool, Float64MultiArray
 
+from hil_common.errors import ConfigError
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_lab_twin.lab_twin_node import PARAMS as LAB_TWIN_PARAMS
 from hil_lab_twin.lab_twin_node import LabTwinNode
+from hil_snare.mount import CompliantMount
 
+_MOUNT = CompliantMount()      # the defaults (assumptions, hil_snare.mount)
 SNARE_PARAMS = [
     Param('snare_scenario', 'htv_capture', 'Snare scenario (name or YAML path) whose wires the twin puts between '
           'its LEE and GF mock-ups (hil_snare.scenario)'),
+    Param('compliant_mounts', True, 'Put the wire ring and the GF shaft on compliant carriages in their mock-ups '
+          '(hil_snare.mount.CompliantMount, one each side); false: the wires fixed to the mock-ups'),
+    Param('mount_stiffness_n_per_m', _MOUNT.stiffness_n_per_m, "Each carriage's isotropic spring [N/m] "
+          '(compliant_mounts)', min=1e3, max=1e7),
+    Param('mount_mass_kg', _MOUNT.mass_kg, "Each carriage's mass [kg] (compliant_mounts)", min=0.1, max=100.0),
+    Param('mount_damping_ratio', _MOUNT.damping_ratio, "Each carriage's damping, a fraction of critical [-] "
+          '(compliant_mounts)', min=0.0, max=10.0),
 ]
 
 
@@ -69,7 +81,14 @@ class SnareTwinNode(LabTwinNode, _SnareParameters):
             raise ParameterError(f"parameter 'snare_scenario': {exc}") from None
         if scenario.kind != 'htv_capture':
             raise ParameterError(f"parameter 'snare_scenario': kind {scenario.kind!r} has no LEE; need htv_capture")
-        self.wires = SnareWires(scenario.config)
+        mount = None
+        if self.snare_p.compliant_mounts:
+            try:
+                mount = CompliantMount(self.snare_p.mount_stiffness_n_per_m, self.snare_p.mount_mass_kg,
+                                       self.snare_p.mount_damping_ratio)
+            except ConfigError as exc:
+                raise ParameterError(f"parameters 'mount_*': {exc}") from None
+        self.wires = SnareWires(scenario.config, lee_mount=mount, gf_mount=mount)
         self.snare_lab = SnareLab(twin, self.wires)
         return self.snare_lab
 

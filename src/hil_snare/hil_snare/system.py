@@ -27,6 +27,7 @@ from hil_dynamics.lie_integrators import rkmk4_step
 from hil_dynamics.rigid_body import RigidBody
 from hil_snare.arms import ArmSpec, build_model
 from hil_snare.contact import friction_gain
+from hil_snare.mount import CompliantMount, MountedWires
 from hil_common.errors import ConfigError
 
 
@@ -97,7 +98,8 @@ class SnareSystem:
         return pose_lee.rotation.T @ (v_tgt_world - v_lee_world)
 
     def __init__(self, target: RigidBody, grapple: Grapple, wires, law, arm: ArmConfig | None = None,
-                 pose_wires_in_world: pin.SE3 | None = None):
+                 pose_wires_in_world: pin.SE3 | None = None, lee_mount: CompliantMount | None = None,
+                 gf_mount: CompliantMount | None = None):
         self.target = target
         self.grapple = grapple
         self.wires = wires
@@ -125,6 +127,11 @@ class SnareSystem:
             self.n = 0
             self.nv = 0
         self.nx = self.n + self.nv + 2 * self.n + 6 + 1    # last: the snare ring angle theta
+        # compliant mounts of the wire ring and the GF shaft (hil_snare.mount, the lab twin's own law):
+        # the carriages are stepped in substeps before each step, their reactions held over it
+        self.mounts = (None if lee_mount is None and gf_mount is None
+                       else MountedWires(self, lee_mount, gf_mount, self._g_base))
+        self._held = None          # (wrench on the target, on the LEE, theta_dot) over the present step
 
     # ---- state layout -------------------------------------------------------------------
     def split(self, x):
@@ -248,8 +255,11 @@ class SnareSystem:
     def derivative(self, t, poses, x, record=False):
         q, v, qm, vm, vt = self.split(x)
         pose_t = poses[0]
-        pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
-        wrench_t, wrench_lee, theta_dot = self.wrenches(x[-1], pose_lee, twist_lee, pose_t, vt, record)
+        if self._held is not None:      # with mounts: the carriages' reactions over the step
+            wrench_t, wrench_lee, theta_dot = self._held
+        else:
+            pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
+            wrench_t, wrench_lee, theta_dot = self.wrenches(x[-1], pose_lee, twist_lee, pose_t, vt, record)
         tau_ext = np.zeros(self.nv)
         if self.arm is not None and wrench_lee.any():
             jac = pin.computeFrameJacobian(self.model, self.data, self.q_full(poses, q), self.frame_id, pin.LOCAL)
@@ -276,7 +286,27 @@ class SnareSystem:
         return np.asarray(twists), x_dot
 
     def step(self, t, dt, poses, x):
-        return rkmk4_step(t, dt, poses, x, self.derivative)
+        if self.mounts is None:
+            return rkmk4_step(t, dt, poses, x, self.derivative)
+        # the lab twin's splitting (hil_snare.mount): the carriages over the step with the LEE and the
+        # target held at the step's start, then the arm and the target under the carriages' mean reactions
+        q, v, _, _, vt = self.split(x)
+        pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
+        w_lee, w_t, theta_dot = self.mounts.step(dt, x[-1], (pose_lee, poses[0]), (twist_lee, vt))
+        self._held = (w_t, w_lee, theta_dot)
+        try:
+            return rkmk4_step(t, dt, poses, x, self.derivative)
+        finally:
+            self._held = None
+
+    def mounted_frames(self, poses, q, v):
+        """``(pose_lee, twist_lee, pose_target)``: the LEE and the target, each moved by its carriage's offset
+        (at the end of the last step) when it has a mount (what the wires touch)."""
+        pose_lee, twist_lee = self.lee_pose_and_twist(poses, q, v)
+        pose_t = poses[0]
+        if self.mounts is not None:
+            pose_lee, pose_t = self.mounts.moved((pose_lee, pose_t))
+        return pose_lee, twist_lee, pose_t
 
     # ---- invariants ---------------------------------------------------------------------------
     def energy(self, t, poses, x) -> float:
@@ -289,8 +319,11 @@ class SnareSystem:
             mass = np.triu(mass) + np.triu(mass, 1).T
             e += 0.5 * float(v @ mass @ v) + 0.5 * self.arm.motor_inertia_kgm2 * float(vm @ vm)
             e += self.arm.joint_law.energy(qm - q)
-        pose_lee, _ = self.lee_pose_and_twist(poses, q, v)
-        p_lee, _, in_shaft = self.grapple_section(pose_lee, poses[0])
+        pose_lee, twist_lee, pose_t = self.mounted_frames(poses, q, v)
+        if self.mounts is not None:     # the carriages' kinetic energy and their springs
+            bodies = (self.lee_pose_and_twist(poses, q, v), (poses[0], vt))
+            e += sum(c.energy(*b) for c, b in zip(self.mounts.carriages, bodies) if c is not None)
+        p_lee, _, in_shaft = self.grapple_section(pose_lee, pose_t)
         if in_shaft:
             for h in self.wires.hits(x[-1], p_lee[1:], self.grapple.radius_m):
                 e += self.law.potential(self.grapple.radius_m - h.distance_m)
@@ -303,4 +336,6 @@ class SnareSystem:
         if self.arm is not None:
             pin.computeCentroidalMomentum(self.model, self.data, self.q_full(poses, q), v)
             p = p + self.data.hg.linear
+        if self.mounts is not None:
+            p = p + sum(c.mount.mass_kg * c.v for c in self.mounts.carriages if c is not None and c.v is not None)
         return p

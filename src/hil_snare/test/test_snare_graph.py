@@ -20,17 +20,19 @@ import pinocchio as pin
 import pytest
 from ament_index_python.packages import get_package_prefix, get_package_share_directory
 
-from hil_bringup.graphs import GraphError
+from hil_bringup.graphs import GraphError, resolve_arguments
 from hil_common.params import validate
 from hil_snare import lab
-from hil_snare.graph import SNARE_ARGS, snare_graph
+from hil_snare.graph import SNARE_ARGS, snare_graph, snare_mount
 from hil_snare.runner import HtvCaptureConfig
 
 LAUNCH = Path(__file__).resolve().parents[1] / 'launch' / 'snare_capture.launch.py'
 SCHEMAS = {'snare_twin_node': 'hil_snare.snare_twin_node', 'snare_servicer_node': 'hil_snare.snare_servicer_node',
            'client_admittance_node': 'hil_admittance.client_admittance_node', 'ft_sensor_node': 'hil_sensors.ft_driver',
            'motion_table_node': 'hil_motion_table.motion_table_node'}
-VARIANTS = [dict(zip(('use_sim', 'lab_clock'), c)) for c in itertools.product(('true', 'false'), ('auto', 'wall'))]
+VARIANTS = [dict(zip(('use_sim', 'lab_clock'), c)) for c in itertools.product(('true', 'false'), ('auto', 'wall'))] + [
+    {'use_sim': 'true', 'lab_clock': 'auto', 'mounts': 'false'},
+    {'use_sim': 'true', 'lab_clock': 'auto', 'mounts': 'true', 'mount_stiffness_n_per_m': '20000'}]
 
 
 def test_the_launch_file_is_installed_and_thin_over_the_one_graph_definition():
@@ -64,12 +66,20 @@ def test_every_node_resolves_and_accepts_its_parameters(given):
             ft = graph.node(f'/{who}/ft_sensor').parameters
             assert f"{ft['sensor_frame']}:{ft['sensor_port']}" in twin['rdt_ports']
         assert graph.node('/client_admittance').parameters['wrench_frame_id'] == 'client_ft'
+        # the twin's mounts are the graph's (what the live comparison's lockstep run steps)
+        mount = snare_mount(resolve_arguments(SNARE_ARGS, given))
+        assert twin['compliant_mounts'] is (given.get('mounts', 'true') == 'true') is (mount is not None)
+        if mount is not None:
+            assert (twin['mount_stiffness_n_per_m'], twin['mount_mass_kg'], twin['mount_damping_ratio']) == (
+                mount.stiffness_n_per_m, mount.mass_kg, mount.damping_ratio)
+            assert mount.stiffness_n_per_m == float(given.get('mount_stiffness_n_per_m', 50e3))
 
 
 @pytest.mark.parametrize('given, named', [
     ({'scenario': 'jemrms_capture'}, 'scenario'), ({'client_ft_port': '49153'}, 'client_ft_port'),
     ({'use_sim': 'false', 'lab_clock': 'simulated'}, 'lab_clock'), ({'control_rate_hz': '5'}, 'control_rate_hz'),
-    ({'wires': 'on'}, 'wires'), ({'scenario': 'htv_case_study'}, 'case study'),
+    ({'wires': 'on'}, 'wires'), ({'scenario': 'htv_case_study'}, 'case study'), ({'mounts': 'yes'}, 'mounts'),
+    ({'mount_stiffness_n_per_m': '10'}, 'mount_stiffness_n_per_m'),
 ])
 def test_bad_launch_arguments_are_refused_naming_them(given, named):
     with pytest.raises(GraphError, match=named):
