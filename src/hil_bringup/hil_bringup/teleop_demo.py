@@ -37,6 +37,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -183,7 +184,8 @@ def node_of_parameter_key(key: str) -> str:
 
 def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = None,
               overrides: dict | None = None, sim: str = 'contact', rate_hz: float | None = None,
-              progress=None, lab_clock: str = 'auto', wall_budget_s: float | None = None) -> dict:
+              progress=None, lab_clock: str = 'auto', wall_budget_s: float | None = None,
+              until: Callable[[dict], bool] | None = None) -> dict:
     """Run the graph of ``massive_payload_teleop.launch.py sim:=true|contact`` (``sim`` ``'twin'`` or
     ``'contact'``) for ``duration_s`` from the teleop master's first step (the operator's time zero);
     record :data:`RECORDED` (to ``bag`` as MCAP).
@@ -191,7 +193,10 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
     With the twin on its simulated clock (``sim='twin'``, launch argument ``lab_clock`` ``'auto'`` or
     ``'simulated'``) the run lasts ``duration_s`` of the twin's simulated time (``/clock``), however
     long that takes, within ``wall_budget_s`` of wall time (default ``max(120, 20 duration_s)``), and
-    the receive times are simulated times; otherwise it lasts ``duration_s`` of wall time.
+    the receive times are simulated times; otherwise it lasts ``duration_s`` of wall time. With
+    ``until(data)`` it also lasts until that holds (within ``wall_budget_s``): on the wall clock a node that
+    counts its own time in timer ticks falls behind on a busy machine, and a check of its state at a
+    time of its own waits for it to get there.
 
     Returns ``{topic: [(receive_time_ns, message), ...]}``, the nodes' output under ``'_outputs'`` and
     the clock's account under ``'_lab_clock'``: ``simulated``, ``seconds`` (the run's duration on the
@@ -252,7 +257,7 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
             if not spin_until(executor, lambda: bool(data['teleop/f_m']) or bool(running.dead()), 60.0):
                 raise StartError('the teleop master published nothing within 60 s of its start')
             start, wall_start = lab_s(), time.monotonic()
-            while lab_s() - start < duration_s:
+            while lab_s() - start < duration_s or (until is not None and not until(data)):
                 if time.monotonic() - wall_start > wall_budget_s or running.dead():
                     break
                 step_end = min(start + duration_s, lab_s() + 1.0)

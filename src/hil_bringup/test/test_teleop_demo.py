@@ -136,6 +136,8 @@ def test_ros_graph_closes_the_loop_through_the_payload_admittance_and_records_mc
     The payload admittance node integrates one dt per timer tick (no catch-up), so on an
     overloaded host its simulated time runs slow and the payload moves less; what holds
     regardless is asserted: it was pulled forward, came to rest, and stays gripped to the slave.
+    The run lasts until the payload has run 16 s of its own time (1600 ticks, one pose each): on a
+    busy machine it had not yet come to rest by 16 s of wall time (0.15 mm in its last 0.2 s).
     """
     from rosbags.rosbag2 import Reader
 
@@ -149,7 +151,8 @@ def test_ros_graph_closes_the_loop_through_the_payload_admittance_and_records_mc
     rate = {'rate_hz': 100.0}
     data = run_graph(s, 16.0, tmp_path / 'bag', overrides={
         'teleop_master': rate, 'slave_law': rate, 'grip_contact': rate,
-        'payload_admittance': {**rate, 'wrench_timeout_s': 0.5}})
+        'payload_admittance': {**rate, 'wrench_timeout_s': 0.5}},
+        until=lambda d: len(d['payload/table/pose_cmd']) >= 16.0 * rate['rate_hz'])
     outputs = '\n'.join(data['_outputs'])
     payload = np.array([m.pose.position.x for _, m in data['payload/table/pose_cmd']])
     virtual = np.array([m.pose.position.x for _, m in data['teleop/virtual_payload/pose']])
