@@ -63,7 +63,7 @@ from hil_common.pacing import StepPacer
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_docking.contact import COMPENSATIONS
-from hil_docking.facility_rule import DockingFacility, StampedSamples
+from hil_docking.facility_rule import DockingFacility, RobotAnswer, StampedSamples
 from hil_docking.scenario import load_docking_scenario
 
 PARAMS = [
@@ -103,8 +103,7 @@ class DockingFacilityNode(Node):
         self.min_command_subscribers = p.min_command_subscribers
         self.command_consumers = tuple(p.command_consumers)
         self._consumers_reported = None
-        self._first_command_s: float | None = None   # stamp of the first command sent (held start)
-        self._answered_s: float | None = None        # the robot side's latest answer (realised up to)
+        self.answer = RobotAnswer(bool(p.robot_answer_topic))
         self._answer_sub = None
         if p.robot_answer_topic:
             self._answer_sub = self.create_subscription(Float64MultiArray, p.robot_answer_topic, self.on_answer, 10)
@@ -151,17 +150,15 @@ class DockingFacilityNode(Node):
         self._resume()
 
     def on_answer(self, msg: Float64MultiArray) -> None:
-        if len(msg.data) and np.isfinite(msg.data[-1]):
-            self._answered_s = max(float(msg.data[-1]), self._answered_s or float('-inf'))
+        if len(msg.data):
+            self.answer.answer(float(msg.data[-1]))
 
     def robot_answers(self) -> bool:
-        """Whether the robot side has answered a command of this node (always, without ``robot_answer_topic``)."""
-        if self._answer_sub is None:
-            return True
-        if self._first_command_s is not None and self._answered_s is not None \
-                and self._answered_s >= self._first_command_s:
-            self.destroy_subscription(self._answer_sub)   # once: the mission's own timeline judges from here
-            self._answer_sub = None
+        """Whether the robot side has answered a command of this node (:class:`RobotAnswer`)."""
+        if self.answer.answered:
+            if self._answer_sub is not None:   # once: the mission's own timeline judges from here
+                self.destroy_subscription(self._answer_sub)
+                self._answer_sub = None
             return True
         if not self._answer_reported:
             self._answer_reported = True
@@ -191,8 +188,8 @@ class DockingFacilityNode(Node):
             if self.pacer is not None:
                 self.dropped_steps += self.pacer.overruns
             self.pacer = None                     # hold; resume without catching up
-            if self._first_command_s is None and self.consumers_listen():
-                self._first_command_s = now       # the first command its robot side hears
+            if self.answer.first_command_s is None and self.consumers_listen():
+                self.answer.command_heard(now)    # the first command its robot side hears
             self.publish(self.rule.state_lvlh, now)
         elif self.pacer is None:                  # (re)start: the timeline continues from now
             self.pacer = StepPacer(dt, now, max_catch_up=self.max_catch_up)

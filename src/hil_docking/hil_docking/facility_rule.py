@@ -21,6 +21,8 @@ Plain Python; no rclpy.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from collections import deque
@@ -175,6 +177,36 @@ class EmulatedRobot:
         x, xd = float(state[0:3] @ self.axis), float(state[3:6] @ self.axis)
         f_l = float(self.lumped.force(x, xd)) if in_contact(x) else 0.0
         return state[0:3].copy(), state[3:6].copy(), f_l
+
+
+class RobotAnswer:
+    """Whether the robot side has answered this node's commands, so the mission may start (plain Python).
+
+    The robot side reports the time up to which it has realised the commands (the motion table's
+    ``table/tracking_error``: its last element). The mission starts once an answer covers the first
+    command the robot side heard (:meth:`command_heard`): a table that took its first commands late (held
+    up on a busy machine, the twin not yet waiting for it) left the arm behind the approach. An answer
+    for an earlier time does not count; a non-finite one is ignored. Without ``wait`` it always answers.
+    """
+
+    def __init__(self, wait: bool):
+        self.wait = wait
+        self.first_command_s: float | None = None
+        self.answered_s: float | None = None
+
+    def command_heard(self, stamp_s: float) -> None:
+        """A command stamped ``stamp_s`` went out while the robot side listened (only the first counts)."""
+        if self.first_command_s is None:
+            self.first_command_s = stamp_s
+
+    def answer(self, realised_up_to_s: float) -> None:
+        if math.isfinite(realised_up_to_s) and (self.answered_s is None or realised_up_to_s > self.answered_s):
+            self.answered_s = realised_up_to_s
+
+    @property
+    def answered(self) -> bool:
+        return not self.wait or (self.first_command_s is not None and self.answered_s is not None
+                                 and self.answered_s >= self.first_command_s)
 
 
 class StampedSamples:

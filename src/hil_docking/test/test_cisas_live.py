@@ -22,7 +22,7 @@ the waits and misses are counted and printed. The scenario is the shipped one wi
 import numpy as np
 import pytest
 
-from hil_docking.facility_rule import StampedSamples
+from hil_docking.facility_rule import RobotAnswer, StampedSamples
 from hil_docking.live import RESTITUTION_TOL, LiveObservations, judge_live, run_live
 from hil_docking.mission import run_mission
 from hil_docking.scenario import load_docking_scenario, scenario_path
@@ -63,6 +63,22 @@ def test_stamped_samples_never_use_a_sample_before_its_stamp_and_count_misses():
     assert samples.at(0.0165)[1] == 4 and samples.misses == 2       # nothing stamped in (15.5, 16.5] ms
     samples.put(0.0175, 5)
     assert samples.complete_at(0.0175) and samples.at(0.0175)[1] == 5
+
+
+def test_the_robot_answers_only_for_a_time_at_or_after_the_first_command_it_heard():
+    answer = RobotAnswer(wait=True)
+    answer.answer(5.0)                                 # before any command: nothing to answer for
+    assert not answer.answered
+    answer.command_heard(10.0)
+    answer.command_heard(11.0)                         # only the first counts
+    answer.answer(9.999)
+    answer.answer(float('nan'))
+    assert not answer.answered and answer.answered_s == 9.999
+    answer.answer(10.0)
+    assert answer.answered
+    answer.answer(3.0)                                 # an older answer does not take it back
+    assert answer.answered and answer.answered_s == 10.0
+    assert RobotAnswer(wait=False).answered
 
 
 def test_the_live_verdict_passes_the_compensated_mission_and_fails_the_uncompensated_one(tmp_path):
