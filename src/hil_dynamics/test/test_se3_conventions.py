@@ -97,3 +97,12 @@ def test_quaternion_round_trip_ros_order():
     np.testing.assert_allclose(se3.pose_from_quaternion(q, g.translation).homogeneous, g.homogeneous, atol=1e-12)
     with pytest.raises(ValueError, match='quaternion'):
         se3.pose_from_quaternion([0, 0, 0, 0])
+
+
+def test_cross3_is_numpy_cross_to_the_bit():
+    from hil_dynamics.se3 import cross3
+
+    rng = np.random.default_rng(7)
+    for _ in range(1000):
+        a, b = rng.normal(size=3) * 10.0 ** rng.integers(-6, 6), rng.normal(size=3)
+        assert np.array_equal(cross3(a, b), np.cross(a, b))

@@ -25,6 +25,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import ConfigError
+from hil_dynamics.se3 import cross3
 
 
 @dataclass(frozen=True)
@@ -85,14 +86,14 @@ class Carriage:
     def rest(self, pose: pin.SE3, twist) -> tuple[np.ndarray, np.ndarray]:
         """The rest point (world) and its velocity (world) on the body at ``pose``, body twist ``twist``."""
         r0 = self.rest_in_body
-        return pose.act(r0), pose.rotation @ (twist[:3] + np.cross(twist[3:], r0))
+        return pose.act(r0), pose.rotation @ (twist[:3] + cross3(twist[3:], r0))
 
     def frame(self, pose: pin.SE3, twist, p_rest) -> tuple[pin.SE3, np.ndarray]:
         """Frame ``B`` moved with the carriage, and its body twist (``B``'s angular velocity)."""
         rot = pose.rotation
         moved = pin.SE3(rot, pose.translation + (self.p - p_rest))
         w_b = np.asarray(twist[3:])
-        return moved, np.concatenate([rot.T @ self.v - np.cross(w_b, self.rest_in_body), w_b])
+        return moved, np.concatenate([rot.T @ self.v - cross3(w_b, self.rest_in_body), w_b])
 
     def substep(self, h: float, rot, wrench_on_frame, p_rest, v_rest) -> tuple[np.ndarray, np.ndarray]:
         """Advance by ``h`` (symplectic Euler) under the wires' wrench on the moved frame (its axes, about
@@ -100,7 +101,7 @@ class Carriage:
         m = self.mount
         f_w = rot @ wrench_on_frame[:3]
         f_m = -m.stiffness_n_per_m * (self.p - p_rest) - m.damping_n_s_per_m * (self.v - v_rest)
-        couple = rot @ (wrench_on_frame[3:] - np.cross(self.rest_in_body, wrench_on_frame[:3]))
+        couple = rot @ (wrench_on_frame[3:] - cross3(self.rest_in_body, wrench_on_frame[:3]))
         self.v = self.v + h * (f_w + f_m) / m.mass_kg
         self.p = self.p + h * self.v
         return f_m, couple
@@ -203,7 +204,7 @@ class MountedWires:
                     p_before = c.p
                     f_m, couple = c.substep(h, rot, w, *rest)
                     total[:3] -= f_m
-                    total[3:] += couple + np.cross(0.5 * (p_before + c.p) - pose.translation, -f_m)
+                    total[3:] += couple + cross3(0.5 * (p_before + c.p) - pose.translation, -f_m)
         self.normal_force_n[:] = 0.0
         for contact in self.wires.contacts:
             self.normal_force_n[contact.wire] += contact.normal_force_n

@@ -25,6 +25,7 @@ import pinocchio as pin
 
 from hil_dynamics.lie_integrators import rkmk4_step
 from hil_dynamics.rigid_body import RigidBody
+from hil_dynamics.se3 import cross3
 from hil_snare.arms import ArmSpec, build_model
 from hil_snare.contact import friction_gain
 from hil_snare.mount import CompliantMount, MountedWires
@@ -72,11 +73,6 @@ class ContactSample:
     normal_force_n: float
     force_on_grapple_world: np.ndarray
     point_world: np.ndarray
-
-
-def cross3(a, b):
-    """``a x b`` for 3-vectors, without numpy's dispatch overhead (hot in the wire contact)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
 class SnareSystem:

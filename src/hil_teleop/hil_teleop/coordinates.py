@@ -60,11 +60,6 @@ def b_inverse(phi) -> np.ndarray:
     return out
 
 
-def cross3(a, b) -> np.ndarray:
-    """``a x b`` for 3-vectors (numpy.cross is ~10x slower on such small arrays)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
 def wrap_angles(angles) -> np.ndarray:
     """Angles wrapped to ``(-pi, pi]``."""
     a = np.asarray(angles, dtype=float)

@@ -33,8 +33,8 @@ import pinocchio as pin
 
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.rigid_body import RigidBody
-from hil_dynamics.se3 import transform_wrench
-from hil_teleop.coordinates import advance_pose_world, cross3, x_from_pose
+from hil_dynamics.se3 import cross3, transform_wrench
+from hil_teleop.coordinates import advance_pose_world, x_from_pose
 from hil_teleop.gains import diag6
 from hil_common.errors import ConfigError
 

@@ -37,7 +37,8 @@ import numpy as np
 import pinocchio as pin
 
 from hil_dynamics.rigid_body import RigidBody
-from hil_teleop.coordinates import b_matrix, cross3, integrate_position, position_difference
+from hil_dynamics.se3 import cross3
+from hil_teleop.coordinates import b_matrix, integrate_position, position_difference
 from hil_teleop.gains import TeleopGains, diag6
 from hil_common.errors import ConfigError, InputError
 
