@@ -200,7 +200,7 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
 
     Returns ``{topic: [(receive_time_ns, message), ...]}``, the nodes' output under ``'_outputs'`` and
     the clock's account under ``'_lab_clock'``: ``simulated``, ``seconds`` (the run's duration on the
-    lab's clock), ``wall_s``, ``real_time_factor``, ``finished`` (the run reached ``duration_s``) and,
+    lab's clock), ``wall_s``, ``real_time_factor``, ``finished`` (the run reached ``duration_s``, and ``until`` held) and,
     on the simulated clock, the twin's last ``lab_twin/status``: ``misses`` per robot (steps the twin
     took without the stack's command, after ``barrier_timeout_s``) and the twin's own ``twin_real_time_factor``.
     ``overrides`` = ``{node key: {parameter: value}}`` on top of the scenario's (keys of
@@ -273,7 +273,8 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
                 seconds = wall_s = 0.0
             results = running.stop()
     data['_outputs'] = [r.output for r in results]
-    account = {'simulated': sim_clock, 'seconds': seconds, 'wall_s': wall_s, 'finished': seconds >= duration_s,
+    account = {'simulated': sim_clock, 'seconds': seconds, 'wall_s': wall_s,
+               'finished': seconds >= duration_s and (until is None or until(data)),
                'real_time_factor': seconds / wall_s if wall_s > 0 else float('nan')}
     if sim_clock:
         account['misses'] = {k.removeprefix('misses.'): int(v) for k, v in status.items() if k.startswith('misses.')}

@@ -154,6 +154,7 @@ def test_ros_graph_closes_the_loop_through_the_payload_admittance_and_records_mc
         'payload_admittance': {**rate, 'wrench_timeout_s': 0.5}},
         until=lambda d: len(d['payload/table/pose_cmd']) >= 16.0 * rate['rate_hz'])
     outputs = '\n'.join(data['_outputs'])
+    assert data['_lab_clock']['finished'], (data['_lab_clock'], outputs)   # the payload ran its 16 s
     payload = np.array([m.pose.position.x for _, m in data['payload/table/pose_cmd']])
     virtual = np.array([m.pose.position.x for _, m in data['teleop/virtual_payload/pose']])
     assert payload.size > 100 and virtual.size > 100, outputs

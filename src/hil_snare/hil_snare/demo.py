@@ -236,6 +236,9 @@ def live_stage(out: Path, duration_s: float, launch_arguments: dict | None = Non
         print(f'pinch over the last {live.PINCH_WINDOW_S:g} s: wires {result.stall_sum_n[0]:.1f}-{result.stall_sum_n[1]:.1f} N '
               f'(stall 500 N, bound {live.STALL_BOUND_N:g} N), GF {1e3 * result.pinch_axis_max_m:.2f} mm off the LEE axis '
               f'(bound {1e3 * live.PINCH_AXIS_BOUND_M:g} mm)')
+    else:
+        print(f'pinch not judged: the run ends {duration_s:g} s after the capture command, before '
+              f'{live.PINCH_SETTLED_S:g} s (the wires settle at the stall by then)')
     if run_.joint_states and len(run_.t_sim) > 1:     # pictures of the run in the twin (hil_snare.pictures)
         from hil_snare.graph import snare_graph
         from hil_snare.pictures import render_live_run
