@@ -17,12 +17,14 @@ Inside the kernels 3-vectors are tuples of floats, which Numba keeps in register
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pinocchio as pin
 from numba import njit
 
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
-           'servicer_stage_kinematics', 'nominal_acceleration_into']
+           'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -917,6 +919,77 @@ def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, n
     rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
 
 
+# -- the passivity observer/controller of one port (hil_dynamics.passivity, seed 004 Eq. 28) ----
+# acc layout of PassivityController: [E_port, E_integration, E_dissipated, beta, max E_obs, has a
+# previous sample (0/1), dt of the previous sample, beta of the previous sample]; prev rows: the
+# previous sample's wrench, commanded twist, measured twist and M V_cmd.
+@njit(**_OPTS)
+def passivity_update(acc, prev, m, v_meas, v_cmd, f, dt, e_int, enabled, max_rate, threshold, wrench_pc):
+    """:meth:`PassivityController.update_reference` on arrays; writes ``-beta M V`` into ``wrench_pc``
+    and returns ``(E_obs after the pending dissipation, pending dissipation)``. A non-finite input
+    returns ``(nan, nan)`` and changes nothing (the caller names it)."""
+    n = v_cmd.shape[0]
+    for i in range(n):
+        if not (math.isfinite(v_meas[i]) and math.isfinite(v_cmd[i]) and math.isfinite(f[i])):
+            return math.nan, -1.0
+    if not math.isfinite(e_int):
+        return math.nan, -1.0
+    if acc[5] > 0.0:
+        model = 0.0
+        environment = 0.0
+        dissipated = 0.0
+        for i in range(n):
+            v_mean = 0.5 * (prev[1, i] + v_cmd[i])
+            model += prev[0, i] * v_mean
+            environment += (prev[0, i] + f[i]) * (prev[2, i] + v_meas[i])
+            dissipated += prev[3, i] * v_mean
+        acc[0] += (model - 0.25 * environment) * acc[6]
+        acc[2] += acc[7] * dissipated * acc[6]
+    acc[1] += e_int
+    kinetic2 = 0.0
+    for i in range(n):
+        m_v = 0.0
+        for j in range(n):
+            m_v += m[i, j] * v_cmd[j]
+        prev[3, i] = m_v
+        kinetic2 += v_cmd[i] * m_v
+    excess = acc[0] + acc[1] - acc[2]
+    if excess > acc[4]:
+        acc[4] = excess
+    beta = 0.0
+    if enabled and excess > threshold:
+        beta = min(max_rate, excess / (kinetic2 * dt)) if kinetic2 > 0.0 else max_rate
+    pending = beta * kinetic2 * dt
+    for i in range(n):
+        prev[0, i] = f[i]
+        prev[1, i] = v_cmd[i]
+        prev[2, i] = v_meas[i]
+        wrench_pc[i] = -beta * prev[3, i]
+    acc[3] = beta
+    acc[5] = 1.0
+    acc[6] = dt
+    acc[7] = beta
+    return excess - pending, pending
+
+
+@njit(**_OPTS)
+def integration_energy_step(m, v0, v1, f, d):
+    """:func:`hil_dynamics.passivity.integration_energy` with a given displacement ``d``:
+    ``1/2 (V1^T M V1 - V0^T M V0) - F^T d``."""
+    n = v0.shape[0]
+    stored = 0.0
+    work = 0.0
+    for i in range(n):
+        m_v1 = 0.0
+        m_v0 = 0.0
+        for j in range(n):
+            m_v1 += m[i, j] * v1[j]
+            m_v0 += m[i, j] * v0[j]
+        stored += v1[i] * m_v1 - v0[i] * m_v0
+        work += f[i] * d[i]
+    return 0.5 * stored - work
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel with the argument types the rules pass.
 
@@ -950,6 +1023,10 @@ def warm_up() -> None:
     rk.step(0.0, 1e-3, np.stack([pose_array(pin.SE3.Identity())]), np.zeros(6), derivative)
     out = np.empty(7)
     xyzquat_into(pose_array(pin.SE3.Identity()), out)
+    from hil_dynamics.passivity import ClientPort, PassivityController
+    for n in (1, 6):
+        PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)
+    ClientPort(ClientAdmittance(body, np.full(6, 0.01)), 1.0).step(np.ones(6), 1e-3, np.zeros(6))
 
 
 if __name__ == '__main__':

@@ -46,6 +46,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import ConfigError, InputError
+from hil_dynamics import kernels
 
 __all__ = ['PassivityController', 'PassivityOutput', 'integration_energy']
 
@@ -123,13 +124,18 @@ class PassivityController:
         self.max_rate_per_s = max_rate_per_s
         self.enabled = bool(enabled)
         self.threshold_j = threshold_j
-        self.energy_port_j = 0.0
-        self.energy_integration_j = 0.0
-        self.energy_dissipated_j = 0.0
-        self.rate_per_s = 0.0           # beta of the current step
         self.wrench_pc = np.zeros(self.n)
-        self.max_observed_j = 0.0
-        self._previous = None
+        # The state, in arrays the compiled step (kernels.passivity_update) and the reference share:
+        # [E_port, E_integration, E_dissipated, beta, max E_obs, has a previous sample, its dt, its beta]
+        # and the previous sample's wrench, commanded twist, measured twist and M V_cmd.
+        self._acc = np.zeros(8)
+        self._prev = np.zeros((4, self.n))
+
+    energy_port_j = property(lambda self: float(self._acc[0]), doc='sum F^T (V - Ṽ) dt so far [J]')
+    energy_integration_j = property(lambda self: float(self._acc[1]), doc="the integrator's energy so far [J]")
+    energy_dissipated_j = property(lambda self: float(self._acc[2]), doc='dissipated by the controller so far [J]')
+    rate_per_s = property(lambda self: float(self._acc[3]), doc='beta of the current step [1/s]')
+    max_observed_j = property(lambda self: float(self._acc[4]), doc='largest E_obs seen [J]')
 
     @property
     def energy_observed_j(self) -> float:
@@ -144,8 +150,39 @@ class PassivityController:
             raise ConfigError(f'{name} must be {self.n} finite numbers, got {arr.tolist()}')
         return arr
 
+    def _fast(self, value, name: str) -> np.ndarray:
+        """``value`` itself when it is already what the compiled step takes (C-contiguous float64 ``(n,)``;
+        the kernel copies what it keeps), else the checked copy of :meth:`_vec`."""
+        if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (self.n,) \
+                and value.flags.c_contiguous:
+            return value
+        return self._vec(value, name)
+
     def update(self, twist_measured, twist_commanded, wrench, dt: float,
                integration_energy_j: float = 0.0) -> PassivityOutput:
+        """:meth:`update_reference` in one compiled call (:func:`hil_dynamics.kernels.passivity_update`;
+        tested against it in ``test_passivity.py``). Same arguments, result and errors."""
+        if not dt > 0.0:
+            raise ConfigError(f'dt must be > 0, got {dt!r}')
+        v_meas = self._fast(twist_measured, 'twist_measured')
+        v_cmd = self._fast(twist_commanded, 'twist_commanded')
+        f = self._fast(wrench, 'wrench')
+        wrench_pc = np.empty(self.n)
+        excess, pending = kernels.passivity_update(self._acc, self._prev, self.mass_matrix, v_meas, v_cmd, f,
+                                                   float(dt), float(integration_energy_j), self.enabled,
+                                                   self.max_rate_per_s, self.threshold_j, wrench_pc)
+        if pending < 0.0:                     # a non-finite input: nothing was changed; name it
+            for value, name in ((twist_measured, 'twist_measured'), (twist_commanded, 'twist_commanded'),
+                                (wrench, 'wrench')):
+                self._vec(value, name)
+            raise InputError(f'integration_energy_j must be finite, got {integration_energy_j!r}')
+        self.wrench_pc = wrench_pc
+        acc = self._acc
+        return PassivityOutput(excess, float(acc[0]), float(acc[1]), float(acc[2]) + pending, float(acc[3]),
+                               wrench_pc.copy())
+
+    def update_reference(self, twist_measured, twist_commanded, wrench, dt: float,
+                         integration_energy_j: float = 0.0) -> PassivityOutput:
         """Account the coming sample of length ``dt`` [s] and return the damping for it.
 
         Call it once per step, before the model's step: ``twist_commanded`` is the model's
@@ -167,27 +204,29 @@ class PassivityController:
         # the model moved by the mean commanded twist under the held wrench; the environment
         # gave the trapezoid of the wrench over the mean measured twist (the zero-order hold of
         # the wrench is itself half a sample of delay, which the model does not see).
-        if self._previous is not None:
-            f_prev, v_cmd_prev, v_meas_prev, dt_prev, beta_prev, m_v_prev = self._previous
+        acc = self._acc
+        if acc[5] > 0.0:
+            f_prev, v_cmd_prev, v_meas_prev, m_v_prev = self._prev
+            dt_prev, beta_prev = acc[6], acc[7]
             v_mean = 0.5 * (v_cmd_prev + v_cmd)
             model = float(f_prev @ v_mean)
             environment = 0.25 * float((f_prev + f) @ (v_meas_prev + v_meas))
-            self.energy_port_j += (model - environment) * dt_prev
+            acc[0] += (model - environment) * dt_prev
             # The damping wrench -beta M V_k-1 was held over that step: its work on the model.
-            self.energy_dissipated_j += beta_prev * float(m_v_prev @ v_mean) * dt_prev
-        self.energy_integration_j += float(integration_energy_j)
+            acc[2] += beta_prev * float(m_v_prev @ v_mean) * dt_prev
+        acc[1] += float(integration_energy_j)
         m_v = self.mass_matrix @ v_cmd
         kinetic2 = float(v_cmd @ m_v)                 # V^T M V
         excess = self.energy_observed_j
-        self.max_observed_j = max(self.max_observed_j, excess)
+        acc[4] = max(acc[4], excess)
         beta = 0.0
         if self.enabled and excess > self.threshold_j:
             beta = min(self.max_rate_per_s, excess / (kinetic2 * dt)) if kinetic2 > 0.0 else self.max_rate_per_s
         # What the damping will remove over the coming step at this twist (accounted exactly,
         # with the step's mean twist, at the next call).
         pending = beta * kinetic2 * dt
-        self._previous = (f, v_cmd, v_meas, dt, beta, m_v)
-        self.rate_per_s = beta
+        self._prev[:] = (f, v_cmd, v_meas, m_v)
+        acc[3], acc[5], acc[6], acc[7] = beta, 1.0, dt, beta
         self.wrench_pc = -beta * m_v
         excess -= pending
         return PassivityOutput(excess, self.energy_port_j, self.energy_integration_j, self.energy_dissipated_j + pending,
@@ -229,7 +268,8 @@ class ClientPort:
         state = self.admittance.step(applied, dt)
         g1, v1 = state.absolute()
         self._after = (state, g1, v1)
-        self.integration_j = integration_energy(self.admittance.body.mass_matrix, v0, v1, applied, dt,
-                                                pin.log6(g0.actInv(g1)).vector)
+        # integration_energy(M, v0, v1, applied, dt, displacement) in one compiled call
+        self.integration_j = kernels.integration_energy_step(self.controller.mass_matrix, v0, v1, applied,
+                                                             pin.log6(g0.actInv(g1)).vector)
         self.out = out
         return state

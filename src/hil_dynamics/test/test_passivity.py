@@ -175,3 +175,54 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match='max_rate_per_s'):
         PassivityController([1.0], -1.0)
     assert pc.energy_observed_j == 0.0
+
+
+@pytest.mark.parametrize('n, enabled, threshold_j', [(6, True, 0.0), (6, True, 1e-3), (6, False, 0.0), (1, True, 0.0)])
+def test_compiled_update_matches_the_reference_on_random_samples(n, enabled, threshold_j):
+    """The compiled ``update`` (issue 17) and ``update_reference``, fed the same random samples (with the
+    controller saturating at times), agree to 1e-12 in every output and in the state they keep."""
+    rng = np.random.default_rng(17 + n)
+    a = rng.normal(size=(n, n))
+    m = a @ a.T + n * np.eye(n)
+    fast, ref = (PassivityController(m, 50.0, enabled, threshold_j) for _ in range(2))
+    for k in range(400):
+        v_meas, v_cmd, f = rng.normal(size=n), rng.normal(size=n), 10.0 * rng.normal(size=n)
+        e_int, dt = 1e-4 * rng.normal(), DT * (1.0 + 0.5 * rng.random())
+        out_f = fast.update(v_meas, v_cmd, f, dt, e_int)
+        out_r = ref.update_reference(v_meas, v_cmd, f, dt, e_int)
+        scale = 1.0 + abs(out_r.energy_port_j) + abs(out_r.energy_dissipated_j)
+        for got, want in zip(out_f.as_list(), out_r.as_list()):
+            assert abs(got - want) <= 1e-12 * scale, (k, out_f, out_r)
+        np.testing.assert_allclose(out_f.wrench_pc, out_r.wrench_pc, rtol=1e-12, atol=1e-12 * scale)
+        assert fast.max_observed_j == pytest.approx(ref.max_observed_j, rel=1e-12, abs=1e-12 * scale)
+    if enabled and threshold_j == 0.0:
+        assert max(out_r.rate_per_s, ref.max_observed_j) > 0.0   # the controller did act on these samples
+
+
+def test_compiled_update_refuses_bad_input_by_name_and_keeps_its_state():
+    pc = PassivityController(np.ones(6), 10.0)
+    for _ in range(3):
+        before = pc.update(np.zeros(6), np.ones(6), np.ones(6), DT)
+    acc, prev = pc._acc.copy(), pc._prev.copy()
+    for args, name in (((np.full(6, np.inf), np.ones(6), np.ones(6)), 'twist_measured'),
+                       ((np.zeros(6), np.array([0, 0, np.nan, 0, 0, 0.0]), np.ones(6)), 'twist_commanded'),
+                       ((np.zeros(6), np.ones(6), np.full(6, np.nan)), 'wrench')):
+        with pytest.raises(ValueError, match=name):
+            pc.update(*args, DT)
+    with pytest.raises(ValueError, match='integration_energy_j'):
+        pc.update(np.zeros(6), np.ones(6), np.ones(6), DT, float('nan'))
+    np.testing.assert_array_equal(pc._acc, acc)
+    np.testing.assert_array_equal(pc._prev, prev)
+    after = pc.update(np.zeros(6), np.ones(6), np.ones(6), DT)
+    assert after.energy_port_j == pytest.approx(before.energy_port_j + 6.0 * DT, rel=1e-12)   # F (V - Ṽ) dt
+
+
+def test_compiled_integration_energy_matches_the_function():
+    from hil_dynamics import kernels
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(6, 6))
+    m = a @ a.T + 6 * np.eye(6)
+    for _ in range(100):
+        v0, v1, f, d = (rng.normal(size=6) for _ in range(4))
+        want = integration_energy(m, v0, v1, f, DT, d)
+        assert kernels.integration_energy_step(m, v0, v1, f, d) == pytest.approx(want, rel=1e-12, abs=1e-12)
