@@ -437,7 +437,7 @@ class ServicerAdmittance:
         """:meth:`step` as one compiled call (:func:`hil_dynamics.kernels.admittance_rkmk4_step`)."""
         if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
             w.fext[w.ee_joint] = w.ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = f_e
+            w.last_f_e = f_e.copy()   # the caller may reuse its array
         s = self.state
         kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
         kernels.pose_array(s.pose_base_in_nominal, w.poses[1])

@@ -28,7 +28,7 @@ import pinocchio as pin
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
-                                   ServicerState, finite_vector)
+                                   ServicerState, finite_vector, finite_vectors)
 from hil_common.errors import ConfigError
 
 # A wrench input: a constant vector, or a function of time [s].
@@ -205,13 +205,12 @@ class ServicerHilLockstep:
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
         n, ff, ground = self.n, self.feedforward, self.ground_arm
-        f_b = finite_vector(wrench_base_com, 6, 'wrench_base_com')
-        f_e = finite_vector(wrench_ee, 6, 'wrench_ee')
-        tau = finite_vector(tau_obsw, n, 'tau_obsw')
+        f_b, f_e, tau = finite_vectors((wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'),
+                                       (tau_obsw, n, 'tau_obsw'))
         if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
             w.fext_o[w.ee_joint_o] = w.ee_placement_o.act(pin.Force(f_e)).vector
             w.fext_g[ground._ee_joint] = ground._ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = f_e
+            w.last_f_e = f_e.copy()   # the caller may reuse its array
         s = self.admittance.state
         kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
         kernels.pose_array(s.pose_base_in_nominal, w.poses[1])

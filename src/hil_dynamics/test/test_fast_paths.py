@@ -251,3 +251,26 @@ def test_chain_rnea_and_crba_match_pinocchio(arm):
         out_m = np.empty((model.nv, model.nv))
         kernels.chain_crba(*chain.args(), q, chain.work, chain.work_ic, out_m)
         assert np.abs(out_m - ref_m).max() < TOL * np.abs(ref_m).max()
+
+
+def test_compiled_steps_follow_a_wrench_buffer_the_caller_reuses():
+    """A node may decode each sample into the same array: the compiled admittance and lockstep steps cache
+    the EE wrench's joint force, and must see a changed value in a reused buffer as a new wrench."""
+    rng = np.random.default_rng(8)
+    f_first, f_second = rng.normal(0.0, 30.0, 6), rng.normal(0.0, 30.0, 6)
+    q, dq, ddq, f_b = rng.uniform(-1.0, 1.0, 7), rng.normal(0.0, 0.2, 7), np.zeros(7), rng.normal(0.0, 20.0, 6)
+    results = []
+    for reuse in (True, False):
+        loop = _lbr_lockstep(False)
+        adm = copy.deepcopy(loop.admittance)
+        buffer = f_first.copy()
+        adm.step(1e-3, q, dq, ddq, f_b, buffer)
+        loop.step(1e-3, f_b, np.zeros(7), buffer)
+        if reuse:
+            buffer[:] = f_second
+        else:
+            buffer = f_second.copy()
+        s_adm = adm.step(1e-3, q, dq, ddq, f_b, buffer)
+        s_loop = loop.step(1e-3, f_b, np.zeros(7), buffer)
+        results.append(np.concatenate((s_adm.twist_base_rel_body, s_loop.servicer.twist_base_rel_body, s_loop.dq_arm)))
+    np.testing.assert_array_equal(results[0], results[1])
