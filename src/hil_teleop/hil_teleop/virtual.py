@@ -31,6 +31,7 @@ Velocities are world-aligned ``[r_dot; omega_world]`` and positions ``[r; phi]``
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,9 +39,10 @@ import pinocchio as pin
 
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import cross3
-from hil_teleop.coordinates import b_matrix, integrate_position, position_difference
+from hil_teleop.coordinates import GIMBAL_LOCK_COS, b_inverse, b_matrix, integrate_position, position_difference
 from hil_teleop.gains import TeleopGains, diag6
-from hil_common.errors import ConfigError, InputError
+from hil_teleop.virtual_kernel import GIMBAL_LOCK_PAYLOAD, OK, virtual_step
+from hil_common.errors import ConfigError, InputError, Unreachable
 
 
 @dataclass
@@ -119,6 +121,9 @@ class VirtualEnvironment:
         self.v_vir = np.zeros(6)        # v_vir(t - dt)
         self.v_vir_prev = np.zeros(6)   # v_vir(t - 2 dt)
         self.f_vir = np.zeros(6)
+        # Load the compiled step now (from the cache ./dev fills), not in a node's first real-time tick:
+        # one dry step on copies of the state, whose result is dropped.
+        copy.deepcopy(self).step(np.zeros(6))
 
     def contact_wrench(self) -> np.ndarray:
         """Eq. (7) on the previous sample (force on the payload, see the module docstring)."""
@@ -127,6 +132,29 @@ class VirtualEnvironment:
                 + self.contact.d_t * (self.v_vir - p.v))
 
     def step(self, f_m) -> VirtualState:
+        """Eqs. (4)-(10) for one sample: :meth:`step_reference` in one compiled call
+        (:func:`hil_teleop.virtual_kernel.virtual_step`, tested against it to 1e-12)."""
+        f_m = np.asarray(f_m, dtype=float).reshape(6)
+        if not np.all(np.isfinite(f_m)):
+            raise InputError(f'f_m must be finite, got {f_m.tolist()}')
+        g, p, dt = self.gains, self.payload, self.dt
+        x_vir, v, x_t, v_t, f_vir, v_r = (np.empty(6) for _ in range(6))
+        code = virtual_step(self.x_vir, self.v_vir, self.v_vir_prev, p.x, p.v, f_m, self.contact.k_t, self.contact.d_t,
+                            g.k_s * g.g_eff, g.k_s_feedback, g.d_eff, p.mass_kg, p.inertia_body, p._inertia_inv, dt,
+                            GIMBAL_LOCK_COS, x_vir, v, x_t, v_t, f_vir, v_r)
+        if code != OK:
+            phi = (p.x if code == GIMBAL_LOCK_PAYLOAD else self.x_vir)[3:]
+            b_inverse(phi)                        # raises Unreachable, naming the pitch
+            raise Unreachable(f'gimbal lock at pitch {phi[1]!r}')   # (not reached: b_inverse raises first)
+        self.f_vir = f_vir
+        p.x, p.v = x_t, v_t
+        self.v_vir_prev, self.v_vir = self.v_vir, v
+        self.x_vir = x_vir
+        self.t += dt
+        return VirtualState(self.t, x_vir.copy(), v.copy(), f_vir.copy(), x_t.copy(), v_t.copy(), v_r)
+
+    def step_reference(self, f_m) -> VirtualState:
+        """Eqs. (4)-(10), readable (see the module docstring)."""
         f_m = np.asarray(f_m, dtype=float).reshape(6)
         if not np.all(np.isfinite(f_m)):
             raise InputError(f'f_m must be finite, got {f_m.tolist()}')
