@@ -119,7 +119,7 @@ class PassivityController:
             raise ConfigError(f'max_rate_per_s must be finite and >= 0, got {max_rate_per_s!r}')
         if not np.isfinite(threshold_j) or threshold_j < 0.0:
             raise ConfigError(f'threshold_j must be finite and >= 0, got {threshold_j!r}')
-        self.mass_matrix = m
+        self.mass_matrix = np.ascontiguousarray(m)   # one layout for the compiled step (a slice would be another)
         self.n = m.shape[0]
         self.max_rate_per_s = max_rate_per_s
         self.enabled = bool(enabled)

@@ -226,3 +226,14 @@ def test_compiled_integration_energy_matches_the_function():
         v0, v1, f, d = (rng.normal(size=6) for _ in range(4))
         want = integration_energy(m, v0, v1, f, DT, d)
         assert kernels.integration_energy_step(m, v0, v1, f, d) == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_compiled_update_has_one_specialisation_whatever_the_mass_matrix_layout():
+    """The nodes build the servicer's port from a slice of the mass matrix. A second array layout would make
+    Numba compile a second version of the kernel in a node's first real-time sample (./dev compiles one)."""
+    from hil_dynamics import kernels
+    full = np.diag(np.arange(1.0, 14.0))
+    for m in (full[:6, :6], np.asfortranarray(full[:6, :6]), np.ones(6)):
+        PassivityController(m, 10.0).update(np.ones(6), np.ones(6), np.ones(6), DT)
+    PassivityController([2.0], 10.0).update([0.2], [0.5], [3.0], DT)
+    assert len(kernels.passivity_update.signatures) == 1, kernels.passivity_update.signatures

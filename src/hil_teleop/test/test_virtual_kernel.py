@@ -78,3 +78,14 @@ def test_gimbal_lock_is_refused_by_name_and_the_state_kept():
                 step(np.ones(6))
         for a, b in zip(before, (env.x_vir, env.v_vir, env.v_vir_prev, env.payload.x, env.payload.v)):
             np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernel_has_one_specialisation_for_the_nodes_and_runners():
+    """Every way the environment is built (the runners' config, the master node's parameters) passes the
+    same array types: no second compilation in a node's first tick (./dev compiles one)."""
+    from hil_teleop.config import TeleopConfig, earth_and_link
+    from hil_teleop.virtual_kernel import virtual_step
+
+    earth_and_link(TeleopConfig()).venv.step([1.0, 0, 0, 0, 0, 0])
+    _environment(TeleopGains(k_s=1e-3, g=[5.0] * 6), [0, 0, 1, 0, 0, 0]).step(np.ones(6))
+    assert len(virtual_step.signatures) == 1, virtual_step.signatures
