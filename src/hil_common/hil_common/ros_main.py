@@ -120,6 +120,33 @@ def node_executor(node, context=None):
     return SingleThreadedExecutor(context=context)
 
 
+PROFILE_ENV = 'HIL_PROFILE_DIR'
+
+
+def _start_profile():
+    """With ``HIL_PROFILE_DIR`` set, a ``cProfile`` of this node's thread from here to its stop (a measuring aid,
+    docs/performance.md: the profiler itself costs about as much again as the profiled Python)."""
+    if not os.environ.get(PROFILE_ENV):
+        return None
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    return profile
+
+
+def _dump_profile(profile, name: str) -> None:
+    if profile is None:
+        return
+    profile.disable()
+    path = os.path.join(os.environ[PROFILE_ENV], f'{name}.{os.getpid()}.prof')
+    try:
+        profile.dump_stats(path)
+        print(f'{name}: profile written to {path}', file=sys.stderr, flush=True)
+    except OSError as exc:
+        print(f'{name}: profile not written to {path}: {exc}', file=sys.stderr, flush=True)
+
+
 def run_node(factory: Callable[[], object], name: str, args=None, *,
              executor_factory: Callable[[], object] | None = None,
              start: Callable[[object], bool] | None = None) -> int:
@@ -161,6 +188,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     executor = None
     code = 0
     ended_by_shutdown = False
+    profile = _start_profile()
     try:
         node.get_logger().info(describe())
         executor = executor_factory() if executor_factory is not None else node_executor(node)
@@ -203,6 +231,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         ended_by_shutdown = True
     finally:
         _ignore_sigint()
+        _dump_profile(profile, name)
         close = getattr(node, 'close', None)
         if callable(close):
             close()

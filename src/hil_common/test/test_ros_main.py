@@ -43,10 +43,11 @@ raise SystemExit(run_node(idle, 'idle_probe'))
 """
 
 
-def _start_script(code: str) -> subprocess.Popen:
+def _start_script(code: str, **env) -> subprocess.Popen:
     """A Python node script as its own process group, dying with this test process."""
     return subprocess.Popen([sys.executable, '-u', '-c', code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ), preexec_fn=die_with_parent(os.getpid()), process_group=0)
+                            text=True, env={**os.environ, **env}, preexec_fn=die_with_parent(os.getpid()),
+                            process_group=0)
 
 
 def test_a_mostly_idle_node_stops_promptly_on_sigterm():
@@ -72,6 +73,29 @@ def test_a_mostly_idle_node_stops_promptly_on_sigterm():
             proc.communicate()
     assert proc.returncode == 0, out
     assert 'Traceback' not in out, out
+
+
+def test_with_hil_profile_dir_a_node_writes_its_profile_when_stopped(tmp_path):
+    """The measuring aid of docs/performance.md: the node's spin loop profiled, written at its stop."""
+    proc = _start_script(IDLE_NODE, HIL_PROFILE_DIR=str(tmp_path))
+    try:
+        with test_node('probe_profile') as (node, executor):
+            client = node.create_client(ListParameters, '/idle_probe/list_parameters')
+            assert client.wait_for_service(timeout_sec=60.0), 'the idle node did not come up'
+            future = client.call_async(ListParameters.Request())
+            assert spin_until(executor, future.done, 60.0), 'the idle node does not spin'
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+    written = list(tmp_path.glob(f'idle_probe.{proc.pid}.prof'))
+    assert written and 'profile written to' in out, out
+    import pstats
+    functions = {name for _, _, name in pstats.Stats(str(written[0])).stats}
+    assert '_list_parameters_callback' in functions, sorted(functions)[:40]   # the service call it answered
 
 
 HANGING_CLOSE_NODE = """
