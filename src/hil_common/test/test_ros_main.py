@@ -50,11 +50,8 @@ def _start_script(code: str, **env) -> subprocess.Popen:
                             process_group=0)
 
 
-def test_a_mostly_idle_node_stops_promptly_on_sigterm():
-    """A node with nothing to do (no timer, no message: its executor waits with no timeout) must
-    stop on SIGTERM: the signal must wake the executor. If it did not, the node would never stop
-    (not "a timer period late"), so the bound (30 s, for a loaded machine) discriminates."""
-    proc = _start_script(IDLE_NODE)
+def _answer_once_then_sigterm(proc: subprocess.Popen) -> str:
+    """Wait until the idle node answers one service call (its executor spins), then SIGTERM it: its output."""
     try:
         with test_node('probe_idle') as (node, executor):
             # it answers a service call only once its executor spins; then it waits again, idle
@@ -71,6 +68,15 @@ def test_a_mostly_idle_node_stops_promptly_on_sigterm():
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    return out
+
+
+def test_a_mostly_idle_node_stops_promptly_on_sigterm():
+    """A node with nothing to do (no timer, no message: its executor waits with no timeout) must
+    stop on SIGTERM: the signal must wake the executor. If it did not, the node would never stop
+    (not "a timer period late"), so the bound (30 s, for a loaded machine) discriminates."""
+    proc = _start_script(IDLE_NODE)
+    out = _answer_once_then_sigterm(proc)
     assert proc.returncode == 0, out
     assert 'Traceback' not in out, out
 
@@ -78,18 +84,7 @@ def test_a_mostly_idle_node_stops_promptly_on_sigterm():
 def test_with_hil_profile_dir_a_node_writes_its_profile_when_stopped(tmp_path):
     """The measuring aid of docs/performance.md: the node's spin loop profiled, written at its stop."""
     proc = _start_script(IDLE_NODE, HIL_PROFILE_DIR=str(tmp_path))
-    try:
-        with test_node('probe_profile') as (node, executor):
-            client = node.create_client(ListParameters, '/idle_probe/list_parameters')
-            assert client.wait_for_service(timeout_sec=60.0), 'the idle node did not come up'
-            future = client.call_async(ListParameters.Request())
-            assert spin_until(executor, future.done, 60.0), 'the idle node does not spin'
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    out = _answer_once_then_sigterm(proc)
     assert proc.returncode == 0, out
     written = list(tmp_path.glob(f'idle_probe.{proc.pid}.prof'))
     assert written and 'profile written to' in out, out
