@@ -35,6 +35,11 @@ Five arrangements, each for ``--seconds`` (default 60):
   (``hil_bringup/servicer_hot_path_node``: the admittance's steps and the KR 120's IK in the wrist
   F/T callback, as the client's) at SCHED_FIFO 50 on the last CPU (``envisat_capture.launch.py
   servicer_hot_path:=fused``);
+* ``relay`` -- rclpy's floor under the client's hot path (issue 17): a bare node started as ``fused_rt``
+  (``run_node``, SCHED_FIFO 50, pinned) with the same messages (each F/T sample taken raw and decoded,
+  ``client/joint_states``, a raw robot command per sample) and no rule. Run beside a fused arrangement
+  (``--only fused_rt_contact --only relay``), the report splits that arrangement's CPU per command into
+  the relay's and the rest (the rules and the node's own Python);
 * ``fused_rt_contact`` -- ``fused_rt`` **in contact** (issue 11: the hot path must hold 1 kHz while
   grasped): the probe closes a stiff grip on the mock-up. Its wrench is a spring-damper
   (``CONTACT_K_N_PER_M`` 5e4 N/m, the scenario's grip stiffness; 20 % of critical damping on the
@@ -85,7 +90,7 @@ PULSE_FORCE_N = 1.0e5
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact',
-                'servicer_fused_rt_contact']
+                'servicer_fused_rt_contact', 'relay']
 CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
 CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
 CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
@@ -165,6 +170,53 @@ def composed_child(params_path: str) -> int:
     from hil_motion_table.motion_table_node import MotionTableNode
 
     return _spin_until_sigterm([ClientAdmittanceNode(), MotionTableNode()])
+
+
+# -- the bare relay (child process) ------------------------------------------------------------------------
+RELAY_PARAMS = ('realtime_priority', 'cpu_affinity')
+
+
+def relay_child(params_path: str) -> int:
+    """rclpy's floor under the client hot path: a node with the hot path's messages and nothing else.
+
+    Started as the hot path is (``run_node``: the same executor, the same ``make_realtime``), it takes each
+    F/T sample as raw CDR and decodes it, takes ``client/joint_states`` as a message, and answers each
+    sample with a robot command sent as raw CDR (the start joints: no rule, no IK). Its CPU per sample is
+    what rclpy, Fast DDS and the thread hand-offs cost the hot path before any rule runs.
+    """
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from hil_common.cdr import Float64ArrayEncoder, decode_wrench_stamped
+    from hil_common.params import declare_parameters
+    from hil_common.realtime import make_realtime
+    from hil_common.ros_main import run_node
+
+    from hil_bringup.client_hot_path_node import PARAMS
+
+    hot_path_params = {p.name: p for p in PARAMS}      # its real-time parameters, declared as the hot path's
+
+    class BareRelay(Node):
+        def __init__(self):
+            super().__init__('bench_relay')
+            p = declare_parameters(self, [hot_path_params[name] for name in RELAY_PARAMS])
+            self.q = np.array(UR10E_HOME)
+            self.encode = Float64ArrayEncoder(len(self.q))
+            self.pub = self.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
+            self.create_subscription(JointState, 'client/joint_states', lambda msg: None, 10)
+            self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
+            cpus = [c for c in p.cpu_affinity if c >= 0]
+            if p.realtime_priority or cpus:
+                ok, message = make_realtime(p.realtime_priority, cpus)
+                (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+
+        def on_wrench(self, buf):
+            decode_wrench_stamped(buf)
+            self.pub.publish(self.encode(self.q))
+
+    return run_node(BareRelay, 'bench_relay', ['bench_relay', '--ros-args', '--params-file', params_path])
 
 
 # -- the probe ----------------------------------------------------------------------------------------------
@@ -390,6 +442,10 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
                                                  ros_args=('--params-file', params_file(client))),
                  'motion_table': start_node('hil_motion_table', 'motion_table_node',
                                             ros_args=('--params-file', params_file(table), '-r', '__ns:=/client'))}
+    elif name == 'relay':
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU]}
+        procs = {'bench_relay': subprocess.Popen([sys.executable, __file__, '--child-relay', params_file(rt)],
+                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     elif name == 'composed':
         procs = {'client_admittance+motion_table': subprocess.Popen(
             [sys.executable, __file__, '--child-composed', params_file({**client, **table})],
@@ -447,6 +503,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     else:
         probe = Probe(node)
         probe.threshold = expected_threshold()
+        probe.pulses = name != 'relay'           # the relay's commands do not move: its CPU and rate only
         if trace and name.startswith('fused'):
             probe.enable_trace('client')
     if name == 'fused_rt_contact':
@@ -518,20 +575,24 @@ def latency_figures(latencies_s, lost: int) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--seconds', type=float, default=float(os.environ.get('HIL_BENCH_ENVISAT_SECONDS', 60.0)))
-    parser.add_argument('--only', choices=ARRANGEMENTS)
+    parser.add_argument('--only', choices=ARRANGEMENTS, action='append',
+                        help='run only this arrangement (repeat it for several, e.g. beside relay)')
     parser.add_argument('--trace', action='store_true', help="the client's fused arrangements also trace their "
                         "samples' stamps, beside the pulses (a cross-check of the two latency methods)")
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
+    parser.add_argument('--child-relay', metavar='PARAMS', help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
     if args.child_composed:
         sys.exit(composed_child(args.child_composed))
+    if args.child_relay:
+        sys.exit(relay_child(args.child_relay))
     from hil_common.network import apply_network_profile
 
     apply_network_profile()
     print(f'Envisat hot path F/T sample -> client admittance (1 kHz) -> UR10e motion table -> command, '
           f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs', flush=True)
     results = []
-    for name in ([args.only] if args.only else ARRANGEMENTS):
+    for name in (args.only or ARRANGEMENTS):
         r = run_arrangement(name, args.seconds, args.trace)
         results.append(r)
         cpu = ', '.join(f'{k} {v:.0f}%' for k, v in r['cpu_percent'].items())
@@ -545,13 +606,29 @@ def main(argv=None) -> None:
                   f"{'met' if f['p99_ms'] <= TARGET_P99_MS else 'MISSED'}); {f['pulses']} {what}, {f['late']} late, "
                   f"{f['lost']} lost", flush=True)
         if r['method'] == 'none':
-            print(f'  {name:9s}: latency not measured (no pulses, no trace: two nodes)', flush=True)
+            why = 'its commands do not move' if name == 'relay' else 'no pulses, no trace: two nodes'
+            print(f'  {name:9s}: latency not measured ({why})', flush=True)
         print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
               f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
         if r['contact_n'] is not None:
             mean, low, high = r['contact_n']
             print(f"             in contact: grip force mean {mean:.0f} N, min {low:.0f} N, max {high:.0f} N"
                   + (f' -- UNSTABLE: beyond {CONTACT_ABORT_N:.0f} N, stopped' if r['unstable'] else ''), flush=True)
+    relays = [r for r in results if r['arrangement'] == 'relay']
+    if relays and len(results) > len(relays):
+        # rclpy's own per-message cost (issue 17): each process's CPU per command beside the bare relay's
+        def per_command_us(r):
+            return sum(r['cpu_percent'].values()) / 100.0 / max(r['command_rate_hz'], 1e-9) * 1e6
+        floor = float(np.mean([per_command_us(r) for r in relays]))
+        print(f'  beside the bare relay (rclpy, Fast DDS and the hand-offs, no rule; mean of {len(relays)} run(s)): '
+              f'{floor:.0f} us of CPU per command', flush=True)
+        for r in results:
+            if r['arrangement'].startswith(('fused', 'servicer_fused')):
+                us = per_command_us(r)
+                more = (' (the servicer also takes the arm\'s joint states and sends efforts and a trace: its own '
+                        'floor is higher)' if r['arrangement'].startswith('servicer') else '')
+                print(f"    {r['arrangement']}: {us:.0f} us per command = relay {floor:.0f} + the rest {us - floor:.0f}"
+                      + more, flush=True)
     measured = [r for r in results if r['method'] != 'none']
     if len(measured) > 1:
         best = min(measured, key=lambda r: r['p99_ms'])
