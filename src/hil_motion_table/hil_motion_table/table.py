@@ -34,11 +34,15 @@ from typing import Callable
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics.kernels import array_pose, pose_array
 from hil_motion_table.kinematics import pose_error
-from hil_motion_table.table_kernel import JOINT_ACCELERATION, JOINT_LIMIT, JOINT_VELOCITY, command_ok, limit_joints
+from hil_motion_table.table_kernel import (CARTESIAN_SPEED, JOINT_ACCELERATION, JOINT_LIMIT, JOINT_VELOCITY, SINGULAR,
+                                           UNREACHABLE, WORKSPACE_EXIT, command_ok, limit_joints, table_motion)
 from hil_common.errors import ConfigError, InputError
 
 _NO_TWIST = np.zeros(0)
+_CLAMP_BITS = ((CARTESIAN_SPEED, 'cartesian_speed'), (JOINT_VELOCITY, 'joint_velocity'),
+               (JOINT_ACCELERATION, 'joint_acceleration'))
 FAULTS = ('invalid_command', 'stale_measurement', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
 CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
 
@@ -108,6 +112,12 @@ class MotionTable:
     ``('stale_measurement',)``). ``prediction_horizon``
     [s] > 0 enables delay compensation; ``twist_filter_hz`` is the cut-off of the
     first-order filter on the finite-difference twist estimate.
+
+    :meth:`step` runs steps 2-7 as one compiled call (:func:`hil_motion_table.table_kernel.table_motion`)
+    when the kinematics is a serial chain the compiled IK handles; :meth:`step_reference` is the readable
+    definition (and the path of the hexapod), and ``test_table_kernel`` checks that the two agree to 1e-12
+    over streams that pass through every clamp and fault. The table's constants (limits, horizon, filter,
+    the IK's settings) are read once, when it is built.
     """
 
     SEED_RADIUS = 0.05   # [rad or m]: the previous IK solution seeds the IK when the robot is this close to it
@@ -135,8 +145,8 @@ class MotionTable:
         self.stats = TableStats()
         self._q_cmd: np.ndarray | None = None
         self._qd_cmd = np.zeros(kinematics.dof)
-        self._pose_safe: pin.SE3 | None = None
-        self._pose_prev_cmd: pin.SE3 | None = None
+        self._pose_safe: np.ndarray | None = None          # 12-array [R row-major; p] (hil_dynamics.kernels)
+        self._pose_prev_cmd: np.ndarray | None = None      # the same
         self._twist_est = np.zeros(6)
         self._twist_prev: np.ndarray | None = None
         self._t_prev: float | None = None
@@ -144,6 +154,18 @@ class MotionTable:
         self._pose_measured_guess: pin.SE3 | None = None
         self._q_ik_prev: np.ndarray | None = None
         self._q_ik_step: np.ndarray | None = None   # the last change of the IK solution (streaming: the seed is extrapolated)
+        # the compiled steps 2-7 (serial chains); their constants, in table_kernel's P_* order
+        self._chain = getattr(kinematics, '_chain', None)
+        if self._chain is not None:
+            self._par = np.array([self.prediction_horizon, self.twist_filter_hz, limits.max_linear_speed,
+                                  limits.max_angular_speed, self.SEED_RADIUS, kinematics.tolerance,
+                                  kinematics.max_iterations, kinematics.max_step, kinematics.damping,
+                                  kinematics.damping_max, kinematics.singular_band, kinematics.HINT_RADIUS_RAD,
+                                  limits.sigma_min], dtype=float)
+            self._cmd = np.empty(12)
+            self._target = np.empty(12)
+            self._zeros_n = np.zeros(kinematics.dof)
+            self._zeros_6 = np.zeros(6)
         # Load the compiled checks now (Numba's cache), not in the first real-time command: a table node
         # on the twin's clock that did it there missed its joint states for 150 ms and held as stale.
         n = kinematics.dof
@@ -173,8 +195,8 @@ class MotionTable:
             raise InputError(f'measured joints must be {self.kin.dof} finite values')
         self._q_cmd = q.copy()
         self._qd_cmd = np.zeros_like(q)
-        self._pose_safe = self.kin.forward(q)
-        self._pose_measured_guess = self._pose_safe
+        self._pose_measured_guess = self.kin.forward(q)
+        self._pose_safe = pose_array(self._pose_measured_guess)
         self._pose_prev_cmd = None
         self._twist_est[:] = 0.0
         self._twist_prev = None
@@ -220,14 +242,14 @@ class MotionTable:
 
     def _predict(self, pose_cmd: pin.SE3, twist_ff, dt: float) -> pin.SE3:
         if self._pose_prev_cmd is not None:
-            raw = pose_error(self._pose_prev_cmd, pose_cmd) / dt
+            raw = pose_error(array_pose(self._pose_prev_cmd), pose_cmd) / dt
             alpha = 1.0 - math.exp(-2.0 * math.pi * self.twist_filter_hz * dt)
             self._twist_est += alpha * (raw - self._twist_est)
-        self._pose_prev_cmd = pose_cmd
+        self._pose_prev_cmd = pose_array(pose_cmd)
         if self.prediction_horizon <= 0.0:
             return pose_cmd
         if twist_ff is not None:
-            twist = np.asarray(twist_ff, dtype=float)
+            twist = np.array(twist_ff, dtype=float)          # a copy: the caller may reuse its array
             twist_dot = np.zeros(6) if self._twist_prev is None else (twist - self._twist_prev) / dt
             self._twist_prev = twist
         else:
@@ -239,7 +261,60 @@ class MotionTable:
              measurement_age: float = 0.0) -> TableCommand:
         """One command cycle (see the module docstring). ``q_measured`` seeds the IK;
         ``measurement_age`` [s] is how old it is. ``t`` [s] times the step only for a table
-        without its own ``clock`` (a lockstep runner's simulated time); never pass message stamps."""
+        without its own ``clock`` (a lockstep runner's simulated time); never pass message stamps.
+        Steps 2-7 compiled for a serial chain (the class docstring), else :meth:`step_reference`."""
+        if self._chain is None:
+            return self.step_reference(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
+        checked = self._check(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
+        if isinstance(checked, TableCommand):
+            return checked
+        dt = float(checked)
+        chain, kin, n = self._chain, self.kin, self.kin.dof
+        cmd = self._cmd
+        cmd[:9] = pose_cmd_in_base.rotation.reshape(9)
+        cmd[9:] = pose_cmd_in_base.translation
+        has_ff = twist_ff_body is not None
+        twist = np.ascontiguousarray(twist_ff_body, dtype=float) if has_ff else self._zeros_6
+        had_prev_cmd = self._pose_prev_cmd is not None
+        if not had_prev_cmd:
+            self._pose_prev_cmd = np.empty(12)
+        had_twist_prev = self._twist_prev is not None
+        if has_ff and self.prediction_horizon > 0.0 and not had_twist_prev:
+            self._twist_prev = np.empty(6)
+        seed = self._q_cmd if q_measured is None else np.ascontiguousarray(q_measured, dtype=float)
+        if seed.shape != self._q_cmd.shape:
+            seed = self._q_cmd
+        hint = kin._sigma_hint
+        q_ik, q_next, qd_next, ik_step = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        ik_prev, ik_last = self._q_ik_prev, self._q_ik_step
+        flags = table_motion(cmd, twist, has_ff, dt, self._par, self._pose_prev_cmd, had_prev_cmd, self._twist_est,
+                             self._zeros_6 if self._twist_prev is None else self._twist_prev, had_twist_prev,
+                             self._pose_safe,
+                             self.workspace_min, self.workspace_max, seed, self._q_cmd, self._qd_cmd,
+                             self._zeros_n if ik_prev is None else ik_prev, self._zeros_n if ik_last is None else ik_last,
+                             ik_prev is not None, ik_last is not None, chain.placements, chain.kind, chain.axis,
+                             chain.frame_placement, chain.poses, chain.jac, -1.0 if hint is None else hint[0],
+                             chain.hint_q if hint is None else hint[1], self.q_lo, self.q_hi, kin.qd_max, kin.qdd_max,
+                             self._target, q_ik, q_next, qd_next, ik_step, chain.result)
+        if flags & WORKSPACE_EXIT:
+            return self._hold(('workspace_exit',), array_pose(self._target))
+        error, sigma = float(chain.result[0]), float(chain.result[1])
+        kin._sigma_hint = (sigma, q_ik)                       # as SerialKinematics.inverse leaves it
+        for bit, fault in ((UNREACHABLE, 'unreachable'), (SINGULAR, 'singular'), (JOINT_LIMIT, 'joint_limit')):
+            if flags & bit:
+                return self._hold((fault,), array_pose(self._target), error, sigma)
+        clamps = tuple(name for bit, name in _CLAMP_BITS if flags & bit)
+        self._q_ik_step = ik_step if ik_prev is not None else None
+        self._q_ik_prev = q_ik
+        self._qd_cmd = qd_next
+        self._q_cmd = q_next
+        for name in clamps:
+            self.stats.clamp_counts[name] += 1
+        return TableCommand(q_command=q_next.copy(), pose_target_in_base=array_pose(self._target), holding=False,
+                            clamps=clamps, ik_error=error, sigma_min=sigma)
+
+    def _check(self, pose_cmd_in_base: pin.SE3, q_measured, twist_ff_body, t, measurement_age) -> TableCommand | float:
+        """Step 1 (and the latch): the hold it calls for, or the step's ``dt``."""
         if self._q_cmd is None:
             if q_measured is None:
                 raise InputError('MotionTable.step before initialize() and without measured joints')
@@ -255,15 +330,25 @@ class MotionTable:
             return self._hold(('invalid_command',))
         if not measurement_age <= self.limits.max_measurement_age:
             return self._hold(('stale_measurement',))
+        return dt
+
+    def step_reference(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None,
+                       measurement_age: float = 0.0) -> TableCommand:
+        """:meth:`step`, readable: the definition of steps 2-7 (and the hexapod's path)."""
+        checked = self._check(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
+        if isinstance(checked, TableCommand):
+            return checked
+        dt = checked
         target = self._predict(pose_cmd_in_base, twist_ff_body, dt)
         clamps = []
         # 3. maximum Cartesian speed, along the geodesic from the last safe pose
-        delta = pose_error(self._pose_safe, target)
+        pose_safe = array_pose(self._pose_safe)
+        delta = pose_error(pose_safe, target)
         lin, ang = float(np.linalg.norm(delta[:3])), float(np.linalg.norm(delta[3:]))
         scale = min(1.0, self.limits.max_linear_speed * dt / lin if lin > 0 else 1.0,
                     self.limits.max_angular_speed * dt / ang if ang > 0 else 1.0)
         if scale < 1.0:
-            target = self._pose_safe * pin.exp6(pin.Motion(scale * delta))
+            target = pose_safe * pin.exp6(pin.Motion(scale * delta))
             clamps.append('cartesian_speed')
         # 4. workspace box
         p = target.translation
@@ -301,7 +386,7 @@ class MotionTable:
         self._qd_cmd = qd_next
         self._q_cmd = q_next
         exact = not clamps or clamps == ['cartesian_speed']
-        self._pose_safe = target if exact else self.kin.forward(self._q_cmd, target)
+        self._pose_safe = pose_array(target if exact else self.kin.forward(self._q_cmd, target))
         for name in clamps:
             self.stats.clamp_counts[name] += 1
         return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=target, holding=False,

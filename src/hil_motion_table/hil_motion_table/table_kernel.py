@@ -13,9 +13,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hil_dynamics.kernels import _OPTS
+from hil_dynamics.kernels import _OPTS, _mul_exp6, _rtv
+from hil_motion_table.ik_kernel import forward_into, log6_into, serial_ik
 
 JOINT_LIMIT, JOINT_VELOCITY, JOINT_ACCELERATION = 1, 2, 4
+# table_motion's other outcomes (the joint flags above come from limit_joints)
+CARTESIAN_SPEED, WORKSPACE_EXIT, UNREACHABLE, SINGULAR = 8, 16, 32, 64
+# table_motion's ``par``: the table's constants, in this order
+P_HORIZON, P_FILTER_HZ, P_MAX_LIN, P_MAX_ANG, P_SEED_RADIUS, P_TOL, P_MAX_IT, P_MAX_STEP, P_DAMPING, P_DAMPING_MAX, \
+    P_BAND, P_HINT_RADIUS, P_SIGMA_MIN = range(13)
 
 
 @njit(**_OPTS)
@@ -75,6 +81,112 @@ def limit_joints(q, q_ik_prev, has_prev, q_cmd, qd_cmd, dt, qd_max, qdd_max, q_l
         nxt = min(max(q_cmd[k] + qd_acc * dt, q_lo[k]), q_hi[k])
         qd_next[k] = (nxt - q_cmd[k]) / dt
         q_next[k] = nxt
+    return flags
+
+
+@njit(**_OPTS)
+def _relative_into(a, b, out):
+    """``out = a^-1 b`` for 12-array poses."""
+    for i in range(3):
+        for j in range(3):
+            out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
+    d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
+    out[9], out[10], out[11] = d[0], d[1], d[2]
+
+
+@njit(**_OPTS)
+def table_motion(cmd, twist_ff, has_ff, dt, par, prev_cmd, has_prev_cmd, twist_est, twist_prev, has_twist_prev,
+                 pose_safe, ws_min, ws_max, seed, q_cmd, qd_cmd, q_ik_prev, q_ik_step, has_ik_prev, has_ik_step,
+                 placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint_q, q_lo, q_hi, qd_max, qdd_max,
+                 target, q_ik, q_next, qd_next, ik_step, result):
+    """Steps 2-7 of :meth:`hil_motion_table.table.MotionTable.step_reference` (its readable definition) for a
+    serial chain (:class:`hil_motion_table.ik_kernel.SerialChain`), in one call on arrays.
+
+    The command ``cmd`` has passed step 1. Updates the prediction's state (``prev_cmd``, ``twist_est``,
+    ``twist_prev``) as the reference does; writes the target into ``target``, the IK solution into
+    ``q_ik`` and ``result`` = (error, sigma_min, iterations), and returns the outcome's flags
+    (:data:`CARTESIAN_SPEED` and the joint clamps, or one fault: :data:`WORKSPACE_EXIT`,
+    :data:`UNREACHABLE`, :data:`SINGULAR`, :data:`JOINT_LIMIT`). Without a fault it writes the next command
+    into ``q_next``, ``qd_next``, the solution's change into ``ik_step`` and the new safe pose into
+    ``pose_safe``; the caller moves its state on (``q_cmd``, ``qd_cmd`` and the IK's are left as they were).
+    """
+    n = q_cmd.shape[0]
+    rel = np.empty(12)
+    e = np.empty(6)
+    # 2. delay compensation
+    if has_prev_cmd:
+        _relative_into(prev_cmd, cmd, rel)
+        log6_into(rel, e)
+        alpha = 1.0 - np.exp(-2.0 * np.pi * par[P_FILTER_HZ] * dt)
+        for k in range(6):
+            twist_est[k] += alpha * (e[k] / dt - twist_est[k])
+    for k in range(12):
+        prev_cmd[k] = cmd[k]
+    h = par[P_HORIZON]
+    if h <= 0.0:
+        for k in range(12):
+            target[k] = cmd[k]
+    else:
+        u = np.empty(6)
+        for k in range(6):
+            if has_ff:
+                rate = (twist_ff[k] - twist_prev[k]) / dt if has_twist_prev else 0.0
+                u[k] = h * twist_ff[k] + 0.5 * h * h * rate
+            else:
+                u[k] = h * twist_est[k]
+        if has_ff:
+            for k in range(6):
+                twist_prev[k] = twist_ff[k]
+        _mul_exp6(cmd, u[0], u[1], u[2], u[3], u[4], u[5], target)
+    flags = 0
+    # 3. maximum Cartesian speed, along the geodesic from the last safe pose
+    _relative_into(pose_safe, target, rel)
+    log6_into(rel, e)
+    lin = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+    ang = np.sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5])
+    scale = min(1.0, par[P_MAX_LIN] * dt / lin if lin > 0 else 1.0, par[P_MAX_ANG] * dt / ang if ang > 0 else 1.0)
+    if scale < 1.0:
+        _mul_exp6(pose_safe, scale * e[0], scale * e[1], scale * e[2], scale * e[3], scale * e[4], scale * e[5],
+                  target)
+        flags |= CARTESIAN_SPEED
+    # 4. workspace box
+    for k in range(3):
+        if target[9 + k] < ws_min[k] or target[9 + k] > ws_max[k]:
+            return flags | WORKSPACE_EXIT
+    # 5. IK from the seed, or from the previous solution moved on by its last change
+    finite = True
+    for k in range(n):
+        if not np.isfinite(seed[k]):
+            finite = False
+    for k in range(n):
+        q_ik[k] = seed[k] if finite else q_cmd[k]
+    if has_ik_prev:
+        far = 0.0
+        for k in range(n):
+            far = max(far, abs(q_ik_prev[k] - q_ik[k]))
+        if far < par[P_SEED_RADIUS]:
+            for k in range(n):
+                q_ik[k] = q_ik_prev[k] + q_ik_step[k] if has_ik_step else q_ik_prev[k]
+    serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q_ik, par[P_TOL], int(par[P_MAX_IT]),
+              par[P_MAX_STEP], par[P_DAMPING], par[P_DAMPING_MAX], par[P_BAND], hint_sigma, hint_q,
+              par[P_HINT_RADIUS], result)
+    if not result[0] < par[P_TOL] * 1e3:
+        return flags | UNREACHABLE
+    if result[1] < par[P_SIGMA_MIN]:
+        return flags | SINGULAR
+    # 6.-7. joint limits
+    joint = limit_joints(q_ik, q_ik_prev, has_ik_prev, q_cmd, qd_cmd, dt, qd_max, qdd_max, q_lo, q_hi, q_next,
+                         qd_next, ik_step)
+    if joint & JOINT_LIMIT:
+        return flags | JOINT_LIMIT
+    flags |= joint
+    if joint & (JOINT_VELOCITY | JOINT_ACCELERATION):         # the pose the clamped command reaches
+        forward_into(placements, kind, axis, frame_placement, q_next, poses)
+        for k in range(12):
+            pose_safe[k] = poses[n, k]
+    else:
+        for k in range(12):
+            pose_safe[k] = target[k]
     return flags
 
 
