@@ -236,6 +236,11 @@ class Probe:
         # raw CDR (hil_common.cdr), as the hot paths: the probe's own per-message cost is not the hot path's
         node.create_subscription(Float64MultiArray, f'{prefix}/forward_position_controller/commands', self.on_cmd, 100,
                                  raw=True)
+        from diagnostic_msgs.msg import DiagnosticStatus
+
+        # the fused hot paths' status: why a run lost pulses (a hold, a late sample) is then printed with them
+        self.statuses: list[tuple[float, int, str]] = []
+        node.create_subscription(DiagnosticStatus, f'{prefix}/hot_path/status', self.on_status, 10)
         self.msg_ft = WrenchStamped()
         self.msg_ft.header.frame_id = frame_id
         self.every_sample = every_sample
@@ -268,6 +273,11 @@ class Probe:
         self.sent_ns: dict[int, float] = {}       # stamp (ns) -> publish time, of recorded samples
         self.trace_latencies: list[float] = []
         self.trace_late_arrivals = 0              # traces that came after the 50 ms window
+
+    def on_status(self, msg) -> None:
+        level = msg.level[0] if isinstance(msg.level, (bytes, bytearray)) else int(msg.level)
+        if self.recording and level != 0 and (not self.statuses or self.statuses[-1][2] != msg.message):
+            self.statuses.append((round(time.perf_counter() % 1000, 2), level, msg.message))
 
     def enable_trace(self, prefix: str) -> None:
         from std_msgs.msg import Header
@@ -546,6 +556,9 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     if probe.lost:
         print(f'    {probe.lost} pulses lost (not seen within {PULSE_EVERY} ms), at probe times '
               f'{getattr(probe, "lost_at", [])[:20]}', flush=True)
+    if probe.statuses:
+        print(f'    the hot path was not OK {len(probe.statuses)} time(s) (probe time, level, message): '
+              f'{probe.statuses[:5]}', flush=True)
     gaps = np.diff(np.array(probe.cmd_times)) * 1e3 if len(probe.cmd_times) > 1 else np.zeros(0)
     trace = latency_figures(probe.trace_latencies, probe.trace_lost(t_end)) if probe.traced else None
     pulses = latency_figures(probe.latencies, probe.lost) if probe.pulses else None

@@ -121,6 +121,7 @@ class ClientAdmittanceNode(Node):
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
         self.status = OverloadStatus(self, self.overload, 'client/admittance', 'client_admittance')
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
+        self.msg_passivity = Float64MultiArray()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
@@ -181,7 +182,8 @@ class ClientAdmittanceNode(Node):
         self.pub_pose.publish(self.msg_pose)
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
-        self.pub_passivity.publish(Float64MultiArray(data=self.side.port.out.as_list()))
+        self.msg_passivity.data = self.side.port.out.as_list()
+        self.pub_passivity.publish(self.msg_passivity)
 
 
 def main(args=None) -> int:

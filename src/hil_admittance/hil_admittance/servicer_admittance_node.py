@@ -210,6 +210,7 @@ class ServicerAdmittanceNode(Node):
         self.status = OverloadStatus(self, self.overload, status_prefix, name,
                                      override=lambda: (ERROR, 'holding: wrist F/T fault latched') if self.side.fault else None)
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
+        self.msg_passivity = Float64MultiArray()
         self.msg_pose.header.frame_id = self.frames[1]
         self.msg_twist.header.frame_id = self.frames[2]
         self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
@@ -317,7 +318,8 @@ class ServicerAdmittanceNode(Node):
         self.pub_twist.publish(self.msg_twist)
         self.pub_state.publish(self.msg_state)
         if out.passivity is not None:
-            self.pub_passivity.publish(Float64MultiArray(data=out.passivity.as_list()))
+            self.msg_passivity.data = out.passivity.as_list()
+            self.pub_passivity.publish(self.msg_passivity)
 
 
 def main(args=None) -> int:

@@ -142,9 +142,10 @@ class ClientHotPath:
 
     def refusal(self, wrench) -> tuple[str, str] | None:
         """(reason, detail) if this wrench must not reach Eq. (11), else None."""
-        if not np.all(np.isfinite(wrench)):
+        fx, fy, fz, tx, ty, tz = (float(v) for v in wrench)
+        if not all(map(math.isfinite, (fx, fy, fz, tx, ty, tz))):
             return 'nonfinite_wrench', 'a non-finite wrench sample'
-        force, torque = float(np.linalg.norm(wrench[:3])), float(np.linalg.norm(wrench[3:]))
+        force, torque = math.sqrt(fx * fx + fy * fy + fz * fz), math.sqrt(tx * tx + ty * ty + tz * tz)
         if force > self.max_force_n or torque > self.max_torque_nm:
             return 'wrench_limit', (f'|f| = {force:.4g} N, |tau| = {torque:.4g} N m (max_force_n {self.max_force_n:g}, '
                                     f'max_torque_nm {self.max_torque_nm:g})')

@@ -105,6 +105,10 @@ class ClientHotPathNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'client/hot_path/status', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
+        # the decimated messages are built once and refilled (a new Odometry costs more than filling one)
+        self.msg_state, self.msg_pose, self.msg_passivity = Odometry(), PoseStamped(), Float64MultiArray()
+        self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
+        self.msg_pose.header.frame_id = self.frames[1]
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
@@ -153,15 +157,14 @@ class ClientHotPathNode(Node):
         self.samples += 1
         if self.samples % self.decimation == 0:
             stamp = self.get_clock().now().to_msg()
-            odom = Odometry()
-            odom.header.stamp, odom.header.frame_id, odom.child_frame_id = stamp, self.frames[0], self.frames[2]
+            odom, cmd = self.msg_state, self.msg_pose
+            odom.header.stamp = cmd.header.stamp = stamp
             g_t, v_t = state.absolute()
             pose_to_msg(g_t, odom.pose.pose)
             twist_to_msg(v_t, odom.twist.twist)
             self.pub_state.publish(odom)
-            self.pub_passivity.publish(Float64MultiArray(data=self.rule.port.out.as_list()))
-            cmd = PoseStamped()
-            cmd.header.stamp, cmd.header.frame_id = stamp, self.frames[1]
+            self.msg_passivity.data = self.rule.port.out.as_list()
+            self.pub_passivity.publish(self.msg_passivity)
             pose_to_msg(pose, cmd.pose)
             self.pub_pose.publish(cmd)
 
