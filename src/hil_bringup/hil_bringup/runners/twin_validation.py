@@ -128,11 +128,13 @@ class TwinFtSensor:
         gravity = ToolGravity(float(twin.model.body_subtreemass[body]), com_in_sensor,
                               gravity=(0.0, 0.0, -TWIN_GRAVITY_M_S2))
         self.chain = WrenchChain(gravity, deadband=deadband)
+        # the site's rotation is read at every sample: its MuJoCo id looked up once
+        self.site_id = mujoco.mj_name2id(twin.model, mujoco.mjtObj.mjOBJ_SITE, f'{sensor}_site')
 
     def wrench(self) -> np.ndarray:
         """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver);
         while a tare collects, the sample also goes into it."""
-        self.chain.gravity.set_sensor_rotation(self.twin.site_pose_in_world(f'{self.sensor}_site').rotation)
+        self.chain.gravity.set_sensor_rotation(self.twin.data.site_xmat[self.site_id].reshape(3, 3))
         out = self.chain.process(self.read()[0])
         if out is None:
             raise SensorFault(f'twin sensor {self.sensor!r}: non-finite wrench')
