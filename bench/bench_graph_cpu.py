@@ -1,0 +1,121 @@
+"""The launch files' node sets on the wall clock, at their own rates: CPU per node and what each logged.
+
+Issue 17 asks for the servicer and teleop nodes at their rates, at most 30 % of one core each and no
+missed step. This starts the graph of ``massive_payload_teleop.launch.py`` and the graph of
+``envisat_capture.launch.py`` as ``ros2 launch`` does (``hil_bringup.graph_runner``, the same
+``hil_bringup.graphs`` definitions; ``sim:=true``/``use_sim:=true``, ``lab_clock:=wall``: the twin
+stands in for the lab and every node runs at its real-time rate), lets each settle, then measures for
+``HIL_BENCH_GRAPH_SECONDS`` (default 20 s):
+
+* the window starts ``SETTLE_S`` after the last stage started, plus the teleop link's delays (until
+  then the orbit side has no master command, and says so);
+* each node process's CPU over the window (user + system time from ``/proc``, % of one core);
+* the warnings and errors each node logged in the window. The nodes log a step that ran late or was
+  dropped (their overload guards, the pacers), a stale input and a hold; a window without any is a
+  window without a missed step that a node noticed.
+
+``./dev bench graph_cpu``. The machine's other load counts against the figures: run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_PERCENT = 30.0
+SETTLE_S = 8.0
+#: the nodes the issue's row is about
+TARGET_NODES = ('teleop_master', 'slave_law', 'delay_line', 'payload_admittance', 'servicer_hot_path',
+                'servicer_admittance')
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def _rate(spec) -> str:
+    for key in ('rate_hz', 'control_rate_hz', 'publish_rate_hz', 'sensor_rate_hz'):
+        if float(spec.parameters.get(key, 0.0) or 0.0) > 0.0:
+            return f"{float(spec.parameters[key]):g} Hz"
+    return ''
+
+
+_WARNING = re.compile(r'\[(WARN|ERROR|FATAL)\][^\n]*')
+
+
+def measure(name: str, graph, seconds: float) -> bool:
+    """Run ``graph``; print one line per node. Returns False if a node died or a target node missed."""
+    from hil_bringup.graph_runner import RunningGraph
+
+    workdir = Path(tempfile.mkdtemp(prefix=f'bench_graph_{name}_'))
+    print(f'  {name}: {len(graph.nodes)} nodes, logs in {workdir}', flush=True)
+    ok = True
+    # the teleop link's delay: the orbit side gets its first master command only after it
+    delays = [float(n.parameters.get(k, 0.0)) for n in graph.nodes for k in ('uplink_delay_s', 'downlink_delay_s')]
+    settle_s = SETTLE_S + sum(delays)
+    with RunningGraph(graph, workdir, say=lambda m: None) as running:
+        time.sleep(settle_s)
+        start = {spec.fqn: (proc, path, path.stat().st_size, cpu_seconds(proc.pid))
+                 for spec, proc, path in running.procs if proc.poll() is None}
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        wall = time.monotonic() - t0
+        rows = []
+        for spec, proc, path in running.procs:
+            if spec.fqn not in start or proc.poll() is not None:
+                rows.append((spec, None, ['exited']))
+                continue
+            _, _, offset, cpu0 = start[spec.fqn]
+            percent = 100.0 * (cpu_seconds(proc.pid) - cpu0) / wall
+            with open(path, errors='replace') as f:
+                f.seek(offset)
+                logged = [m.group(0)[:160] for m in _WARNING.finditer(f.read())]
+            rows.append((spec, percent, logged))
+        dead = running.dead()
+    exits = {r.spec.fqn: r for r in running.results}
+    for spec, percent, logged in rows:
+        target = spec.name in TARGET_NODES
+        verdict = ''
+        if target:
+            met = percent is not None and percent <= TARGET_PERCENT and not logged
+            ok = ok and met
+            verdict = f'   (target <= {TARGET_PERCENT:.0f} % and nothing logged: {"met" if met else "MISSED"})'
+        cpu = 'exited' if percent is None else f'{percent:5.1f} %'
+        result = exits[spec.fqn]
+        stop = f'stopped with {result.returncode}' + (' CRASHED' if result.crashed else '')
+        print(f'    {spec.fqn:<28s} {_rate(spec):>9s}  CPU {cpu}  {len(logged)} warnings/errors, {stop}{verdict}',
+              flush=True)
+        for line in dict.fromkeys(logged).keys():
+            print(f'        {line}', flush=True)
+            break
+    if dead:
+        print(f'    DIED: {", ".join(dead)}', flush=True)
+        ok = False
+    return ok
+
+
+def main() -> None:
+    from hil_bringup.graphs import envisat_graph, teleop_graph
+    from hil_common.network import apply_network_profile, free_udp_ports
+
+    apply_network_profile()
+    seconds = float(os.environ.get('HIL_BENCH_GRAPH_SECONDS', 20.0))
+    print(f'the launch files\' graphs on the wall clock, {seconds:.0f} s after {SETTLE_S:.0f} s of settling (and the '
+          f'teleop link\'s delays), '
+          f'{os.cpu_count()} CPUs; CPU of each node process (% of one core):', flush=True)
+    ports = free_udp_ports(4)
+    teleop = teleop_graph({'sim': 'true', 'lab_clock': 'wall', 'slave_ft_port': str(ports[0]),
+                           'payload_ft_port': str(ports[1])})
+    envisat = envisat_graph({'lab_clock': 'wall', 'client_ft_port': str(ports[2]), 'servicer_ft_port': str(ports[3]),
+                             'live_view_port': '0'})
+    results = [measure('massive_payload_teleop', teleop, seconds), measure('envisat_capture', envisat, seconds)]
+    print(f'  all target nodes within {TARGET_PERCENT:.0f} % and nothing logged: '
+          f'{"met" if all(results) else "MISSED"}', flush=True)
+
+
+if __name__ == '__main__':
+    main()
