@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_envisat import cpu_seconds  # noqa: E402  (one reading of /proc CPU time for the benches)
 
 TARGET_PERCENT = 30.0
 SETTLE_S = 8.0
 #: the nodes the issue's row is about
 TARGET_NODES = ('teleop_master', 'slave_law', 'delay_line', 'payload_admittance', 'servicer_hot_path',
                 'servicer_admittance')
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def _rate(spec) -> str:
