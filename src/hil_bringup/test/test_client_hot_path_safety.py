@@ -1,7 +1,8 @@
 """Issue 15 item 2: the fused client hot path at parity with the separate nodes, through the real node on DDS.
 
 * wrenches at ~250 Hz with ``rate_hz`` 50: Eq. (11) runs at real time (its simulated time,
-  from the status, advances like the wall clock) and the flange stays within 0.5 m/s (one
+  from the status, advances like the wall clock) and the flange, pushed beyond 0.5 m/s and then
+  brought back to rest, stays within 0.5 m/s (one
   ``1 / rate_hz`` step per sample would run the client 5x faster than real time);
 * ``joint_states`` stop: the node holds (the same command), its status says why, and it
   recovers on its own once they are fresh again;
@@ -53,7 +54,7 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
             pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
             reset = node.create_client(Trigger, '/hps/client/hot_path/reset')
-            io = {'joints': True, 'force': 2000.0, 'frame': 'ft_sensor'}
+            io = {'joints': True, 'force': 8000.0, 'frame': 'ft_sensor'}
 
             def robot():       # the robot: measured = last command
                 if io['joints']:
@@ -84,10 +85,15 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             def sim_time(k):
                 return float({kv.key: kv.value for kv in statuses[k].values}['sim_time_s'])
 
-            # 1. real time: 2000 N on 7828 kg; the flange stays within V_MAX against real time
+            # 1. real time: 8000 N on 7828 kg for 0.85 s (0.87 m/s, beyond V_MAX), then -8000 N for 0.85 s (back to
+            #    rest, 0.74 m on: a client left drifting reached the UR10e's singular poses 0.75 s after step 2
+            #    resumed, and a run whose status came late saw the table's fault, not the recovery); the flange
+            #    stays within V_MAX against real time
             t0 = time.monotonic()
             k0 = len(statuses)
-            wait(2.5)
+            wait(0.85)
+            io['force'] = -io['force']
+            wait(0.85)
             k1 = len(statuses) - 1
             ratio = (sim_time(k1) - sim_time(k0)) / (status_at[k1] - status_at[k0])
             assert 0.8 < ratio < 1.2, ratio                          # simulated time runs with the wall clock
@@ -95,9 +101,17 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             t = np.array([c[0] for c in run])
             flange = np.array([kin.forward(c[1]).translation for c in run])
             assert np.linalg.norm(flange[-1] - flange[0]) > 0.05           # it is being pushed
-            for i in range(len(run) - 10):
-                j = i + 10
-                assert np.linalg.norm(flange[j] - flange[i]) <= V_MAX * (t[j] - t[i] + 0.1), (i, t[j] - t[i])
+            # over every 0.3 s of commands (unclamped, the client covers about 0.24 m in its fastest 0.3 s; the
+            # bound is 0.15 m, plus 1 cm for the receive times' jitter)
+            seen_fast = False
+            for i in range(len(run)):
+                j = int(np.searchsorted(t, t[i] + 0.3))
+                if j >= len(run):
+                    break
+                moved = np.linalg.norm(flange[j] - flange[i])
+                assert moved <= V_MAX * (t[j] - t[i]) + 0.01, (i, moved, t[j] - t[i])
+                seen_fast = seen_fast or moved > 0.8 * V_MAX * (t[j] - t[i])
+            assert seen_fast                                                # the limit was reached, not just obeyed
             io['force'] = 0.0
 
             # 2. joint_states stop: hold (one command repeated), status ERROR naming them
