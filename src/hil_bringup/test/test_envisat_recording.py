@@ -34,7 +34,13 @@ def test_fault_mid_run_holds_and_the_bag_keeps_every_message(tmp_path):
             def arm():
                 pub_js.publish(JointState(name=[f'lbr_joint_{i}' for i in range(1, 8)], position=q0, velocity=[0.0] * 7))
             node.create_timer(0.005, arm)
-            assert spin_until(executor, lambda: recorder.received['servicer/table/pose_cmd'] > 200, 20.0)
+            positions = []
+            node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: positions.append(
+                (m.pose.position.x, m.pose.position.y, m.pose.position.z)), 1000)
+            # moving before the fault: on a busy machine the node may hold first (a start that ran late holds
+            # its output until 2 s of calm, hil_common.overload), so the fault waits until the poses move
+            assert spin_until(executor, lambda: recorder.received['servicer/table/pose_cmd'] > 200 and len(positions) > 50
+                              and positions[-1] != positions[-50], 30.0)
             pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.ERROR, name='servicer_ft', message='overload'))
             assert spin_until(executor, lambda: recorder.received['servicer/ft/fault'] == 1, 5.0)
             n = recorder.received['servicer/table/pose_cmd']
