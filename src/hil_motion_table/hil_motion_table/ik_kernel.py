@@ -153,6 +153,16 @@ def log6_into(g, out):
 
 
 @njit(**_OPTS)
+def relative_into(a, b, out):
+    """``out = a^-1 b`` for 12-array poses."""
+    for i in range(3):
+        for j in range(3):
+            out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
+    d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
+    out[9], out[10], out[11] = d[0], d[1], d[2]
+
+
+@njit(**_OPTS)
 def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, tolerance, max_iterations, max_step,
               damping, damping_max, singular_band, hint_sigma, hint_q, hint_radius, result):
     """:meth:`SerialKinematics.inverse_reference` on arrays: ``q`` (the seed) becomes the solution;
@@ -171,13 +181,7 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
     err_norm, sigma, it = np.inf, 0.0, 0
     for it in range(max_iterations + 1):
         forward_into(placements, kind, axis, frame_placement, q, poses)
-        f = poses[n]
-        # oMf^-1 g_d
-        for i in range(3):
-            for j in range(3):
-                rel[3 * i + j] = f[i] * target[j] + f[3 + i] * target[3 + j] + f[6 + i] * target[6 + j]
-        dp = _rtv(f, target[9] - f[9], target[10] - f[10], target[11] - f[11])
-        rel[9], rel[10], rel[11] = dp[0], dp[1], dp[2]
+        relative_into(poses[n], target, rel)                  # oMf^-1 g_d
         log6_into(rel, err)
         err_norm = np.sqrt(np.sum(err * err))
         jacobian_into(kind, axis, poses, n, jac)

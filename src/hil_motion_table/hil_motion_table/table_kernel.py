@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hil_dynamics.kernels import _OPTS, _mul_exp6, _rtv
-from hil_motion_table.ik_kernel import forward_into, log6_into, serial_ik
+from hil_dynamics.kernels import _OPTS, _mul_exp6
+from hil_motion_table.ik_kernel import forward_into, log6_into, relative_into, serial_ik
 
 JOINT_LIMIT, JOINT_VELOCITY, JOINT_ACCELERATION = 1, 2, 4
 # table_motion's other outcomes (the joint flags above come from limit_joints)
@@ -85,16 +85,6 @@ def limit_joints(q, q_ik_prev, has_prev, q_cmd, qd_cmd, dt, qd_max, qdd_max, q_l
 
 
 @njit(**_OPTS)
-def _relative_into(a, b, out):
-    """``out = a^-1 b`` for 12-array poses."""
-    for i in range(3):
-        for j in range(3):
-            out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
-    d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
-    out[9], out[10], out[11] = d[0], d[1], d[2]
-
-
-@njit(**_OPTS)
 def table_motion(cmd, twist_ff, has_ff, dt, par, prev_cmd, has_prev_cmd, twist_est, twist_prev, has_twist_prev,
                  pose_safe, ws_min, ws_max, seed, q_cmd, qd_cmd, q_ik_prev, q_ik_step, has_ik_prev, has_ik_step,
                  placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint_q, q_lo, q_hi, qd_max, qdd_max,
@@ -115,7 +105,7 @@ def table_motion(cmd, twist_ff, has_ff, dt, par, prev_cmd, has_prev_cmd, twist_e
     e = np.empty(6)
     # 2. delay compensation
     if has_prev_cmd:
-        _relative_into(prev_cmd, cmd, rel)
+        relative_into(prev_cmd, cmd, rel)
         log6_into(rel, e)
         alpha = 1.0 - np.exp(-2.0 * np.pi * par[P_FILTER_HZ] * dt)
         for k in range(6):
@@ -140,7 +130,7 @@ def table_motion(cmd, twist_ff, has_ff, dt, par, prev_cmd, has_prev_cmd, twist_e
         _mul_exp6(cmd, u[0], u[1], u[2], u[3], u[4], u[5], target)
     flags = 0
     # 3. maximum Cartesian speed, along the geodesic from the last safe pose
-    _relative_into(pose_safe, target, rel)
+    relative_into(pose_safe, target, rel)
     log6_into(rel, e)
     lin = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
     ang = np.sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5])
