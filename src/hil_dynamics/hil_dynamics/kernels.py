@@ -24,7 +24,8 @@ import pinocchio as pin
 from numba import njit
 
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
-           'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step']
+           'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
+           'free_floating_rkmk4_step']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -919,6 +920,59 @@ def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, n
     rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
 
 
+@njit(**_OPTS)
+def _free_floating_rates(x, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, twists_out, rates_out):
+    """Forward dynamics of a free-flyer chain without gravity, ``M(q) a = tau - C(q, v) v + J^T f``, as
+    Pinocchio's ``aba`` gives it: ``M`` by the compiled CRBA, the rest by the compiled RNEA at zero
+    acceleration, then one solve. ``x = [V_b; q; dq]`` (base body twist first)."""
+    nv = tau.shape[0]
+    n = nv - 6
+    identity = np.zeros(12)
+    identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
+    no_gravity = np.zeros(6)
+    for k in range(6):
+        vel[k] = x[k]
+    for k in range(n):
+        vel[6 + k] = x[6 + n + k]
+    chain_crba(co[0], co[1], co[2], co[3], co[4], x[6:6 + n], work, work_ic, m, True)
+    chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, x[6:6 + n], vel, zero, fext, work, bias, False)
+    for k in range(nv):
+        rhs[k] = tau[k] - bias[k]
+    solve_into(m, rhs, acc)
+    for k in range(6):
+        twists_out[0, k] = x[k]
+        rates_out[k] = acc[k]
+    for k in range(n):
+        rates_out[6 + k] = x[6 + n + k]
+        rates_out[6 + n + k] = acc[6 + k]
+
+
+@njit(**_OPTS)
+def free_floating_rkmk4_step(poses, x, h, tau, fext, co, work, work_ic, poses_out, x_out):
+    """One RKMK4 step of :class:`hil_dynamics.free_floating.FreeFloatingServicer` (held inputs) as one
+    compiled call: ``poses`` (1, 12) the base pose in orbit, ``x = [V_b; q; dq]``, ``tau = [F_b; tau_arm]``,
+    ``fext`` (njoints, 6) the external wrenches in the joint frames."""
+    nv = tau.shape[0]
+    nx = x.shape[0]
+    m, vel, zero = np.empty((nv, nv)), np.empty(nv), np.zeros(nv)
+    bias, rhs, acc = np.empty(nv), np.empty(nv), np.empty(nv)
+    ks = np.empty((4, 1, 6))
+    kc = np.empty((3, 1, 6))
+    us = np.empty((3, 1, 6))
+    a = np.empty((4, nx))
+    gs = np.empty((1, 12))
+    xs = np.empty(nx)
+    h2 = 0.5 * h
+    _free_floating_rates(x, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, ks[0], a[0])
+    rk_stage(poses, x, ks[0], a[0], us[0], h2, False, gs, xs, us[0], kc[0])
+    _free_floating_rates(xs, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, ks[1], a[1])
+    rk_stage(poses, x, ks[1], a[1], us[0], h2, True, gs, xs, us[1], kc[1])
+    _free_floating_rates(xs, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, ks[2], a[2])
+    rk_stage(poses, x, ks[2], a[2], us[1], h, True, gs, xs, us[2], kc[2])
+    _free_floating_rates(xs, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, ks[3], a[3])
+    rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
+
+
 # -- the passivity observer/controller of one port (hil_dynamics.passivity, seed 004 Eq. 28) ----
 # acc layout of PassivityController: [E_port, E_integration, E_dissipated, beta, max E_obs, has a
 # previous sample (0/1), dt of the previous sample, beta of the previous sample]; prev rows: the
@@ -1027,6 +1081,9 @@ def warm_up() -> None:
     for n in (1, 6):
         PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)
     ClientPort(ClientAdmittance(body, np.full(6, 0.01)), 1.0).step(np.ones(6), 1e-3, np.zeros(6))
+    from hil_dynamics.free_floating import FreeFloatingServicer
+    FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
+                         np.zeros(7)).step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))
 
 
 if __name__ == '__main__':

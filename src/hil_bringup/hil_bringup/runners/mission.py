@@ -30,9 +30,8 @@ import pinocchio as pin
 from hil_admittance.obsw import ObswController
 from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
 from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
-from hil_dynamics.contact import GraspContact, reaction_on_client, relative_twist
-from hil_dynamics import kernels
-from hil_dynamics.lie_integrators import FusedRKMK4
+from hil_dynamics.contact import MISSED, OPEN, GraspContact, reaction_on_client, relative_twist
+from hil_dynamics.free_floating import FreeFloatingServicer
 from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.rebase import PlannedRebase, RebaseSchedule, client_part, servicer_part
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
@@ -212,10 +211,15 @@ class MissionLoop:
             self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
             if self.command.close_gripper:
                 self.contact.command_close(self.t)
-        self.wrench_tool, pose_tool_in_client = self.contact_wrench()
-        wrench_flange = self.pose_tool_in_flange.act(pin.Force(self.wrench_tool)).vector
-        self.advance(self.wrench_base_com, self.tau_arm, wrench_flange,
-                     reaction_on_client(pose_tool_in_client, self.wrench_tool))
+        if self.contact.state in (OPEN, MISSED):
+            # An open gripper exerts nothing and its state machine waits for a close command: no tool
+            # kinematics (GraspContact.update and .wrench would change nothing and return zeros).
+            self.wrench_tool, wrench_flange, wrench_client = np.zeros(6), np.zeros(6), np.zeros(6)
+        else:
+            self.wrench_tool, pose_tool_in_client = self.contact_wrench()
+            wrench_flange = self.pose_tool_in_flange.act(pin.Force(self.wrench_tool)).vector
+            wrench_client = reaction_on_client(pose_tool_in_client, self.wrench_tool)
+        self.advance(self.wrench_base_com, self.tau_arm, wrench_flange, wrench_client)
         self.k += 1
         self.t = self.k * self.dt
 
@@ -357,51 +361,19 @@ class AbsoluteMission(MissionLoop):
         c, s = scenario.client, scenario.servicer
         init, g_b0 = initial_states(scenario)
         self.client = AbsoluteRigidBody(c.body, c.twist_client_body_0)
-        model = pin.buildModelFromXML(s.urdf, pin.JointModelFreeFlyer())
-        model.gravity = pin.Motion.Zero()
-        self.pin_model, self.pin_data = model, model.createData()
-        frame = model.frames[model.getFrameId(s.ee_frame)]
-        self._ee_joint, self._ee_placement = frame.parentJoint, frame.placement
-        self._fext = pin.StdVec_Force()        # Pinocchio's own vector: a list costs a conversion per call
-        for _ in range(model.njoints):
-            self._fext.append(pin.Force.Zero())
-        self.pose_base_in_orbit = g_b0
-        n = self.model.n
-        self.x = np.concatenate((init.twist_base_body, s.q_arm_0, np.zeros(n)))
-        self._rk = FusedRKMK4(1, 6 + 2 * n)
-        self._cfg, self._vel, self._pose = np.empty(model.nq), np.empty(model.nv), np.empty((1, 12))
-
-    def _split(self, x):
-        n = self.model.n
-        return x[:6], x[6:6 + n], x[6 + n:]
+        self.servicer = FreeFloatingServicer(s.urdf, s.ee_frame, g_b0, init.twist_base_body, s.q_arm_0,
+                                             np.zeros(self.model.n))
 
     def lab_states(self):
         return self.onboard_states()
 
     def onboard_states(self):
-        v_b, q, dq = self._split(self.x)
-        return self.client.pose_in_orbit, self.client.twist_body, self.pose_base_in_orbit, v_b, q, dq
+        sv = self.servicer
+        return (self.client.pose_in_orbit, self.client.twist_body, sv.pose_base_in_orbit, sv.twist_base_body, sv.q_arm,
+                sv.dq_arm)
 
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
-        model, data = self.pin_model, self.pin_data
-        self._fext[self._ee_joint] = self._ee_placement.act(pin.Force(np.asarray(wrench_flange, dtype=float)))
-        tau_full = np.concatenate((wrench_base_com, tau_arm))
-        n, cfg, vel, fext, aba, xyzquat = self.model.n, self._cfg, self._vel, self._fext, pin.aba, kernels.xyzquat_into
-
-        def derivative(t, poses, x, twists_out, rates_out):
-            xyzquat(poses[0], cfg)
-            cfg[7:] = x[6:6 + n]
-            vel[:6] = x[:6]
-            vel[6:] = x[6 + n:]
-            a = aba(model, data, cfg, vel, tau_full, fext)
-            twists_out[0] = x[:6]
-            rates_out[:6] = a[:6]
-            rates_out[6:6 + n] = x[6 + n:]
-            rates_out[6 + n:] = a[6:]
-
-        kernels.pose_array(self.pose_base_in_orbit, self._pose[0])
-        poses, x = self._rk.step(self.t, self.dt, self._pose, self.x, derivative)
-        self.pose_base_in_orbit, self.x = kernels.array_pose(poses[0]), x.copy()
+        self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
         self.client.step(np.asarray(wrench_client_com, dtype=float), self.dt)
 
 
