@@ -678,6 +678,49 @@ def chain_rnea(parents, placements, kind, axis, inertia, gravity, base_pose, q_a
 
 
 @njit(**_OPTS)
+def _add_inertia_in_parent(g, ic, out):
+    """``out += X^* ic X^-1``: the spatial inertia ``ic`` (6x6, linear first, about the child frame's origin)
+    seen in the parent frame, ``g`` the child's pose in the parent (a 12-array).
+
+    ``ic = [[m E, -[h]x], [[h]x, I_o]]`` (``h = m c``, ``I_o`` about the origin) moves as ``h' = R h + m p``,
+    ``I_o' = R I_o R^T - [p]x[R h]x - [R h]x[p]x - m [p]x[p]x``, with ``[a]x[b]x = b a^T - (a.b) E``
+    (the parallel-axis theorem): about 100 products instead of the 432 of two 6x6 matrix products.
+    """
+    m = ic[0, 0]
+    h0, h1, h2 = ic[5, 1], ic[3, 2], ic[4, 0]
+    rh = _rv(g, h0, h1, h2)
+    p = (g[9], g[10], g[11])
+    pr = p[0] * rh[0] + p[1] * rh[1] + p[2] * rh[2]
+    pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
+    for r in range(3):
+        # row r of R I_o, then (R I_o R^T)[r, c]
+        a0 = g[3 * r] * ic[3, 3] + g[3 * r + 1] * ic[4, 3] + g[3 * r + 2] * ic[5, 3]
+        a1 = g[3 * r] * ic[3, 4] + g[3 * r + 1] * ic[4, 4] + g[3 * r + 2] * ic[5, 4]
+        a2 = g[3 * r] * ic[3, 5] + g[3 * r + 1] * ic[4, 5] + g[3 * r + 2] * ic[5, 5]
+        for c in range(3):
+            v = a0 * g[3 * c] + a1 * g[3 * c + 1] + a2 * g[3 * c + 2]
+            v -= rh[r] * p[c] + p[r] * rh[c] + m * p[r] * p[c]
+            if r == c:
+                v += 2.0 * pr + m * pp
+            out[3 + r, 3 + c] += v
+    hp0, hp1, hp2 = rh[0] + m * p[0], rh[1] + m * p[1], rh[2] + m * p[2]
+    for k in range(3):
+        out[k, k] += m
+    out[0, 4] += hp2
+    out[0, 5] -= hp1
+    out[1, 3] -= hp2
+    out[1, 5] += hp0
+    out[2, 3] += hp1
+    out[2, 4] -= hp0
+    out[4, 0] += hp2
+    out[5, 0] -= hp1
+    out[3, 1] -= hp2
+    out[5, 1] += hp0
+    out[3, 2] += hp1
+    out[4, 2] -= hp0
+
+
+@njit(**_OPTS)
 def chain_crba(parents, placements, kind, axis, inertia, q_arm, work, work_ic, m, fk=True):
     """Pinocchio's ``crba`` on a free-flyer chain (the joint-space inertia ``M``, full, symmetric).
 
@@ -693,33 +736,8 @@ def chain_crba(parents, placements, kind, axis, inertia, q_arm, work, work_ic, m
         for r in range(6):
             for c in range(6):
                 work_ic[i, r, c] = inertia[i, r, c]
-    xf = np.zeros((6, 6))
-    tmp = np.empty((6, 6))
     for i in range(nj - 1, 1, -1):
-        # force transform of X_i (child i in parent): [[R, 0], [p x R, R]]; Ic_p += Xf Ic_i Xf^T
-        g = xs[i]
-        for r in range(3):
-            for c in range(3):
-                rv = g[3 * r + c]
-                xf[r, c] = rv
-                xf[3 + r, 3 + c] = rv
-                xf[r, 3 + c] = 0.0
-        for c in range(3):
-            pc = _cross(g[9], g[10], g[11], g[c], g[3 + c], g[6 + c])
-            xf[3, c], xf[4, c], xf[5, c] = pc[0], pc[1], pc[2]
-        for r in range(6):
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += xf[r, k] * work_ic[i, k, c]
-                tmp[r, c] = s
-        p = parents[i]
-        for r in range(6):
-            for c in range(6):
-                s = 0.0
-                for k in range(6):
-                    s += tmp[r, k] * xf[c, k]
-                work_ic[p, r, c] += s
+        _add_inertia_in_parent(xs[i], work_ic[i], work_ic[parents[i]])
     for r in range(6):
         for c in range(6):
             m[r, c] = work_ic[1, r, c]
