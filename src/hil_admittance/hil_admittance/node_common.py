@@ -35,12 +35,3 @@ class JointPicker:
 def arm_joints(msg, joint_names) -> tuple[np.ndarray, np.ndarray] | None:
     """``(q, dq)`` of ``joint_names`` from a sensor_msgs/JointState, or None if missing or non-finite."""
     return JointPicker(joint_names)(msg.name, msg.position, msg.velocity)
-
-
-def guarded(tick, context):
-    """Run ``tick()``; an exception while ``context`` is shutting down (a publish racing SIGTERM) is ignored."""
-    try:
-        tick()
-    except Exception:  # noqa: BLE001 - re-raised unless the context is already shut down
-        if context.ok():
-            raise

@@ -33,7 +33,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 
-from hil_admittance.node_common import arm_joints, guarded
+from hil_admittance.node_common import arm_joints
+from hil_common.ros_main import guarded
 from hil_admittance.obsw import ObswController, ObswGains
 from hil_admittance.obsw_side import ObswSide
 from hil_admittance.overload_status import OverloadStatus

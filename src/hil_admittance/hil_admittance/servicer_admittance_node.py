@@ -58,7 +58,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from hil_admittance import rebase_topic
-from hil_admittance.node_common import JointPicker, guarded
+from hil_admittance.node_common import JointPicker
+from hil_common.ros_main import guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
 from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder

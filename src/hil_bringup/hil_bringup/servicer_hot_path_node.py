@@ -35,7 +35,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_admittance import servicer_admittance_node as servicer_node
-from hil_admittance.node_common import guarded
+from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
 from hil_common.cdr import CdrError, Float64ArrayEncoder, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds

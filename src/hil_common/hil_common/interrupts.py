@@ -39,16 +39,18 @@ def _note_interrupt(signum, frame):
 
 
 def note_interrupts_from_now_on() -> bool:
-    """Before ``rclpy.init``: the quiet handler stops raising and only notes the signal.
+    """Before ``rclpy.init``: SIGINT is only noted from now on (returns whether the handler was changed).
 
     rclpy's own SIGINT handler (installed by ``rclpy.init``) shuts the context down, which ends
     the spin cleanly, and then calls the handler it found. Were that one to raise, the exception
-    would surface at whatever bytecode runs next, possibly inside rclpy's own code (a message
-    conversion, a Future's ``__init__``), and leave a traceback. Acts only where the quiet
-    handler is installed (the package executables); returns whether it did.
+    would surface at whatever bytecode runs next: possibly inside rclpy's own code (a message
+    conversion, a Future's ``__init__``), leaving a traceback, or inside a callback, where the
+    events executor logs ``[FATAL] Exception in 'timers' callback`` for it. So both the quiet
+    handler and Python's default one (a node of a package without :func:`quiet_interrupts`) are
+    replaced; a handler the process installed itself is left alone.
     """
     try:
-        if signal.getsignal(signal.SIGINT) is _raise_interrupted:
+        if signal.getsignal(signal.SIGINT) in (_raise_interrupted, signal.default_int_handler):
             signal.signal(signal.SIGINT, _note_interrupt)
             return True
     except ValueError:      # not the main thread

@@ -17,6 +17,7 @@ are covered by :func:`hil_common.interrupts.quiet_interrupts` in the package ``_
 from __future__ import annotations
 
 import faulthandler
+import functools
 import os
 import signal
 import sys
@@ -76,6 +77,38 @@ def shutting_down(rclpy, wait: bool, poll_s: float = 0.01) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(poll_s)
+
+
+def guarded(tick, context):
+    """Run ``tick()``; an exception while ``context`` is shutting down (a publish racing the signal that
+    shut it down) is ignored: that is the shutdown, not a crash."""
+    try:
+        tick()
+    except Exception:  # noqa: BLE001 - re-raised unless the context is already shut down
+        if context.ok():
+            raise
+
+
+def _shutdown_tolerant(callback, context):
+    @functools.wraps(callback)          # keeps the signature rclpy inspects (message, or message and info)
+    def wrapper(*args):
+        guarded(lambda: callback(*args), context)     # timer and subscription callbacks return nothing
+    wrapper.shutdown_tolerant = True
+    return wrapper
+
+
+def tolerate_shutdown(node) -> None:
+    """Wrap the node's timer and subscription callbacks as :func:`guarded` runs a tick.
+
+    rclpy's handler shuts the context down on SIGINT or SIGTERM from its own thread, while a callback
+    may be running. That callback's next publish then fails ("publisher's context is invalid"), and
+    the events executor logged it as ``[FATAL] Exception in 'timers' callback`` with the callback's
+    frames at every stop of a launch graph, though the node exited 0. Callbacks created later (while
+    spinning) are not wrapped.
+    """
+    for entity in (*node.timers, *node.subscriptions):
+        if not getattr(entity.callback, 'shutdown_tolerant', False):
+            entity.callback = _shutdown_tolerant(entity.callback, node.context)
 
 
 def _destroy(node) -> None:
@@ -191,11 +224,14 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     profile = _start_profile()
     try:
         node.get_logger().info(describe())
+        tolerate_shutdown(node)
         executor = executor_factory() if executor_factory is not None else node_executor(node)
         executor.add_node(node)
         if start is not None and not start(node):
             code = 1
         else:
+            if start is not None:
+                tolerate_shutdown(node)      # what start() created (a lifecycle node's configure)
             # With rclpy 7.1.5, executor.spin() of a node with nothing to do sometimes stays in its
             # wait after SIGTERM shut the context down (seen about one time in three; probably the
             # wake-up lands before the shutdown). So the wait looks every IDLE_WAKE_S whether the
