@@ -12,7 +12,8 @@ with zero-order hold:
   of the industrial robots: Assumption 1). The contact acts between the two lab robots
   (relative poses in the nominal frame); the OBSW reads the Eq. (23) absolute states.
 * :class:`AbsoluteMission` -- the reference: the servicer as a free-floating multibody
-  (Pinocchio ABA with a free-flyer root) and the client as a rigid body (Eq. 2), both
+  (:class:`hil_dynamics.free_floating.FreeFloatingServicer`: free-flyer root, forward dynamics
+  compiled and checked against Pinocchio's ABA) and the client as a rigid body (Eq. 2), both
   integrated in the orbit frame, no nominal, no robots, no Eq. (11)/(18)/(22)/(23).
 
 Both record the same :class:`MissionRecord`. Plain Python, no rclpy.
@@ -353,7 +354,7 @@ class HilMission(MissionLoop):
 
 
 class AbsoluteMission(MissionLoop):
-    """The absolute reference ("GNCDE"): free-floating servicer (ABA) and client (Eq. 2) in orbit."""
+    """The absolute reference ("GNCDE"): free-floating servicer (:class:`FreeFloatingServicer`) and client (Eq. 2) in orbit."""
 
     def __init__(self, scenario: MissionScenario, controller: ObswController | None = None, dt: float | None = None,
                  forced: bool = True):
