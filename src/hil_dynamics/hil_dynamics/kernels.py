@@ -706,18 +706,11 @@ def _add_inertia_in_parent(g, ic, out):
     hp0, hp1, hp2 = rh[0] + m * p[0], rh[1] + m * p[1], rh[2] + m * p[2]
     for k in range(3):
         out[k, k] += m
-    out[0, 4] += hp2
-    out[0, 5] -= hp1
-    out[1, 3] -= hp2
-    out[1, 5] += hp0
-    out[2, 3] += hp1
-    out[2, 4] -= hp0
-    out[4, 0] += hp2
-    out[5, 0] -= hp1
-    out[3, 1] -= hp2
-    out[5, 1] += hp0
-    out[3, 2] += hp1
-    out[4, 2] -= hp0
+    hx = ((0.0, -hp2, hp1), (hp2, 0.0, -hp0), (-hp1, hp0, 0.0))     # [h']x: lower left; its transpose upper right
+    for r in range(3):
+        for c in range(3):
+            out[3 + r, c] += hx[r][c]
+            out[c, 3 + r] += hx[r][c]
 
 
 @njit(**_OPTS)
