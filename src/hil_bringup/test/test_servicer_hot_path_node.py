@@ -8,7 +8,7 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 
 from hil_bringup.facility import calibrate, load_facility
 from hil_bringup.graphs import envisat_graph
@@ -38,7 +38,8 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
     q_arm = np.array([float(v) for v in scenario.servicer.q_arm_0])
     path = tmp_path / 'servicer_hot_path.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'state_decimation': 1}}}))
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'state_decimation': 1,
+                                                                       'trace_sample_stamps': True}}}))
     proc = start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path)))
     kin = make_kinematics(table['robot'])
     force_sensor = np.array([300.0, 0.0, 0.0])
@@ -50,6 +51,9 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
             node.create_subscription(PoseStamped, 'servicer/table/pose_cmd',
                                      lambda m: poses.append(pose_from_msg(m.pose)), 1000)
             node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
+            traces = []         # the stamp of the sample each command came from (the hot path's opt-in trace)
+            node.create_subscription(Header, 'servicer/hot_path/trace',
+                                     lambda m: traces.append((m.stamp.sec, m.stamp.nanosec)), 1000)
             efforts = []
             node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
                                      lambda m: efforts.append(np.array(m.data)), 1000)
@@ -63,6 +67,7 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
             push.header.frame_id = adm['wrench_frame_id']
             push.wrench.force.x, push.wrench.force.y, push.wrench.force.z = map(float, force_sensor)
             sent = {'n': 0, 'ft': True, 'table': True}
+            sent_stamps = set()
 
             def tick():
                 stamp = node.get_clock().now().to_msg()
@@ -71,15 +76,23 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
                 if sent['table']:
                     pub_table.publish(table_js)          # the robot stays put: the measured joints are q0
                 if sent['ft']:
+                    push.header.stamp = stamp
                     pub_ft.publish(push)
+                    sent_stamps.add((stamp.sec, stamp.nanosec))
                     sent['n'] += 1
             node.create_timer(1.0 / RATE_HZ, tick)
             assert spin_until(executor, lambda: len(commands) >= 20, 30.0), f'{len(commands)} robot commands'
-            s0, c0 = sent['n'], len(commands)           # samples and commands from here on (matched, started)
+            s0, c0, t0 = sent['n'], len(commands), len(traces)     # samples and commands from here on
             assert spin_until(executor, lambda: len(commands) >= c0 + 150, 30.0), f'{len(commands)} robot commands'
-            n_samples, n = sent['n'] - s0, len(commands) - c0
-            # at most one command per sample; (nearly) every sample got one (a few still in flight)
-            assert 0.9 * n_samples - 3 <= n <= n_samples, (n, n_samples)
+            n_samples, n_traced = sent['n'] - s0, len(traces) - t0
+            # At most one command per sample: each traced command answers a sample sent, and none twice.
+            # (Counting commands against samples cannot tell: a sample in flight at the first count is
+            # answered after it, and on a busy machine a gap in the samples longer than input_timeout_s
+            # makes the watchdog send held commands, which have no sample.)
+            assert len(set(traces)) == len(traces) and set(traces) <= sent_stamps, \
+                (len(traces), len(set(traces)), len(set(traces) - sent_stamps))
+            # (nearly) every sample got its command (a few still in flight)
+            assert n_traced >= 0.9 * n_samples - 3, (n_traced, n_samples)
             # The base's displacement in the nominal frame, against its locked rigid body pushed by the wrist
             # force (arm held, base at rest): V_dot_b = M_bb^-1 J_b^T F_e (seed 004 Eq. 18 at rest, ddq = 0)
             f_ee = transform_wrench(xyz_rpy_to_pose(adm['pose_sensor_in_ee_xyz_rpy']), np.r_[force_sensor, 0, 0, 0])
