@@ -264,6 +264,8 @@ class FtSensorNode(LifecycleNode):
                 if sample is not None:
                     self._publish_sample(sample, out)
             except Exception as exc:  # noqa: BLE001 - the receive thread must survive anything
+                if not self.context.ok():
+                    break       # a publish after the signal shut the context down: the shutdown, not an error
                 log.error(f'receive loop error (continuing): {exc!r}')
                 time.sleep(0.01)
 

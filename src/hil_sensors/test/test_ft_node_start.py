@@ -91,3 +91,27 @@ def test_a_starved_driver_degrades_and_recovers_on_its_own():
         sim.stop()
         ros.close()
     assert code == 0, proc.log()
+
+
+def test_a_stop_while_samples_stream_logs_no_receive_loop_error():
+    """SIGINT (what launch sends) while the sensor streams at 1 kHz: rclpy's handler shuts the context down
+    while the receive thread publishes a sample. That publish failing is the shutdown, not an error: the
+    driver logged 'receive loop error (continuing): RCLError(... context is invalid)' at the end of live runs.
+    Stopped three times, each after samples flowed."""
+    for k in range(3):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        ros = RosTestClient(f'ft_stop_client_{k}')
+        out = ros.subscribe(WrenchStamped, f'{NS}/ft/wrench')
+        sim = RdtSimulator(ConstantSource([1.0, 2.0, 3.0, 0.0, 0.0, 0.0]), port=port, rate_hz=1000.0).start()
+        proc = DriverProcess({'sensor_port': port, 'sensor_rate_hz': 1000.0, 'publish_rate_hz': 1000.0}, namespace=NS,
+                             base_yaml=CONFIG / 'ft_sensor.yaml')
+        try:
+            assert out.wait_count(200, 30.0), proc.log()
+        finally:
+            code = proc.stop()
+            sim.stop()
+            ros.close()
+        assert code == 0, proc.log()
+        assert 'receive loop error' not in proc.log() and 'Traceback' not in proc.log(), proc.log()
