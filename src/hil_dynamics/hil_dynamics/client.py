@@ -23,7 +23,7 @@ linear before angular (:mod:`hil_dynamics.se3`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import Callable, Union
 
 import numpy as np
@@ -69,20 +69,94 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     return free.state.pose_nominal_in_orbit, free.state.twist_nominal_body.copy()
 
 
-@dataclass
-class ClientState:
-    """Full state of the relative client simulation at time ``t`` [s]."""
+class RelativeState:
+    """An admittance's state at time ``t`` [s]: the nominal ``(g_n, V_n)`` and the motion relative to it
+    ``(g_rel, V_rel)``, whose Eq. (23) map :meth:`absolute` gives.
 
-    t: float
-    pose_nominal_in_orbit: pin.SE3
-    twist_nominal_body: np.ndarray
-    pose_client_in_nominal: pin.SE3
-    twist_client_rel_body: np.ndarray
+    The poses read as ``pin.SE3``. A compiled step stores them as the 12-arrays it computed
+    (:func:`hil_dynamics.kernels.pose_array` layout, :meth:`of_arrays`), and each ``pin.SE3`` is built when it
+    is first read: a 1 kHz step whose poses nobody reads builds none, and the next compiled step takes the
+    arrays back (:meth:`pose_arrays`) without converting. A state is a snapshot: the steps never write into
+    the arrays or poses of a state they made (docs/performance.md).
+    """
+
+    __slots__ = ('t', 'twist_nominal_body', '_twist_rel', '_se3', '_arr')
+
+    def __init__(self, t: float, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, pose_rel_in_nominal: pin.SE3,
+                 twist_rel_body):
+        self.t = t
+        self.twist_nominal_body = twist_nominal_body
+        self._twist_rel = twist_rel_body
+        self._se3 = [pose_nominal_in_orbit, pose_rel_in_nominal]
+        self._arr = [None, None]
+
+    @classmethod
+    def of_arrays(cls, t: float, pose_nominal_in_orbit: np.ndarray, twist_nominal_body: np.ndarray,
+                  pose_rel_in_nominal: np.ndarray, twist_rel_body: np.ndarray):
+        """The state from 12-array poses (kept, not copied: the caller hands them over)."""
+        state = cls.__new__(cls)
+        state.t, state.twist_nominal_body, state._twist_rel = t, twist_nominal_body, twist_rel_body
+        state._se3 = [None, None]
+        state._arr = [pose_nominal_in_orbit, pose_rel_in_nominal]
+        return state
+
+    def _pose(self, i: int) -> pin.SE3:
+        g = self._se3[i]
+        if g is None:
+            g = self._se3[i] = kernels.array_pose(self._arr[i])
+        return g
+
+    def pose_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(g_n, g_rel)`` as 12-arrays (read only)."""
+        arr = self._arr
+        if arr[0] is None:
+            arr[0] = kernels.pose_array(self._se3[0])
+        if arr[1] is None:
+            arr[1] = kernels.pose_array(self._se3[1])
+        return arr[0], arr[1]
+
+    @property
+    def pose_nominal_in_orbit(self) -> pin.SE3:
+        """``g_n``."""
+        return self._pose(0)
 
     def absolute(self) -> tuple[pin.SE3, np.ndarray]:
-        """``(g_t, V_t)`` by Eq. (23)."""
-        return relative_mapping(self.pose_nominal_in_orbit, self.twist_nominal_body,
-                                self.pose_client_in_nominal, self.twist_client_rel_body)
+        """``(g, V)`` in orbit by Eq. (23) (:func:`relative_mapping`, on the arrays)."""
+        g, v = self.absolute_arrays()
+        return kernels.array_pose(g), v
+
+    def absolute_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`absolute` with the pose as a 12-array."""
+        g_n, g_rel = self.pose_arrays()
+        g, v = np.empty(12), np.empty(6)
+        kernels.relative_mapping_into(g_n, np.asarray(self.twist_nominal_body, dtype=float), g_rel,
+                                      np.asarray(self._twist_rel, dtype=float), g, v)
+        return g, v
+
+    def __repr__(self) -> str:
+        return (f'{type(self).__name__}(t={self.t!r}, pose_nominal_in_orbit={self._pose(0)!r}, '
+                f'twist_nominal_body={self.twist_nominal_body!r}, {self.REL_NAMES[0]}={self._pose(1)!r}, '
+                f'{self.REL_NAMES[1]}={self._twist_rel!r})')
+
+    REL_NAMES = ('pose_rel_in_nominal', 'twist_rel_body')
+
+
+class ClientState(RelativeState):
+    """Full state of the relative client simulation at time ``t`` [s]: ``g_n, V_n, g_c, V_c``
+    (:class:`RelativeState`; ``absolute()`` is ``(g_t, V_t)`` by Eq. 23)."""
+
+    __slots__ = ()
+    REL_NAMES = ('pose_client_in_nominal', 'twist_client_rel_body')
+
+    @property
+    def pose_client_in_nominal(self) -> pin.SE3:
+        """``g_c``."""
+        return self._pose(1)
+
+    @property
+    def twist_client_rel_body(self) -> np.ndarray:
+        """``V_c``."""
+        return self._twist_rel
 
 
 class ClientAdmittance:
@@ -115,12 +189,10 @@ class ClientAdmittance:
         self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
         self._v_n = pin.Motion(twist0)
         self._v_c = pin.Motion.Zero()
-        # The compiled step (kernels.client_rkmk4_step) works on arrays mirroring self.state.
+        # The compiled step (kernels.client_rkmk4_step) works on the state's arrays (RelativeState.of_arrays).
         self._mass = body.mass_kg
         self._inertia9 = np.ascontiguousarray(body.inertia_com_kgm2, dtype=float).reshape(9).copy()
         self._inertia_inv9 = np.linalg.inv(body.inertia_com_kgm2).reshape(9).copy()
-        self._arrays_of = None     # the ClientState the arrays below mirror
-        self._g_n, self._g_c, self._vn, self._vc = np.empty(12), np.empty(12), np.empty(6), np.empty(6)
         # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick.
         g = kernels.pose_array(pin.SE3.Identity())
         kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
@@ -193,22 +265,24 @@ class ClientAdmittance:
         return self.state
 
     def _step_compiled(self, wrench_client_com, dt: float) -> ClientState:
-        """:meth:`step_reference` with a held wrench, as one compiled kernel (same stages)."""
-        held = np.asarray(wrench_client_com, dtype=float).reshape(6)
-        if not np.isfinite(held).all():
+        """:meth:`step_reference` with a held wrench, as one compiled kernel (same stages); the new
+        state keeps the kernel's arrays (:meth:`RelativeState.of_arrays`)."""
+        if type(wrench_client_com) is np.ndarray and wrench_client_com.shape == (6,) \
+                and wrench_client_com.dtype == np.float64 and wrench_client_com.flags.c_contiguous:
+            held = wrench_client_com            # the kernel only reads it
+        else:
+            held = np.asarray(wrench_client_com, dtype=float).reshape(6)
+        if not math.isfinite(float(held.sum())) and not np.isfinite(held).all():   # a sum may overflow
             raise InputError(f'wrench must be finite, got {held.tolist()}')
         s = self.state
-        g_n, g_c, v_n, v_c = self._g_n, self._g_c, self._vn, self._vc
-        if self._arrays_of is not s:     # the state was set from outside: mirror it
-            kernels.pose_array(s.pose_nominal_in_orbit, g_n)
-            kernels.pose_array(s.pose_client_in_nominal, g_c)
-            v_n[:] = s.twist_nominal_body
-            v_c[:] = s.twist_client_rel_body
+        g_n0, g_c0 = s.pose_arrays()
+        g_n, g_c = g_n0.copy(), g_c0.copy()
+        v_n = np.array(s.twist_nominal_body, dtype=float)
+        v_c = np.array(s.twist_client_rel_body, dtype=float)
         nominal = self.__dict__.get('_nominal') or self.body       # a re-based nominal's Eq. (4) inertia
         kernels.client_rkmk4_step(g_n, v_n, g_c, v_c, held, self._mass, self._inertia9, self._inertia_inv9,
                                   nominal.mass_matrix, nominal.mass_matrix_inv, dt)
-        self.state = ClientState(s.t + dt, kernels.array_pose(g_n), v_n.copy(), kernels.array_pose(g_c), v_c.copy())
-        self._arrays_of = self.state
+        self.state = ClientState.of_arrays(s.t + dt, g_n, v_n, g_c, v_c)
         return self.state
 
     def step_reference(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:
@@ -294,18 +368,30 @@ class AbsoluteRigidBody:
         self.pose_in_orbit = pin.SE3.Identity() if pose_in_orbit_0 is None else pin.SE3(pose_in_orbit_0)
         self.twist_body = np.asarray(twist_body_0, dtype=float).reshape(6).copy()
 
+    # The pose is kept as the compiled step's 12-array; its pin.SE3 is built when read.
+    @property
+    def pose_in_orbit(self) -> pin.SE3:
+        """``g`` in orbit."""
+        if self._pose_se3 is None:
+            self._pose_se3 = kernels.array_pose(self._pose)
+        return self._pose_se3
+
+    @pose_in_orbit.setter
+    def pose_in_orbit(self, pose: pin.SE3) -> None:
+        self._pose = kernels.pose_array(pin.SE3(pose))
+        self._pose_se3 = None
+
     def step(self, wrench_com: WrenchInput, dt: float) -> None:
         """Advance by ``dt`` [s]; a held wrench runs the compiled kernel
         (:func:`hil_dynamics.kernels.rigid_rkmk4_step`), a callable one :meth:`step_reference`."""
         if callable(wrench_com):
             self.step_reference(wrench_com, dt)
             return
-        g = kernels.pose_array(self.pose_in_orbit)
-        v = self.twist_body.copy()
-        kernels.rigid_rkmk4_step(g, v, np.asarray(wrench_com, dtype=float).reshape(6), self.body.mass_matrix,
-                                 self.body.mass_matrix_inv, dt)
+        wrench = np.asarray(wrench_com, dtype=float).reshape(6)
+        g, v = self._pose.copy(), self.twist_body.copy()
+        kernels.rigid_rkmk4_step(g, v, wrench, self.body.mass_matrix, self.body.mass_matrix_inv, dt)
         self.t += dt
-        self.pose_in_orbit, self.twist_body = kernels.array_pose(g), v
+        self._pose, self._pose_se3, self.twist_body = g, None, v
 
     def step_reference(self, wrench_com: WrenchInput, dt: float) -> None:
         """The readable step: :func:`rkmk4` on ``pin.SE3``/``pin.Motion``."""

@@ -22,14 +22,13 @@ Plain Python, no rclpy.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import ConfigError
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import rkmk4_step
+from hil_dynamics.servicer import finite_into
 
 
 class FreeFloatingServicer:
@@ -54,20 +53,20 @@ class FreeFloatingServicer:
         self.n = model.nv - 6
         frame = model.frames[model.getFrameId(ee_frame)]
         self._ee_joint, self._pose_flange_in_joint = frame.parentJoint, frame.placement
-        self._pose = np.empty(12)         # the base pose in orbit as a 12-array (kernels' layout)
         self.pose_base_in_orbit = pose_base_in_orbit
         self.twist_base_body = self._vector('twist_base_body', twist_base_body, 6)
         self.q_arm = self._vector('q_arm', q_arm, self.n)
         self.dq_arm = self._vector('dq_arm', dq_arm, self.n)
-        self._tau, self._wrench_flange = np.empty(6 + self.n), np.empty(6)
+        self._inputs_buf = np.empty(12 + self.n)     # [F_b; tau_arm; F_flange], checked at once (finite_into)
+        self._tau, self._wrench_flange = self._inputs_buf[:6 + self.n], self._inputs_buf[6 + self.n:]
+        self._tau_base, self._tau_arm = self._tau[:6], self._tau[6:]
         chain = kernels.Chain.of(model)
         self._chain = None if chain is None else chain.args()
         if chain is not None:
             self._work, self._work_ic = chain.work, chain.work_ic
             self._fext = np.zeros((model.njoints, 6))
             self._pose_flange_in_joint_arr = kernels.pose_array(self._pose_flange_in_joint)
-            self._poses_out = np.empty((1, 12))
-            self._x, self._x_out = np.empty(6 + 2 * self.n), np.empty(6 + 2 * self.n)
+            self._x = np.empty(6 + 2 * self.n)
 
     @property
     def pose_base_in_orbit(self) -> pin.SE3:
@@ -78,7 +77,7 @@ class FreeFloatingServicer:
 
     @pose_base_in_orbit.setter
     def pose_base_in_orbit(self, pose: pin.SE3) -> None:
-        kernels.pose_array(pin.SE3(pose), self._pose)
+        self._pose = kernels.pose_array(pin.SE3(pose))
         self._pose_se3 = None
 
     @staticmethod
@@ -90,18 +89,10 @@ class FreeFloatingServicer:
 
     def _inputs(self, wrench_base_com, tau_arm, wrench_flange):
         """The inputs in this object's arrays ``(tau = [F_b; tau_arm], wrench_flange)``; a wrong length or a
-        non-finite value is refused by name before any state changes."""
-        tau, w = self._tau, self._wrench_flange
-        try:
-            tau[:6], tau[6:], w[:] = wrench_base_com, tau_arm, wrench_flange
-            ok = math.isfinite(float(tau.sum()) + float(w.sum()))
-        except (ValueError, TypeError):
-            ok = False
-        if not ok:         # name the input (a sum of huge finite values may overflow: then all pass)
-            self._vector('wrench_base_com', wrench_base_com, 6)
-            self._vector('tau_arm', tau_arm, self.n)
-            self._vector('wrench_flange', wrench_flange, 6)
-        return tau, w
+        non-finite value is refused by name before any state changes (:func:`hil_dynamics.servicer.finite_into`)."""
+        finite_into(self._inputs_buf, (self._tau_base, wrench_base_com, 'wrench_base_com'), (self._tau_arm, tau_arm, 'tau_arm'),
+                    (self._wrench_flange, wrench_flange, 'wrench_flange'))
+        return self._tau, self._wrench_flange
 
     def step(self, dt: float, wrench_base_com, tau_arm, wrench_flange) -> None:
         """Advance by ``dt`` [s] with the inputs held: ``F_b`` (base body frame, about the CoM) [N, N m],
@@ -113,14 +104,14 @@ class FreeFloatingServicer:
         fext = self._fext[self._ee_joint]
         fext[:] = 0.0
         kernels._act_force_add(self._pose_flange_in_joint_arr, wrench_flange, fext)
-        x, x_out, n = self._x, self._x_out, self.n
+        x, n = self._x, self.n
         x[:6], x[6:6 + n], x[6 + n:] = self.twist_base_body, self.q_arm, self.dq_arm
-        poses = self._pose.reshape(1, 12)
-        kernels.free_floating_rkmk4_step(poses, x, float(dt), tau, self._fext, self._chain, self._work, self._work_ic,
-                                         self._poses_out, x_out)
-        self._pose[:] = self._poses_out[0]
-        self._pose_se3 = None
-        self.twist_base_body, self.q_arm, self.dq_arm = x_out[:6].copy(), x_out[6:6 + n].copy(), x_out[6 + n:].copy()
+        poses_out, x_out = np.empty((1, 12)), np.empty(6 + 2 * n)
+        kernels.free_floating_rkmk4_step(self._pose.reshape(1, 12), x, float(dt), tau, self._fext, self._chain,
+                                         self._work, self._work_ic, poses_out, x_out)
+        # the new state owns the kernel's output arrays: views into them, no copies (nothing writes them again)
+        self._pose, self._pose_se3 = poses_out[0], None
+        self.twist_base_body, self.q_arm, self.dq_arm = x_out[:6], x_out[6:6 + n], x_out[6 + n:]
 
     def step_reference(self, dt: float, wrench_base_com, tau_arm, wrench_flange) -> None:
         """The readable step: ``a = aba(q, v, tau, f_ext)`` in :func:`rkmk4_step`."""

@@ -25,7 +25,7 @@ from numba import njit
 
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
-           'free_floating_rkmk4_step']
+           'free_floating_rkmk4_step', 'log6_into', 'relative_into']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -281,6 +281,63 @@ def relative_mapping_into(g_n, v_n, g_rel, v_rel, g_out, v_out):
     _act_inv_motion(g_rel, v_n, v_out)
     for i in range(6):
         v_out[i] += v_rel[i]
+
+
+@njit(**_OPTS)
+def log6_into(g, out):
+    """``log6`` of a 12-array pose, linear first: ``w = log3(R)``, ``v = V(w)^-1 p``."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
+    c = min(1.0, max(-1.0, 0.5 * (r00 + r11 + r22 - 1.0)))
+    x, y, z = r21 - r12, r02 - r20, r10 - r01                  # 2 sin(t) * axis
+    s = 0.5 * np.sqrt(x * x + y * y + z * z)
+    t = np.arctan2(s, c)
+    if t < 1e-3:                                               # t / (2 sin t), Taylor
+        t2 = t * t
+        f = 0.5 * (1.0 + t2 / 6.0 + 7.0 * t2 * t2 / 360.0)
+        w0, w1, w2 = f * x, f * y, f * z
+    elif t < np.pi - 1e-3:
+        f = 0.5 * t / np.sin(t)
+        w0, w1, w2 = f * x, f * y, f * z
+    else:                                                      # near pi: the axis from the symmetric part
+        d = (r00, r11, r22)
+        k = 0
+        if d[1] > d[k]:
+            k = 1
+        if d[2] > d[k]:
+            k = 2
+        one_c = 1.0 - c
+        ak = np.sqrt(max(0.0, (d[k] - c) / one_c))
+        sym = ((0.0, r01 + r10, r02 + r20), (r01 + r10, 0.0, r12 + r21), (r02 + r20, r12 + r21, 0.0))
+        sk = (x, y, z)[k]
+        if sk < 0.0:
+            ak = -ak
+        u = [0.0, 0.0, 0.0]
+        for j in range(3):
+            u[j] = ak if j == k else sym[k][j] / (2.0 * one_c * ak)
+        w0, w1, w2 = t * u[0], t * u[1], t * u[2]
+    t2 = w0 * w0 + w1 * w1 + w2 * w2
+    if t2 < 1e-4:                                              # (1 - t/2 cot(t/2)) / t^2, Taylor
+        k2 = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+    else:                                                      # 1 - cos t = 2 sin^2(t/2): no cancellation there
+        half = 0.5 * np.sqrt(t2)
+        k2 = (1.0 - half * np.cos(half) / np.sin(half)) / t2
+    p0, p1, p2 = g[9], g[10], g[11]
+    wp = _cross(w0, w1, w2, p0, p1, p2)
+    wwp = _cross(w0, w1, w2, wp[0], wp[1], wp[2])
+    out[0] = p0 - 0.5 * wp[0] + k2 * wwp[0]
+    out[1] = p1 - 0.5 * wp[1] + k2 * wwp[1]
+    out[2] = p2 - 0.5 * wp[2] + k2 * wwp[2]
+    out[3], out[4], out[5] = w0, w1, w2
+
+
+@njit(**_OPTS)
+def relative_into(a, b, out):
+    """``out = a^-1 b`` for 12-array poses."""
+    for i in range(3):
+        for j in range(3):
+            out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
+    d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
+    out[9], out[10], out[11] = d[0], d[1], d[2]
 
 
 # -- generic fused RKMK4 stages on (k poses, n-vector) -------------------------------------------
@@ -1038,9 +1095,14 @@ def passivity_update(acc, prev, m, v_meas, v_cmd, f, dt, e_int, enabled, max_rat
 
 
 @njit(**_OPTS)
-def integration_energy_step(m, v0, v1, f, d):
-    """:func:`hil_dynamics.passivity.integration_energy` with a given displacement ``d``:
-    ``1/2 (V1^T M V1 - V0^T M V0) - F^T d``."""
+def integration_energy_step(m, v0, v1, f, g0, g1):
+    """:func:`hil_dynamics.passivity.integration_energy` of one step from ``(g0, V0)`` to ``(g1, V1)`` (12-array
+    poses in orbit, body twists): ``1/2 (V1^T M V1 - V0^T M V0) - F^T d`` with the displacement
+    ``d = log6(g0^-1 g1)``."""
+    rel = np.empty(12)
+    d = np.empty(6)
+    relative_into(g0, g1, rel)
+    log6_into(rel, d)
     n = v0.shape[0]
     stored = 0.0
     work = 0.0

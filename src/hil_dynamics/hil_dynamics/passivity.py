@@ -264,12 +264,11 @@ class ClientPort:
         applied = np.asarray(wrench_com, dtype=float) + out.wrench_pc
         # the state before this step is the one the last step made (a new state object for anything
         # else that moved it: a rebase, advance_nominal), so its absolute pose and twist are known
-        g0, v0 = self._after[1:] if self._after[0] is s else s.absolute()
+        g0, v0 = self._after[1:] if self._after[0] is s else s.absolute_arrays()
         state = self.admittance.step(applied, dt)
-        g1, v1 = state.absolute()
+        g1, v1 = state.absolute_arrays()
         self._after = (state, g1, v1)
-        # integration_energy(M, v0, v1, applied, dt, displacement) in one compiled call
-        self.integration_j = kernels.integration_energy_step(self.controller.mass_matrix, v0, v1, applied,
-                                                             pin.log6(g0.actInv(g1)).vector)
+        # integration_energy(M, v0, v1, applied, dt, log6(g0^-1 g1)) in one compiled call
+        self.integration_j = kernels.integration_energy_step(self.controller.mass_matrix, v0, v1, applied, g0, g1)
         self.out = out
         return state

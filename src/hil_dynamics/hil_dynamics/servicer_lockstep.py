@@ -28,7 +28,7 @@ import pinocchio as pin
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
-                                   ServicerState, finite_vector, finite_vectors)
+                                   ServicerState, finite_into, finite_vector, finite_vectors)
 from hil_common.errors import ConfigError
 
 # A wrench input: a constant vector, or a function of time [s].
@@ -197,7 +197,9 @@ class ServicerHilLockstep:
         w.ee_joint_o, w.ee_placement_o = frame.parentJoint, frame.placement
         w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * self.n)
         w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12 + 2 * self.n)
-        w.last_f_e = None
+        w.inputs = np.empty(12 + self.n)        # [F_b; F_e; tau], checked at once (finite_into)
+        w.f_b, w.f_e, w.tau = w.inputs[:6], w.inputs[6:12], w.inputs[12:]
+        w.last_f_e = None       # the bytes of the EE wrench that fext_o/fext_g hold
         return w
 
     def _step_compiled(self, dt, wrench_base_com, tau_obsw, wrench_ee, w) -> LockstepState:
@@ -205,15 +207,16 @@ class ServicerHilLockstep:
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
         n, ff, ground = self.n, self.feedforward, self.ground_arm
-        f_b, f_e, tau = finite_vectors((wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'),
-                                       (tau_obsw, n, 'tau_obsw'))
-        if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
+        f_b, f_e, tau = w.f_b, w.f_e, w.tau
+        finite_into(w.inputs, (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'),
+                    (tau, tau_obsw, 'tau_obsw'))
+        key = f_e.tobytes()
+        if key != w.last_f_e:                   # the EE wrench as external forces, when it changed
             w.fext_o[w.ee_joint_o] = w.ee_placement_o.act(pin.Force(f_e)).vector
             w.fext_g[ground._ee_joint] = ground._ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = f_e.copy()   # the caller may reuse its array
+            w.last_f_e = key
         s = self.admittance.state
-        kernels.pose_array(s.pose_nominal_in_orbit, w.poses[0])
-        kernels.pose_array(s.pose_base_in_nominal, w.poses[1])
+        w.poses[0], w.poses[1] = s.pose_arrays()
         x = w.x
         x[:6], x[6:12], x[12:12 + n], x[12 + n:] = s.twist_nominal_body, s.twist_base_rel_body, self.q_arm, self.dq_arm
         nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
@@ -222,9 +225,9 @@ class ServicerHilLockstep:
                                     1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0,
                                     1.0 if ff.use_gravity else 0.0, w.same_ff, w.same_ground_mass, w.work, w.work_ic,
                                     w.poses_out, w.x_out)
-        x = w.x_out
-        self.admittance.state = ServicerState(s.t + dt, kernels.array_pose(w.poses_out[0]), x[:6].copy(),
-                                              kernels.array_pose(w.poses_out[1]), x[6:12].copy())
+        x, poses = w.x_out, w.poses_out
+        self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0].copy(), x[:6].copy(), poses[1].copy(),
+                                                        x[6:12].copy())
         self.q_arm = x[12:12 + n].copy()
         self.dq_arm = x[12 + n:].copy()
         return self.state

@@ -223,9 +223,12 @@ def test_compiled_integration_energy_matches_the_function():
     a = rng.normal(size=(6, 6))
     m = a @ a.T + 6 * np.eye(6)
     for _ in range(100):
-        v0, v1, f, d = (rng.normal(size=6) for _ in range(4))
-        want = integration_energy(m, v0, v1, f, DT, d)
-        assert kernels.integration_energy_step(m, v0, v1, f, d) == pytest.approx(want, rel=1e-12, abs=1e-12)
+        v0, v1, f = (rng.normal(size=6) for _ in range(3))
+        g0 = pin.exp6(pin.Motion(rng.normal(size=6)))
+        g1 = g0 * pin.exp6(pin.Motion(rng.normal(0.0, 0.3, 6)))     # one step's displacement, and more
+        want = integration_energy(m, v0, v1, f, DT, pin.log6(g0.actInv(g1)).vector)
+        got = kernels.integration_energy_step(m, v0, v1, f, kernels.pose_array(g0), kernels.pose_array(g1))
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 def test_compiled_update_has_one_specialisation_whatever_the_mass_matrix_layout():

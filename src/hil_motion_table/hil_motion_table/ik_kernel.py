@@ -25,7 +25,8 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
-from hil_dynamics.kernels import _OPTS, _cross, _mul_exp6, _rtv, pose_array, pose_mul_into, solve_into
+from hil_dynamics.kernels import (_OPTS, _cross, _mul_exp6, _rtv, log6_into, pose_array, pose_mul_into,  # noqa: F401
+                                  relative_into, solve_into)
 
 
 class SerialChain:
@@ -103,63 +104,6 @@ def jacobian_into(kind, axis, poses, n, jac):
         else:
             jac[0, i], jac[1, i], jac[2, i] = w[0], w[1], w[2]
             jac[3, i], jac[4, i], jac[5, i] = 0.0, 0.0, 0.0
-
-
-@njit(**_OPTS)
-def log6_into(g, out):
-    """``log6`` of a 12-array pose, linear first: ``w = log3(R)``, ``v = V(w)^-1 p``."""
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8]
-    c = min(1.0, max(-1.0, 0.5 * (r00 + r11 + r22 - 1.0)))
-    x, y, z = r21 - r12, r02 - r20, r10 - r01                  # 2 sin(t) * axis
-    s = 0.5 * np.sqrt(x * x + y * y + z * z)
-    t = np.arctan2(s, c)
-    if t < 1e-3:                                               # t / (2 sin t), Taylor
-        t2 = t * t
-        f = 0.5 * (1.0 + t2 / 6.0 + 7.0 * t2 * t2 / 360.0)
-        w0, w1, w2 = f * x, f * y, f * z
-    elif t < np.pi - 1e-3:
-        f = 0.5 * t / np.sin(t)
-        w0, w1, w2 = f * x, f * y, f * z
-    else:                                                      # near pi: the axis from the symmetric part
-        d = (r00, r11, r22)
-        k = 0
-        if d[1] > d[k]:
-            k = 1
-        if d[2] > d[k]:
-            k = 2
-        one_c = 1.0 - c
-        ak = np.sqrt(max(0.0, (d[k] - c) / one_c))
-        sym = ((0.0, r01 + r10, r02 + r20), (r01 + r10, 0.0, r12 + r21), (r02 + r20, r12 + r21, 0.0))
-        sk = (x, y, z)[k]
-        if sk < 0.0:
-            ak = -ak
-        u = [0.0, 0.0, 0.0]
-        for j in range(3):
-            u[j] = ak if j == k else sym[k][j] / (2.0 * one_c * ak)
-        w0, w1, w2 = t * u[0], t * u[1], t * u[2]
-    t2 = w0 * w0 + w1 * w1 + w2 * w2
-    if t2 < 1e-4:                                              # (1 - t/2 cot(t/2)) / t^2, Taylor
-        k2 = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
-    else:                                                      # 1 - cos t = 2 sin^2(t/2): no cancellation there
-        half = 0.5 * np.sqrt(t2)
-        k2 = (1.0 - half * np.cos(half) / np.sin(half)) / t2
-    p0, p1, p2 = g[9], g[10], g[11]
-    wp = _cross(w0, w1, w2, p0, p1, p2)
-    wwp = _cross(w0, w1, w2, wp[0], wp[1], wp[2])
-    out[0] = p0 - 0.5 * wp[0] + k2 * wwp[0]
-    out[1] = p1 - 0.5 * wp[1] + k2 * wwp[1]
-    out[2] = p2 - 0.5 * wp[2] + k2 * wwp[2]
-    out[3], out[4], out[5] = w0, w1, w2
-
-
-@njit(**_OPTS)
-def relative_into(a, b, out):
-    """``out = a^-1 b`` for 12-array poses."""
-    for i in range(3):
-        for j in range(3):
-            out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
-    d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
-    out[9], out[10], out[11] = d[0], d[1], d[2]
 
 
 @njit(**_OPTS)
