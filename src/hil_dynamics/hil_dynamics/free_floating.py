@@ -58,8 +58,6 @@ class FreeFloatingServicer:
         self.q_arm = self._vector('q_arm', q_arm, self.n)
         self.dq_arm = self._vector('dq_arm', dq_arm, self.n)
         self._inputs_buf = np.empty(12 + self.n)     # [F_b; tau_arm; F_flange], checked at once (finite_into)
-        self._tau, self._wrench_flange = self._inputs_buf[:6 + self.n], self._inputs_buf[6 + self.n:]
-        self._tau_base, self._tau_arm = self._tau[:6], self._tau[6:]
         chain = kernels.Chain.of(model)
         self._chain = None if chain is None else chain.args()
         if chain is not None:
@@ -90,9 +88,10 @@ class FreeFloatingServicer:
     def _inputs(self, wrench_base_com, tau_arm, wrench_flange):
         """The inputs in this object's arrays ``(tau = [F_b; tau_arm], wrench_flange)``; a wrong length or a
         non-finite value is refused by name before any state changes (:func:`hil_dynamics.servicer.finite_into`)."""
-        finite_into(self._inputs_buf, (self._tau_base, wrench_base_com, 'wrench_base_com'), (self._tau_arm, tau_arm, 'tau_arm'),
-                    (self._wrench_flange, wrench_flange, 'wrench_flange'))
-        return self._tau, self._wrench_flange
+        buf, n = self._inputs_buf, self.n      # views taken here: a copied object keeps no views
+        finite_into(buf, (buf[:6], wrench_base_com, 'wrench_base_com'), (buf[6:6 + n], tau_arm, 'tau_arm'),
+                    (buf[6 + n:], wrench_flange, 'wrench_flange'))
+        return buf[:6 + n], buf[6 + n:]
 
     def step(self, dt: float, wrench_base_com, tau_arm, wrench_flange) -> None:
         """Advance by ``dt`` [s] with the inputs held: ``F_b`` (base body frame, about the CoM) [N, N m],

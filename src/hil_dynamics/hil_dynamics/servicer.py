@@ -72,11 +72,12 @@ def finite_into(buffer: np.ndarray, *specs) -> None:
     allocated once by the caller, together covering the 1-D ``buffer``), with one finiteness check of the
     whole buffer. A wrong length, a non-number or a non-finite value raises ConfigError naming it, as
     :func:`finite_vectors` does (``buffer`` may then hold part of it). The form of :func:`finite_vectors`
-    for the 1 kHz steps: no allocation, one reduction."""
+    for the 1 kHz steps: no allocation, one reduction. An ``out`` that is no longer a view of ``buffer`` (a
+    rule copied with ``copy.deepcopy`` or pickled keeps copies, not views) takes the checked path."""
     try:
         for out, value, _ in specs:
-            if type(value) is not np.ndarray or value.shape != out.shape:
-                raise ValueError('not an array of the shape')
+            if type(value) is not np.ndarray or value.shape != out.shape or out.base is not buffer:
+                raise ValueError('not an array of the shape (or out no view of buffer: a copied rule)')
             out[:] = value
         if math.isfinite(float(buffer.sum())):
             return
@@ -404,15 +405,16 @@ class ServicerAdmittance:
         """
         if not dt > 0.0:
             raise ConfigError(f'dt must be > 0, got {dt!r}')
-        n = self.model.n
-        q, dq, ddq, f_b, f_e = finite_vectors((q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'), (ddq_arm, n, 'ddq_arm'),
-                                              (wrench_base_com, 6, 'wrench_base_com'), (wrench_ee, 6, 'wrench_ee'))
         w = self.__dict__.get('_fused')
         if w is None:
             w = self._fused = self._fused_setup()
         if w.chain is not None:
+            buf, n = w.inputs, self.model.n     # views taken here: a copied rule keeps no views
+            q, dq, ddq, f_b, f_e = buf[:n], buf[n:2 * n], buf[2 * n:3 * n], buf[3 * n:3 * n + 6], buf[3 * n + 6:]
+            finite_into(buf, (q, q_arm, 'q_arm'), (dq, dq_arm, 'dq_arm'), (ddq, ddq_arm, 'ddq_arm'),
+                        (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'))
             return self._step_compiled(dt, q, dq, ddq, f_b, f_e, w)
-        return self.step_pinocchio(dt, q, dq, ddq, f_b, f_e)
+        return self.step_pinocchio(dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee)
 
     def step_pinocchio(self, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee) -> ServicerState:
         """:meth:`step` with Pinocchio's ``crba``/``computeFrameJacobian``/``nonLinearEffects`` and
@@ -458,9 +460,10 @@ class ServicerAdmittance:
 
     def _step_compiled(self, dt, q, dq, ddq, f_b, f_e, w) -> ServicerState:
         """:meth:`step` as one compiled call (:func:`hil_dynamics.kernels.admittance_rkmk4_step`)."""
-        if w.last_f_e is None or not np.array_equal(f_e, w.last_f_e):
+        key = f_e.tobytes()
+        if key != w.last_f_e:                   # the EE wrench as an external force, when it changed
             w.fext[w.ee_joint] = w.ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = f_e.copy()   # the caller may reuse its array
+            w.last_f_e = key
         s = self.state
         w.poses[0], w.poses[1] = s.pose_arrays()
         w.x[:6], w.x[6:] = s.twist_nominal_body, s.twist_base_rel_body
@@ -484,7 +487,8 @@ class ServicerAdmittance:
             frame = pm.frames[self.model.ee_frame_id]
             w.ee_joint, w.ee_placement = frame.parentJoint, frame.placement
             w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12)
-            w.last_f_e = None
+            w.inputs = np.empty(3 * self.model.n + 12)    # [q; dq; ddq; F_b; F_e], checked at once (finite_into)
+            w.last_f_e = None                   # the bytes of the EE wrench that fext holds
         w.rk = FusedRKMK4(2, 12)
         w.d_mass, w.d_jac, w.d_nle = pm.createData(), pm.createData(), pm.createData()
         w.cfg, w.vel = pin.neutral(pm), np.zeros(pm.nv)

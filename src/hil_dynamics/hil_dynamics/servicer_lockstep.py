@@ -198,7 +198,6 @@ class ServicerHilLockstep:
         w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * self.n)
         w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12 + 2 * self.n)
         w.inputs = np.empty(12 + self.n)        # [F_b; F_e; tau], checked at once (finite_into)
-        w.f_b, w.f_e, w.tau = w.inputs[:6], w.inputs[6:12], w.inputs[12:]
         w.last_f_e = None       # the bytes of the EE wrench that fext_o/fext_g hold
         return w
 
@@ -207,8 +206,9 @@ class ServicerHilLockstep:
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
         n, ff, ground = self.n, self.feedforward, self.ground_arm
-        f_b, f_e, tau = w.f_b, w.f_e, w.tau
-        finite_into(w.inputs, (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'),
+        buf = w.inputs                          # views taken here: a copied object keeps no views
+        f_b, f_e, tau = buf[:6], buf[6:12], buf[12:]
+        finite_into(buf, (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'),
                     (tau, tau_obsw, 'tau_obsw'))
         key = f_e.tobytes()
         if key != w.last_f_e:                   # the EE wrench as external forces, when it changed

@@ -274,3 +274,69 @@ def test_compiled_steps_follow_a_wrench_buffer_the_caller_reuses():
         s_loop = loop.step(1e-3, f_b, np.zeros(7), buffer)
         results.append(np.concatenate((s_adm.twist_base_rel_body, s_loop.servicer.twist_base_rel_body, s_loop.dq_arm)))
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def _free_floating():
+    from hil_dynamics.free_floating import FreeFloatingServicer
+    from hil_dynamics.models import servicer_lbr_urdf
+    return FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.full(6, 0.01), np.full(7, 0.2),
+                                np.zeros(7))
+
+
+def _snapshot(obj) -> np.ndarray:
+    """The integrated state of a lockstep, an admittance or a free-floating servicer as one vector."""
+    s = getattr(obj, 'admittance', obj)
+    if hasattr(s, 'state'):
+        st = s.state
+        parts = [kernels.pose_array(st.pose_nominal_in_orbit), st.twist_nominal_body,
+                 kernels.pose_array(st.pose_base_in_nominal), st.twist_base_rel_body]
+        if hasattr(obj, 'q_arm'):
+            parts += [obj.q_arm, obj.dq_arm]
+        return np.concatenate(parts)
+    return np.concatenate((kernels.pose_array(obj.pose_base_in_orbit), obj.twist_base_body, obj.q_arm, obj.dq_arm))
+
+
+def test_the_steps_check_their_inputs_by_name_and_never_broadcast():
+    """The 1 kHz steps copy their inputs into buffers allocated once and check them in one reduction
+    (``finite_into``): a scalar or a vector of another length must be refused by name, not broadcast into the
+    buffer; a non-finite value is named; a refused step leaves the state as it was; lists are accepted and
+    step exactly as arrays do."""
+    z7, z6 = np.zeros(7), np.zeros(6)
+    loop = _lbr_lockstep(False)
+    steppers = {
+        'lockstep': (loop, lambda o, a, b, c: o.step(1e-3, a, b, c), ('wrench_base_com', 'tau_obsw', 'wrench_ee'),
+                     (z6, z7, z6)),
+        'admittance': (copy.deepcopy(loop.admittance), lambda o, a, b, c: o.step(1e-3, z7, b, z7, a, c),
+                       ('wrench_base_com', 'dq_arm', 'wrench_ee'), (z6, z7, z6)),
+        'free_floating': (_free_floating(), lambda o, a, b, c: o.step(1e-3, a, b, c),
+                          ('wrench_base_com', 'tau_arm', 'wrench_flange'), (z6, z7, z6)),
+    }
+    for kind, (obj, step, names, good) in steppers.items():
+        before = _snapshot(obj)
+        for i, name in enumerate(names):
+            for bad in (0.5, np.full(good[i].shape[0] - 1, 0.5), list(np.ones(good[i].shape[0] + 1)),
+                        np.where(np.arange(good[i].shape[0]) == 2, np.nan, 0.0), 'x'):
+                args = list(good)
+                args[i] = bad
+                with pytest.raises(ValueError, match=name):
+                    step(obj, *args)
+                np.testing.assert_array_equal(_snapshot(obj), before, err_msg=f'{kind}: {name} = {bad!r}')
+        twin = copy.deepcopy(obj)
+        rng = np.random.default_rng(3)
+        inputs = [rng.normal(0.0, 5.0, g.shape[0]) for g in good]
+        step(obj, *inputs)
+        step(twin, *[list(v) for v in inputs])
+        np.testing.assert_array_equal(_snapshot(twin), _snapshot(obj), err_msg=kind)
+
+
+def test_the_compiled_steps_have_one_specialisation_for_every_caller():
+    """The steps pass views of one input buffer to their kernels; the warm-up (``./dev``) passes plain arrays.
+    A second layout would make Numba compile a second version in a node's first real-time sample."""
+    loop = _lbr_lockstep(False)
+    loop.step(1e-3, np.ones(6), np.ones(7), np.ones(6))
+    loop.admittance.step(1e-3, np.ones(7), np.ones(7), np.ones(7), np.ones(6), np.ones(6))
+    _free_floating().step(1e-3, np.ones(6), np.ones(7), np.ones(6))
+    kernels.warm_up()
+    for kernel in (kernels.lockstep_rkmk4_step, kernels.admittance_rkmk4_step, kernels.free_floating_rkmk4_step,
+                   kernels.client_rkmk4_step, kernels.integration_energy_step):
+        assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)

@@ -94,6 +94,11 @@ class MissionRecord:
         return float(self.t[np.argmax(outside)]) if outside.any() else None
 
 
+# The wrench of an open gripper, shared by every step that has no contact (read only: the rules copy what they keep).
+_NO_WRENCH = np.zeros(6)
+_NO_WRENCH.flags.writeable = False
+
+
 def build_controller(scenario: MissionScenario, model: ServicerModel | None = None) -> ObswController:
     """The example OBSW rule configured from the scenario."""
     s = scenario.servicer
@@ -215,7 +220,7 @@ class MissionLoop:
         if self.contact.state in (OPEN, MISSED):
             # An open gripper exerts nothing and its state machine waits for a close command: no tool
             # kinematics (GraspContact.update and .wrench would change nothing and return zeros).
-            self.wrench_tool, wrench_flange, wrench_client = np.zeros(6), np.zeros(6), np.zeros(6)
+            self.wrench_tool = wrench_flange = wrench_client = _NO_WRENCH
         else:
             self.wrench_tool, pose_tool_in_client = self.contact_wrench()
             wrench_flange = self.pose_tool_in_flange.act(pin.Force(self.wrench_tool)).vector
@@ -325,8 +330,11 @@ class HilMission(MissionLoop):
             self._tables.append((cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal,
                                  ss.twist_base_rel_body))
         measured_c, measured_s = self.measured_table_twists()
-        jac_b = self.model.ee_jacobian(self.servicer.q_arm)[:, :6]
-        out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, jac_b.T @ wrench_flange, self.dt)
+        if wrench_flange is _NO_WRENCH:        # an open gripper: J_b^T F_e is zero, no Jacobian needed
+            wrench_port_s = _NO_WRENCH
+        else:
+            wrench_port_s = self.model.ee_jacobian(self.servicer.q_arm)[:, :6].T @ wrench_flange
+        out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, wrench_port_s, self.dt)
         self.client_port.step(wrench_client_com, self.dt, measured_c)
         self._passivity_out = (self.client_port.out, out_s)
         self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
