@@ -142,3 +142,18 @@ def test_station_keeping_stays_in_the_workspace_for_600_s(scenario):
     final = pin.log6(pin.SE3(pin.rpy.rpyToMatrix(*run.rpy_base_in_client[-1]), run.pos_base_in_client[-1]).actInv(
         scenario.servicer.pose_base_in_client_desired)).vector
     assert np.linalg.norm(final[:3]) < 1e-3
+
+
+def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
+    """The capture (open gripper, contact, both ports, the re-basing ramp) passes its kernels arrays of one type:
+    a read-only or non-contiguous array would make Numba compile another version of a kernel mid-run (in a node,
+    mid real-time loop), beside the one ``./dev`` compiles (``hil_dynamics.kernels.warm_up``)."""
+    from hil_dynamics import kernels
+
+    hil, _, ref, _ = capture
+    assert hil.rebase_sides is not None and not hil.rebase_sides[0].active       # the ramp ran, and ended
+    kernels.warm_up()
+    for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.client_rkmk4_step,
+                   kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.integration_energy_step,
+                   kernels.relative_mapping_into, kernels.compound_in_nominal, kernels.nominal_twist_change_into):
+        assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)

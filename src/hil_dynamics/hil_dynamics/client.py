@@ -133,6 +133,19 @@ class RelativeState:
                                       np.asarray(self._twist_rel, dtype=float), g, v)
         return g, v
 
+    def with_nominal_twist(self, twist_nominal_body: np.ndarray):
+        """This state re-based onto a nominal of the same pose and another twist ``V_n'`` (Eq. 23 unchanged):
+        ``g_rel`` stays, ``V_rel' = V_rel + Ad_{g_rel^-1} (V_n - V_n')``
+        (:func:`hil_dynamics.kernels.nominal_twist_change_into`; :func:`hil_dynamics.rebase.rebase_relative`
+        with ``g_n' = g_n`` is its readable form)."""
+        g_n, g_rel = self.pose_arrays()
+        v_rel = np.empty(6)
+        kernels.nominal_twist_change_into(g_rel, np.asarray(self._twist_rel, dtype=float),
+                                          np.asarray(self.twist_nominal_body, dtype=float), twist_nominal_body, v_rel)
+        state = type(self).of_arrays(self.t, g_n, twist_nominal_body, g_rel, v_rel)
+        state._se3 = list(self._se3)      # the same poses: those already built are shared
+        return state
+
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(t={self.t!r}, pose_nominal_in_orbit={self._pose(0)!r}, '
                 f'twist_nominal_body={self.twist_nominal_body!r}, {self.REL_NAMES[0]}={self._pose(1)!r}, '
@@ -245,6 +258,18 @@ class ClientAdmittance:
         if nominal is not None:
             self._nominal = nominal
         self.state = ClientState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_c, v_c)
+        return self.state
+
+    def rebase_nominal_twist(self, twist_nominal_body, nominal=None) -> ClientState:
+        """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_c`` stays) with the twist
+        ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
+        (:meth:`RelativeState.with_nominal_twist`)."""
+        twist = np.array(twist_nominal_body, dtype=float).reshape(6)
+        if not np.isfinite(twist).all():
+            raise InputError(f'twist_nominal_body must be finite, got {twist.tolist()}')
+        if nominal is not None:
+            self._nominal = nominal
+        self.state = self.state.with_nominal_twist(twist)
         return self.state
 
     def advance_nominal(self, duration_s: float, dt_s: float) -> ClientState:

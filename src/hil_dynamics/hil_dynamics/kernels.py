@@ -25,7 +25,8 @@ from numba import njit
 
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
-           'free_floating_rkmk4_step', 'log6_into', 'relative_into']
+           'free_floating_rkmk4_step', 'log6_into', 'relative_into',
+           'compound_in_nominal', 'nominal_twist_change_into']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -338,6 +339,94 @@ def relative_into(a, b, out):
             out[3 * i + j] = a[i] * b[j] + a[3 + i] * b[3 + j] + a[6 + i] * b[6 + j]
     d = _rtv(a, b[9] - a[9], b[10] - a[10], b[11] - a[11])
     out[9], out[10], out[11] = d[0], d[1], d[2]
+
+
+@njit(**_OPTS)
+def _adjoint_into(g, out):
+    """``Ad_g`` (6x6, twists linear first): ``[[R, [p]x R], [0, R]]``."""
+    for i in range(3):
+        for j in range(3):
+            r = g[3 * i + j]
+            out[i, j] = r
+            out[3 + i, 3 + j] = r
+            out[3 + i, j] = 0.0
+    p0, p1, p2 = g[9], g[10], g[11]
+    for j in range(3):
+        c = _cross(p0, p1, p2, g[j], g[3 + j], g[6 + j])         # p x (column j of R)
+        out[0, 3 + j], out[1, 3 + j], out[2, 3 + j] = c[0], c[1], c[2]
+
+
+@njit(**_OPTS)
+def compound_in_nominal(g_n, g_free, v_free, mass, inertia_com, inertia_com_inv, com, v_target, m6, m6_inv):
+    """One increment's target of a re-basing (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays.
+
+    The compound (a free body, its CoM frame at ``g_free`` in orbit with body twist ``v_free``, mass ``mass``,
+    inertia ``inertia_com`` (3x3 row-major 9-array) about its CoM) seen from the nominal frame ``g_n``:
+    ``com = g_n^-1 g_free``, its velocity there ``v_target = Ad_com v_free``, and its spatial inertia in the
+    nominal frame ``m6 = Ad_com^-T M_c Ad_com^-1`` with its inverse ``m6_inv = Ad_com M_c^-1 Ad_com^T``
+    (``M_c = diag(m I, I_com)``; no 6x6 inversion)."""
+    relative_into(g_n, g_free, com)
+    ad = np.empty((6, 6))
+    _adjoint_into(com, ad)
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += ad[i, j] * v_free[j]
+        v_target[i] = s
+    # Ad_com^-1 = [[R^T, -R^T [p]x], [0, R^T]]
+    inv = np.empty(12)
+    for i in range(3):
+        for j in range(3):
+            inv[3 * i + j] = com[3 * j + i]
+    q = _rtv(com, com[9], com[10], com[11])
+    inv[9], inv[10], inv[11] = -q[0], -q[1], -q[2]
+    ad_inv = np.empty((6, 6))
+    _adjoint_into(inv, ad_inv)
+    mc = np.zeros((6, 6))
+    mc_inv = np.zeros((6, 6))
+    for i in range(3):
+        mc[i, i] = mass
+        mc_inv[i, i] = 1.0 / mass
+        for j in range(3):
+            mc[3 + i, 3 + j] = inertia_com[3 * i + j]
+            mc_inv[3 + i, 3 + j] = inertia_com_inv[3 * i + j]
+    tmp = np.empty((6, 6))
+    for i in range(6):                  # tmp = M_c Ad^-1, m6 = Ad^-T tmp
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += mc[i, k] * ad_inv[k, j]
+            tmp[i, j] = s
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += ad_inv[k, i] * tmp[k, j]
+            m6[i, j] = s
+    for i in range(6):                  # tmp = M_c^-1 Ad^T, m6_inv = Ad tmp
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += mc_inv[i, k] * ad[j, k]
+            tmp[i, j] = s
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += ad[i, k] * tmp[k, j]
+            m6_inv[i, j] = s
+
+
+@njit(**_OPTS)
+def nominal_twist_change_into(g_rel, v_rel, v_n_old, v_n_new, v_rel_out):
+    """A re-basing that keeps the nominal's pose and changes its twist (Eq. 23 unchanged):
+    ``g_rel`` stays, ``V_rel' = V_rel + Ad_{g_rel^-1} (V_n - V_n')``."""
+    d = np.empty(6)
+    for i in range(6):
+        d[i] = v_n_old[i] - v_n_new[i]
+    _act_inv_motion(g_rel, d, v_rel_out)
+    for i in range(6):
+        v_rel_out[i] += v_rel[i]
 
 
 # -- generic fused RKMK4 stages on (k poses, n-vector) -------------------------------------------
@@ -1154,6 +1243,11 @@ def warm_up() -> None:
     for n in (1, 6):
         PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)
     ClientPort(ClientAdmittance(body, np.full(6, 0.01)), 1.0).step(np.ones(6), 1e-3, np.zeros(6))
+    from hil_dynamics.rebase import PlannedRebase, plan_rebase
+    rule = ClientAdmittance(body, np.full(6, 0.01))
+    side = PlannedRebase(plan_rebase(0.0, 1e-3, [(pin.SE3.Identity(), body.inertia, np.ones(6))]), 1e-3)
+    side.update(0.0, rule)                                                      # the re-basing ramp's kernels
+    side.update(1e-3, rule)
     from hil_dynamics.free_floating import FreeFloatingServicer
     FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
                          np.zeros(7)).step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))

@@ -34,10 +34,13 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import ConfigError, InputError
+from hil_dynamics import kernels
 from hil_dynamics.profiles import min_jerk
 
 __all__ = ['NominalBody', 'PlannedRebase', 'RebaseParams', 'RebasePlan', 'client_part', 'compound_inertia_and_momentum',
            'free_motion', 'inertia_from_matrix', 'plan_rebase', 'rebase_relative', 'servicer_part']
+
+_ZERO_WRENCH = np.zeros(6)     # the compound's free motion: never written (not flagged read-only: see runners.mission)
 
 
 def inertia_from_matrix(mass_matrix_6) -> pin.Inertia:
@@ -60,10 +63,26 @@ class NominalBody:
     """
 
     def __init__(self, inertia: pin.Inertia):
-        self.inertia = pin.Inertia(inertia)
-        self.mass_kg = float(self.inertia.mass)
-        self.mass_matrix = self.inertia.matrix()
+        self._inertia = pin.Inertia(inertia)
+        self.mass_kg = float(self._inertia.mass)
+        self.mass_matrix = self._inertia.matrix()
         self.mass_matrix_inv = np.linalg.inv(self.mass_matrix)
+
+    @classmethod
+    def of_matrices(cls, mass_matrix: np.ndarray, mass_matrix_inv: np.ndarray) -> 'NominalBody':
+        """The body from its 6x6 spatial inertia and its inverse (kept, not copied; the ramp's kernel
+        :func:`hil_dynamics.kernels.compound_in_nominal` gives both); ``inertia`` is built when read."""
+        body = cls.__new__(cls)
+        body._inertia = None
+        body.mass_kg = float(mass_matrix[0, 0])
+        body.mass_matrix, body.mass_matrix_inv = mass_matrix, mass_matrix_inv
+        return body
+
+    @property
+    def inertia(self) -> pin.Inertia:
+        if self._inertia is None:
+            self._inertia = inertia_from_matrix(self.mass_matrix)
+        return self._inertia
 
     def acceleration(self, twist_body, wrench) -> np.ndarray:
         twist = pin.Motion(np.asarray(twist_body, dtype=float))
@@ -251,6 +270,9 @@ class PlannedRebase:
 
         self.plan, self.dt_s = plan, float(dt_s)
         self._make = lambda g: ClientAdmittance(plan.body(), plan.twist_com_body, g)
+        inertia = np.asarray(plan.inertia_com_kgm2, dtype=float).reshape(3, 3)
+        self._inertia9 = np.ascontiguousarray(inertia).reshape(9).copy()
+        self._inertia_inv9 = np.linalg.inv(inertia).reshape(9).copy()
         self.free = None            # the compound's free motion (client = nominal, relative identity)
         self.t_prev: float | None = None
         self.late_s = 0.0
@@ -261,32 +283,67 @@ class PlannedRebase:
     def active(self) -> bool:
         return not self.done
 
-    def _compound_in_nominal(self, t: float, pose_nominal_in_orbit: pin.SE3) -> pin.SE3:
+    def _free_at(self, t: float, state) -> None:
+        """The compound's free motion moved on to ``t`` (placed on ``state``'s nominal at the first call)."""
         if self.free is None:
             self.late_s = max(0.0, t - self.plan.t_start)
-            self.free = self._make(pose_nominal_in_orbit * self.plan.pose_com_in_nominal)
+            self.free = self._make(state.pose_nominal_in_orbit * self.plan.pose_com_in_nominal)
         else:
             duration = t - self.t_prev
             n = int(duration / self.dt_s + 1e-9)
             for _ in range(n):
-                self.free.step(np.zeros(6), self.dt_s)
+                self.free.step(_ZERO_WRENCH, self.dt_s)
             if duration - n * self.dt_s > 1e-12:
-                self.free.step(np.zeros(6), duration - n * self.dt_s)
+                self.free.step(_ZERO_WRENCH, duration - n * self.dt_s)
         self.t_prev = t
-        return pose_nominal_in_orbit.actInv(self.free.state.pose_nominal_in_orbit)
 
     def update(self, t: float, rule) -> RebaseStep | None:
-        """Apply the increment of the step at ``t`` to ``rule`` (None before the plan or after it)."""
+        """Apply the increment of the step at ``t`` to ``rule`` (None before the plan or after it).
+
+        The target is the compound seen from the nominal frame (:func:`hil_dynamics.kernels.compound_in_nominal`:
+        its velocity there and its spatial inertia with the inverse); the rule keeps its nominal's pose and
+        moves its twist (``rebase_nominal_twist``, an exact re-basing). :meth:`update_reference` is the same
+        with ``pin.SE3``/``pin.Inertia`` and ``rule.rebase``."""
+        plan = self.plan
+        if self.done or t < plan.t_start - 1e-9:
+            return None
+        s = rule.state
+        self._free_at(t, s)
+        g_n, _ = s.pose_arrays()
+        v_n = np.asarray(s.twist_nominal_body, dtype=float)
+        free = self.free.state
+        g_free, _ = free.pose_arrays()
+        com, v_target, m6, m6_inv = np.empty(12), np.empty(6), np.empty((6, 6)), np.empty((6, 6))
+        kernels.compound_in_nominal(g_n, g_free, np.asarray(free.twist_nominal_body, dtype=float), float(plan.mass_kg),
+                                    self._inertia9, self._inertia_inv9, com, v_target, m6, m6_inv)
+        fraction = self._fraction(t)
+        v_new = v_n + fraction * (v_target - v_n)
+        nominal = NominalBody.of_matrices(m6, m6_inv)
+        rule.rebase_nominal_twist(v_new, nominal)
+        step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), m6.copy())
+        self.last = step
+        self.done = fraction >= 1.0
+        return step
+
+    def _fraction(self, t: float) -> float:
+        """The min-jerk share of what remains that the step at ``t`` applies (1 at the ramp's end)."""
+        plan = self.plan
+        ramp = max(plan.ramp_s, 1e-12)
+        s_prev = min_jerk((self.last.t - plan.t_start) / ramp) if self.last is not None else 0.0
+        s_now = min_jerk((t - plan.t_start) / ramp)
+        return 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
+
+    def update_reference(self, t: float, rule) -> RebaseStep | None:
+        """The readable :meth:`update`: the compound on ``pin.SE3``, its inertia by ``pin.Inertia.act`` and a 6x6
+        inverse, the increment applied by ``rule.rebase`` (:func:`rebase_relative` with ``g_n' = g_n``)."""
         plan = self.plan
         if self.done or t < plan.t_start - 1e-9:
             return None
         s = rule.state
         g_n, v_n = s.pose_nominal_in_orbit, s.twist_nominal_body
-        com = self._compound_in_nominal(t, g_n)
-        ramp = max(plan.ramp_s, 1e-12)
-        s_prev = min_jerk((self.last.t - plan.t_start) / ramp) if self.last is not None else 0.0
-        s_now = min_jerk((t - plan.t_start) / ramp)
-        fraction = 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
+        self._free_at(t, s)
+        com = g_n.actInv(self.free.state.pose_nominal_in_orbit)
+        fraction = self._fraction(t)
         v_target = com.act(pin.Motion(self.free.state.twist_nominal_body)).vector
         nominal = NominalBody(com.act(pin.Inertia(plan.mass_kg, np.zeros(3), plan.inertia_com_kgm2)))
         v_new = v_n + fraction * (v_target - v_n)

@@ -234,3 +234,116 @@ def test_a_plan_made_ahead_of_its_start_is_the_one_made_at_the_start():
     v_ahead = g_ahead.act(pin.Motion(ahead.twist_com_body)).vector
     v_now = g_now.act(pin.Motion(at_start.twist_com_body)).vector
     assert np.abs(v_ahead - v_now).max() < 1e-9
+
+
+def test_the_compiled_ramp_target_is_pinocchios_inertia_and_motion():
+    """``kernels.compound_in_nominal`` against ``pin.SE3.actInv``, ``pin.Inertia.act`` (with ``numpy.linalg.inv``)
+    and ``pin.SE3.act`` on a motion, on random poses and an Envisat-like compound."""
+    from hil_dynamics import kernels
+
+    rng = np.random.default_rng(11)
+    inertia_com = np.diag([2.0e4, 1.4e5, 1.3e5])
+    rot = pin.rpy.rpyToMatrix(0.3, -0.2, 0.5)
+    inertia_com = rot @ inertia_com @ rot.T                  # not diagonal in the CoM frame's axes
+    for _ in range(50):
+        g_n, g_free = pin.SE3.Random(), pin.SE3.Random()
+        g_free.translation = g_n.translation + rng.normal(0.0, 3.0, 3)
+        v_free = rng.normal(0.0, 0.05, 6)
+        com, v_target, m6, m6_inv = np.empty(12), np.empty(6), np.empty((6, 6)), np.empty((6, 6))
+        kernels.compound_in_nominal(kernels.pose_array(g_n), kernels.pose_array(g_free), v_free, 9661.0,
+                                    inertia_com.reshape(9).copy(), np.linalg.inv(inertia_com).reshape(9).copy(),
+                                    com, v_target, m6, m6_inv)
+        ref_com = g_n.actInv(g_free)
+        ref_m6 = ref_com.act(pin.Inertia(9661.0, np.zeros(3), inertia_com)).matrix()
+        assert np.abs(kernels.array_pose(com).homogeneous - ref_com.homogeneous).max() < 1e-12
+        assert np.abs(v_target - ref_com.act(pin.Motion(v_free)).vector).max() < 1e-15
+        assert np.abs(m6 - ref_m6).max() < 1e-12 * np.abs(ref_m6).max()
+        ref_inv = np.linalg.inv(ref_m6)
+        assert np.abs(m6_inv - ref_inv).max() < 1e-12 * np.abs(ref_inv).max()
+        assert np.abs(m6 @ m6_inv - np.eye(6)).max() < 1e-12
+
+
+@pytest.mark.parametrize('side', ['client', 'servicer'])
+def test_the_ramp_on_arrays_is_the_readable_ramp(side):
+    """:meth:`PlannedRebase.update` (the compiled target, ``rebase_nominal_twist``) against
+    :meth:`PlannedRebase.update_reference` (``pin.Inertia``, ``rule.rebase``) on two copies of one rule stepped
+    through a whole ramp: the nominal, the relative state, the nominal's mass matrices and each increment
+    agree to 1e-12 (relative), and the absolute state is kept at every increment (Eq. 23)."""
+    from hil_dynamics.models import servicer_lbr_urdf
+    from hil_dynamics.servicer import ServicerAdmittance, ServicerModel
+
+    if side == 'client':
+        def make():
+            rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+            for _ in range(5):
+                rule.step(np.array([20.0, -10.0, 5.0, 30.0, 0.0, -40.0]), 0.01)
+            return rule
+
+        def step(rule):
+            rule.step(np.array([2.0, 0.0, -1.0, 0.0, 3.0, 0.0]), 0.01)
+
+        def rel(state):
+            return state.pose_client_in_nominal, state.twist_client_rel_body
+
+        def nominal_of(rule):
+            return rule._nominal
+    else:
+        model = ServicerModel(servicer_lbr_urdf(), 'lbr_flange')
+        q = np.array([0.0, 0.4, 0.0, -1.6, 0.0, -1.5, 0.0])
+
+        def make():
+            return ServicerAdmittance(model, BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003], None,
+                                      pin.SE3(pin.rpy.rpyToMatrix(0.0, 1.57, 0.0), np.array([-4.8, -0.2, 1.1])),
+                                      np.array([0.01, 0.0, -0.02, 0.0, 0.001, 0.0]))
+
+        def step(rule):
+            rule.step(0.01, q, np.zeros(7), np.zeros(7), np.array([5.0, 0, 0, 0, 1.0, 0]), np.zeros(6))
+
+        def rel(state):
+            return state.pose_base_in_nominal, state.twist_base_rel_body
+
+        def nominal_of(rule):
+            return rule.nominal_body
+    fast, ref = make(), make()
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    plan = plan_rebase(fast.state.t, 0.5, [(pin.SE3(pin.rpy.rpyToMatrix(0.1, 0.2, -0.3), np.array([1.0, -2.0, 0.5])),
+                                             inertia, inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.01])])
+    side_fast, side_ref = PlannedRebase(plan, 0.01), PlannedRebase(plan, 0.01)
+    t = fast.state.t
+    for _ in range(60):
+        before = fast.state.absolute()
+        a, b = side_fast.update(t, fast), side_ref.update_reference(t, ref)
+        after = fast.state.absolute()
+        assert np.abs(after[0].homogeneous - before[0].homogeneous).max() < 1e-12
+        assert np.abs(after[1] - before[1]).max() < 1e-12
+        if a is not None:
+            assert a.fraction == b.fraction
+            assert np.abs(a.twist_nominal_body - b.twist_nominal_body).max() < 1e-12 * np.abs(b.twist_nominal_body).max()
+            assert np.abs(a.nominal_mass_matrix - b.nominal_mass_matrix).max() < 1e-12 * np.abs(b.nominal_mass_matrix).max()
+            m_a, m_b = nominal_of(fast), nominal_of(ref)
+            assert np.abs(m_a.mass_matrix_inv - m_b.mass_matrix_inv).max() < 1e-12 * np.abs(m_b.mass_matrix_inv).max()
+            assert np.abs(m_a.inertia.matrix() - m_b.mass_matrix).max() < 1e-12 * np.abs(m_b.mass_matrix).max()
+        step(fast)
+        step(ref)
+        t += 0.01
+        sa, sb = fast.state, ref.state
+        (ga, va), (gb, vb) = rel(sa), rel(sb)
+        assert np.abs(ga.homogeneous - gb.homogeneous).max() < 1e-12
+        assert np.abs(va - vb).max() < 1e-12
+        assert np.abs(sa.pose_nominal_in_orbit.homogeneous - sb.pose_nominal_in_orbit.homogeneous).max() < 1e-12
+        assert np.abs(sa.twist_nominal_body - sb.twist_nominal_body).max() < 1e-12
+    assert side_fast.done and side_ref.done
+
+
+def test_a_non_finite_twist_increment_is_refused_by_name_and_changes_nothing():
+    from hil_dynamics.models import servicer_lbr_urdf
+    from hil_dynamics.servicer import ServicerAdmittance, ServicerModel
+
+    client = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+    servicer = ServicerAdmittance(ServicerModel(servicer_lbr_urdf(), 'lbr_flange'), BODY, np.full(6, 0.01), None,
+                                  pin.SE3.Identity(), np.zeros(6))
+    for rule in (client, servicer):
+        state = rule.state
+        with pytest.raises(ValueError, match='twist_nominal_body'):
+            rule.rebase_nominal_twist([0.0, np.nan, 0.0, 0.0, 0.0, 0.0])
+        assert rule.state is state

@@ -94,9 +94,9 @@ class MissionRecord:
         return float(self.t[np.argmax(outside)]) if outside.any() else None
 
 
-# The wrench of an open gripper, shared by every step that has no contact (read only: the rules copy what they keep).
+# The wrench of an open gripper, shared by every step that has no contact. Never written (the rules copy what they
+# keep); not flagged read-only, for Numba would compile another version of each kernel it reaches for that flag.
 _NO_WRENCH = np.zeros(6)
-_NO_WRENCH.flags.writeable = False
 
 
 def build_controller(scenario: MissionScenario, model: ServicerModel | None = None) -> ObswController:
