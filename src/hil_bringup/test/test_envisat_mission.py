@@ -155,5 +155,51 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.integration_energy_step,
-                   kernels.relative_mapping_into, kernels.compound_in_nominal, kernels.nominal_twist_change_into):
+                   kernels.relative_mapping_into, kernels.compound_in_nominal, kernels.nominal_twist_change_into,
+                   kernels.latched_grasp_wrench):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
+
+
+@pytest.mark.parametrize('cls', [HilMission, AbsoluteMission])
+def test_the_compiled_latched_grasp_is_the_readable_one(scenario, cls):
+    """:meth:`MissionLoop.latched_wrenches` (one compiled call) against :meth:`contact_wrench_reference` with the
+    flange wrench and :func:`reaction_on_client` (``pin.SE3``/``pin.Force``), on random states around a latched
+    grasp: the tool, flange and client wrenches agree to rounding: the poses (metres from the frame's origin) to
+    about 1e-14 m and rad, times the grasp's stiffness, and 1e-12 of the wrench."""
+    from hil_dynamics.client import ClientState
+    from hil_dynamics.contact import LATCHED, reaction_on_client
+    from hil_dynamics.servicer import ServicerState
+
+    rng = np.random.default_rng(4)
+    m = cls(scenario)
+    for _ in range(40):
+        dq = rng.normal(0.0, 0.05, 7)
+        q = scenario.servicer.q_arm_0 + rng.normal(0.0, 0.3, 7)
+        twist_c, twist_s = rng.normal(0.0, 0.02, 6), rng.normal(0.0, 0.02, 6)
+        pose_c = pin.SE3(pin.rpy.rpyToMatrix(*rng.normal(0.0, 0.2, 3)), rng.normal(0.0, 0.2, 3))
+        if cls is HilMission:
+            cs, ss = m.client.state, m.servicer.admittance.state
+            m.client.state = ClientState(cs.t, cs.pose_nominal_in_orbit, cs.twist_nominal_body, pose_c, twist_c)
+            pose_s = ss.pose_base_in_nominal * pin.exp6(pin.Motion(rng.normal(0.0, 0.01, 6)))
+            m.servicer.admittance.state = ServicerState(ss.t, ss.pose_nominal_in_orbit, ss.twist_nominal_body, pose_s,
+                                                        twist_s)
+            m.servicer.q_arm, m.servicer.dq_arm = q, dq
+        else:
+            m.client.pose_in_orbit, m.client.twist_body = pose_c, twist_c
+            sv = m.servicer
+            sv.pose_base_in_orbit = sv.pose_base_in_orbit * pin.exp6(pin.Motion(rng.normal(0.0, 0.01, 6)))
+            sv.twist_base_body, sv.q_arm, sv.dq_arm = twist_s, q, dq
+        # latched where the tool is now, give or take a few mm and mrad
+        g_c, _, g_s, v_s, q_, dq_ = m.lab_states()
+        pose_tool, _ = m.tool_pose_twist(g_s, v_s, q_, dq_)
+        m.contact.state = LATCHED
+        m.contact.pose_tcp_in_grasp_rest = ((g_c * m.pose_grasp_in_client).actInv(pose_tool)
+                                            * pin.exp6(pin.Motion(rng.normal(0.0, 0.003, 6))))
+        w_tool, w_flange, w_client = m.latched_wrenches()
+        ref_tool, pose_tool_in_client = m.contact_wrench_reference()
+        ref_flange = m.pose_tool_in_flange.act(pin.Force(ref_tool)).vector
+        ref_client = reaction_on_client(pose_tool_in_client, ref_tool)
+        rounding = 1e-14 * (m.contact.stiffness.max() + m.contact.damping.max())        # [N, N m]: 2e-9 here
+        for got, want in ((w_tool, ref_tool), (w_flange, ref_flange), (w_client, ref_client)):
+            assert np.abs(got - want).max() < rounding + 1e-12 * np.abs(want).max()
+        assert np.abs(ref_tool).max() > 1.0          # the grasp did pull: a zero wrench would prove nothing

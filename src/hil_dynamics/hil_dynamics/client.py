@@ -406,6 +406,11 @@ class AbsoluteRigidBody:
         self._pose = kernels.pose_array(pin.SE3(pose))
         self._pose_se3 = None
 
+    @property
+    def pose_in_orbit_array(self) -> np.ndarray:
+        """``g`` as a 12-array (read only)."""
+        return self._pose
+
     def step(self, wrench_com: WrenchInput, dt: float) -> None:
         """Advance by ``dt`` [s]; a held wrench runs the compiled kernel
         (:func:`hil_dynamics.kernels.rigid_rkmk4_step`), a callable one :meth:`step_reference`."""

@@ -65,8 +65,8 @@ class GraspContact:
         self.pose_tool_at_grasp_in_grasp = (pin.SE3.Identity() if pose_tool_at_grasp_in_grasp is None
                                             else pin.SE3(pose_tool_at_grasp_in_grasp))
         p = self.params
-        self._k = np.array([p.stiffness_linear_n_m] * 3 + [p.stiffness_angular_nm_rad] * 3)
-        self._d = np.array([p.damping_linear_ns_m] * 3 + [p.damping_angular_nms_rad] * 3)
+        self.stiffness = np.array([p.stiffness_linear_n_m] * 3 + [p.stiffness_angular_nm_rad] * 3)   # K [N/m, N m/rad]
+        self.damping = np.array([p.damping_linear_ns_m] * 3 + [p.damping_angular_nms_rad] * 3)        # D [N s/m, N m s/rad]
         self.state = OPEN
         self.close_time_s: float | None = None
         self.latch_time_s: float | None = None
@@ -105,7 +105,7 @@ class GraspContact:
             return np.zeros(6)
         # Deviation of the tool from its latched rest pose, as a twist in tool axes.
         err = pin.log6(self.pose_tcp_in_grasp_rest.actInv(pose_tcp_in_grasp)).vector
-        return -self._k * err - self._d * np.asarray(twist_tcp_rel_grasp_body, dtype=float)
+        return -self.stiffness * err - self.damping * np.asarray(twist_tcp_rel_grasp_body, dtype=float)
 
 
 def reaction_on_client(pose_tcp_in_client: pin.SE3, wrench_tcp_in_tcp) -> np.ndarray:

@@ -73,6 +73,11 @@ class FreeFloatingServicer:
             self._pose_se3 = kernels.array_pose(self._pose)
         return self._pose_se3
 
+    @property
+    def pose_base_in_orbit_array(self) -> np.ndarray:
+        """``g_b`` as a 12-array (read only)."""
+        return self._pose
+
     @pose_base_in_orbit.setter
     def pose_base_in_orbit(self, pose: pin.SE3) -> None:
         self._pose = kernels.pose_array(pin.SE3(pose))

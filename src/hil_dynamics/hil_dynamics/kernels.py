@@ -26,7 +26,7 @@ from numba import njit
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
-           'compound_in_nominal', 'nominal_twist_change_into']
+           'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -427,6 +427,58 @@ def nominal_twist_change_into(g_rel, v_rel, v_n_old, v_n_new, v_rel_out):
     _act_inv_motion(g_rel, d, v_rel_out)
     for i in range(6):
         v_rel_out[i] += v_rel[i]
+
+
+@njit(**_OPTS)
+def latched_grasp_wrench(pose_client, twist_client, pose_base, twist_base, pose_flange_in_base, jac_flange, dq,
+                         pose_tool_in_flange, pose_grasp_in_client, pose_rest, stiffness, damping, wrench_tool,
+                         wrench_flange, wrench_client):
+    """The latched gripper's spring-damper (seed 004 Assumption 3, :class:`hil_dynamics.contact.GraspContact`) on
+    arrays, with the tool kinematics around it (:meth:`hil_bringup.runners.mission.MissionLoop.contact_wrench_reference`).
+
+    From the client ``(g_c, V_c)`` and the servicer base ``(g_s, V_s)`` (poses in one frame, body twists), the
+    flange pose in the base frame and its ``LOCAL`` Jacobian ``[J_b J_m]`` (Pinocchio's) and ``dq``: the tool
+    pose ``g_s g_flange g_ft`` and body twist ``Ad_{g_ft^-1} J [V_s; dq]``, the grasp frame ``g_c g_grasp`` and its
+    twist, the tool in the grasp frame ``g_tg``, then ``wrench_tool = -K log6(g_rest^-1 g_tg) - D (V_tool -
+    Ad_{g_tg^-1} V_grasp)`` (tool axes, about the tool origin), ``wrench_flange = g_ft.act(wrench_tool)`` and the
+    client's reaction ``wrench_client = -(g_c^-1 g_tool).act(wrench_tool)`` (client body axes, about its CoM)."""
+    nv = jac_flange.shape[1]
+    v = np.empty(6)
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += jac_flange[i, j] * twist_base[j]
+        for j in range(6, nv):
+            s += jac_flange[i, j] * dq[j - 6]
+        v[i] = s
+    twist_tool = np.empty(6)
+    _act_inv_motion(pose_tool_in_flange, v, twist_tool)
+    pose_flange = np.empty(12)
+    pose_mul_into(pose_base, pose_flange_in_base, pose_flange)
+    pose_tool = np.empty(12)
+    pose_mul_into(pose_flange, pose_tool_in_flange, pose_tool)
+    pose_grasp = np.empty(12)
+    pose_mul_into(pose_client, pose_grasp_in_client, pose_grasp)
+    twist_grasp = np.empty(6)
+    _act_inv_motion(pose_grasp_in_client, twist_client, twist_grasp)
+    tool_in_grasp = np.empty(12)
+    relative_into(pose_grasp, pose_tool, tool_in_grasp)
+    grasp_in_tool = np.empty(6)
+    _act_inv_motion(tool_in_grasp, twist_grasp, grasp_in_tool)
+    dev = np.empty(12)
+    relative_into(pose_rest, tool_in_grasp, dev)
+    err = np.empty(6)
+    log6_into(dev, err)
+    for i in range(6):
+        wrench_tool[i] = -stiffness[i] * err[i] - damping[i] * (twist_tool[i] - grasp_in_tool[i])
+        wrench_flange[i] = 0.0
+        wrench_client[i] = 0.0
+    _act_force_add(pose_tool_in_flange, wrench_tool, wrench_flange)
+    tool_in_client = np.empty(12)
+    relative_into(pose_client, pose_tool, tool_in_client)
+    _act_force_add(tool_in_client, wrench_tool, wrench_client)
+    for i in range(6):
+        wrench_client[i] = -wrench_client[i]
 
 
 # -- generic fused RKMK4 stages on (k poses, n-vector) -------------------------------------------
@@ -1248,6 +1300,10 @@ def warm_up() -> None:
     side = PlannedRebase(plan_rebase(0.0, 1e-3, [(pin.SE3.Identity(), body.inertia, np.ones(6))]), 1e-3)
     side.update(0.0, rule)                                                      # the re-basing ramp's kernels
     side.update(1e-3, rule)
+    model = loop.admittance.model                                               # the latched grasp's kernel
+    pose, jac = model.ee_pose_array_and_jacobian(np.full(7, 0.1))
+    g, w = pose_array(pin.SE3.Identity()), [np.zeros(6) for _ in range(3)]
+    latched_grasp_wrench(g, np.zeros(6), g, np.zeros(6), pose, jac, np.zeros(7), g, g, g, np.ones(6), np.ones(6), *w)
     from hil_dynamics.free_floating import FreeFloatingServicer
     FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
                          np.zeros(7)).step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))

@@ -175,6 +175,14 @@ class ServicerModel:
         jac = pin.computeFrameJacobian(self.model, self.data, cfg, fid, pin.LOCAL)
         return pin.SE3(self.data.oMf[fid]), jac
 
+    def ee_pose_array_and_jacobian(self, q_arm) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`frame_pose_and_jacobian` of the EE frame with the pose as a 12-array
+        (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout)."""
+        cfg = self._identity_config(q_arm)
+        pin.framesForwardKinematics(self.model, self.data, cfg)
+        jac = pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id, pin.LOCAL)
+        return kernels.pose_array(self.data.oMf[self.ee_frame_id]), np.ascontiguousarray(jac)
+
     def tool_pose_and_jacobian(self, q_arm, pose_tool_in_flange: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
         """``(pose_tool_in_base, J_tool)`` of a tool rigidly held by the EE frame (the flange):
         ``V_tool = J_tool [V_b; dq]``, ``J_tool = Ad_{g_ft^-1} J_flange`` (the stack's one tool FK)."""

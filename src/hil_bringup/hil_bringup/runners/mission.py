@@ -31,7 +31,8 @@ import pinocchio as pin
 from hil_admittance.obsw import ObswController
 from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
 from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
-from hil_dynamics.contact import MISSED, OPEN, GraspContact, reaction_on_client, relative_twist
+from hil_dynamics import kernels
+from hil_dynamics.contact import LATCHED, MISSED, OPEN, GraspContact, reaction_on_client, relative_twist
 from hil_dynamics.free_floating import FreeFloatingServicer
 from hil_dynamics.passivity import ClientPort, PassivityController
 from hil_dynamics.rebase import PlannedRebase, RebaseSchedule, client_part, servicer_part
@@ -123,6 +124,10 @@ class MissionLoop:
         self.contact = GraspContact(scenario.contact, s.pose_tool_at_grasp_in_grasp)
         self.pose_tool_in_flange = s.pose_tool_in_flange
         self.pose_grasp_in_client = scenario.client.pose_grasp_in_client
+        self._tool_in_flange = kernels.pose_array(self.pose_tool_in_flange)        # for latched_wrenches
+        self._grasp_in_client = kernels.pose_array(self.pose_grasp_in_client)
+        self._rest = (None, None)                   # the latched rest pose and its array
+        self.flange_jacobian = None                 # (q, [J_b J_m]) of the last latched_wrenches
         self.k = 0
         self.t = 0.0
         self.wrench_base_com = np.zeros(6)
@@ -161,7 +166,29 @@ class MissionLoop:
         pose_tool_in_base, jac_tool = self.model.tool_pose_and_jacobian(q, self.pose_tool_in_flange)
         return g_base * pose_tool_in_base, jac_tool @ np.concatenate((v_base, dq))
 
-    def contact_wrench(self):
+    def lab_state_arrays(self):
+        """:meth:`lab_states` with the two poses as 12-arrays (:func:`hil_dynamics.kernels.pose_array`)."""
+        g_c, v_c, g_s, v_s, q, dq = self.lab_states()
+        return kernels.pose_array(g_c), v_c, kernels.pose_array(g_s), v_s, q, dq
+
+    def latched_wrenches(self):
+        """``(wrench_tool, wrench_flange, wrench_client)`` of the latched gripper in one compiled call
+        (:func:`hil_dynamics.kernels.latched_grasp_wrench`): what :meth:`contact_wrench_reference`, the flange
+        wrench and :func:`reaction_on_client` give, tested against them. The flange Jacobian it takes from
+        Pinocchio is kept for this step's passivity observer (:attr:`flange_jacobian`)."""
+        g_c, v_c, g_s, v_s, q, dq = self.lab_state_arrays()
+        pose_flange, jac = self.model.ee_pose_array_and_jacobian(q)
+        self.flange_jacobian = (q, jac)
+        c = self.contact
+        if self._rest[0] is not c.pose_tcp_in_grasp_rest:
+            self._rest = (c.pose_tcp_in_grasp_rest, kernels.pose_array(c.pose_tcp_in_grasp_rest))
+        w_tool, w_flange, w_client = np.empty(6), np.empty(6), np.empty(6)
+        kernels.latched_grasp_wrench(g_c, np.asarray(v_c, dtype=float), g_s, np.asarray(v_s, dtype=float), pose_flange,
+                                     jac, np.asarray(dq, dtype=float), self._tool_in_flange, self._grasp_in_client,
+                                     self._rest[1], c.stiffness, c.damping, w_tool, w_flange, w_client)
+        return w_tool, w_flange, w_client
+
+    def contact_wrench_reference(self):
         """Contact wrench on the tool (tool frame) from the lab-frame states; updates the gripper."""
         g_c, v_c, g_s, v_s, q, dq = self.lab_states()
         pose_tool, twist_tool = self.tool_pose_twist(g_s, v_s, q, dq)
@@ -221,8 +248,10 @@ class MissionLoop:
             # An open gripper exerts nothing and its state machine waits for a close command: no tool
             # kinematics (GraspContact.update and .wrench would change nothing and return zeros).
             self.wrench_tool = wrench_flange = wrench_client = _NO_WRENCH
-        else:
-            self.wrench_tool, pose_tool_in_client = self.contact_wrench()
+        elif self.contact.state == LATCHED:
+            self.wrench_tool, wrench_flange, wrench_client = self.latched_wrenches()
+        else:           # closing: the readable path, whose GraspContact.update decides the latch
+            self.wrench_tool, pose_tool_in_client = self.contact_wrench_reference()
             wrench_flange = self.pose_tool_in_flange.act(pin.Force(self.wrench_tool)).vector
             wrench_client = reaction_on_client(pose_tool_in_client, self.wrench_tool)
         self.advance(self.wrench_base_com, self.tau_arm, wrench_flange, wrench_client)
@@ -301,6 +330,13 @@ class HilMission(MissionLoop):
         return (cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal, ss.twist_base_rel_body,
                 self.servicer.q_arm, self.servicer.dq_arm)
 
+    def lab_state_arrays(self):
+        if self._tables or type(self).lab_states is not HilMission.lab_states:   # delayed or overridden states
+            return super().lab_state_arrays()
+        cs, ss = self.client.state, self.servicer.admittance.state
+        return (cs.pose_arrays()[1], cs.twist_client_rel_body, ss.pose_arrays()[1], ss.twist_base_rel_body,
+                self.servicer.q_arm, self.servicer.dq_arm)
+
     def onboard_states(self):
         g_t, v_t = self.client.state.absolute()                  # Eq. (23)
         g_b, v_b = self.servicer.admittance.state.absolute()     # Eq. (23)
@@ -330,10 +366,13 @@ class HilMission(MissionLoop):
             self._tables.append((cs.pose_client_in_nominal, cs.twist_client_rel_body, ss.pose_base_in_nominal,
                                  ss.twist_base_rel_body))
         measured_c, measured_s = self.measured_table_twists()
+        q = self.servicer.q_arm
         if wrench_flange is _NO_WRENCH:        # an open gripper: J_b^T F_e is zero, no Jacobian needed
             wrench_port_s = _NO_WRENCH
-        else:
-            wrench_port_s = self.model.ee_jacobian(self.servicer.q_arm)[:, :6].T @ wrench_flange
+        else:                                  # latched_wrenches' Jacobian if it was taken at these joints
+            known = self.flange_jacobian
+            jac = known[1] if known is not None and known[0] is q else self.model.ee_jacobian(q)
+            wrench_port_s = jac[:, :6].T @ wrench_flange
         out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, wrench_port_s, self.dt)
         self.client_port.step(wrench_client_com, self.dt, measured_c)
         self._passivity_out = (self.client_port.out, out_s)
@@ -375,6 +414,13 @@ class AbsoluteMission(MissionLoop):
 
     def lab_states(self):
         return self.onboard_states()
+
+    def lab_state_arrays(self):
+        if type(self).lab_states is not AbsoluteMission.lab_states:
+            return super().lab_state_arrays()
+        sv = self.servicer
+        return (self.client.pose_in_orbit_array, self.client.twist_body, sv.pose_base_in_orbit_array, sv.twist_base_body,
+                sv.q_arm, sv.dq_arm)
 
     def onboard_states(self):
         sv = self.servicer
