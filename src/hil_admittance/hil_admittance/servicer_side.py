@@ -256,8 +256,8 @@ class ServicerSide:
                     vn_dot = self.adm.nominal_acceleration(s.twist_nominal_body)
                     wrench_pc = self._passivity_wrench(s, wrench_ee, now_s)
                     s = self.adm.step(self.dt_s, self.q, self.dq, self.ddq, wrench_base + wrench_pc, wrench_ee)
-                tau_q = self.ff.torques(tau_obsw, self.q, self.dq, s.pose_base_in_nominal, s.twist_base_rel_body,
-                                        s.twist_nominal_body, vn_dot).tau_q
+                tau_q = self.ff.torque_command(tau_obsw, self.q, self.dq, s.pose_arrays()[1], s.twist_base_rel_body,
+                                               s.twist_nominal_body, vn_dot)
             except ValueError as exc:            # e.g. joint angles the model refuses: counted, no output
                 self.reject(str(exc))
                 return None

@@ -26,7 +26,8 @@ from numba import njit
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
-           'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench']
+           'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
+           'arm_torque_command']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -615,14 +616,74 @@ def lockstep_solve(m_o, m_g, bias_base, ff_bias_s, ff_bias_b, grav, bias_ground,
         for j in range(nv):
             lhs[i, j] = m_o[i, j]
     for i in range(6, nv):
-        ff1 = 0.0
-        for j in range(6):
-            ff1 -= m_o[i, j] * delta_dot[j]
-        tau_q = tau[i - 6] + w_grav * grav[i] + w_ff1 * ff1 + w_ff23 * (ff_bias_s[i] - ff_bias_b[i])
-        rhs[i] = tau_q - bias_ground[i]
+        rhs[i] = _arm_torque(m_o, ff_bias_s, ff_bias_b, grav, tau, delta_dot, w_ff1, w_ff23, w_grav, i) - bias_ground[i]
         for j in range(nv):
             lhs[i, j] = m_g[i, j]
     solve_into(lhs, rhs, sol)
+
+
+@njit(inline='always', **_OPTS)
+def _arm_torque(m, ff_bias_s, ff_bias_b, grav, tau, delta_dot, w_ff1, w_ff23, w_grav, i):
+    """Seed 004 Eq. (22) for the joint of row ``i`` of the free-flyer model (``i >= 6``):
+    ``tau_q = tau + w_grav grav - w_ff1 M_bq^T Delta_dot + w_ff23 (ff_bias_s - ff_bias_b)`` with ``grav``
+    Pinocchio's generalised gravity (``-G``) and ``ff_bias`` the Coriolis forces ``C(V, dq) [V; dq]`` at
+    ``V_s`` and ``V_b`` (their difference is ``tau_ff2 + tau_ff3``)."""
+    ff1 = 0.0
+    for j in range(6):
+        ff1 -= m[i, j] * delta_dot[j]
+    return tau[i - 6] + w_grav * grav[i] + w_ff1 * ff1 + w_ff23 * (ff_bias_s[i] - ff_bias_b[i])
+
+
+@njit(**_OPTS)
+def arm_torque_command(pose_s, v_n, v_s, vn_dot, q, dq, tau, parents, placements, kind, axis, inertia, lab_gravity,
+                       nominal_in_lab, w_ff1, w_ff23, w_grav, work, work_ic, tw, tau_q):
+    """Seed 004 Eq. (22) on arrays (:meth:`hil_dynamics.servicer.ArmFeedForward.torque_command`): Eq. (15) for
+    ``V_b`` and ``Delta_dot``, then on the chain one CRBA (``M_bq``, for ``tau_ff1``), two RNEAs at zero
+    acceleration (the Coriolis forces at ``V_s`` and ``V_b``) and one in the lab gravity at the arm's lab pose
+    (``G``), combined as :func:`lockstep_solve` does (:func:`_arm_torque`). ``tw`` is ``(6 + nv, nv)`` work."""
+    nv = tw.shape[1]
+    n = nv - 6
+    vel_s, vel_b, zero, ff_s, ff_b, grav = tw[0], tw[1], tw[2], tw[3], tw[4], tw[5]
+    m = tw[6:]
+    delta, delta_dot = np.empty(6), np.empty(6)
+    servicer_stage_kinematics(pose_s, v_n, v_s, vn_dot, delta, vel_b[:6], delta_dot)      # Eq. (15)
+    for k in range(6):
+        vel_s[k] = v_s[k]
+    for k in range(n):
+        vel_s[6 + k] = dq[k]
+        vel_b[6 + k] = dq[k]
+    for k in range(nv):
+        zero[k] = 0.0
+        grav[k] = 0.0
+    identity = np.zeros(12)
+    identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
+    no_gravity = np.zeros(6)
+    zero_fext = np.zeros((parents.shape[0], 6))
+    fk = True
+    if w_ff1 != 0.0:
+        chain_crba(parents, placements, kind, axis, inertia, q, work, work_ic, m, True)
+        fk = False
+    else:
+        for i in range(nv):
+            for j in range(nv):
+                m[i, j] = 0.0
+    if w_ff23 != 0.0:
+        chain_rnea(parents, placements, kind, axis, inertia, no_gravity, identity, q, vel_s, zero, zero_fext, work, ff_s,
+                   fk)
+        chain_rnea(parents, placements, kind, axis, inertia, no_gravity, identity, q, vel_b, zero, zero_fext, work, ff_b,
+                   False)
+        fk = False
+    else:
+        for k in range(nv):
+            ff_s[k] = 0.0
+            ff_b[k] = 0.0
+    if w_grav != 0.0:
+        pose_lab = np.empty(12)
+        pose_mul_into(nominal_in_lab, pose_s, pose_lab)
+        chain_rnea(parents, placements, kind, axis, inertia, lab_gravity, pose_lab, q, zero, zero, zero_fext, work, grav,
+                   fk)
+    for i in range(6, nv):
+        tau_q[i - 6] = _arm_torque(m, ff_s, ff_b, grav, tau, delta_dot, w_ff1, w_ff23, w_grav, i)
 
 
 @njit(**_OPTS)
@@ -1283,6 +1344,8 @@ def warm_up() -> None:
     adm.step_pinocchio(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
     ff.torques(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_base_in_nominal, s.twist_base_rel_body,
                s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
+    ff.torque_command(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_arrays()[1], s.twist_base_rel_body,
+                      s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
     rk = FusedRKMK4(1, 6)
 
     def derivative(t, poses, x, twists_out, rates_out):

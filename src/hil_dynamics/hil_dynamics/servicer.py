@@ -377,8 +377,13 @@ class ServicerAdmittance:
         return self.state
 
     def nominal_acceleration(self, twist_nominal_body) -> np.ndarray:
-        """``V_n_dot`` of Eq. (4): the unforced rigid-body motion of the nominal."""
-        return self.nominal_body.acceleration(twist_nominal_body, self._zero_wrench)
+        """``V_n_dot`` of Eq. (4): the unforced rigid-body motion of the nominal
+        (:func:`hil_dynamics.kernels.nominal_acceleration_into` with :meth:`nominal_matrices`; the body's own
+        ``acceleration`` is its readable form)."""
+        out = np.empty(6)
+        kernels.nominal_acceleration_into(np.asarray(twist_nominal_body, dtype=float).reshape(6), *self.nominal_matrices(),
+                                          out)
+        return out
 
     def base_rows(self, pose_base_in_nominal: pin.SE3, twist_base_rel_body, twist_nominal_body, accel_nominal_body,
                   q_arm, dq_arm, wrench_base_com, wrench_ee):
@@ -667,6 +672,58 @@ class ArmFeedForward:
             gravity = -pin.computeGeneralizedGravity(self.lab_model, self.lab_data, w.cfg_lab)[6:]
         tau_q = tau_obsw - gravity + tau_ff1 + tau_ff2 + tau_ff3
         return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
+
+    def torque_command(self, tau_obsw, q_arm, dq_arm, pose_base_in_nominal, twist_base_rel_body, twist_nominal_body,
+                       accel_nominal_body) -> np.ndarray:
+        """``tau_q`` of Eq. (22), what the real arm is commanded, in one compiled call
+        (:func:`hil_dynamics.kernels.arm_torque_command`: the chain's CRBA and RNEAs). ``pose_base_in_nominal``
+        is a ``pin.SE3`` or a 12-array (:meth:`hil_dynamics.client.RelativeState.pose_arrays`). The terms
+        apart: :meth:`torques`; for a model that is not a free-flyer chain, or with ``tau_ff2`` and ``tau_ff3``
+        switched differently, it is :meth:`torques`' ``tau_q``. ``test_fast_paths`` holds it to
+        :meth:`torques_reference` to 1e-12. Raises ValueError naming a malformed input."""
+        w = self.__dict__.get('_command')
+        if w is None:
+            w = self._command = self._command_setup()
+        n = self.model.n
+        if w is False or self.use_ff2 != self.use_ff3:       # the switches are read at every call, as torques does
+            pose = pose_base_in_nominal if isinstance(pose_base_in_nominal, pin.SE3) else kernels.array_pose(
+                np.asarray(pose_base_in_nominal, dtype=float))
+            tau_obsw, q_arm, dq_arm, v_s, v_n, vn_dot = finite_vectors(
+                (tau_obsw, n, 'tau_obsw'), (q_arm, n, 'q_arm'), (dq_arm, n, 'dq_arm'),
+                (twist_base_rel_body, 6, 'twist_base_rel_body'), (twist_nominal_body, 6, 'twist_nominal_body'),
+                (accel_nominal_body, 6, 'accel_nominal_body'))
+            return self.torques(tau_obsw, q_arm, dq_arm, pose, v_s, v_n, vn_dot).tau_q
+        buf = w.inputs                            # views taken here: a copied object keeps no views
+        tau, q, dq = buf[:n], buf[n:2 * n], buf[2 * n:3 * n]
+        v_s, v_n, vn_dot = buf[3 * n:3 * n + 6], buf[3 * n + 6:3 * n + 12], buf[3 * n + 12:]
+        finite_into(buf, (tau, tau_obsw, 'tau_obsw'), (q, q_arm, 'q_arm'), (dq, dq_arm, 'dq_arm'),
+                    (v_s, twist_base_rel_body, 'twist_base_rel_body'), (v_n, twist_nominal_body, 'twist_nominal_body'),
+                    (vn_dot, accel_nominal_body, 'accel_nominal_body'))
+        if isinstance(pose_base_in_nominal, pin.SE3):
+            pose = kernels.pose_array(pose_base_in_nominal, w.pose)
+        else:
+            pose = pose_base_in_nominal
+        tau_q = np.empty(n)
+        kernels.arm_torque_command(pose, v_n, v_s, vn_dot, q, dq, tau, *w.chain, w.lab_gravity, w.nominal_in_lab,
+                                   1.0 if self.use_ff1 else 0.0, 1.0 if self.use_ff2 else 0.0,
+                                   1.0 if self.use_gravity else 0.0, w.work, w.work_ic, w.tw, tau_q)
+        return tau_q
+
+    def _command_setup(self):
+        """Work arrays of :meth:`torque_command` (False: the model is no free-flyer chain)."""
+        chain = kernels.Chain.of(self.model.model)
+        if chain is None:
+            return False
+        w = type('CommandWork', (), {})()
+        n, nv = self.model.n, self.model.model.nv
+        w.chain = chain.args()
+        w.work, w.work_ic = chain.work, chain.work_ic
+        w.tw = np.empty((6 + nv, nv))
+        w.inputs = np.empty(3 * n + 18)     # [tau; q; dq; V_s; V_n; V_n_dot], checked at once (finite_into)
+        w.pose = np.empty(12)
+        w.lab_gravity = np.asarray(self.lab_model.gravity.vector, dtype=float).copy()
+        w.nominal_in_lab = kernels.pose_array(self.pose_nominal_in_lab)
+        return w
 
     def torques_reference(self, tau_obsw, q_arm, dq_arm, pose_base_in_nominal: pin.SE3, twist_base_rel_body,
                           twist_nominal_body, accel_nominal_body, mass_matrix=None) -> ArmTorques:

@@ -203,6 +203,15 @@ def test_arm_feedforward_fused_torques_match_reference_terms(switches):
         scale = max(1.0, float(np.abs(b.tau_q).max()))
         for name in ('tau_q', 'tau_ff1', 'tau_ff2', 'tau_ff3', 'gravity'):
             assert np.abs(getattr(a, name) - getattr(b, name)).max() < TOL * scale, name
+        # the compiled command (one call: CRBA, two Coriolis forces and the gravity on the chain), with the base
+        # pose as a pin.SE3 and as the state's 12-array
+        for pose in (args[3], kernels.pose_array(args[3])):
+            c = ff.torque_command(*args[:3], pose, *args[4:])
+            assert np.abs(c - b.tau_q).max() < TOL * scale
+    with pytest.raises(ValueError, match='dq_arm'):
+        ff.torque_command(*args[:2], np.zeros(6), *args[3:])
+    with pytest.raises(ValueError, match='accel_nominal_body'):
+        ff.torque_command(*args[:6], np.full(6, np.nan))
 
 
 def test_absolute_rigid_body_compiled_step_matches_reference_step():
@@ -336,8 +345,27 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
     loop.step(1e-3, np.ones(6), np.ones(7), np.ones(6))
     loop.admittance.step(1e-3, np.ones(7), np.ones(7), np.ones(7), np.ones(6), np.ones(6))
     _free_floating().step(1e-3, np.ones(6), np.ones(7), np.ones(6))
+    s = loop.admittance.state
+    loop.feedforward.torque_command(np.ones(7), np.ones(7), np.ones(7), s.pose_arrays()[1], s.twist_base_rel_body,
+                                    s.twist_nominal_body, np.ones(6))
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.admittance_rkmk4_step, kernels.free_floating_rkmk4_step,
                    kernels.client_rkmk4_step, kernels.integration_energy_step, kernels.compound_in_nominal,
-                   kernels.nominal_twist_change_into, kernels.passivity_update):
+                   kernels.nominal_twist_change_into, kernels.passivity_update, kernels.arm_torque_command):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
+
+
+def test_the_nominal_acceleration_is_the_bodys_own():
+    """``ServicerAdmittance.nominal_acceleration`` (Eq. 4 in one compiled call) against the nominal body's readable
+    ``acceleration``, for the client's own body and for a re-based nominal off its centre of mass."""
+    from hil_dynamics.rebase import NominalBody
+
+    adm = _lbr_lockstep(False).admittance
+    rng = np.random.default_rng(12)
+    off_centre = NominalBody(pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5])))
+    for body in (adm.nominal_body, off_centre):
+        adm.nominal_body = body
+        for _ in range(20):
+            v = rng.normal(0.0, 0.1, 6)
+            want = body.acceleration(v, np.zeros(6))
+            assert np.abs(adm.nominal_acceleration(v) - want).max() < TOL * max(1e-6, np.abs(want).max())

@@ -236,9 +236,9 @@ class TwinCaptureMission(RuleStates, MissionLoop):
         dq0 = self.dq_arm
         ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm,
                                      np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, w_flange)
-        torques = self.feedforward.torques(tau_arm, self.q_arm, self.dq_arm, ss.pose_base_in_nominal,
-                                           ss.twist_base_rel_body, ss.twist_nominal_body,
-                                           self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
+        tau_q = self.feedforward.torque_command(tau_arm, self.q_arm, self.dq_arm, ss.pose_arrays()[1],   # Eq. (22)
+                                                ss.twist_base_rel_body, ss.twist_nominal_body,
+                                                self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
         bodies = {'client': cs.pose_client_in_nominal, 'servicer': ss.pose_base_in_nominal}
         for ns, table in self.tables.items():
             out = table.step(self.cal.flange_target(ns, bodies[ns]), q_measured=self.twin.joint_state(ns).positions,
@@ -258,7 +258,7 @@ class TwinCaptureMission(RuleStates, MissionLoop):
         self._arm_port_j = float(dq0 @ (tau_sim - tau_given)) * self.dt
         self._tau_pc = out_a.wrench_pc
         self._passivity_arm_out = out_a
-        self.twin.command_efforts('servicer_arm', torques.tau_q + out_a.wrench_pc)
+        self.twin.command_efforts('servicer_arm', tau_q + out_a.wrench_pc)
         self.twin.step(self.twin_steps)
         arm = self.twin.joint_state('servicer_arm')
         self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt

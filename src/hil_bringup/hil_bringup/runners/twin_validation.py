@@ -235,15 +235,15 @@ class TwinHilMission(RuleStates, MissionLoop):
         w_wrist = transform_wrench(self.pose_wrist_sensor_in_flange, self.wrist_ft.wrench())   # EE (flange) frame
         cs = self.client_rule.step(w_client, self.dt)
         ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, w_wrist)
-        torques = self.feedforward.torques(tau_arm, self.q_arm, self.dq_arm, ss.pose_base_in_nominal,
-                                           ss.twist_base_rel_body, ss.twist_nominal_body,
-                                           self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
+        tau_q = self.feedforward.torque_command(tau_arm, self.q_arm, self.dq_arm, ss.pose_arrays()[1],   # Eq. (22)
+                                                ss.twist_base_rel_body, ss.twist_nominal_body,
+                                                self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
         bodies = {'client': cs.pose_client_in_nominal, 'servicer': self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal)}
         for ns, table in self.tables.items():
             target = flange_target_from_body_motion(self.home[ns], self.body_in_flange[ns], bodies[ns])
             out = table.step(target, q_measured=self.twin.joint_state(ns).positions, t=self.twin.time)
             self.twin.command_positions(ns, out.q_command)
-        self.twin.command_efforts('servicer_arm', torques.tau_q)
+        self.twin.command_efforts('servicer_arm', tau_q)
         self.twin.step(self.twin_steps)
         arm = self.twin.joint_state('servicer_arm')
         self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
