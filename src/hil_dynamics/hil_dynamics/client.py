@@ -137,7 +137,10 @@ class RelativeState:
         """This state re-based onto a nominal of the same pose and another twist ``V_n'`` (Eq. 23 unchanged):
         ``g_rel`` stays, ``V_rel' = V_rel + Ad_{g_rel^-1} (V_n - V_n')``
         (:func:`hil_dynamics.kernels.nominal_twist_change_into`; :func:`hil_dynamics.rebase.rebase_relative`
-        with ``g_n' = g_n`` is its readable form)."""
+        with ``g_n' = g_n`` is its readable form). A twist that is not 6 finite numbers raises InputError."""
+        twist_nominal_body = np.array(twist_nominal_body, dtype=float).reshape(-1)
+        if twist_nominal_body.shape != (6,) or not np.isfinite(twist_nominal_body).all():
+            raise InputError(f'twist_nominal_body must be 6 finite numbers, got {twist_nominal_body.tolist()}')
         g_n, g_rel = self.pose_arrays()
         v_rel = np.empty(6)
         kernels.nominal_twist_change_into(g_rel, np.asarray(self._twist_rel, dtype=float),
@@ -263,14 +266,12 @@ class ClientAdmittance:
     def rebase_nominal_twist(self, twist_nominal_body, nominal=None) -> ClientState:
         """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_c`` stays) with the twist
         ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
-        (:meth:`RelativeState.with_nominal_twist`)."""
-        twist = np.array(twist_nominal_body, dtype=float).reshape(6)
-        if not np.isfinite(twist).all():
-            raise InputError(f'twist_nominal_body must be finite, got {twist.tolist()}')
+        (:meth:`RelativeState.with_nominal_twist`, which refuses a bad twist before anything changes)."""
+        state = self.state.with_nominal_twist(twist_nominal_body)
         if nominal is not None:
             self._nominal = nominal
-        self.state = self.state.with_nominal_twist(twist)
-        return self.state
+        self.state = state
+        return state
 
     def advance_nominal(self, duration_s: float, dt_s: float) -> ClientState:
         """Move the mission's clock on by ``duration_s`` before it starts: the nominal follows its

@@ -391,31 +391,26 @@ def compound_in_nominal(g_n, g_free, v_free, mass, inertia_com, inertia_com_inv,
         for j in range(3):
             mc[3 + i, 3 + j] = inertia_com[3 * i + j]
             mc_inv[3 + i, 3 + j] = inertia_com_inv[3 * i + j]
+    _congruence_into(ad_inv, mc, False, m6)          # Ad^-T M_c Ad^-1
+    _congruence_into(ad, mc_inv, True, m6_inv)       # Ad M_c^-1 Ad^T
+
+
+@njit(**_OPTS)
+def _congruence_into(x, m, x_transposed, out):
+    """``out = X^T M X`` (6x6) with ``X = x``, or ``X = x^T`` when ``x_transposed``."""
     tmp = np.empty((6, 6))
-    for i in range(6):                  # tmp = M_c Ad^-1, m6 = Ad^-T tmp
+    for i in range(6):                  # tmp = M X
         for j in range(6):
             s = 0.0
             for k in range(6):
-                s += mc[i, k] * ad_inv[k, j]
+                s += m[i, k] * (x[j, k] if x_transposed else x[k, j])
             tmp[i, j] = s
-    for i in range(6):
+    for i in range(6):                  # out = X^T tmp
         for j in range(6):
             s = 0.0
             for k in range(6):
-                s += ad_inv[k, i] * tmp[k, j]
-            m6[i, j] = s
-    for i in range(6):                  # tmp = M_c^-1 Ad^T, m6_inv = Ad tmp
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += mc_inv[i, k] * ad[j, k]
-            tmp[i, j] = s
-    for i in range(6):
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += ad[i, k] * tmp[k, j]
-            m6_inv[i, j] = s
+                s += (x[i, k] if x_transposed else x[k, i]) * tmp[k, j]
+            out[i, j] = s
 
 
 @njit(**_OPTS)

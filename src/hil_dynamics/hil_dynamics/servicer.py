@@ -351,12 +351,13 @@ class ServicerAdmittance:
 
     def rebase_nominal_twist(self, twist_nominal_body, nominal_body=None) -> ServicerState:
         """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_s`` stays) with the twist
-        ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays."""
-        twist = finite_vector(twist_nominal_body, 6, 'twist_nominal_body').copy()
+        ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
+        (:meth:`hil_dynamics.client.RelativeState.with_nominal_twist`, which refuses a bad twist first)."""
+        state = self.state.with_nominal_twist(twist_nominal_body)
         if nominal_body is not None:
             self.nominal_body = nominal_body     # read at every step (nominal_matrices)
-        self.state = self.state.with_nominal_twist(twist)
-        return self.state
+        self.state = state
+        return state
 
     def advance_nominal(self, duration_s: float, dt_s: float) -> ServicerState:
         """Move the mission's clock on by ``duration_s`` before it starts: the nominal follows its
