@@ -74,14 +74,17 @@ def finite_into(buffer: np.ndarray, *specs) -> None:
     :func:`finite_vectors` does (``buffer`` may then hold part of it). The form of :func:`finite_vectors`
     for the 1 kHz steps: no allocation, one reduction. An ``out`` that is no longer a view of ``buffer`` (a
     rule copied with ``copy.deepcopy`` or pickled keeps copies, not views) takes the checked path."""
+    fast = True
     try:
         for out, value, _ in specs:
+            # an array of the shape, into a view of buffer (a copied rule's out is no view: the checked path)
             if type(value) is not np.ndarray or value.shape != out.shape or out.base is not buffer:
-                raise ValueError('not an array of the shape (or out no view of buffer: a copied rule)')
+                fast = False
+                break
             out[:] = value
-        if math.isfinite(float(buffer.sum())):
+        if fast and math.isfinite(float(buffer.sum())):
             return
-    except (ValueError, TypeError):
+    except (ValueError, TypeError):      # numpy's own: the array's values are no numbers
         pass
     # another shape or type, or a non-finite value (or a sum of huge finite ones): checked and named
     for (out, _, _), arr in zip(specs, finite_vectors(*((value, out.shape[0], name) for out, value, name in specs))):
