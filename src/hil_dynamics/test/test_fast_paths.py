@@ -369,3 +369,25 @@ def test_the_nominal_acceleration_is_the_bodys_own():
             v = rng.normal(0.0, 0.1, 6)
             want = body.acceleration(v, np.zeros(6))
             assert np.abs(adm.nominal_acceleration(v) - want).max() < TOL * max(1e-6, np.abs(want).max())
+
+
+def test_a_state_on_arrays_reads_as_the_poses_it_was_given():
+    """``RelativeState``: a state made from 12-arrays and one made from ``pin.SE3`` read the same poses, and Eq. (23)
+    on the arrays (``absolute``) is ``relative_mapping`` on ``pin.SE3`` to 1e-12."""
+    from hil_dynamics.client import relative_mapping
+    from hil_dynamics.servicer import ServicerState
+
+    rng = np.random.default_rng(13)
+    for cls in (ClientState, ServicerState):
+        for _ in range(50):
+            g_n, g_rel = _random_pose(rng), _random_pose(rng)
+            v_n, v_rel = rng.normal(0.0, 0.2, 6), rng.normal(0.0, 0.2, 6)
+            a = cls(0.1, g_n, v_n, g_rel, v_rel)
+            b = cls.of_arrays(0.1, kernels.pose_array(g_n), v_n, kernels.pose_array(g_rel), v_rel)
+            assert np.abs(b.pose_nominal_in_orbit.homogeneous - g_n.homogeneous).max() == 0.0
+            assert np.abs(b._pose(1).homogeneous - g_rel.homogeneous).max() == 0.0
+            want_g, want_v = relative_mapping(g_n, v_n, g_rel, v_rel)
+            for state in (a, b):
+                g, v = state.absolute()
+                assert np.abs(g.homogeneous - want_g.homogeneous).max() < TOL * max(1.0, np.abs(want_g.translation).max())
+                assert np.abs(v - want_v).max() < TOL * max(1.0, np.abs(want_v).max())
