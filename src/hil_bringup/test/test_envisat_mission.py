@@ -150,8 +150,13 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
     mid real-time loop), beside the one ``./dev`` compiles (``hil_dynamics.kernels.warm_up``)."""
     from hil_dynamics import kernels
 
+    from hil_bringup.runners import mission
+    from hil_dynamics import rebase
+
     hil, _, ref, _ = capture
     assert hil.rebase_sides is not None and not hil.rebase_sides[0].active       # the ramp ran, and ended
+    # the shared zero wrenches (writable, for that reason) were never written by anything the capture ran
+    assert not mission._NO_WRENCH.any() and not rebase._ZERO_WRENCH.any()
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.integration_energy_step,

@@ -374,13 +374,10 @@ def compound_in_nominal(g_n, g_free, v_free, mass, inertia_com, inertia_com_inv,
         for j in range(6):
             s += ad[i, j] * v_free[j]
         v_target[i] = s
-    # Ad_com^-1 = [[R^T, -R^T [p]x], [0, R^T]]
+    identity = np.zeros(12)
+    identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
     inv = np.empty(12)
-    for i in range(3):
-        for j in range(3):
-            inv[3 * i + j] = com[3 * j + i]
-    q = _rtv(com, com[9], com[10], com[11])
-    inv[9], inv[10], inv[11] = -q[0], -q[1], -q[2]
+    relative_into(com, identity, inv)                # com^-1, so Ad_com^-1 = Ad_{com^-1}
     ad_inv = np.empty((6, 6))
     _adjoint_into(inv, ad_inv)
     mc = np.zeros((6, 6))

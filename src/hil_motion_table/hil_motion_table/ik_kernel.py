@@ -10,7 +10,7 @@ test's reference) in one call on arrays:
 * forward kinematics of a fixed-base chain of 1-DOF revolute/prismatic joints, as Pinocchio's
   (joint placement times the joint's motion), and the flange frame on the last joint;
 * the flange's body Jacobian (Pinocchio's ``LOCAL``): column ``i`` is ``Ad(oMf^-1 oMi) S_i``;
-* the error ``log6(oMf^-1 g_d)`` (:func:`log6_into`: ``log3``, then ``V(w)^-1 p``);
+* the error ``log6(oMf^-1 g_d)`` (:func:`hil_dynamics.kernels.log6_into`: ``log3``, then ``V(w)^-1 p``);
 * ``dq = J^T (J J^T + lambda^2 I)^-1 e``, the step clamped to ``max_step``;
 * ``sigma_min`` by LAPACK's SVD, as ``numpy.linalg.svd``.
 
