@@ -300,15 +300,24 @@ class ClientAdmittance:
             held = np.asarray(wrench_client_com, dtype=float).reshape(6)
         if not math.isfinite(float(held.sum())) and not np.isfinite(held).all():   # a sum may overflow
             raise InputError(f'wrench must be finite, got {held.tolist()}')
+        arrays, constants = self.step_arrays()
+        kernels.client_rkmk4_step(*arrays, held, *constants, dt)
+        return self.finish_step(dt, arrays)
+
+    def step_arrays(self) -> tuple[tuple[np.ndarray, ...], tuple]:
+        """What a compiled step takes: ``(g_n, V_n, g_c, V_c)``, fresh copies of the state's arrays for the
+        kernel to step in place, and the constants ``(m, I_com, I_com^-1, M_n, M_n^-1)`` (the inertias as
+        9-arrays; ``M_n`` the nominal's Eq. 4 spatial inertia, a re-based nominal's if any)."""
         s = self.state
         g_n0, g_c0 = s.pose_arrays()
-        g_n, g_c = g_n0.copy(), g_c0.copy()
-        v_n = np.array(s.twist_nominal_body, dtype=float)
-        v_c = np.array(s.twist_client_rel_body, dtype=float)
+        arrays = (g_n0.copy(), np.array(s.twist_nominal_body, dtype=float), g_c0.copy(),
+                  np.array(s.twist_client_rel_body, dtype=float))
         nominal = self.__dict__.get('_nominal') or self.body       # a re-based nominal's Eq. (4) inertia
-        kernels.client_rkmk4_step(g_n, v_n, g_c, v_c, held, self._mass, self._inertia9, self._inertia_inv9,
-                                  nominal.mass_matrix, nominal.mass_matrix_inv, dt)
-        self.state = ClientState.of_arrays(s.t + dt, g_n, v_n, g_c, v_c)
+        return arrays, (self._mass, self._inertia9, self._inertia_inv9, nominal.mass_matrix, nominal.mass_matrix_inv)
+
+    def finish_step(self, dt: float, arrays) -> ClientState:
+        """The new state, ``dt`` after the current one, from the arrays a compiled step wrote (kept, not copied)."""
+        self.state = ClientState.of_arrays(self.state.t + dt, *arrays)
         return self.state
 
     def step_reference(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:

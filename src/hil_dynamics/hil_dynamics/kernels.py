@@ -27,7 +27,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
-           'arm_torque_command']
+           'arm_torque_command', 'client_port_step']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -1311,6 +1311,31 @@ def integration_energy_step(m, v0, v1, f, g0, g1):
     return 0.5 * stored - work
 
 
+
+@njit(**_OPTS)
+def client_port_step(acc, prev, m, v_meas, f, dt, e_int, enabled, max_rate, threshold, wrench_pc, applied,
+                     g_n, v_n, g_c, v_c, mass, inertia, inertia_inv, nom_m6, nom_m6_inv):
+    """:meth:`hil_dynamics.passivity.ClientPort.step_reference` in one call (seed 004 Eqs. 4, 11, 23, 28).
+
+    The port's observer/controller (:func:`passivity_update`, commanded twist ``V_c = v_c`` before the
+    step, measured ``v_meas``), the damped wrench ``applied = f + wrench_pc``, the RKMK4 step of
+    Eqs. (4) + (11) under it (:func:`client_rkmk4_step`, in place on ``g_n, v_n, g_c, v_c``) and the
+    integrator's energy of the step (:func:`integration_energy_step` between the Eq. 23 maps before and
+    after). Returns ``(E_obs after the pending dissipation, pending dissipation, integration energy)``; a
+    non-finite input returns ``pending < 0`` and changes nothing.
+    """
+    excess, pending = passivity_update(acc, prev, m, v_meas, v_c, f, dt, e_int, enabled, max_rate, threshold,
+                                       wrench_pc)
+    if pending < 0.0:
+        return excess, pending, math.nan
+    for i in range(6):
+        applied[i] = f[i] + wrench_pc[i]
+    g0, v0, g1, v1 = np.empty(12), np.empty(6), np.empty(12), np.empty(6)
+    relative_mapping_into(g_n, v_n, g_c, v_c, g0, v0)
+    client_rkmk4_step(g_n, v_n, g_c, v_c, applied, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, dt)
+    relative_mapping_into(g_n, v_n, g_c, v_c, g1, v1)
+    return excess, pending, integration_energy_step(m, v0, v1, applied, g0, g1)
+
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel with the argument types the rules pass.
 
@@ -1346,6 +1371,7 @@ def warm_up() -> None:
     rk.step(0.0, 1e-3, np.stack([pose_array(pin.SE3.Identity())]), np.zeros(6), derivative)
     out = np.empty(7)
     xyzquat_into(pose_array(pin.SE3.Identity()), out)
+    pose_mul_into(pose_array(pin.SE3.Identity()), pose_array(pin.SE3.Identity()), np.empty(12))   # CommandFrame
     from hil_dynamics.passivity import ClientPort, PassivityController
     for n in (1, 6):
         PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)

@@ -256,7 +256,36 @@ class ClientPort:
     def step(self, wrench_com, dt: float, twist_measured=None):
         """One step of ``dt`` under ``wrench_com`` (the measured wrench at the client CoM, body axes);
         ``twist_measured``: the table's realised relative body twist (None: not measured, the
-        commanded one stands in and only the integration and sampling are observed)."""
+        commanded one stands in and only the integration and sampling are observed).
+
+        :meth:`step_reference` in one compiled call (:func:`hil_dynamics.kernels.client_port_step`; tested
+        against it in ``test_passivity.py``), for an admittance with a compiled step
+        (:meth:`hil_dynamics.client.ClientAdmittance.step_arrays`). Same result, state and errors."""
+        adm, c = self.admittance, self.controller
+        step_arrays = getattr(adm, 'step_arrays', None)
+        if step_arrays is None or c.n != 6 or not dt > 0.0:
+            return self.step_reference(wrench_com, dt, twist_measured)
+        f = c._fast(wrench_com, 'wrench')
+        arrays, constants = step_arrays()
+        v_meas = arrays[3] if twist_measured is None else c._fast(twist_measured, 'twist_measured')
+        wrench_pc, applied = np.empty(6), np.empty(6)
+        excess, pending, integration_j = kernels.client_port_step(
+            c._acc, c._prev, c.mass_matrix, v_meas, f, float(dt), float(self.integration_j), c.enabled,
+            c.max_rate_per_s, c.threshold_j, wrench_pc, applied, *arrays, *constants)
+        if pending < 0.0:                 # a non-finite input: nothing changed; the reference names it
+            return self.step_reference(wrench_com, dt, twist_measured)
+        c.wrench_pc = wrench_pc
+        acc = c._acc
+        self.out = PassivityOutput(excess, float(acc[0]), float(acc[1]), float(acc[2]) + pending, float(acc[3]),
+                                   wrench_pc.copy())
+        self.integration_j = integration_j
+        self._after = (None, None, None)
+        return adm.finish_step(dt, arrays)
+
+    def step_reference(self, wrench_com, dt: float, twist_measured=None):
+        """:meth:`step` composed of its parts: :meth:`PassivityController.update`, the admittance's own
+        ``step`` under the damped wrench, and the integration energy from the Eq. (23) maps of the states
+        before and after (:func:`hil_dynamics.kernels.integration_energy_step`)."""
         s = self.admittance.state
         v_cmd = s.twist_client_rel_body
         out = self.controller.update(v_cmd if twist_measured is None else twist_measured, v_cmd, wrench_com, dt,

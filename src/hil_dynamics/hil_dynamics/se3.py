@@ -46,7 +46,7 @@ from hil_common.errors import InputError
 
 __all__ = [
     'adjoint', 'adjoint_inverse_apply', 'adjoint_apply', 'bracket', 'coadjoint_cross', 'exp6', 'hat', 'log6',
-    'pose', 'pose_from_quaternion', 'quaternion_xyzw', 'transform_wrench', 'dexp_inv_right',
+    'pose', 'pose_from_quaternion', 'quaternion_xyzw', 'transform_wrench', 'wrench_transform_matrix', 'dexp_inv_right',
 ]
 
 
@@ -121,6 +121,12 @@ def transform_wrench(pose_src_in_dst: pin.SE3, wrench_in_src) -> np.ndarray:
     constant transformation").
     """
     return pose_src_in_dst.act(pin.Force(np.asarray(wrench_in_src, dtype=float))).vector
+
+
+def wrench_transform_matrix(pose_src_in_dst: pin.SE3) -> np.ndarray:
+    """The 6x6 matrix ``Ad_{g^-1}^T`` of :func:`transform_wrench` (``F_dst = X F_src``), for a constant
+    transform applied at every sample (a matrix product instead of a ``pin.Force``)."""
+    return np.ascontiguousarray(pose_src_in_dst.toDualActionMatrix())
 
 
 def exp6(twist) -> pin.SE3:

@@ -106,3 +106,11 @@ def test_cross3_is_numpy_cross_to_the_bit():
     for _ in range(1000):
         a, b = rng.normal(size=3) * 10.0 ** rng.integers(-6, 6), rng.normal(size=3)
         assert np.array_equal(cross3(a, b), np.cross(a, b))
+
+
+def test_the_wrench_transform_matrix_is_the_transform():
+    """The hot path's constant sensor-to-CoM map as a 6x6 matrix gives transform_wrench's wrench."""
+    for _ in range(20):
+        pose_sensor_in_com, wrench_sensor = random_pose(), RNG.normal(size=6)
+        np.testing.assert_allclose(se3.wrench_transform_matrix(pose_sensor_in_com) @ wrench_sensor,
+                                   se3.transform_wrench(pose_sensor_in_com, wrench_sensor), rtol=0.0, atol=1e-13)
