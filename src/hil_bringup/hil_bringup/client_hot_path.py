@@ -52,7 +52,7 @@ from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
 from hil_dynamics.passivity import ClientPort
 from hil_dynamics.rebase import RebaseFollower, RebasePlan
-from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.se3 import wrench_transform_matrix
 from hil_motion_table.table import MotionTable
 from hil_common.errors import ConfigError
 
@@ -90,13 +90,19 @@ class ClientHotPath:
         if port is not None and port.admittance is not admittance:
             raise ConfigError('port must wrap the hot path\'s admittance')
         self.pose_sensor_in_client = pose_sensor_in_client
+        # transform_wrench(pose_sensor_in_client, .) as its matrix Ad_{g^-1}^T, built once (seed 004 §III-A)
+        self._wrench_sensor_to_com = wrench_transform_matrix(pose_sensor_in_client)
         self.table = table
         self.dt = 1.0 / rate_hz
         self.max_catch_up = int(max_catch_up)
         self.max_force_n = float(max_force_n)
         self.max_torque_nm = float(max_torque_nm)
         self.wrench_frame_id = wrench_frame_id
-        self.table_target = table_target or (lambda pose: pose)
+        # the table's target for g_c: a callable on pin.SE3, or a CommandFrame (its target_array on 12-arrays:
+        # MotionTable.step_array, no pin.SE3 per sample)
+        self._target_array = getattr(table_target, 'target_array', None)
+        self.table_target = (table_target.target if self._target_array is not None else
+                             table_target or (lambda pose: pose))
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
         self.t_last: float | None = None   # caller's time of the previous sample
@@ -120,12 +126,19 @@ class ClientHotPath:
     def joint_states(self, q, now_s: float, dq=None) -> bool:
         """Measured joints (in the table's order, or None if the message did not have them), with
         their rates ``dq`` if measured (the passivity observer's measured port twist)."""
-        if q is None or not np.all(np.isfinite(q)):
+        if q is None:
             self.counters['refused_joint_states'] += 1
             return False
-        self.q_measured = np.asarray(q, dtype=float)
-        self.dq_measured = (np.asarray(dq, dtype=float) if dq is not None and np.shape(dq) == np.shape(q)
-                            and np.all(np.isfinite(dq)) else None)
+        q = np.asarray(q, dtype=float)
+        if not math.isfinite(float(q.sum())) and not np.isfinite(q).all():     # a sum may overflow
+            self.counters['refused_joint_states'] += 1
+            return False
+        self.q_measured = q
+        if dq is not None:
+            dq = np.asarray(dq, dtype=float)
+            if dq.shape != q.shape or (not math.isfinite(float(dq.sum())) and not np.isfinite(dq).all()):
+                dq = None
+        self.dq_measured = dq
         if not self.table.initialized:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
@@ -142,7 +155,7 @@ class ClientHotPath:
 
     def refusal(self, wrench) -> tuple[str, str] | None:
         """(reason, detail) if this wrench must not reach Eq. (11), else None."""
-        fx, fy, fz, tx, ty, tz = (float(v) for v in wrench)
+        fx, fy, fz, tx, ty, tz = wrench.tolist() if type(wrench) is np.ndarray else (float(v) for v in wrench)
         if not all(map(math.isfinite, (fx, fy, fz, tx, ty, tz))):
             return 'nonfinite_wrench', 'a non-finite wrench sample'
         force, torque = math.sqrt(fx * fx + fy * fy + fz * fz), math.sqrt(tx * tx + ty * ty + tz * tz)
@@ -204,7 +217,7 @@ class ClientHotPath:
             return self._held(reason)
         if skipped:          # the dropped time, too: this g_n stays the servicer's (Eq. 23)
             self.rebase.advance(self.admittance, t_from, skipped)
-        wrench_com = transform_wrench(self.pose_sensor_in_client, self.last_wrench)
+        wrench_com = self._wrench_sensor_to_com @ self.last_wrench
         measured = (self.twist_from_joints(self.q_measured, self.dq_measured)
                     if self.port is not None and self.twist_from_joints is not None and self.dq_measured is not None
                     else None)
@@ -213,8 +226,12 @@ class ClientHotPath:
             state = (self.admittance.step(wrench_com, h) if self.port is None
                      else self.port.step(wrench_com, h, measured))
         self.counters['steps'] += steps
-        out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
-                              t=now_s, measurement_age=now_s - self.joints.last_s)
+        if self._target_array is not None:
+            out = self.table.step_array(self._target_array(state.pose_arrays()[1]), q_measured=self.q_measured,
+                                        t=now_s, measurement_age=now_s - self.joints.last_s)
+        else:
+            out = self.table.step(self.table_target(state.pose_client_in_nominal), q_measured=self.q_measured,
+                                  t=now_s, measurement_age=now_s - self.joints.last_s)
         self.counters['commands'] += 1
         reason = ', '.join(out.faults or self.table.latched_faults)
         if out.holding:

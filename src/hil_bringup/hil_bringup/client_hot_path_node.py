@@ -56,7 +56,7 @@ from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds,
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
-from hil_motion_table.kinematics_helpers import reorder
+from hil_motion_table.kinematics_helpers import JointOrder
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not p.name.startswith('overload_')],
           *overload_params('client/hot_path/reset'),      # wrench_frame_id declared below, default 'ft_sensor'
@@ -90,11 +90,12 @@ class ClientHotPathNode(Node):
                                   max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
                                   joint_states_timeout_s=p.joint_states_timeout_s,
                                   recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                  table_target=self.frame.target,
+                                  table_target=self.frame,
                                   port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
                                   twist_from_joints=self.frame.twist_from_joints,
                                   overload=overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self)))
         self.names = tuple(self.table.kin.joint_names)
+        self.joint_order = JointOrder(self.names)                 # client/joint_states in the table's order
         self.decimation = p.state_decimation
         self.samples = 0
         self.last_status = None
@@ -129,8 +130,9 @@ class ClientHotPathNode(Node):
     def on_joints(self, msg):
         now = self.lab_now()
         if now > 0.0:        # 0: the lab twin's /clock has not arrived yet (use_sim_time)
-            dq = reorder(msg.name, msg.velocity, self.names) if len(msg.velocity) == len(msg.name) else None
-            self.rule.joint_states(reorder(msg.name, msg.position, self.names), now, dq)
+            order = self.joint_order
+            dq = order(msg.name, msg.velocity) if len(msg.velocity) == len(msg.name) else None
+            self.rule.joint_states(order(msg.name, msg.position), now, dq)
 
     def on_wrench(self, buf):
         now = self.lab_now()

@@ -45,7 +45,7 @@ from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
 from hil_motion_table import motion_table_node as table_node
-from hil_motion_table.kinematics_helpers import reorder
+from hil_motion_table.kinematics_helpers import JointOrder
 
 PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_')],
           *overload_params('servicer/hot_path/reset'),
@@ -77,6 +77,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                     recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
                                     lead_s=1.5 / p.rate_hz, sample_timeout_s=p.input_timeout_s)
         self.table_names = tuple(table.kin.joint_names)
+        self.table_order = JointOrder(self.table_names)          # the table's joint states in its order
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
@@ -114,8 +115,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        dq = reorder(msg.name, msg.velocity, self.table_names) if len(msg.velocity) == len(msg.name) else None
-        self.rule.table_joints(reorder(msg.name, msg.position, self.table_names), dq, now, self._now_s())
+        order = self.table_order
+        dq = order(msg.name, msg.velocity) if len(msg.velocity) == len(msg.name) else None
+        self.rule.table_joints(order(msg.name, msg.position), dq, now, self._now_s())
 
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)

@@ -253,3 +253,36 @@ def test_a_rebase_plan_is_applied_alike_through_held_and_dropped_time(values):
         a, b = by_hand.state, other.admittance.state
         err = pin.log6(a.pose_nominal_in_orbit.actInv(b.pose_nominal_in_orbit)).vector
         assert np.linalg.norm(err) < 1e-9 and np.abs(a.twist_nominal_body - b.twist_nominal_body).max() < 1e-9
+
+
+def test_a_command_frame_target_gives_the_commands_of_its_pin_target(values):
+    """The node hands the rule its CommandFrame (g_c stays a 12-array: CommandFrame.target_array,
+    MotionTable.step_array); the same rule with the frame's pin.SE3 target (MotionTable.step) commands the
+    same joints, sample for sample, with a measured twist for the passivity port."""
+    from hil_dynamics.passivity import ClientPort
+
+    from hil_common.params import ParamValues
+    given = ParamValues(dict(values, command_frame='home', pose_body_in_flange_xyz_rpy=[0.05, 0.0, 0.2, 0.0, 0.1, 0.0]))
+    rules = []
+    for array_target in (True, False):
+        admittance, pose_sensor_in_client = client_node.build_rule(given)
+        table = table_node.build_table(given, clock=None)
+        frame = table_node.CommandFrame(given, table.kin)
+        rules.append(ClientHotPath(admittance, pose_sensor_in_client, table, rate_hz=50.0,
+                                   table_target=frame if array_target else frame.target,
+                                   port=ClientPort(admittance, 50.0), twist_from_joints=frame.twist_from_joints))
+    q = {id(r): np.asarray(r.table.kin.q_home, dtype=float) for r in rules}
+    rng = np.random.default_rng(3)
+    t, moved = 0.0, 0.0
+    for _ in range(100):
+        t += 0.02
+        wrench = [300.0, -100.0, 50.0, 5.0, 0.0, -10.0] + rng.normal(0.0, 5.0, 6)
+        outs = []
+        for r in rules:
+            r.joint_states(q[id(r)], t, 0.01 * np.ones(6))
+            outs.append(r.wrench(wrench, 'ft_sensor', t))
+            q[id(r)] = outs[-1].q_command
+        assert not outs[0].holding and not outs[1].holding
+        np.testing.assert_allclose(outs[0].q_command, outs[1].q_command, rtol=0.0, atol=1e-12)
+        moved = max(moved, float(np.abs(outs[0].q_command - rules[0].table.kin.q_home).max()))
+    assert moved > 1e-3                          # the table did follow the client

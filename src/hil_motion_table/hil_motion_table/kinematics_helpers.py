@@ -64,13 +64,33 @@ def body_twist_from_joints(kin, q, dq, pose_body_in_flange: pin.SE3, pose_flange
 
 
 def reorder(names, values, expected_names) -> np.ndarray | None:
-    """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing."""
-    index = {n: i for i, n in enumerate(names)}
-    try:
-        out = np.array([values[index[n]] for n in expected_names], dtype=float)
-    except (KeyError, IndexError):
-        return None
-    return out if np.all(np.isfinite(out)) else None
+    """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing, a value is
+    missing or one is not finite."""
+    return JointOrder(expected_names)(names, values)
+
+
+class JointOrder:
+    """:func:`reorder` for one stream of joint messages: the index is worked out again only when the names
+    differ from the previous message's (a robot driver sends the same names every time)."""
+
+    def __init__(self, expected_names):
+        self.expected_names = tuple(expected_names)
+        self._names: list | None = None
+        self._index: np.ndarray | None = None     # positions of expected_names in _names (None: one is missing)
+
+    def __call__(self, names, values) -> np.ndarray | None:
+        if names != self._names:
+            self._names = list(names)
+            position = {n: i for i, n in enumerate(self._names)}
+            missing = any(n not in position for n in self.expected_names)
+            self._index = None if missing else np.array([position[n] for n in self.expected_names], dtype=np.intp)
+        index = self._index
+        if index is None or (index.size and int(index.max()) >= len(values)):
+            return None
+        out = np.asarray(values, dtype=float)[index]
+        if not math.isfinite(float(out.sum())) and not np.isfinite(out).all():      # a sum may overflow
+            return None
+        return out
 
 
 def sinusoid_pose(t: float, center: pin.SE3, amplitude, frequency_hz, phase=None,

@@ -59,9 +59,11 @@ from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
+from hil_motion_table.kinematics import HexapodKinematics
 from hil_motion_table.kinematics_helpers import (ROBOTS, body_twist_from_joints, flange_target_from_body_motion,
                                                  flange_twist_from_body_twist, home_pose, make_kinematics, reorder)
 from hil_motion_table.table import MotionTable, TableLimits, home_for_nominal_frame, tracking_error
+from hil_dynamics.kernels import pose_array, pose_mul_into
 from hil_motion_table.tracking import PoseHistory, TrackingStats
 
 
@@ -135,15 +137,36 @@ class CommandFrame:
         self.home_from_start = p.command_frame == 'home' and p.home_from_start
         if p.command_frame == 'nominal':   # the lab's nominal frame (hil_bringup.facility)
             self.home = home_for_nominal_frame(xyz_rpy_to_pose(p.pose_nominal_in_base_xyz_rpy), self.pose_body_in_flange)
+        self._set_home_arrays()
+        # a serial robot's measured body twist Y^-1 J_b(q) dq (body_twist_from_joints) with Ad_{Y^-1} built once
+        self._ad_body_from_flange = (None if isinstance(kin, HexapodKinematics)
+                                     else self.pose_body_in_flange.toActionMatrixInverse())
+        self.target_array(pose_array(pin.SE3.Identity()))      # load the compiled product now, not in a first command
+
+    def _set_home_arrays(self) -> None:
+        """``home Y`` and ``Y^-1`` of :func:`flange_target_from_body_motion` as 12-arrays (:meth:`target_array`)."""
+        self._home_y = None if self.home is None else pose_array(self.home * self.pose_body_in_flange)
+        self._y_inv = pose_array(self.pose_body_in_flange.inverse())
 
     def start(self, q) -> None:
         """The first measured joints (``home_from_start``: the home pose is the flange's there)."""
         if self.home_from_start:
             self.home = self.kin.forward(q)
+            self._set_home_arrays()
 
     def target(self, pose: pin.SE3) -> pin.SE3:
         """The flange target for a commanded body pose."""
         return pose if self.home is None else flange_target_from_body_motion(self.home, self.pose_body_in_flange, pose)
+
+    def target_array(self, pose: np.ndarray) -> np.ndarray:
+        """:meth:`target` on 12-array poses (:func:`hil_dynamics.kernels.pose_array` layout): ``home Y g Y^-1`` in two
+        compiled products (``pose`` itself when there is no home)."""
+        if self._home_y is None:
+            return pose
+        partial, out = np.empty(12), np.empty(12)
+        pose_mul_into(self._home_y, pose, partial)
+        pose_mul_into(partial, self._y_inv, out)
+        return out
 
     def twist(self, twist_body):
         """The flange's twist feed-forward for the body's (identity in ``command_frame`` 'base')."""
@@ -151,6 +174,8 @@ class CommandFrame:
 
     def twist_from_joints(self, q, dq, measured=None):
         """The body's realised twist from measured joints (``body_twist_from_joints``)."""
+        if self._ad_body_from_flange is not None:      # serial: Y^-1 J_b(q) dq, as body_twist_from_joints
+            return self._ad_body_from_flange @ (self.kin.jacobian_body(q) @ np.asarray(dq, dtype=float))
         return body_twist_from_joints(self.kin, q, dq, self.pose_body_in_flange, measured)
 
 

@@ -68,17 +68,32 @@ class TableLimits:
     max_measurement_age: float = math.inf
 
 
-@dataclass
 class TableCommand:
-    """Result of one step: joint command, prediction used, faults and clamps."""
+    """Result of one step: joint command, prediction used, faults and clamps.
 
-    q_command: np.ndarray
-    pose_target_in_base: pin.SE3 | None
-    holding: bool
-    faults: tuple[str, ...] = ()
-    clamps: tuple[str, ...] = ()
-    ik_error: float = 0.0
-    sigma_min: float = math.nan
+    ``pose_target_in_base`` may be given as a 12-array (:func:`hil_dynamics.kernels.pose_array` layout, kept, not
+    copied): the compiled step does, and its ``pin.SE3`` is built only if somebody reads it (the hot paths do not).
+    """
+
+    __slots__ = ('q_command', '_pose_target', 'holding', 'faults', 'clamps', 'ik_error', 'sigma_min')
+
+    def __init__(self, q_command: np.ndarray, pose_target_in_base: pin.SE3 | np.ndarray | None, holding: bool,
+                 faults: tuple[str, ...] = (), clamps: tuple[str, ...] = (), ik_error: float = 0.0,
+                 sigma_min: float = math.nan):
+        self.q_command, self._pose_target, self.holding = q_command, pose_target_in_base, holding
+        self.faults, self.clamps, self.ik_error, self.sigma_min = faults, clamps, ik_error, sigma_min
+
+    @property
+    def pose_target_in_base(self) -> pin.SE3 | None:
+        """The target the IK solved for (after prediction and the Cartesian speed limit)."""
+        if type(self._pose_target) is np.ndarray:
+            self._pose_target = array_pose(self._pose_target)
+        return self._pose_target
+
+    def __repr__(self) -> str:
+        return (f'TableCommand(q_command={self.q_command!r}, pose_target_in_base={self.pose_target_in_base!r}, '
+                f'holding={self.holding!r}, faults={self.faults!r}, clamps={self.clamps!r}, '
+                f'ik_error={self.ik_error!r}, sigma_min={self.sigma_min!r})')
 
 
 @dataclass
@@ -265,14 +280,23 @@ class MotionTable:
         Steps 2-7 compiled for a serial chain (the class docstring), else :meth:`step_reference`."""
         if self._chain is None:
             return self.step_reference(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
-        checked = self._check(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
+        cmd = self._cmd
+        cmd[:9] = pose_cmd_in_base.rotation.reshape(9)
+        cmd[9:] = pose_cmd_in_base.translation
+        return self.step_array(cmd, q_measured, twist_ff_body, t, measurement_age)
+
+    def step_array(self, pose_cmd_in_base: np.ndarray, q_measured=None, twist_ff_body=None, t: float | None = None,
+                   measurement_age: float = 0.0) -> TableCommand:
+        """:meth:`step` with the command as a 12-array pose (:func:`hil_dynamics.kernels.pose_array` layout,
+        float64, C-contiguous; only read): a hot path that holds its pose as an array builds no ``pin.SE3``."""
+        if self._chain is None:
+            return self.step_reference(array_pose(pose_cmd_in_base), q_measured, twist_ff_body, t, measurement_age)
+        cmd = pose_cmd_in_base
+        checked = self._check(cmd[:9].reshape(3, 3), cmd[9:], q_measured, twist_ff_body, t, measurement_age)
         if isinstance(checked, TableCommand):
             return checked
         dt = float(checked)
         chain, kin, n = self._chain, self.kin, self.kin.dof
-        cmd = self._cmd
-        cmd[:9] = pose_cmd_in_base.rotation.reshape(9)
-        cmd[9:] = pose_cmd_in_base.translation
         has_ff = twist_ff_body is not None
         twist = np.ascontiguousarray(twist_ff_body, dtype=float) if has_ff else self._zeros_6
         had_prev_cmd = self._pose_prev_cmd is not None
@@ -310,11 +334,12 @@ class MotionTable:
         self._q_cmd = q_next
         for name in clamps:
             self.stats.clamp_counts[name] += 1
-        return TableCommand(q_command=q_next.copy(), pose_target_in_base=array_pose(self._target), holding=False,
+        return TableCommand(q_command=q_next.copy(), pose_target_in_base=self._target.copy(), holding=False,
                             clamps=clamps, ik_error=error, sigma_min=sigma)
 
-    def _check(self, pose_cmd_in_base: pin.SE3, q_measured, twist_ff_body, t, measurement_age) -> TableCommand | float:
-        """Step 1 (and the latch): the hold it calls for, or the step's ``dt``."""
+    def _check(self, rotation, translation, q_measured, twist_ff_body, t, measurement_age) -> TableCommand | float:
+        """Step 1 (and the latch) for the command ``(rotation, translation)``: the hold it calls for, or the
+        step's ``dt``."""
         if self._q_cmd is None:
             if q_measured is None:
                 raise InputError('MotionTable.step before initialize() and without measured joints')
@@ -326,7 +351,7 @@ class MotionTable:
         # 1. the command: one compiled check (table_kernel.command_ok; is_rotation is its definition)
         twist = _NO_TWIST if twist_ff_body is None else np.asarray(twist_ff_body, dtype=float)
         if (twist_ff_body is not None and twist.shape != (6,)) or \
-                not command_ok(pose_cmd_in_base.rotation, pose_cmd_in_base.translation, twist, 1e-6):
+                not command_ok(rotation, translation, twist, 1e-6):
             return self._hold(('invalid_command',))
         if not measurement_age <= self.limits.max_measurement_age:
             return self._hold(('stale_measurement',))
@@ -335,7 +360,8 @@ class MotionTable:
     def step_reference(self, pose_cmd_in_base: pin.SE3, q_measured=None, twist_ff_body=None, t: float | None = None,
                        measurement_age: float = 0.0) -> TableCommand:
         """:meth:`step`, readable: the definition of steps 2-7 (and the hexapod's path)."""
-        checked = self._check(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
+        checked = self._check(pose_cmd_in_base.rotation, pose_cmd_in_base.translation, q_measured, twist_ff_body, t,
+                              measurement_age)
         if isinstance(checked, TableCommand):
             return checked
         dt = checked

@@ -148,3 +148,31 @@ def test_the_measured_body_twist_is_the_finite_difference_of_the_body_pose(robot
     twist = body_twist_from_joints(kin, q, dq, body)
     assert np.linalg.norm(reference) > 1e-3
     np.testing.assert_allclose(twist, reference, atol=1e-5 * np.linalg.norm(reference) + 1e-9)
+
+
+@pytest.mark.parametrize('robot, command_frame', [('ur10e', 'home'), ('kr120r2500pro', 'nominal'), ('ur10e', 'base'),
+                                                  ('hexapod', 'home')])
+def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
+    """CommandFrame's array forms (the hot paths': target_array, the serial twist_from_joints with Ad_{Y^-1} built
+    once) give what its pin.SE3 forms and body_twist_from_joints give."""
+    import pinocchio as pin
+
+    from hil_common.params import ParamValues, validate
+    from hil_dynamics.kernels import array_pose, pose_array
+    from hil_motion_table import motion_table_node as table_node
+    from hil_motion_table.kinematics_helpers import body_twist_from_joints, make_kinematics
+
+    kin = make_kinematics(robot)
+    p = ParamValues(validate(table_node.PARAMS, {'robot': robot, 'command_frame': command_frame,
+                                                 'pose_body_in_flange_xyz_rpy': [0.1, -0.05, 0.3, 0.3, -0.2, 0.5],
+                                                 'pose_nominal_in_base_xyz_rpy': [1.2, 0.3, 0.8, 0.0, 0.1, 0.2]}))
+    frame = table_node.CommandFrame(p, kin)
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        g = pin.exp6(pin.Motion(0.2 * rng.standard_normal(6)))
+        np.testing.assert_allclose(array_pose(frame.target_array(pose_array(g))).homogeneous,
+                                   frame.target(g).homogeneous, rtol=0.0, atol=1e-12)
+        q = np.asarray(kin.q_home, dtype=float) + 0.01 * rng.standard_normal(kin.dof)
+        dq = 0.01 * rng.standard_normal(kin.dof)
+        np.testing.assert_allclose(frame.twist_from_joints(q, dq),
+                                   body_twist_from_joints(kin, q, dq, frame.pose_body_in_flange), rtol=0.0, atol=1e-12)

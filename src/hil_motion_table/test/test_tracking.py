@@ -70,3 +70,18 @@ def test_body_motion_maps_to_the_flange_target_and_twist():
     later = flange_target_from_body_motion(home, body_in_flange, g(t + h))
     numeric = pin.log6(flange.actInv(later)).vector / h
     np.testing.assert_allclose(flange_twist_from_body_twist(body_in_flange, twist_body), numeric, atol=1e-6)
+
+
+def test_a_joint_stream_is_reordered_as_each_message_names_its_joints():
+    """JointOrder keeps the index between messages with the same names, and works it out again when they
+    change (another order, a joint missing), with reorder's refusals."""
+    from hil_motion_table.kinematics_helpers import JointOrder
+    order = JointOrder(('a', 'b', 'c'))
+    np.testing.assert_array_equal(order(['c', 'a', 'b'], [3.0, 1.0, 2.0]), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(order(['c', 'a', 'b'], [6.0, 4.0, 5.0]), [4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(order(['b', 'c', 'a', 'x'], [2.0, 3.0, 1.0, 9.0]), [1.0, 2.0, 3.0])
+    assert order(['a', 'b'], [1.0, 2.0]) is None                       # c missing
+    np.testing.assert_array_equal(order(['a', 'b', 'c'], [1.0, 2.0, 3.0]), [1.0, 2.0, 3.0])
+    assert order(['a', 'b', 'c'], [1.0, 2.0]) is None                  # a value missing
+    assert order(['a', 'b', 'c'], [1.0, math.inf, 3.0]) is None
+    assert order(['a', 'b', 'c'], [1e308, 1e308, 1e308]) is not None   # finite, though their sum overflows
