@@ -130,13 +130,13 @@ class ClientHotPath:
             self.counters['refused_joint_states'] += 1
             return False
         q = np.asarray(q, dtype=float)
-        if not math.isfinite(float(q.sum())) and not np.isfinite(q).all():     # a sum may overflow
+        if not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all():     # a sum may overflow
             self.counters['refused_joint_states'] += 1
             return False
         self.q_measured = q
         if dq is not None:
             dq = np.asarray(dq, dtype=float)
-            if dq.shape != q.shape or (not math.isfinite(float(dq.sum())) and not np.isfinite(dq).all()):
+            if dq.shape != q.shape or (not math.isfinite(sum(dq.tolist())) and not np.isfinite(dq).all()):
                 dq = None
         self.dq_measured = dq
         if not self.table.initialized:

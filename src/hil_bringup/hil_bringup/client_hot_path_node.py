@@ -35,6 +35,8 @@ from __future__ import annotations
 import gc
 import sys
 
+import numpy as np
+
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -47,8 +49,9 @@ from hil_admittance import client_admittance_node as client_node
 from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.overload import overload_guard, overload_params
-from hil_common.cdr import CdrError, Float64ArrayEncoder, decode_wrench_stamped
-from hil_common.conversions import pose_to_msg, twist_to_msg
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
+                            decode_wrench_stamped)
+from hil_dynamics.kernels import xyzquat_into
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -106,14 +109,16 @@ class ClientHotPathNode(Node):
         self.pub_pose = self.create_publisher(PoseStamped, 'client/table/pose_cmd', 10)
         self.pub_status = self.create_publisher(DiagnosticStatus, 'client/hot_path/status', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
-        # the decimated messages are built once and refilled (a new Odometry costs more than filling one)
-        self.msg_state, self.msg_pose, self.msg_passivity = Odometry(), PoseStamped(), Float64MultiArray()
-        self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
-        self.msg_pose.header.frame_id = self.frames[1]
+        # the decimated messages as raw CDR, their bytes built once and refilled
+        self.encode_state = OdometryEncoder(self.frames[0], self.frames[2])
+        self.encode_pose = PoseStampedEncoder(self.frames[1])
+        self.encode_passivity = Float64ArrayEncoder(5)
+        self._xyzquat = np.empty(7)
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
-        self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10)
+        self.decode_joints = JointStateDecoder()
+        self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10, raw=True)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
         rebase_topic.subscribe_rebase_plan(self, self.rule.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
@@ -127,12 +132,19 @@ class ClientHotPathNode(Node):
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
-    def on_joints(self, msg):
+    def on_joints(self, buf):
         now = self.lab_now()
-        if now > 0.0:        # 0: the lab twin's /clock has not arrived yet (use_sim_time)
-            order = self.joint_order
-            dq = order(msg.name, msg.velocity) if len(msg.velocity) == len(msg.name) else None
-            self.rule.joint_states(order(msg.name, msg.position), now, dq)
+        if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        try:
+            _, _, names, position, velocity = self.decode_joints(buf)
+        except CdrError as exc:
+            self.rule.counters['refused_joint_states'] += 1
+            self.get_logger().warn(f'malformed joint state dropped ({exc})', throttle_duration_sec=1.0)
+            return
+        order = self.joint_order
+        dq = order(names, velocity) if len(velocity) == len(names) else None
+        self.rule.joint_states(order(names, position), now, dq)
 
     def on_wrench(self, buf):
         now = self.lab_now()
@@ -155,20 +167,22 @@ class ClientHotPathNode(Node):
             self.publish_status()
         if out.state is None:
             return
-        state, pose = out.state, out.state.pose_client_in_nominal
+        state = out.state
         self.samples += 1
-        if self.samples % self.decimation == 0:
-            stamp = self.get_clock().now().to_msg()
-            odom, cmd = self.msg_state, self.msg_pose
-            odom.header.stamp = cmd.header.stamp = stamp
-            g_t, v_t = state.absolute()
-            pose_to_msg(g_t, odom.pose.pose)
-            twist_to_msg(v_t, odom.twist.twist)
-            self.pub_state.publish(odom)
-            self.msg_passivity.data = self.rule.port.out.as_list()
-            self.pub_passivity.publish(self.msg_passivity)
-            pose_to_msg(pose, cmd.pose)
-            self.pub_pose.publish(cmd)
+        if self.samples % self.decimation == 0:      # raw CDR (hil_common.cdr), poses by xyzquat_into
+            sec, nanosec = divmod(self.get_clock().now().nanoseconds, 1_000_000_000)
+            g_t, v_t = state.absolute_arrays()
+            self.pub_state.publish(self.encode_state(sec, nanosec, self._pose_xyzquat(g_t), v_t))
+            self.pub_passivity.publish(self.encode_passivity(self.rule.port.out.as_list()))
+            self.pub_pose.publish(self.encode_pose(sec, nanosec, self._pose_xyzquat(state.pose_arrays()[1])))
+
+    def _pose_xyzquat(self, pose) -> np.ndarray:
+        """A 12-array pose as a message's ``[x, y, z, qx, qy, qz, qw]``, ``qw >= 0`` as ``pose_to_msg`` gives it."""
+        out = self._xyzquat
+        xyzquat_into(pose, out)
+        if out[6] < 0.0:
+            out[3:] *= -1.0
+        return out
 
 
     def publish_status(self) -> None:

@@ -135,6 +135,55 @@ class Float64ArrayEncoder:
         return bytes(self._buf)
 
 
+class _StampedEncoder:
+    """A stamped message of fixed frame ids and fixed-size float64 fields: the bytes built once, the stamp and
+    the doubles written in place at each call (:class:`OdometryEncoder`, :class:`PoseStampedEncoder`)."""
+
+    def __init__(self, frame_id: str, child_frame_id: str | None, doubles: int):
+        buf = bytearray(HEADER + bytes(8) + _text(frame_id))
+        if child_frame_id is not None:
+            buf += bytes(_align(len(buf), 4) - len(buf)) + _text(child_frame_id)
+        buf += bytes(_align(len(buf), 8) - len(buf))
+        self._offset = len(buf)
+        buf += bytes(8 * doubles)
+        self._buf = buf
+        self._doubles = np.frombuffer(self._buf, dtype='<f8', count=doubles, offset=self._offset)
+
+    def _bytes(self, sec: int, nanosec: int) -> bytes:
+        _STAMP.pack_into(self._buf, 4, sec, nanosec)
+        return bytes(self._buf)
+
+
+def _text(value: str) -> bytes:
+    text = value.encode('utf-8') + b'\x00'
+    return _U32.pack(len(text)) + text
+
+
+class OdometryEncoder(_StampedEncoder):
+    """``nav_msgs/Odometry`` with fixed frame ids and zero covariances: ``(sec, nanosec, pose, twist)`` with the
+    pose as ``[x, y, z, qx, qy, qz, qw]`` and the twist ``[v; w]``."""
+
+    def __init__(self, frame_id: str, child_frame_id: str):
+        super().__init__(frame_id, child_frame_id, 7 + 36 + 6 + 36)
+        self._pose, self._twist = self._doubles[:7], self._doubles[43:49]
+
+    def __call__(self, sec: int, nanosec: int, pose_xyzquat, twist) -> bytes:
+        self._pose[:] = pose_xyzquat
+        self._twist[:] = twist
+        return self._bytes(sec, nanosec)
+
+
+class PoseStampedEncoder(_StampedEncoder):
+    """``geometry_msgs/PoseStamped`` with a fixed frame id: ``(sec, nanosec, [x, y, z, qx, qy, qz, qw])``."""
+
+    def __init__(self, frame_id: str):
+        super().__init__(frame_id, None, 7)
+
+    def __call__(self, sec: int, nanosec: int, pose_xyzquat) -> bytes:
+        self._doubles[:] = pose_xyzquat
+        return self._bytes(sec, nanosec)
+
+
 def decode_float64_array(buf) -> np.ndarray:
     """``std_msgs/Float64MultiArray`` -> ``data`` (the layout's dimensions are skipped)."""
     try:

@@ -75,3 +75,32 @@ def seconds_to_stamp(seconds: float, stamp) -> None:
     sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
     stamp.sec = int(sec)
     stamp.nanosec = int(nanosec)
+
+
+class JointOrder:
+    """A joint message's ``values`` (given for its ``names``) in ``expected_names`` order, or None if a joint is
+    missing, a value is missing or one is not finite. For one stream of messages: the index is worked out again
+    only when the names differ from the previous message's (a robot driver sends the same names every time).
+    ``hil_motion_table.kinematics_helpers.reorder`` and ``hil_admittance.node_common.JointPicker`` use it."""
+
+    def __init__(self, expected_names):
+        self.expected_names = tuple(expected_names)
+        self._names: tuple | None = None
+        self._index: np.ndarray | None = None     # positions of expected_names in _names (None: one is missing)
+        self._needs = 0                            # how many values a message must have
+
+    def __call__(self, names, values) -> np.ndarray | None:
+        names = names if type(names) is tuple else tuple(names)
+        if names != self._names:
+            self._names = names
+            position = {n: i for i, n in enumerate(names)}
+            missing = any(n not in position for n in self.expected_names)
+            self._index = None if missing else np.array([position[n] for n in self.expected_names], dtype=np.intp)
+            self._needs = 1 + max((position[n] for n in self.expected_names), default=-1) if not missing else 0
+        index = self._index
+        if index is None or self._needs > len(values):
+            return None
+        out = np.asarray(values, dtype=float)[index]
+        if not math.isfinite(sum(out.tolist())) and not np.isfinite(out).all():      # a sum may overflow
+            return None
+        return out

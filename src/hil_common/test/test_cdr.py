@@ -84,3 +84,27 @@ def test_header_decodes_as_rclpy_serialized_it(frame_id):
     msg = Header(frame_id=frame_id)
     msg.stamp.sec, msg.stamp.nanosec = 1_795_000_001, 5
     assert decode_header(serialize_message(msg))[:3] == (1_795_000_001, 5, frame_id)
+
+
+@pytest.mark.parametrize('frame_id, child_frame_id', [('orbit', 'client_com'), ('', ''), ('abc', 'de'), ('o', 'child_x')])
+def test_odometry_and_pose_stamped_encode_what_rclpy_reads(frame_id, child_frame_id):
+    """The hot path's decimated state and table pose as raw CDR (every alignment of the frame ids)."""
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+
+    from hil_common.cdr import OdometryEncoder, PoseStampedEncoder
+    rng = np.random.default_rng(len(frame_id) + 7 * len(child_frame_id))
+    odometry, pose_stamped = OdometryEncoder(frame_id, child_frame_id), PoseStampedEncoder(frame_id)
+    for k in range(3):
+        pose, twist = rng.normal(size=7), rng.normal(size=6)
+        msg = deserialize_message(odometry(1_795_000_000 + k, 123_456_789, pose, twist), Odometry)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (1_795_000_000 + k, 123_456_789)
+        assert (msg.header.frame_id, msg.child_frame_id) == (frame_id, child_frame_id)
+        p, o, v, w = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear, msg.twist.twist.angular
+        np.testing.assert_array_equal([p.x, p.y, p.z, o.x, o.y, o.z, o.w], pose)
+        np.testing.assert_array_equal([v.x, v.y, v.z, w.x, w.y, w.z], twist)
+        assert not np.any(msg.pose.covariance) and not np.any(msg.twist.covariance)
+        msg = deserialize_message(pose_stamped(7, 8 + k, pose), PoseStamped)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (7, 8 + k, frame_id)
+        p, o = msg.pose.position, msg.pose.orientation
+        np.testing.assert_array_equal([p.x, p.y, p.z, o.x, o.y, o.z, o.w], pose)

@@ -10,6 +10,7 @@ import pinocchio as pin
 
 from hil_motion_table.kinematics import HexapodKinematics, SerialKinematics
 from hil_motion_table.robot_models import SERIAL_ROBOTS, hexapod_spec
+from hil_common.conversions import JointOrder
 from hil_common.errors import ConfigError
 
 ROBOTS = tuple(sorted(SERIAL_ROBOTS)) + ('hexapod',)
@@ -67,30 +68,6 @@ def reorder(names, values, expected_names) -> np.ndarray | None:
     """``values`` (given for ``names``) in ``expected_names`` order; None if a joint is missing, a value is
     missing or one is not finite."""
     return JointOrder(expected_names)(names, values)
-
-
-class JointOrder:
-    """:func:`reorder` for one stream of joint messages: the index is worked out again only when the names
-    differ from the previous message's (a robot driver sends the same names every time)."""
-
-    def __init__(self, expected_names):
-        self.expected_names = tuple(expected_names)
-        self._names: list | None = None
-        self._index: np.ndarray | None = None     # positions of expected_names in _names (None: one is missing)
-
-    def __call__(self, names, values) -> np.ndarray | None:
-        if names != self._names:
-            self._names = list(names)
-            position = {n: i for i, n in enumerate(self._names)}
-            missing = any(n not in position for n in self.expected_names)
-            self._index = None if missing else np.array([position[n] for n in self.expected_names], dtype=np.intp)
-        index = self._index
-        if index is None or (index.size and int(index.max()) >= len(values)):
-            return None
-        out = np.asarray(values, dtype=float)[index]
-        if not math.isfinite(float(out.sum())) and not np.isfinite(out).all():      # a sum may overflow
-            return None
-        return out
 
 
 def sinusoid_pose(t: float, center: pin.SE3, amplitude, frequency_hz, phase=None,
