@@ -599,9 +599,10 @@ def main(argv=None) -> None:
         sys.exit(composed_child(args.child_composed))
     if args.child_relay:
         sys.exit(relay_child(args.child_relay))
-    from hil_common.network import apply_network_profile
+    from hil_common.network import apply_network_profile, demo_domain_id
 
     apply_network_profile()
+    demo_domain_id()       # a domain of its own (ROS_DOMAIN_ID if set): a test or demo beside it does not cross it
     print(f'Envisat hot path F/T sample -> client admittance (1 kHz) -> UR10e motion table -> command, '
           f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs', flush=True)
     results = []
