@@ -248,7 +248,8 @@ class ObswController:
 
         Normally one compiled call (kinematics and law); two while the grasp waits on this call's tool error
         (the approach time over, the gripper open), for the law then depends on the phase they decide.
-        The gains, the frames and ``q_hold`` are those at construction.
+        The law's gains and limits, the frames and ``q_hold`` are those at construction; the phase durations
+        and the grasp tolerances are read at each call, as :meth:`update_reference` reads them.
         """
         w = self._fast
         if w is None:
@@ -258,18 +259,23 @@ class ObswController:
         n = w.n
         poses, vecs = w.poses, w.vecs
         # Inputs into the work arrays (copied: the compiled call always sees the same array types).
-        for row, pose in ((kernel.P_CLIENT, pose_client_in_orbit), (kernel.P_BASE, pose_base_in_orbit)):
-            if isinstance(pose, pin.SE3):
-                pose_array(pose, poses[row])
-            else:
-                poses[row] = pose
+        flags = kernel.KINEMATICS | kernel.LAW
+        if isinstance(pose_client_in_orbit, pin.SE3):
+            w.homogeneous[0] = pose_client_in_orbit.homogeneous
+            flags |= kernel.CLIENT_HOMOGENEOUS
+        else:
+            poses[kernel.P_CLIENT] = pose_client_in_orbit
+        if isinstance(pose_base_in_orbit, pin.SE3):
+            w.homogeneous[1] = pose_base_in_orbit.homogeneous
+            flags |= kernel.BASE_HOMOGENEOUS
+        else:
+            poses[kernel.P_BASE] = pose_base_in_orbit
         vecs[kernel.V_TWIST_CLIENT, :6] = twist_client_body
         vel = vecs[kernel.V_VELOCITY]
         vel[:6] = twist_base_body
         vel[6:] = dq_arm
         vecs[kernel.V_Q, :n] = q_arm
         # Phase logic that depends on the time only (update_reference's order).
-        flags = kernel.KINEMATICS | kernel.LAW
         if self.phase == SYNC and t >= g.sync_duration_s:
             self._switch(APPROACH, t)
             flags |= kernel.START_PATH
@@ -280,7 +286,7 @@ class ObswController:
         if may_grasp:                        # the grasp waits on this call's tool error: the kinematics first
             w.step(kernel.MODE_PATH, flags & ~kernel.LAW, 0.0)
             self._fast_store(flags)
-            flags = kernel.LAW
+            flags = kernel.LAW                   # the inputs and the kinematics are in the arrays now
             tool_err = vecs[kernel.V_TOOL_ERROR, :6]
             if (np.linalg.norm(tool_err[:3]) <= g.grasp_position_tol_m
                     and np.linalg.norm(tool_err[3:]) <= g.grasp_angle_tol_rad

@@ -27,7 +27,8 @@ Array layout (float64, C-contiguous, allocated once by :class:`ObswArrays`; indi
 ``poses`` (N_POSES, 12) 12-array poses (:func:`hil_dynamics.kernels.pose_array`), ``vecs`` (N_VECS, nv)
 vectors (6-vectors in the first 6 entries, joint vectors in the first ``n``), ``mats`` (3, nv, nv) the
 mass matrix, the reduced inertia (top-left ``n x n``) and the tool Jacobian (first 6 rows),
-``scalars`` the scalar gains and the relative speed. ``test_obsw_fast`` holds :meth:`ObswController.update`
+``scalars`` the scalar gains and the relative speed, ``homogeneous`` (2, 4, 4) the input poses when given as
+``pin.SE3`` (their 4x4 matrix is the cheapest export). ``test_obsw_fast`` holds :meth:`ObswController.update`
 to :meth:`ObswController.update_reference` to 1e-12.
 """
 
@@ -42,6 +43,7 @@ from hil_dynamics.kernels import (_OPTS, _act_force_add, _act_inv_motion, _mul_e
 
 # -- stages (flags of obsw_step) and laws (mode) ---------------------------------------------------------------
 KINEMATICS, LAW, START_PATH, LATCH_GRASP = 1, 2, 4, 8
+CLIENT_HOMOGENEOUS, BASE_HOMOGENEOUS = 16, 32    # read g_t, g_b from `homogeneous` (pin.SE3.homogeneous, 4x4)
 MODE_SYNC, MODE_PATH, MODE_POST_GRASP = 0, 1, 2
 
 # -- rows of `poses` -----------------------------------------------------------------------------------------
@@ -106,6 +108,7 @@ class ObswArrays:
         out.vecs = np.zeros((N_VECS, nv))
         out.mats = np.zeros((3, nv, nv))
         out.scalars = np.zeros(N_SCALARS)
+        out.homogeneous = np.zeros((2, 4, 4))
         p, v, s = out.poses, out.vecs, out.scalars
         for row in (P_CLIENT, P_BASE, P_IDENTITY):
             pose_array(pin.SE3.Identity(), p[row])
@@ -126,12 +129,13 @@ class ObswArrays:
         s[S_MAX_FORCE] = gains.max_force_n
         s[S_MAX_TORQUE] = gains.max_torque_nm
         s[S_MAX_JOINT_TORQUE] = gains.max_joint_torque_nm
+        out.args = (out.poses, out.vecs, out.mats, out.scalars, out.homogeneous, *out.chain, out.ee_joint, out.work,
+                    out.work_ic)
         return out
 
     def step(self, mode: int, flags: int, s: float) -> None:
-        """:func:`obsw_step` on these arrays (the inputs written into ``poses``/``vecs`` beforehand)."""
-        obsw_step(mode, flags, s, self.poses, self.vecs, self.mats, self.scalars, *self.chain, self.ee_joint,
-                  self.work, self.work_ic)
+        """:func:`obsw_step` on these arrays (the inputs written into ``poses``/``vecs``/``homogeneous`` beforehand)."""
+        obsw_step(mode, flags, s, *self.args)
 
 
 @njit(**_OPTS)
@@ -359,12 +363,20 @@ def _law(mode, flags, s, poses, vecs, mats, scalars):
 
 
 @njit(**_OPTS)
-def obsw_step(mode, flags, s, poses, vecs, mats, scalars, parents, placements, kind, axis, inertia, ee_joint, work,
-              work_ic):
+def obsw_step(mode, flags, s, poses, vecs, mats, scalars, homogeneous, parents, placements, kind, axis, inertia, ee_joint,
+              work, work_ic):
     """One call of the rule on arrays: the kinematics stage when ``flags & KINEMATICS``, the law of ``mode``
     (``MODE_SYNC``, ``MODE_PATH`` at path fraction ``s``, ``MODE_POST_GRASP``) when ``flags & LAW``;
     ``START_PATH`` stores the approach's path from this call's tool pose, ``LATCH_GRASP`` the closure's base
-    pose and joint angles. Layout: the module docstring."""
+    pose and joint angles. ``CLIENT_HOMOGENEOUS``/``BASE_HOMOGENEOUS``: ``g_t``/``g_b`` are given as 4x4 matrices
+    in ``homogeneous`` (a ``pin.SE3``'s cheapest export). Layout: the module docstring."""
+    for k, row, flag in ((0, P_CLIENT, CLIENT_HOMOGENEOUS), (1, P_BASE, BASE_HOMOGENEOUS)):
+        if flags & flag:
+            h = homogeneous[k]
+            for i in range(3):
+                for j in range(3):
+                    poses[row, 3 * i + j] = h[i, j]
+                poses[row, 9 + i] = h[i, 3]
     if flags & KINEMATICS:
         _kinematics(mode, flags, poses, vecs, mats, scalars, parents, placements, kind, axis, inertia, ee_joint, work,
                     work_ic)
