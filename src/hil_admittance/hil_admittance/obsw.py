@@ -30,7 +30,9 @@ Phases (seed 004 §V):
    slowly, so this loop can.
 
 Plain Python, no rclpy: the controller node, the lockstep runner and the absolute
-reference all call :meth:`ObswController.update` at the OBSW rate.
+reference all call :meth:`ObswController.update` at the OBSW rate. It runs the arithmetic
+compiled (:mod:`hil_admittance.obsw_kernel`, one call per update; issue 17) and keeps the phase
+logic here; :meth:`ObswController.update_reference` is the readable law it is tested against.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics.kernels import array_pose, pose_array
 from hil_dynamics.servicer import ServicerModel
 from hil_dynamics.profiles import min_jerk
 from hil_common.errors import ConfigError
+from hil_admittance import obsw_kernel as kernel
 
 SYNC, APPROACH, GRASP, POST_GRASP = 'sync', 'approach', 'grasp', 'post_grasp'
 PHASES = (SYNC, APPROACH, GRASP, POST_GRASP)
@@ -133,6 +137,15 @@ class ObswController:
         self._path_start: pin.SE3 | None = None      # tool pose in the client frame at approach start
         self._path_log = np.zeros(6)
         self._q_grasp = self.q_hold.copy()
+        self._pose_base_in_client_grasp: pin.SE3 | None = None
+        # The compiled law's arrays, with the model, the gains and the frames above read once (None: the model
+        # is no free-flyer chain, update runs update_reference). `_fast_state` are the state attributes the
+        # arrays hold, so that one re-assigned elsewhere (update_reference) is read again.
+        self._fast = kernel.ObswArrays.of(model, self.gains, self.pose_tool_in_flange, self.pose_target_in_client,
+                                          self.pose_base_in_client_desired, self.q_hold)
+        self._fast_state = [None, None, None, None]
+        if self._fast is not None:       # load the compiled law now (cached; ./dev compiles it), not in a first tick
+            self._fast.step(kernel.MODE_SYNC, kernel.KINEMATICS | kernel.LAW, 0.0)
 
     # -- kinematics from on-board states ----------------------------------------------
     def tool_kinematics(self, pose_base_in_orbit: pin.SE3, q_arm):
@@ -156,8 +169,10 @@ class ObswController:
         self.phase_times[phase] = float(t)
 
     # -- the rule ------------------------------------------------------------------------
-    def update(self, t: float, pose_client_in_orbit: pin.SE3, twist_client_body, pose_base_in_orbit: pin.SE3,
-               twist_base_body, q_arm, dq_arm) -> ObswCommand:
+    def update_reference(self, t: float, pose_client_in_orbit: pin.SE3, twist_client_body, pose_base_in_orbit: pin.SE3,
+                         twist_base_body, q_arm, dq_arm) -> ObswCommand:
+        """The readable law (seed 004 §III-C, §V; the module docstring) with Pinocchio on ``pin.SE3``:
+        :meth:`update` is its compiled form and ``test_obsw_fast`` holds the two to 1e-12."""
         g = self.gains
         m = self.model
         v_t = np.asarray(twist_client_body, dtype=float)
@@ -224,6 +239,104 @@ class ObswController:
             tau = h[6:] + jac_m.T @ (lam @ accel) - g.null_damping_per_s * (m_red @ dq)
         return ObswCommand(self.phase, f_b, self._clip(tau, g.max_joint_torque_nm), self.phase in (GRASP, POST_GRASP),
                            base_err, tool_err)
+
+    def update(self, t: float, pose_client_in_orbit, twist_client_body, pose_base_in_orbit, twist_base_body, q_arm,
+               dq_arm) -> ObswCommand:
+        """The rule at time ``t`` [s] from the on-board states (:meth:`update_reference`'s inputs; the poses as
+        ``pin.SE3`` or 12-arrays, :func:`hil_dynamics.kernels.pose_array`): the same command, phases and side
+        effects, with the arithmetic in :func:`hil_admittance.obsw_kernel.obsw_step` and the phase logic here.
+
+        Normally one compiled call (kinematics and law); two while the grasp waits on this call's tool error
+        (the approach time over, the gripper open), for the law then depends on the phase they decide.
+        The law's gains and limits, the frames and ``q_hold`` are those at construction; the phase durations
+        and the grasp tolerances are read at each call, as :meth:`update_reference` reads them.
+        """
+        w = self._fast
+        if w is None:
+            return self.update_reference(t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit,
+                                         twist_base_body, q_arm, dq_arm)
+        g = self.gains
+        n = w.n
+        poses, vecs = w.poses, w.vecs
+        # Inputs into the work arrays (copied: the compiled call always sees the same array types).
+        flags = kernel.KINEMATICS | kernel.LAW
+        if isinstance(pose_client_in_orbit, pin.SE3):
+            w.homogeneous[0] = pose_client_in_orbit.homogeneous
+            flags |= kernel.CLIENT_HOMOGENEOUS
+        else:
+            poses[kernel.P_CLIENT] = pose_client_in_orbit
+        if isinstance(pose_base_in_orbit, pin.SE3):
+            w.homogeneous[1] = pose_base_in_orbit.homogeneous
+            flags |= kernel.BASE_HOMOGENEOUS
+        else:
+            poses[kernel.P_BASE] = pose_base_in_orbit
+        vecs[kernel.V_TWIST_CLIENT, :6] = twist_client_body
+        vel = vecs[kernel.V_VELOCITY]
+        vel[:6] = twist_base_body
+        vel[6:] = dq_arm
+        vecs[kernel.V_Q, :n] = q_arm
+        # Phase logic that depends on the time only (update_reference's order).
+        if self.phase == SYNC and t >= g.sync_duration_s:
+            self._switch(APPROACH, t)
+            flags |= kernel.START_PATH
+        may_grasp = self.phase == APPROACH and t >= self.phase_times[APPROACH] + g.approach_duration_s
+        if self.phase == GRASP and t >= self.phase_times[GRASP] + g.grasp_settle_s:
+            self._switch(POST_GRASP, t)
+            flags |= kernel.LATCH_GRASP
+        if may_grasp:                        # the grasp waits on this call's tool error: the kinematics first
+            w.step(kernel.MODE_PATH, flags & ~kernel.LAW, 0.0)
+            self._fast_store(flags)
+            flags = kernel.LAW                   # the inputs and the kinematics are in the arrays now
+            tool_err = vecs[kernel.V_TOOL_ERROR, :6]
+            if (np.linalg.norm(tool_err[:3]) <= g.grasp_position_tol_m
+                    and np.linalg.norm(tool_err[3:]) <= g.grasp_angle_tol_rad
+                    and w.scalars[kernel.S_REL_SPEED] <= g.grasp_speed_tol_m_s):
+                self._switch(GRASP, t)
+            if self.phase == GRASP and t >= self.phase_times[GRASP] + g.grasp_settle_s:
+                self._switch(POST_GRASP, t)
+                flags |= kernel.LATCH_GRASP
+        phase = self.phase
+        s = 0.0
+        if phase == SYNC:
+            mode = kernel.MODE_SYNC
+        elif phase == POST_GRASP:
+            mode = kernel.MODE_POST_GRASP
+            if not flags & kernel.LATCH_GRASP:
+                self._fast_read_state(2, self._pose_base_in_client_grasp, poses[kernel.P_BASE_IN_CLIENT_GRASP])
+                self._fast_read_state(3, self._q_grasp, vecs[kernel.V_Q_GRASP, :n])
+        else:
+            mode = kernel.MODE_PATH
+            s = min_jerk((t - self.phase_times[APPROACH]) / g.approach_duration_s)
+            if not flags & kernel.START_PATH:
+                self._fast_read_state(0, self._path_start, poses[kernel.P_PATH_START])
+                self._fast_read_state(1, self._path_log, vecs[kernel.V_PATH_LOG, :6])
+        w.step(mode, flags, s)
+        self._fast_store(flags)
+        close = phase in (GRASP, POST_GRASP)
+        return ObswCommand(phase, vecs[kernel.V_WRENCH_BASE, :6].copy(), vecs[kernel.V_TAU, :n].copy(), close,
+                           vecs[kernel.V_BASE_ERROR, :6].copy(), vecs[kernel.V_TOOL_ERROR, :6].copy())
+
+    def _fast_store(self, flags: int) -> None:
+        """The side effects of a compiled call that started the path or latched the grasp, as
+        :meth:`update_reference` leaves them (``pin.SE3`` poses, copied arrays)."""
+        w = self._fast
+        if flags & kernel.START_PATH:
+            self._path_start = array_pose(w.poses[kernel.P_PATH_START])
+            self._path_log = w.vecs[kernel.V_PATH_LOG, :6].copy()
+            self._fast_state[0], self._fast_state[1] = self._path_start, self._path_log
+        if flags & kernel.LATCH_GRASP:
+            self._pose_base_in_client_grasp = array_pose(w.poses[kernel.P_BASE_IN_CLIENT_GRASP])
+            self._q_grasp = w.vecs[kernel.V_Q_GRASP, :w.n].copy()
+            self._fast_state[2], self._fast_state[3] = self._pose_base_in_client_grasp, self._q_grasp
+
+    def _fast_read_state(self, slot: int, value, out: np.ndarray) -> None:
+        """Copy a state attribute into its array when it is not the one the array already holds."""
+        if self._fast_state[slot] is not value:
+            if isinstance(value, pin.SE3):
+                pose_array(value, out)
+            else:
+                out[:] = value
+            self._fast_state[slot] = value
 
     @staticmethod
     def _clip(values, limit: float) -> np.ndarray:
