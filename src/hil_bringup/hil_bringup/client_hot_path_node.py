@@ -7,7 +7,7 @@ objects as ``client_admittance_node`` (:class:`hil_dynamics.client.ClientAdmitta
 and no DDS hop between them. The rule with its safety policy is
 :class:`hil_bringup.client_hot_path.ClientHotPath`: each sample integrates Eq. (11) over the
 time measured on the lab's clock (monotonic, or the twin's simulated time under
-``use_sim_time``, :mod:`hil_common.lab_clock`) since the previous one (steps of at most ``1 / rate_hz``)
+``use_sim_time``, :mod:`hil_common.lab_clock`) since the previous one (equal steps of at most ``1.5 / rate_hz``)
 and commands the robot once, the table's limits on that clock, wrenches in another frame
 than ``wrench_frame_id`` refused and counted, a wrench above ``max_force_n`` /
 ``max_torque_nm`` or non-finite latches a fault (hold) until ``client/hot_path/reset``, and

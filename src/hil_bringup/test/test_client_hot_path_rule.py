@@ -286,3 +286,21 @@ def test_a_command_frame_target_gives_the_commands_of_its_pin_target(values):
         np.testing.assert_allclose(outs[0].q_command, outs[1].q_command, rtol=0.0, atol=1e-12)
         moved = max(moved, float(np.abs(outs[0].q_command - rules[0].table.kin.q_home).max()))
     assert moved > 1e-3                          # the table did follow the client
+
+
+def test_a_jittered_stream_is_one_step_a_sample_and_keeps_the_time_exact(values):
+    """Samples within half a period of their time are one Eq. (11) step each (steps of at most 1.5 / rate_hz), a
+    later one is split into equal steps, and the simulated time is the measured time, whatever the split."""
+    rule = make(values)                          # rate_hz 50: dt = 20 ms
+    dt, t = 0.02, 0.0
+    rule.wrench([100.0, 0, 0, 0, 0, 0], '', t)   # the first sample: one step of dt
+    assert rule.counters['steps'] == 1
+    expected_steps = 1
+    for interval, steps in ((0.02, 1), (0.0129, 1), (0.0298, 1), (0.0302, 2), (0.049, 2), (0.051, 3), (0.009, 1)):
+        t += interval
+        rule.joint_states(rule.q_measured, t)
+        out = rule.wrench([100.0, 0, 0, 0, 0, 0], '', t)
+        assert out is not None and not out.holding and out.steps == steps, (interval, out.steps)
+        expected_steps += steps
+    assert rule.counters['steps'] == expected_steps
+    assert rule.admittance.state.t == pytest.approx(dt + t, abs=1e-12)
