@@ -99,6 +99,9 @@ class JointStateDecoder:
             sec, nanosec, _, pos = decode_header(buf)
             pos = _align(pos, 4)
             start = pos
+            known = self._names_raw
+            if known and buf[start:start + len(known)] == known:      # the same names as the last message
+                return sec, nanosec, self._names, *self._values(buf, start + len(known))
             (count,) = _U32.unpack_from(buf, pos)
             pos += 4
             ends = pos
@@ -115,11 +118,16 @@ class JointStateDecoder:
                     name, p = _string(buf, _align(p, 4))
                     names.append(name)
                 self._names_raw, self._names = raw, tuple(names)
-            position, pos = _doubles(buf, ends)
-            velocity, pos = _doubles(buf, pos)
-            return sec, nanosec, self._names, position, velocity
+            return sec, nanosec, self._names, *self._values(buf, ends)
         except struct.error as exc:
             raise CdrError(str(exc)) from exc
+
+    @staticmethod
+    def _values(buf, pos: int) -> tuple[np.ndarray, np.ndarray]:
+        """``position`` and ``velocity`` from the end of the names (``effort`` is not read)."""
+        position, pos = _doubles(buf, pos)
+        velocity, pos = _doubles(buf, pos)
+        return position, velocity
 
 
 class Float64ArrayEncoder:

@@ -40,6 +40,12 @@ def test_joint_state_decodes_as_rclpy_serialized_it(names, frame_id, with_veloci
         assert (sec, nanosec, got_names) == (12, 345, tuple(names))
         np.testing.assert_array_equal(position, msg.position)
         np.testing.assert_array_equal(velocity, msg.velocity)
+    # the same names after a longer frame id (the names' cache compared at another offset), new values
+    msg.header.frame_id, msg.position = frame_id + '_longer', [0.5 * i for i in range(n)]
+    sec, nanosec, got_names, position, velocity = decode(serialize_message(msg))
+    assert got_names == tuple(names)
+    np.testing.assert_array_equal(position, msg.position)
+    np.testing.assert_array_equal(velocity, msg.velocity)
     msg.name = list(reversed(names))     # new names are decoded again
     assert decode(serialize_message(msg))[2] == tuple(reversed(names))
 

@@ -45,6 +45,9 @@ _CLAMP_BITS = ((CARTESIAN_SPEED, 'cartesian_speed'), (JOINT_VELOCITY, 'joint_vel
                (JOINT_ACCELERATION, 'joint_acceleration'))
 FAULTS = ('invalid_command', 'stale_measurement', 'workspace_exit', 'unreachable', 'singular', 'joint_limit')
 CLAMPS = ('cartesian_speed', 'joint_velocity', 'joint_acceleration')
+_CLAMP_MASK = sum(bit for bit, _ in _CLAMP_BITS)
+_FAULT_BITS = ((UNREACHABLE, 'unreachable'), (SINGULAR, 'singular'), (JOINT_LIMIT, 'joint_limit'))
+_FAULT_MASK = sum(bit for bit, _ in _FAULT_BITS)
 
 
 @dataclass(frozen=True)
@@ -324,10 +327,11 @@ class MotionTable:
             return self._hold(('workspace_exit',), array_pose(self._target))
         error, sigma = float(chain.result[0]), float(chain.result[1])
         kin._sigma_hint = (sigma, q_ik)                       # as SerialKinematics.inverse leaves it
-        for bit, fault in ((UNREACHABLE, 'unreachable'), (SINGULAR, 'singular'), (JOINT_LIMIT, 'joint_limit')):
-            if flags & bit:
-                return self._hold((fault,), array_pose(self._target), error, sigma)
-        clamps = tuple(name for bit, name in _CLAMP_BITS if flags & bit)
+        if flags & _FAULT_MASK:
+            for bit, fault in _FAULT_BITS:
+                if flags & bit:
+                    return self._hold((fault,), array_pose(self._target), error, sigma)
+        clamps = tuple(name for bit, name in _CLAMP_BITS if flags & bit) if flags & _CLAMP_MASK else ()
         self._q_ik_step = ik_step if ik_prev is not None else None
         self._q_ik_prev = q_ik
         self._qd_cmd = qd_next
