@@ -158,7 +158,8 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
     # the shared zero wrenches (writable, for that reason) were never written by anything the capture ran
     assert not mission._NO_WRENCH.any() and not rebase._ZERO_WRENCH.any()
     kernels.warm_up()
-    for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.client_rkmk4_step,
+    for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.free_floating_inputs_step,
+                   kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.client_port_step,
                    kernels.relative_mapping_into, kernels.compound_in_nominal, kernels.nominal_twist_change_into,
                    kernels.latched_grasp_wrench):

@@ -31,6 +31,12 @@ from hil_dynamics.lie_integrators import rkmk4_step
 from hil_dynamics.servicer import finite_into
 
 
+
+def _held(value, n: int) -> bool:
+    """``value`` is a float64 vector of ``n`` (what the compiled step takes as it is; anything else is checked
+    and named by :func:`hil_dynamics.servicer.finite_into` first)."""
+    return type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (n,)
+
 class FreeFloatingServicer:
     """The servicer multibody on a free-flyer root in the orbit frame, without gravity.
 
@@ -104,6 +110,18 @@ class FreeFloatingServicer:
         if self._chain is None:
             self.step_reference(dt, wrench_base_com, tau_arm, wrench_flange)
             return
+        n = self.n
+        if _held(wrench_base_com, 6) and _held(tau_arm, n) and _held(wrench_flange, 6) and \
+                _held(self.twist_base_body, 6) and _held(self.q_arm, n) and _held(self.dq_arm, n):
+            # the inputs and the state as they are (float64 vectors): checked and laid out in the compiled call
+            poses_out, x_out = np.empty((1, 12)), np.empty(6 + 2 * n)
+            if kernels.free_floating_inputs_step(self._pose, self.twist_base_body, self.q_arm, self.dq_arm, float(dt),
+                                                 wrench_base_com, tau_arm, wrench_flange,
+                                                 self._pose_flange_in_joint_arr, self._ee_joint, self._fext,
+                                                 self._chain, self._work, self._work_ic, poses_out, x_out):
+                self._pose, self._pose_se3 = poses_out[0], None
+                self.twist_base_body, self.q_arm, self.dq_arm = x_out[:6], x_out[6:6 + n], x_out[6 + n:]
+                return
         tau, wrench_flange = self._inputs(wrench_base_com, tau_arm, wrench_flange)
         fext = self._fext[self._ee_joint]
         fext[:] = 0.0

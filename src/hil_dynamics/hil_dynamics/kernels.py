@@ -27,7 +27,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
-           'arm_torque_command', 'client_port_step']
+           'arm_torque_command', 'client_port_step', 'free_floating_inputs_step']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -1235,6 +1235,35 @@ def free_floating_rkmk4_step(poses, x, h, tau, fext, co, work, work_ic, poses_ou
     rk_final(poses, x, kc[0], kc[1], kc[2], ks[3], us[2], a[0], a[1], a[2], a[3], h, poses_out, x_out)
 
 
+@njit(**_OPTS)
+def free_floating_inputs_step(pose, v_b, q, dq, h, wrench_base_com, tau_arm, wrench_flange, pose_flange_in_joint,
+                              ee_joint, fext, co, work, work_ic, poses_out, x_out):
+    """:func:`free_floating_rkmk4_step` from the servicer's state and inputs as they are held: ``pose`` (12) the
+    base in orbit, ``V_b``, ``q``, ``dq``; ``F_b`` (base CoM), ``tau_arm``, the flange wrench (flange frame),
+    moved into ``fext[ee_joint]`` by ``pose_flange_in_joint``. Returns False, and changes nothing, if an input is
+    not finite (the caller then names it)."""
+    n = tau_arm.shape[0]
+    for i in range(6):
+        if not (math.isfinite(wrench_base_com[i]) and math.isfinite(wrench_flange[i])):
+            return False
+    for i in range(n):
+        if not math.isfinite(tau_arm[i]):
+            return False
+    tau = np.empty(6 + n)
+    x = np.empty(6 + 2 * n)
+    for i in range(6):
+        tau[i] = wrench_base_com[i]
+        x[i] = v_b[i]
+    for i in range(n):
+        tau[6 + i] = tau_arm[i]
+        x[6 + i] = q[i]
+        x[6 + n + i] = dq[i]
+    for i in range(6):
+        fext[ee_joint, i] = 0.0
+    _act_force_add(pose_flange_in_joint, wrench_flange, fext[ee_joint])
+    free_floating_rkmk4_step(pose.reshape(1, 12), x, h, tau, fext, co, work, work_ic, poses_out, x_out)
+    return True
+
 # -- the passivity observer/controller of one port (hil_dynamics.passivity, seed 004 Eq. 28) ----
 # acc layout of PassivityController: [E_port, E_integration, E_dissipated, beta, max E_obs, has a
 # previous sample (0/1), dt of the previous sample, beta of the previous sample]; prev rows: the
@@ -1386,8 +1415,10 @@ def warm_up() -> None:
     g, w = pose_array(pin.SE3.Identity()), [np.zeros(6) for _ in range(3)]
     latched_grasp_wrench(g, np.zeros(6), g, np.zeros(6), pose, jac, np.zeros(7), g, g, g, np.ones(6), np.ones(6), *w)
     from hil_dynamics.free_floating import FreeFloatingServicer
-    FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
-                         np.zeros(7)).step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))
+    free = FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
+                                np.zeros(7))
+    free.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))          # the inputs as held: one compiled call
+    free.step(1e-3, [0.0] * 6, np.zeros(7), np.zeros(6))            # checked first, then the step on arrays
 
 
 if __name__ == '__main__':
