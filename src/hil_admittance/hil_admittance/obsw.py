@@ -123,6 +123,9 @@ class ObswController:
         Joint angles held during synchronisation.
     """
 
+    #: :meth:`update` takes the poses as 12-arrays too (a runner holding its states as arrays passes them so)
+    takes_pose_arrays = True
+
     def __init__(self, model: ServicerModel, pose_tool_in_flange: pin.SE3, pose_grasp_in_client: pin.SE3,
                  pose_tool_at_grasp_in_grasp: pin.SE3, pose_base_in_client_desired: pin.SE3, q_hold,
                  gains: ObswGains | None = None):
@@ -253,8 +256,9 @@ class ObswController:
         """
         w = self._fast
         if w is None:
-            return self.update_reference(t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit,
-                                         twist_base_body, q_arm, dq_arm)
+            as_se3 = [p if isinstance(p, pin.SE3) else array_pose(np.asarray(p, dtype=float).reshape(12))
+                      for p in (pose_client_in_orbit, pose_base_in_orbit)]
+            return self.update_reference(t, as_se3[0], twist_client_body, as_se3[1], twist_base_body, q_arm, dq_arm)
         g = self.gains
         n = w.n
         poses, vecs = w.poses, w.vecs

@@ -172,6 +172,8 @@ def test_update_takes_poses_as_arrays_and_falls_back_without_a_chain():
     c._fast = None                     # what ObswArrays.of gives for a model that is no free-flyer chain
     a, b = c.update(0.0, g_t, v_t, g_b, v_b, q, dq), c.update_reference(0.0, g_t, v_t, g_b, v_b, q, dq)
     assert np.array_equal(a.wrench_base_com, b.wrench_base_com) and np.array_equal(a.tau_arm, b.tau_arm)
+    a = c.update(0.0, pose_array(g_t), v_t, pose_array(g_b), v_b, q, dq)     # arrays, as the runners pass them
+    assert np.array_equal(a.wrench_base_com, b.wrench_base_com) and np.array_equal(a.tau_arm, b.tau_arm)
 
 
 def test_tool_kinematics_kernel_is_pinocchios():

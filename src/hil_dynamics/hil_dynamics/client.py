@@ -427,7 +427,8 @@ class AbsoluteRigidBody:
         if callable(wrench_com):
             self.step_reference(wrench_com, dt)
             return
-        wrench = np.asarray(wrench_com, dtype=float).reshape(6)
+        wrench = wrench_com if type(wrench_com) is np.ndarray and wrench_com.shape == (6,) and \
+            wrench_com.dtype == np.float64 else np.asarray(wrench_com, dtype=float).reshape(6)
         g, v = self._pose.copy(), self.twist_body.copy()
         kernels.rigid_rkmk4_step(g, v, wrench, self.body.mass_matrix, self.body.mass_matrix_inv, dt)
         self.t += dt

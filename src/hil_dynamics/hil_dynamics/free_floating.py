@@ -32,10 +32,7 @@ from hil_dynamics.servicer import finite_into
 
 
 
-def _held(value, n: int) -> bool:
-    """``value`` is a float64 vector of ``n`` (what the compiled step takes as it is; anything else is checked
-    and named by :func:`hil_dynamics.servicer.finite_into` first)."""
-    return type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (n,)
+_F64 = np.dtype(np.float64)     # NumPy's one native float64 dtype (another byte order is another object)
 
 class FreeFloatingServicer:
     """The servicer multibody on a free-flyer root in the orbit frame, without gravity.
@@ -111,9 +108,12 @@ class FreeFloatingServicer:
             self.step_reference(dt, wrench_base_com, tau_arm, wrench_flange)
             return
         n = self.n
-        if _held(wrench_base_com, 6) and _held(tau_arm, n) and _held(wrench_flange, 6) and \
-                _held(self.twist_base_body, 6) and _held(self.q_arm, n) and _held(self.dq_arm, n):
-            # the inputs and the state as they are (float64 vectors): checked and laid out in the compiled call
+        f_b, w_f, v_b, tau, q, dq = wrench_base_com, wrench_flange, self.twist_base_body, tau_arm, self.q_arm, self.dq_arm
+        if type(f_b) is type(w_f) is type(v_b) is type(tau) is type(q) is type(dq) is np.ndarray \
+                and f_b.dtype is w_f.dtype is v_b.dtype is tau.dtype is q.dtype is dq.dtype is _F64 \
+                and f_b.shape == w_f.shape == v_b.shape == (6,) and tau.shape == q.shape == dq.shape == (n,):
+            # the inputs and the state as they are (float64 vectors; anything else is checked and named by
+            # finite_into first): checked and laid out in the compiled call
             poses_out, x_out = np.empty((1, 12)), np.empty(6 + 2 * n)
             if kernels.free_floating_inputs_step(self._pose, self.twist_base_body, self.q_arm, self.dq_arm, float(dt),
                                                  wrench_base_com, tau_arm, wrench_flange,

@@ -145,6 +145,11 @@ class MissionLoop:
         """``(g_t, V_t, g_b, V_b, q, dq)`` in orbit (what the OBSW reads)."""
         raise NotImplementedError
 
+    def onboard_state_arrays(self):
+        """:meth:`onboard_states` with the poses as 12-arrays (read only), for an OBSW that takes them
+        (``takes_pose_arrays``); a runner that overrides :meth:`onboard_states` alone gets its ``pin.SE3``."""
+        return self.onboard_states()
+
     def table_commands(self):
         """``(grasp point on the client table, base CoM on the servicer table)`` [m]; NaN without robots."""
         return np.full(3, np.nan), np.full(3, np.nan)
@@ -240,7 +245,9 @@ class MissionLoop:
 
     def step(self) -> None:
         if self.k % self.obsw_every == 0 and self.controller is not None:
-            self.command = self.controller.update(self.t, *self.onboard_states())
+            self.command = self.controller.update(self.t, *(
+                self.onboard_state_arrays() if getattr(self.controller, 'takes_pose_arrays', False)
+                else self.onboard_states()))
             self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
             if self.command.close_gripper:
                 self.contact.command_close(self.t)
@@ -342,6 +349,13 @@ class HilMission(MissionLoop):
         g_b, v_b = self.servicer.admittance.state.absolute()     # Eq. (23)
         return g_t, v_t, g_b, v_b, self.servicer.q_arm, self.servicer.dq_arm
 
+    def onboard_state_arrays(self):
+        if type(self).onboard_states is not HilMission.onboard_states:
+            return self.onboard_states()
+        g_t, v_t = self.client.state.absolute_arrays()                  # Eq. (23)
+        g_b, v_b = self.servicer.admittance.state.absolute_arrays()     # Eq. (23)
+        return g_t, v_t, g_b, v_b, self.servicer.q_arm, self.servicer.dq_arm
+
     def table_commands(self):
         cs, ss = self.client.state, self.servicer.admittance.state
         return (cs.pose_client_in_nominal * self.pose_grasp_in_client).translation.copy(), ss.pose_base_in_nominal.translation.copy()
@@ -427,9 +441,16 @@ class AbsoluteMission(MissionLoop):
         return (self.client.pose_in_orbit, self.client.twist_body, sv.pose_base_in_orbit, sv.twist_base_body, sv.q_arm,
                 sv.dq_arm)
 
+    def onboard_state_arrays(self):
+        if type(self).onboard_states is not AbsoluteMission.onboard_states:
+            return self.onboard_states()
+        sv = self.servicer
+        return (self.client.pose_in_orbit_array, self.client.twist_body, sv.pose_base_in_orbit_array, sv.twist_base_body,
+                sv.q_arm, sv.dq_arm)
+
     def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
         self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
-        self.client.step(np.asarray(wrench_client_com, dtype=float), self.dt)
+        self.client.step(wrench_client_com, self.dt)
 
 
 def compare_relative_pose(hil: MissionRecord, ref: MissionRecord) -> dict:
