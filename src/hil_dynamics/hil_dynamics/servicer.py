@@ -174,17 +174,18 @@ class ServicerModel:
         the EE frame it is ``[J_b J_m]`` of seed 004 Eq. (12)."""
         fid = self.ee_frame_id if frame is None else (frame if isinstance(frame, int) else self.model.getFrameId(frame))
         cfg = self._identity_config(q_arm)
-        pin.framesForwardKinematics(self.model, self.data, cfg)
-        jac = pin.computeFrameJacobian(self.model, self.data, cfg, fid, pin.LOCAL)
-        return pin.SE3(self.data.oMf[fid]), jac
+        pin.forwardKinematics(self.model, self.data, cfg)        # the joints, then this one frame (not all)
+        pose = pin.SE3(pin.updateFramePlacement(self.model, self.data, fid))
+        return pose, pin.computeFrameJacobian(self.model, self.data, cfg, fid, pin.LOCAL)
 
     def ee_pose_array_and_jacobian(self, q_arm) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`frame_pose_and_jacobian` of the EE frame with the pose as a 12-array
         (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout)."""
         cfg = self._identity_config(q_arm)
-        pin.framesForwardKinematics(self.model, self.data, cfg)
-        jac = pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id, pin.LOCAL)
-        return kernels.pose_array(self.data.oMf[self.ee_frame_id]), np.ascontiguousarray(jac)
+        pin.forwardKinematics(self.model, self.data, cfg)        # the joints, then this one frame (not all)
+        pose = kernels.pose_array(pin.updateFramePlacement(self.model, self.data, self.ee_frame_id))
+        return pose, np.ascontiguousarray(pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id,
+                                                                    pin.LOCAL))
 
     def tool_pose_and_jacobian(self, q_arm, pose_tool_in_flange: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
         """``(pose_tool_in_base, J_tool)`` of a tool rigidly held by the EE frame (the flange):
