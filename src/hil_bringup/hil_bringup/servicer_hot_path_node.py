@@ -20,7 +20,7 @@ controller keeps its last command: it gets the hold's gravity compensation; the 
 ``state_decimation``, ``realtime_priority`` and ``cpu_affinity`` (:mod:`hil_common.realtime`), and
 ``trace_sample_stamps`` (:mod:`hil_common.sample_trace`: ``servicer/hot_path/trace``, the stamp of the
 wrist sample each command came from, for latency measurements). Dropped steps are logged, as in
-``servicer_admittance_node``. The wrist wrench and the arm's joints are taken, and the robot and
+``servicer_admittance_node``. The wrist wrench, the arm's and the table's joints are taken, and the robot and
 effort commands sent, as raw CDR (:mod:`hil_common.cdr`).
 """
 
@@ -37,7 +37,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_common.cdr import CdrError, Float64ArrayEncoder, decode_wrench_stamped
+from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
@@ -83,7 +83,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
-        self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10)
+        self.decode_table_joints = JointStateDecoder()           # its own names cache (the arm's is another stream)
+        self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10, raw=True)
         self.last_holding = None
         # without wrist samples the steps go on held (the effort controller keeps its last command)
         self.create_timer(max(p.input_timeout_s, 0.01), lambda: guarded(self._watchdog, self.context))
@@ -111,13 +112,19 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.rule.ft_fault else "cleared: resuming"}: '
                                    f'{msg.message}')
 
-    def on_table_joints(self, msg):
+    def on_table_joints(self, buf):
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
+        try:
+            _, _, names, position, velocity = self.decode_table_joints(buf)
+        except CdrError as exc:
+            self.rule.counters['refused_joint_states'] += 1
+            self.get_logger().warn(f'malformed table joint state dropped ({exc})', throttle_duration_sec=1.0)
+            return
         order = self.table_order
-        dq = order(msg.name, msg.velocity) if len(msg.velocity) == len(msg.name) else None
-        self.rule.table_joints(order(msg.name, msg.position), dq, now, self._now_s())
+        dq = order(names, velocity) if len(velocity) == len(names) else None
+        self.rule.table_joints(order(names, position), dq, now, self._now_s())
 
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)
