@@ -49,7 +49,7 @@ from hil_admittance import client_admittance_node as client_node
 from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.overload import overload_guard, overload_params
-from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder, PoseStampedEncoder,
                             decode_wrench_stamped)
 from hil_dynamics.kernels import xyzquat_into
 from hil_common.params import Param, declare_parameters
@@ -59,7 +59,6 @@ from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds,
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
-from hil_motion_table.kinematics_helpers import JointOrder
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not p.name.startswith('overload_')],
           *overload_params('client/hot_path/reset'),      # wrench_frame_id declared below, default 'ft_sensor'
@@ -98,7 +97,7 @@ class ClientHotPathNode(Node):
                                   twist_from_joints=self.frame.twist_from_joints,
                                   overload=overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self)))
         self.names = tuple(self.table.kin.joint_names)
-        self.joint_order = JointOrder(self.names)                 # client/joint_states in the table's order
+        self.read_joints = JointStateReader(self.names)           # client/joint_states, raw, in the table's order
         self.decimation = p.state_decimation
         self.samples = 0
         self.last_status = None
@@ -117,7 +116,6 @@ class ClientHotPathNode(Node):
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
-        self.decode_joints = JointStateDecoder()
         self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10, raw=True)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
@@ -137,14 +135,12 @@ class ClientHotPathNode(Node):
         if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
             return
         try:
-            _, _, names, position, velocity = self.decode_joints(buf)
+            q, dq = self.read_joints(buf)
         except CdrError as exc:
             self.rule.counters['refused_joint_states'] += 1
             self.get_logger().warn(f'malformed joint state dropped ({exc})', throttle_duration_sec=1.0)
             return
-        order = self.joint_order
-        dq = order(names, velocity) if len(velocity) == len(names) else None
-        self.rule.joint_states(order(names, position), now, dq)
+        self.rule.joint_states(q, now, dq)
 
     def on_wrench(self, buf):
         now = self.lab_now()

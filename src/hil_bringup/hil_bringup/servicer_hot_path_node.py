@@ -37,7 +37,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder, decode_wrench_stamped
+from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
@@ -45,7 +45,6 @@ from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
 from hil_motion_table import motion_table_node as table_node
-from hil_motion_table.kinematics_helpers import JointOrder
 
 PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_')],
           *overload_params('servicer/hot_path/reset'),
@@ -77,13 +76,12 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                     recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
                                     lead_s=1.5 / p.rate_hz, sample_timeout_s=p.input_timeout_s)
         self.table_names = tuple(table.kin.joint_names)
-        self.table_order = JointOrder(self.table_names)          # the table's joint states in its order
+        self.read_table_joints = JointStateReader(self.table_names)   # servicer/joint_states, raw, in its order
         self.status.override = self.hold_status
         self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
-        self.decode_table_joints = JointStateDecoder()           # its own names cache (the arm's is another stream)
         self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10, raw=True)
         self.last_holding = None
         # without wrist samples the steps go on held (the effort controller keeps its last command)
@@ -117,14 +115,12 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
         try:
-            _, _, names, position, velocity = self.decode_table_joints(buf)
+            q, dq = self.read_table_joints(buf)
         except CdrError as exc:
             self.rule.counters['refused_joint_states'] += 1
             self.get_logger().warn(f'malformed table joint state dropped ({exc})', throttle_duration_sec=1.0)
             return
-        order = self.table_order
-        dq = order(names, velocity) if len(velocity) == len(names) else None
-        self.rule.table_joints(order(names, position), dq, now, self._now_s())
+        self.rule.table_joints(q, dq, now, self._now_s())
 
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)

@@ -130,6 +130,24 @@ class JointStateDecoder:
         return position, velocity
 
 
+class JointStateReader:
+    """A raw ``sensor_msgs/JointState`` stream as ``(q, dq)`` in ``expected_names`` order
+    (:class:`JointStateDecoder`, then :class:`hil_common.conversions.JointOrder`): ``q`` None when a joint is
+    missing or a value is not finite, ``dq`` None also when the message has no velocities. Raises
+    :class:`CdrError` for a buffer that does not decode."""
+
+    def __init__(self, expected_names):
+        from hil_common.conversions import JointOrder
+
+        self._decode = JointStateDecoder()
+        self._order = JointOrder(expected_names)
+
+    def __call__(self, buf) -> tuple[np.ndarray | None, np.ndarray | None]:
+        _, _, names, position, velocity = self._decode(buf)
+        order = self._order
+        return order(names, position), order(names, velocity) if len(velocity) == len(names) else None
+
+
 class Float64ArrayEncoder:
     """``std_msgs/Float64MultiArray`` with an empty layout and ``data`` (a robot's forward command)."""
 

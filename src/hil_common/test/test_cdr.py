@@ -1,5 +1,6 @@
 """The raw CDR codecs of the hot paths against rclpy's own serializer (every alignment case)."""
 
+import math
 import numpy as np
 import pytest
 from geometry_msgs.msg import WrenchStamped
@@ -114,3 +115,23 @@ def test_odometry_and_pose_stamped_encode_what_rclpy_reads(frame_id, child_frame
         assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (7, 8 + k, frame_id)
         p, o = msg.pose.position, msg.pose.orientation
         np.testing.assert_array_equal([p.x, p.y, p.z, o.x, o.y, o.z, o.w], pose)
+
+
+def test_a_raw_joint_state_stream_reads_in_the_expected_order():
+    """JointStateReader: decoded and put in the expected joints' order; no velocities give dq None; a missing
+    joint or a non-finite position gives q None."""
+    from hil_common.cdr import JointStateReader
+    read = JointStateReader(('a', 'b', 'c'))
+    msg = JointState(name=['c', 'a', 'b'], position=[3.0, 1.0, 2.0], velocity=[0.3, 0.1, 0.2])
+    q, dq = read(serialize_message(msg))
+    np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(dq, [0.1, 0.2, 0.3])
+    msg.velocity = []
+    q, dq = read(serialize_message(msg))
+    np.testing.assert_array_equal(q, [1.0, 2.0, 3.0])
+    assert dq is None
+    msg.position = [3.0, math.nan, 2.0]
+    assert read(serialize_message(msg))[0] is None
+    assert read(serialize_message(JointState(name=['a', 'b'], position=[1.0, 2.0])))[0] is None
+    with pytest.raises(CdrError):
+        read(b'\x00\x01\x00\x00\x01')
