@@ -28,11 +28,10 @@ import pinocchio as pin
 from hil_common.errors import ConfigError
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import rkmk4_step
-from hil_dynamics.servicer import finite_into
+from hil_dynamics.servicer import F64_DTYPE, finite_into
 
 
 
-_F64 = np.dtype(np.float64)     # NumPy's one native float64 dtype (another byte order is another object)
 
 class FreeFloatingServicer:
     """The servicer multibody on a free-flyer root in the orbit frame, without gravity.
@@ -110,7 +109,7 @@ class FreeFloatingServicer:
         n = self.n
         f_b, w_f, v_b, tau, q, dq = wrench_base_com, wrench_flange, self.twist_base_body, tau_arm, self.q_arm, self.dq_arm
         if type(f_b) is type(w_f) is type(v_b) is type(tau) is type(q) is type(dq) is np.ndarray \
-                and f_b.dtype is w_f.dtype is v_b.dtype is tau.dtype is q.dtype is dq.dtype is _F64 \
+                and f_b.dtype is w_f.dtype is v_b.dtype is tau.dtype is q.dtype is dq.dtype is F64_DTYPE \
                 and f_b.shape == w_f.shape == v_b.shape == (6,) and tau.shape == q.shape == dq.shape == (n,):
             # the inputs and the state as they are (float64 vectors; anything else is checked and named by
             # finite_into first): checked and laid out in the compiled call

@@ -27,7 +27,8 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
-           'arm_torque_command', 'client_port_step', 'free_floating_inputs_step']
+           'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
+           'lockstep_inputs_step', 'ee_wrench_as_fext']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -1121,6 +1122,48 @@ def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf
 
 
 @njit(**_OPTS)
+def ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g):
+    """The EE wrench ``F_e`` (EE frame) as the external force of the EE's joint of the orbit model and of the
+    ground arm (``placement``: the EE frame in its joint's, 12-arrays): ``fext[j] = X F_e``."""
+    for i in range(6):
+        fext_o[ee_joint_o, i] = 0.0
+        fext_g[ee_joint_g, i] = 0.0
+    _act_force_add(placement_o, f_e, fext_o[ee_joint_o])
+    _act_force_add(placement_g, f_e, fext_g[ee_joint_g])
+
+
+@njit(**_OPTS)
+def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o, placement_o, ee_joint_g, placement_g,
+                         fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity, nominal_in_lab, nom_m6,
+                         nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic, poses_out, x_out):
+    """:func:`lockstep_rkmk4_step` from the loop's state and inputs as they are held (``g_n, V_n, g_s, V_s, q,
+    dq``; ``F_b``, ``F_e``, ``tau``): the finiteness check, ``F_e`` as external forces (:func:`ee_wrench_as_fext`)
+    and the state vector in the call. Returns False, and changes nothing, if an input is not finite."""
+    n = q.shape[0]
+    for i in range(6):
+        if not (math.isfinite(f_b[i]) and math.isfinite(f_e[i])):
+            return False
+    for i in range(n):
+        if not math.isfinite(tau[i]):
+            return False
+    ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g)
+    poses = np.empty((2, 12))
+    x = np.empty(12 + 2 * n)
+    for i in range(12):
+        poses[0, i] = g_n[i]
+        poses[1, i] = g_s[i]
+    for i in range(6):
+        x[i] = v_n[i]
+        x[6 + i] = v_s[i]
+    for i in range(n):
+        x[12 + i] = q[i]
+        x[12 + n + i] = dq[i]
+    lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
+                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work,
+                        work_ic, poses_out, x_out)
+    return True
+
+@njit(**_OPTS)
 def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out):
     """:meth:`hil_dynamics.servicer.ServicerAdmittance.step` (Eq. 18 with the arm samples held) as one
@@ -1383,7 +1426,8 @@ def warm_up() -> None:
     AbsoluteRigidBody(body, np.full(6, 0.01)).step(np.ones(6), 1e-3)
     loop = build_servicer_loop(servicer_lbr_urdf(), 'lbr_flange', body, np.full(6, 0.01), pin.SE3.Identity(), np.zeros(6),
                                np.full(7, 0.1), np.zeros(7))
-    loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))                       # compiled lockstep
+    loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))                       # compiled lockstep, inputs as held
+    loop.step(1e-3, [0.0] * 6, np.zeros(7), np.zeros(6))                         # checked first, then compiled
     loop.step(1e-3, np.zeros(6), lambda t, q, dq: np.zeros(7), np.zeros(6))     # Pinocchio-fused lockstep
     adm, ff = loop.admittance, loop.feedforward
     s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))

@@ -67,6 +67,11 @@ def finite_vectors(*specs) -> list[np.ndarray]:
     return out
 
 
+#: NumPy's one native float64 dtype: ``value.dtype is F64_DTYPE`` tells a step's fast path that an array is what its
+#: compiled call takes as it is (another byte order is another object, and takes the checked path)
+F64_DTYPE = np.dtype(np.float64)
+
+
 def finite_into(buffer: np.ndarray, *specs) -> None:
     """``(out, value, name)`` triples: each ``value`` copied into ``out``, a view of ``buffer`` (the views
     allocated once by the caller, together covering the 1-D ``buffer``), with one finiteness check of the

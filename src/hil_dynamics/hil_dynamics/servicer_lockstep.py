@@ -28,7 +28,7 @@ import pinocchio as pin
 from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import FusedRKMK4, rkmk4_step
 from hil_dynamics.servicer import (STANDARD_GRAVITY_M_S2, ArmFeedForward, ServicerAdmittance, ServicerModel,
-                                   ServicerState, finite_into, finite_vector, finite_vectors)
+                                   ServicerState, F64_DTYPE, finite_into, finite_vector, finite_vectors)
 from hil_common.errors import ConfigError
 
 # A wrench input: a constant vector, or a function of time [s].
@@ -195,10 +195,10 @@ class ServicerHilLockstep:
         w.zero_fext = np.zeros((ff.model.model.njoints, 6))
         frame = adm.model.model.frames[adm.model.ee_frame_id]
         w.ee_joint_o, w.ee_placement_o = frame.parentJoint, frame.placement
+        w.placement_o, w.placement_g = kernels.pose_array(frame.placement), kernels.pose_array(ground._ee_placement)
         w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * self.n)
         w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12 + 2 * self.n)
         w.inputs = np.empty(12 + self.n)        # [F_b; F_e; tau], checked at once (finite_into)
-        w.last_f_e = None       # the bytes of the EE wrench that fext_o/fext_g hold
         return w
 
     def _step_compiled(self, dt, wrench_base_com, tau_obsw, wrench_ee, w) -> LockstepState:
@@ -206,25 +206,38 @@ class ServicerHilLockstep:
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
         n, ff, ground = self.n, self.feedforward, self.ground_arm
+        s = self.admittance.state
+        nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
+        weights = (1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0, 1.0 if ff.use_gravity else 0.0)
+        f_b, f_e, tau, v_n, v_s, q, dq = (wrench_base_com, wrench_ee, tau_obsw, s.twist_nominal_body,
+                                          s.twist_base_rel_body, self.q_arm, self.dq_arm)
+        if type(f_b) is type(f_e) is type(v_n) is type(v_s) is type(tau) is type(q) is type(dq) is np.ndarray \
+                and f_b.dtype is f_e.dtype is v_n.dtype is v_s.dtype is tau.dtype is q.dtype is dq.dtype is F64_DTYPE \
+                and f_b.shape == f_e.shape == v_n.shape == v_s.shape == (6,) and tau.shape == q.shape == dq.shape == (n,):
+            # the inputs and the state as they are (float64 vectors; anything else is checked and named by
+            # finite_into first): checked, laid out and stepped in one compiled call
+            g_n, g_s = s.pose_arrays()
+            poses, x = np.empty((2, 12)), np.empty(12 + 2 * n)
+            if kernels.lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_b, f_e, tau, w.ee_joint_o, w.placement_o,
+                                            ground._ee_joint, w.placement_g, w.fext_o, w.fext_g, w.zero_fext, w.co,
+                                            w.cf, w.cg, w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6,
+                                            nom_m6_inv, *weights, w.same_ff, w.same_ground_mass, w.work, w.work_ic,
+                                            poses, x):
+                # the new state owns the kernel's output arrays: views into them (nothing writes them again)
+                self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
+                self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]
+                return self.state
         buf = w.inputs                          # views taken here: a copied object keeps no views
         f_b, f_e, tau = buf[:6], buf[6:12], buf[12:]
         finite_into(buf, (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'),
                     (tau, tau_obsw, 'tau_obsw'))
-        key = f_e.tobytes()
-        if key != w.last_f_e:                   # the EE wrench as external forces, when it changed
-            w.fext_o[w.ee_joint_o] = w.ee_placement_o.act(pin.Force(f_e)).vector
-            w.fext_g[ground._ee_joint] = ground._ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = key
-        s = self.admittance.state
+        kernels.ee_wrench_as_fext(f_e, w.ee_joint_o, w.placement_o, ground._ee_joint, w.placement_g, w.fext_o, w.fext_g)
         w.poses[0], w.poses[1] = s.pose_arrays()
         x = w.x
         x[:6], x[6:12], x[12:12 + n], x[12 + n:] = s.twist_nominal_body, s.twist_base_rel_body, self.q_arm, self.dq_arm
-        nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
         kernels.lockstep_rkmk4_step(w.poses, x, dt, f_b, tau, w.fext_o, w.fext_g, w.zero_fext, w.co, w.cf, w.cg,
-                                    w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv,
-                                    1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0,
-                                    1.0 if ff.use_gravity else 0.0, w.same_ff, w.same_ground_mass, w.work, w.work_ic,
-                                    w.poses_out, w.x_out)
+                                    w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv, *weights,
+                                    w.same_ff, w.same_ground_mass, w.work, w.work_ic, w.poses_out, w.x_out)
         x, poses = w.x_out, w.poses_out
         self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0].copy(), x[:6].copy(), poses[1].copy(),
                                                         x[6:12].copy())
