@@ -1027,7 +1027,7 @@ def chain_crba(parents, placements, kind, axis, inertia, q_arm, work, work_ic, m
 
 @njit(**_OPTS)
 def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
-                    nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic,
+                    nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work, work_ic,
                     tw, twists_out, rates_out):
     """The closed loop of seed 004 Fig. 6 at one instant (Eqs. 4, 15, 18, 22, 20), all terms compiled:
     what :meth:`ServicerHilLockstep.accelerations` computes with Pinocchio."""
@@ -1070,7 +1070,12 @@ def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, l
     else:
         for k in range(nv):
             grav[k] = 0.0
-    if same_ground_mass:    # identical arrays: the ground arm's M is the orbit model's
+    if ground_mode == 2 and w_grav != 0.0:   # the ground arm is the orbit model in the lab's gravity with the same
+        # EE wrench (ServicerHilLockstep._compiled_setup): RNEA is linear in the gravity and the external forces,
+        m_g[:, :] = m_o      # so C(V_s) V_s + G - J^T F_e = ff_s + G
+        for k in range(nv):
+            bias_g[k] = ff_s[k] + grav[k]
+    elif ground_mode >= 1:   # identical arrays: the ground arm's M is the orbit model's
         m_g[:, :] = m_o
         chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g, bias_g,
                    True)
@@ -1094,7 +1099,7 @@ def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, l
 
 @njit(**_OPTS)
 def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
-                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic,
+                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work, work_ic,
                         poses_out, x_out):
     """One RKMK4 step of :class:`hil_dynamics.servicer_lockstep.ServicerHilLockstep` with held inputs,
     as one compiled call (``co``/``cf``/``cg``: the orbit, feed-forward and ground-arm chains as
@@ -1110,7 +1115,7 @@ def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf
     xs = np.empty(nx)
     h2 = 0.5 * h
     args = (f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity, nominal_in_lab, nom_m6,
-            nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic, tw)
+            nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work, work_ic, tw)
     _lockstep_rates(poses, x, *args, ks[0], a[0])
     rk_stage(poses, x, ks[0], a[0], us[0], h2, False, gs, xs, us[0], kc[0])
     _lockstep_rates(gs, xs, *args, ks[1], a[1])
@@ -1135,7 +1140,7 @@ def ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fex
 @njit(**_OPTS)
 def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o, placement_o, ee_joint_g, placement_g,
                          fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity, nominal_in_lab, nom_m6,
-                         nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work, work_ic, poses_out, x_out):
+                         nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work, work_ic, poses_out, x_out):
     """:func:`lockstep_rkmk4_step` from the loop's state and inputs as they are held (``g_n, V_n, g_s, V_s, q,
     dq``; ``F_b``, ``F_e``, ``tau``): the finiteness check, ``F_e`` as external forces (:func:`ee_wrench_as_fext`)
     and the state vector in the call. Returns False, and changes nothing, if an input is not finite."""
@@ -1159,7 +1164,7 @@ def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o
         x[12 + i] = q[i]
         x[12 + n + i] = dq[i]
     lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
-                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, same_ground_mass, work,
+                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work,
                         work_ic, poses_out, x_out)
     return True
 

@@ -183,17 +183,24 @@ class ServicerHilLockstep:
         w = type('CompiledWork', (), {})()
         w.co, w.cf, w.cg = co.args(), cf.args(), cg.args()
         w.same_ff = ff.model is adm.model
-        # Assumption 2: the ground arm is the same arm; with identical parameters its mass matrix
-        # is the orbit model's (computed once per stage instead of twice).
-        w.same_ground_mass = all(np.array_equal(a, b) for a, b in zip(w.co, w.cg))
         w.lab_gravity = np.asarray(ff.lab_model.gravity.vector, dtype=float).copy()
         w.ground_gravity = np.asarray(ground.model.gravity.vector, dtype=float).copy()
+        # Assumption 2: the ground arm is the same arm. With identical parameters its mass matrix is the orbit
+        # model's (computed once per stage instead of twice): ground_mode 1. If moreover the feed-forward's model
+        # is the admittance's, the gravities are equal and the EE wrench acts on the same joint at the same
+        # placement, the ground arm's bias is the feed-forward's C(V_s) V_s - J^T F_e plus G (one RNEA less per
+        # stage, while G is computed): ground_mode 2.
+        frame = adm.model.model.frames[adm.model.ee_frame_id]
+        same_mass = all(np.array_equal(a, b) for a, b in zip(w.co, w.cg))
+        same_wrench = frame.parentJoint == ground._ee_joint and np.array_equal(frame.placement.homogeneous,
+                                                                                ground._ee_placement.homogeneous)
+        w.ground_mode = (2 if same_mass and w.same_ff and same_wrench and np.array_equal(w.lab_gravity, w.ground_gravity)
+                         else 1 if same_mass else 0)
         w.nominal_in_lab = kernels.pose_array(ff.pose_nominal_in_lab)
         nj = max(adm.model.model.njoints, ff.model.model.njoints, ground.model.njoints)
         w.work, w.work_ic = np.empty((3, 4, nj, 12)), np.empty((nj, 6, 6))
         w.fext_o, w.fext_g = np.zeros((adm.model.model.njoints, 6)), np.zeros((ground.model.njoints, 6))
         w.zero_fext = np.zeros((ff.model.model.njoints, 6))
-        frame = adm.model.model.frames[adm.model.ee_frame_id]
         w.ee_joint_o, w.ee_placement_o = frame.parentJoint, frame.placement
         w.placement_o, w.placement_g = kernels.pose_array(frame.placement), kernels.pose_array(ground._ee_placement)
         w.poses, w.x = np.empty((2, 12)), np.empty(12 + 2 * self.n)
@@ -221,7 +228,7 @@ class ServicerHilLockstep:
             if kernels.lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_b, f_e, tau, w.ee_joint_o, w.placement_o,
                                             ground._ee_joint, w.placement_g, w.fext_o, w.fext_g, w.zero_fext, w.co,
                                             w.cf, w.cg, w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6,
-                                            nom_m6_inv, *weights, w.same_ff, w.same_ground_mass, w.work, w.work_ic,
+                                            nom_m6_inv, *weights, w.same_ff, w.ground_mode, w.work, w.work_ic,
                                             poses, x):
                 # the new state owns the kernel's output arrays: views into them (nothing writes them again)
                 self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
@@ -237,7 +244,7 @@ class ServicerHilLockstep:
         x[:6], x[6:12], x[12:12 + n], x[12 + n:] = s.twist_nominal_body, s.twist_base_rel_body, self.q_arm, self.dq_arm
         kernels.lockstep_rkmk4_step(w.poses, x, dt, f_b, tau, w.fext_o, w.fext_g, w.zero_fext, w.co, w.cf, w.cg,
                                     w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv, *weights,
-                                    w.same_ff, w.same_ground_mass, w.work, w.work_ic, w.poses_out, w.x_out)
+                                    w.same_ff, w.ground_mode, w.work, w.work_ic, w.poses_out, w.x_out)
         x, poses = w.x_out, w.poses_out
         self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0].copy(), x[:6].copy(), poses[1].copy(),
                                                         x[6:12].copy())

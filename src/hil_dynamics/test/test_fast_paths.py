@@ -159,6 +159,35 @@ def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
     assert worst < TOL
 
 
+@pytest.mark.parametrize('ground_mode', [0, 1, 2])
+def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model_sharing(ground_mode):
+    """The compiled step's ground arm: its own CRBA and RNEA (0), the orbit model's mass matrix (1), or also its
+    bias from the feed-forward's RNEA plus G (2: the same arm, gravity and EE wrench, by RNEA's linearity; what
+    the Envisat loop runs), each against the reference step with an EE wrench."""
+    from hil_dynamics.servicer import ServicerState
+
+    rng = np.random.default_rng(15)
+    loop = _lbr_lockstep(True)
+    n = loop.n
+    loop.step(1e-3, np.zeros(6), np.zeros(n), np.zeros(6))
+    assert loop._chains.ground_mode == 2            # this loop's models allow the sharing
+    loop._chains.ground_mode = ground_mode
+    worst = 0.0
+    for _ in range(6):
+        state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
+                              pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
+        q0, dq0 = loop.q_arm + rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.2, n)
+        f_b, tau, f_e = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
+        out = []
+        for step in (lambda: loop.step(2e-3, f_b, tau, f_e), lambda: loop.step_reference(2e-3, f_b, tau, f_e)):
+            loop.admittance.state, loop.q_arm, loop.dq_arm = copy.deepcopy(state), q0.copy(), dq0.copy()
+            s = step()
+            out.append((s.servicer.pose_base_in_nominal.homogeneous, s.servicer.twist_base_rel_body, s.q_arm, s.dq_arm))
+        for a, b in zip(*out):
+            worst = max(worst, np.abs(a - b).max() / max(1.0, np.abs(b).max()))
+    assert worst < TOL
+
+
 def test_servicer_admittance_fused_step_matches_reference_step():
     """The node's Eq. (18) step with held samples: fused against readable."""
     from hil_dynamics.servicer import ServicerState
