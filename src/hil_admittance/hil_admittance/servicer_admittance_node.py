@@ -53,7 +53,6 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
@@ -62,8 +61,9 @@ from hil_admittance.node_common import JointPicker
 from hil_common.ros_main import guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
-from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder
-from hil_common.conversions import pose_from_msg, pose_to_msg, stamp_to_seconds, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
+                            TwistStampedEncoder)
+from hil_common.conversions import pose_from_msg, stamp_to_seconds, twist_from_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
@@ -71,6 +71,7 @@ from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
 from hil_dynamics.rebase import DEFAULT_LEAD_S, RebaseParams, RebaseSchedule
 from hil_dynamics.rigid_body import RigidBody
+from hil_dynamics.kernels import pose_xyzquat
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
 
 FAULT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -210,11 +211,11 @@ class ServicerAdmittanceNode(Node):
         self.outputs = 0
         self.status = OverloadStatus(self, self.overload, status_prefix, name,
                                      override=lambda: (ERROR, 'holding: wrist F/T fault latched') if self.side.fault else None)
-        self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
-        self.msg_passivity = Float64MultiArray()
-        self.msg_pose.header.frame_id = self.frames[1]
-        self.msg_twist.header.frame_id = self.frames[2]
-        self.msg_state.header.frame_id, self.msg_state.child_frame_id = self.frames[0], self.frames[2]
+        # the decimated messages as raw CDR, their bytes built once and refilled
+        self.encode_pose, self.encode_twist = PoseStampedEncoder(self.frames[1]), TwistStampedEncoder(self.frames[2])
+        self.encode_state = OdometryEncoder(self.frames[0], self.frames[2])
+        self.encode_passivity = Float64ArrayEncoder(5)
+        self._xyzquat = np.empty(7)
         if timer:
             self.create_timer(1.0 / p.rate_hz, self.tick)
 
@@ -308,19 +309,14 @@ class ServicerAdmittanceNode(Node):
         self.outputs += 1
         if self.outputs % self.decimation:
             return
-        stamp = Time(nanoseconds=self.t0_ns + int(round(out.step_time_s * 1e9))).to_msg()
-        self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp
-        pose_to_msg(out.pose_table_cmd, self.msg_pose.pose)
-        twist_to_msg(out.twist_table_cmd, self.msg_twist.twist)
-        g_b, v_b = out.state.absolute()
-        pose_to_msg(g_b, self.msg_state.pose.pose)
-        twist_to_msg(v_b, self.msg_state.twist.twist)
-        self.pub_pose.publish(self.msg_pose)
-        self.pub_twist.publish(self.msg_twist)
-        self.pub_state.publish(self.msg_state)
+        # raw CDR (hil_common.cdr), stamped with the step's time on the ROS clock
+        sec, nanosec = divmod(self.t0_ns + int(round(out.step_time_s * 1e9)), 1_000_000_000)
+        self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(out.pose_table_cmd_array, self._xyzquat)))
+        self.pub_twist.publish(self.encode_twist(sec, nanosec, out.twist_table_cmd))
+        g_b, v_b = out.state.absolute_arrays()
+        self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_b, self._xyzquat), v_b))
         if out.passivity is not None:
-            self.msg_passivity.data = out.passivity.as_list()
-            self.pub_passivity.publish(self.msg_passivity)
+            self.pub_passivity.publish(self.encode_passivity(out.passivity.as_list()))
 
 
 def main(args=None) -> int:

@@ -42,6 +42,7 @@ Times are seconds on the node's clock.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,8 @@ from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
-from hil_dynamics.se3 import transform_wrench
+from hil_dynamics.kernels import array_pose, pose_array
+from hil_dynamics.se3 import wrench_transform_matrix
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState
 
 
@@ -61,13 +63,18 @@ class ServicerOutput:
     """What the node publishes after a tick."""
 
     state: ServicerState
-    pose_table_cmd: pin.SE3           # g_s, or g_s(0)^-1 g_s with ``table_pose_from_start``
+    pose_table_cmd_array: np.ndarray  # g_s, or g_s(0)^-1 g_s with ``table_pose_from_start``, as a 12-array (read only)
     twist_table_cmd: np.ndarray       # V_s (zero while holding)
     tau_q: np.ndarray                 # Eq. (22) joint torques (gravity compensation only while holding)
     passivity: PassivityOutput | None
     holding: bool
     step_time_s: float                # the simulated time the state belongs to (node clock)
     rebase_plan: RebasePlan | None = None    # a re-basing plan made at this tick (to publish)
+
+    @property
+    def pose_table_cmd(self) -> pin.SE3:
+        """The table's commanded pose as a ``pin.SE3`` (built when read: the hot path takes the array)."""
+        return array_pose(self.pose_table_cmd_array)
 
 
 class ServicerSide:
@@ -86,6 +93,7 @@ class ServicerSide:
         self.unpublished_plan: RebasePlan | None = None    # made, not yet handed out in an output
         self.overload = overload
         self.pose_sensor_in_ee = pose_sensor_in_ee
+        self._wrench_sensor_to_ee = wrench_transform_matrix(pose_sensor_in_ee)
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
         self.n = adm.model.n
         self.pacer = StepPacer(self.dt_s, t0_s, max_catch_up)
@@ -106,7 +114,7 @@ class ServicerSide:
     # -- inputs ----------------------------------------------------------------------------
     def _finite(self, what: str, value, size: int) -> np.ndarray | None:
         value = np.asarray(value, dtype=float)
-        if value.shape != (size,) or not np.all(np.isfinite(value)):
+        if value.shape != (size,) or (not math.isfinite(sum(value.tolist())) and not np.isfinite(value).all()):
             self.reject(f'{what} {value.tolist()}')
             return None
         return value
@@ -119,7 +127,7 @@ class ServicerSide:
         """The wrist F/T wrench in the sensor frame; stored as ``F_e`` in the EE frame."""
         w = self._finite('wrench_ee', wrench_sensor, 6)
         if w is not None:
-            self.wrench_ee.set(transform_wrench(self.pose_sensor_in_ee, w), now_s)
+            self.wrench_ee.set(self._wrench_sensor_to_ee @ w, now_s)       # transform_wrench as its matrix
         return w is not None
 
     def set_wrench_base(self, wrench_base_com, now_s: float) -> bool:
@@ -262,7 +270,8 @@ class ServicerSide:
                 self.reject(str(exc))
                 return None
             twist_cmd = s.twist_base_rel_body
-        pose_cmd = s.pose_base_in_nominal if self.pose_start_inv is None else self.pose_start_inv * s.pose_base_in_nominal
+        pose_cmd = (s.pose_arrays()[1] if self.pose_start_inv is None
+                    else pose_array(self.pose_start_inv * s.pose_base_in_nominal))
         plan, self.unpublished_plan = self.unpublished_plan, None   # out with the first output after it was made
         return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, holding,
                               self.pacer.step_time(self.pacer.steps_done), plan)

@@ -51,7 +51,7 @@ from hil_bringup.client_hot_path import ClientHotPath
 from hil_common.overload import overload_guard, overload_params
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder, PoseStampedEncoder,
                             decode_wrench_stamped)
-from hil_dynamics.kernels import xyzquat_into
+from hil_dynamics.kernels import pose_xyzquat
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -165,20 +165,12 @@ class ClientHotPathNode(Node):
             return
         state = out.state
         self.samples += 1
-        if self.samples % self.decimation == 0:      # raw CDR (hil_common.cdr), poses by xyzquat_into
+        if self.samples % self.decimation == 0:      # raw CDR (hil_common.cdr)
             sec, nanosec = divmod(self.get_clock().now().nanoseconds, 1_000_000_000)
             g_t, v_t = state.absolute_arrays()
-            self.pub_state.publish(self.encode_state(sec, nanosec, self._pose_xyzquat(g_t), v_t))
+            self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
             self.pub_passivity.publish(self.encode_passivity(self.rule.port.out.as_list()))
-            self.pub_pose.publish(self.encode_pose(sec, nanosec, self._pose_xyzquat(state.pose_arrays()[1])))
-
-    def _pose_xyzquat(self, pose) -> np.ndarray:
-        """A 12-array pose as a message's ``[x, y, z, qx, qy, qz, qw]``, ``qw >= 0`` as ``pose_to_msg`` gives it."""
-        out = self._xyzquat
-        xyzquat_into(pose, out)
-        if out[6] < 0.0:
-            out[3:] *= -1.0
-        return out
+            self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(state.pose_arrays()[1], self._xyzquat)))
 
 
     def publish_status(self) -> None:

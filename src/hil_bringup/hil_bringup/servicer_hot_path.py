@@ -71,6 +71,8 @@ class ServicerHotPath:
         self.sample_timeout_s = float(sample_timeout_s)
         self.last_sample_s: float | None = None     # the newest wrist sample (table's clock)
         self.target, self.twist, self.twist_from_joints = target, twist, twist_from_joints
+        # a CommandFrame's target (its target_array: the side's 12-array into MotionTable.step_array, no pin.SE3)
+        self._target_array = getattr(getattr(target, '__self__', None), 'target_array', None)
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
         self.q_measured: np.ndarray | None = None
@@ -130,9 +132,13 @@ class ServicerHotPath:
             self.counters['no_joint_states'] += 1
             return None
         age = now_s - self.joints.last_s if self.joints.usable else math.inf   # recovering: still holding
-        table = self.table.step(self.target(out.pose_table_cmd), q_measured=self.q_measured,
-                                twist_ff_body=None if out.holding else self.twist(out.twist_table_cmd),
-                                t=out.step_time_s, measurement_age=age)
+        twist_ff = None if out.holding else self.twist(out.twist_table_cmd)
+        if self._target_array is not None:
+            table = self.table.step_array(self._target_array(out.pose_table_cmd_array), q_measured=self.q_measured,
+                                          twist_ff_body=twist_ff, t=out.step_time_s, measurement_age=age)
+        else:
+            table = self.table.step(self.target(out.pose_table_cmd), q_measured=self.q_measured,
+                                    twist_ff_body=twist_ff, t=out.step_time_s, measurement_age=age)
         reason = ', '.join(table.faults or self.table.latched_faults) or silent or \
             ('wrist F/T fault latched' if self.ft_fault else '') or \
             (f'joint_states {joints}' if not self.joints.usable else '')

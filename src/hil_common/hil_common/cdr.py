@@ -210,6 +210,17 @@ class PoseStampedEncoder(_StampedEncoder):
         return self._bytes(sec, nanosec)
 
 
+class TwistStampedEncoder(_StampedEncoder):
+    """``geometry_msgs/TwistStamped`` with a fixed frame id: ``(sec, nanosec, [v; w])``."""
+
+    def __init__(self, frame_id: str):
+        super().__init__(frame_id, None, 6)
+
+    def __call__(self, sec: int, nanosec: int, twist) -> bytes:
+        self._doubles[:] = twist
+        return self._bytes(sec, nanosec)
+
+
 def decode_float64_array(buf) -> np.ndarray:
     """``std_msgs/Float64MultiArray`` -> ``data`` (the layout's dimensions are skipped)."""
     try:

@@ -135,3 +135,15 @@ def test_a_raw_joint_state_stream_reads_in_the_expected_order():
     assert read(serialize_message(JointState(name=['a', 'b'], position=[1.0, 2.0])))[0] is None
     with pytest.raises(CdrError):
         read(b'\x00\x01\x00\x00\x01')
+
+
+@pytest.mark.parametrize('frame_id', ['', 'a', 'servicer_base_com'])
+def test_twist_stamped_encodes_what_rclpy_reads(frame_id):
+    from geometry_msgs.msg import TwistStamped
+
+    from hil_common.cdr import TwistStampedEncoder
+    twist = np.array([0.1, -0.2, 0.3, -1e-3, 2e-3, -3e-3])
+    msg = deserialize_message(TwistStampedEncoder(frame_id)(5, 6, twist), TwistStamped)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (5, 6, frame_id)
+    v, w = msg.twist.linear, msg.twist.angular
+    np.testing.assert_array_equal([v.x, v.y, v.z, w.x, w.y, w.z], twist)

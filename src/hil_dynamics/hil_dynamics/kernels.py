@@ -588,6 +588,16 @@ def xyzquat_into(g, out):
     out[3], out[4], out[5], out[6] = x / n, y / n, z / n, w / n
 
 
+def pose_xyzquat(g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """A 12-array pose as a message's ``[x, y, z, qx, qy, qz, qw]`` with ``qw >= 0``, as
+    :func:`hil_common.conversions.pose_to_msg` writes a ``pin.SE3`` (:func:`xyzquat_into`, then the sign)."""
+    out = np.empty(7) if out is None else out
+    xyzquat_into(g, out)
+    if out[6] < 0.0:
+        out[3:] *= -1.0
+    return out
+
+
 @njit(**_OPTS)
 def lockstep_solve(m_o, m_g, bias_base, ff_bias_s, ff_bias_b, grav, bias_ground, tau, f_b, delta_dot,
                    w_ff1, w_ff23, w_grav, lhs, rhs, sol):

@@ -421,3 +421,21 @@ def test_a_state_on_arrays_reads_as_the_poses_it_was_given():
                 g, v = state.absolute()
                 assert np.abs(g.homogeneous - want_g.homogeneous).max() < TOL * max(1.0, np.abs(want_g.translation).max())
                 assert np.abs(v - want_v).max() < TOL * max(1.0, np.abs(want_v).max())
+
+
+def test_a_pose_array_reads_as_the_message_pose_to_msg_writes():
+    """kernels.pose_xyzquat (the hot paths' raw messages) against conversions.pose_to_msg (qw >= 0) on random poses,
+    near the half turns too (where a quaternion's sign is chosen)."""
+    from geometry_msgs.msg import Pose
+
+    from hil_common.conversions import pose_to_msg
+    rng = np.random.default_rng(31)
+    for k in range(200):
+        axis = rng.normal(size=3)
+        angle = np.pi - 1e-9 * rng.random() if k % 4 == 0 else rng.uniform(-np.pi, np.pi)
+        g = pin.SE3(pin.exp3(angle * axis / np.linalg.norm(axis)), rng.normal(size=3))
+        msg = Pose()
+        pose_to_msg(g, msg)
+        want = [msg.position.x, msg.position.y, msg.position.z, msg.orientation.x, msg.orientation.y,
+                msg.orientation.z, msg.orientation.w]
+        np.testing.assert_allclose(kernels.pose_xyzquat(kernels.pose_array(g)), want, rtol=0.0, atol=1e-12)

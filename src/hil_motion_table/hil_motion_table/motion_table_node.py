@@ -61,7 +61,7 @@ from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table.kinematics import HexapodKinematics
 from hil_motion_table.kinematics_helpers import (ROBOTS, body_twist_from_joints, flange_target_from_body_motion,
-                                                 flange_twist_from_body_twist, home_pose, make_kinematics, reorder)
+                                                 home_pose, make_kinematics, reorder)
 from hil_motion_table.table import MotionTable, TableLimits, home_for_nominal_frame, tracking_error
 from hil_dynamics.kernels import pose_array, pose_mul_into
 from hil_motion_table.tracking import PoseHistory, TrackingStats
@@ -141,6 +141,7 @@ class CommandFrame:
         # a serial robot's measured body twist Y^-1 J_b(q) dq (body_twist_from_joints) with Ad_{Y^-1} built once
         self._ad_body_from_flange = (None if isinstance(kin, HexapodKinematics)
                                      else self.pose_body_in_flange.toActionMatrixInverse())
+        self._ad_flange_from_body = self.pose_body_in_flange.toActionMatrix()     # Ad_Y of flange_twist_from_body_twist
         self.target_array(pose_array(pin.SE3.Identity()))      # load the compiled product now, not in a first command
 
     def _set_home_arrays(self) -> None:
@@ -170,7 +171,10 @@ class CommandFrame:
 
     def twist(self, twist_body):
         """The flange's twist feed-forward for the body's (identity in ``command_frame`` 'base')."""
-        return twist_body if self.home is None else flange_twist_from_body_twist(self.pose_body_in_flange, twist_body)
+        if self.home is None:
+            return twist_body
+        # flange_twist_from_body_twist(Y, V) = Ad_Y V, with Ad_Y built once
+        return self._ad_flange_from_body @ np.asarray(twist_body, dtype=float)
 
     def twist_from_joints(self, q, dq, measured=None):
         """The body's realised twist from measured joints (``body_twist_from_joints``)."""

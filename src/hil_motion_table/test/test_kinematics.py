@@ -154,13 +154,14 @@ def test_the_measured_body_twist_is_the_finite_difference_of_the_body_pose(robot
                                                   ('hexapod', 'home')])
 def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
     """CommandFrame's array forms (the hot paths': target_array, the serial twist_from_joints with Ad_{Y^-1} built
-    once) give what its pin.SE3 forms and body_twist_from_joints give."""
+    once, twist with Ad_Y built once) give what its pin.SE3 forms, body_twist_from_joints and
+    flange_twist_from_body_twist give."""
     import pinocchio as pin
 
     from hil_common.params import ParamValues, validate
     from hil_dynamics.kernels import array_pose, pose_array
     from hil_motion_table import motion_table_node as table_node
-    from hil_motion_table.kinematics_helpers import body_twist_from_joints, make_kinematics
+    from hil_motion_table.kinematics_helpers import body_twist_from_joints, flange_twist_from_body_twist, make_kinematics
 
     kin = make_kinematics(robot)
     p = ParamValues(validate(table_node.PARAMS, {'robot': robot, 'command_frame': command_frame,
@@ -176,3 +177,6 @@ def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
         dq = 0.01 * rng.standard_normal(kin.dof)
         np.testing.assert_allclose(frame.twist_from_joints(q, dq),
                                    body_twist_from_joints(kin, q, dq, frame.pose_body_in_flange), rtol=0.0, atol=1e-12)
+        twist_body = 0.1 * rng.standard_normal(6)
+        want = twist_body if frame.home is None else flange_twist_from_body_twist(frame.pose_body_in_flange, twist_body)
+        np.testing.assert_allclose(frame.twist(twist_body), want, rtol=0.0, atol=1e-14)
