@@ -28,7 +28,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
            'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
-           'lockstep_inputs_step', 'ee_wrench_as_fext']
+           'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -1241,6 +1241,35 @@ def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, n
 
 
 @njit(**_OPTS)
+def admittance_inputs_step(g_n, v_n, g_s, v_s, h, q, dq, ddq, f_b, f_e, ee_joint, placement, fext, zero_fext, co,
+                           nom_m6, nom_m6_inv, work, work_ic, poses_out, x_out):
+    """:func:`admittance_rkmk4_step` from the admittance's state and the samples as they are held (``q, dq,
+    ddq``, ``F_b``, ``F_e``): the finiteness check, ``F_e`` as the EE joint's external force (``placement``: the EE
+    frame in its joint's, 12-array) and the state in the call. Returns False, and changes nothing, if a sample is
+    not finite."""
+    n = q.shape[0]
+    for i in range(6):
+        if not (math.isfinite(f_b[i]) and math.isfinite(f_e[i])):
+            return False
+    for i in range(n):
+        if not (math.isfinite(q[i]) and math.isfinite(dq[i]) and math.isfinite(ddq[i])):
+            return False
+    for i in range(6):
+        fext[ee_joint, i] = 0.0
+    _act_force_add(placement, f_e, fext[ee_joint])
+    poses = np.empty((2, 12))
+    x = np.empty(12)
+    for i in range(12):
+        poses[0, i] = g_n[i]
+        poses[1, i] = g_s[i]
+    for i in range(6):
+        x[i] = v_n[i]
+        x[6 + i] = v_s[i]
+    admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
+                          poses_out, x_out)
+    return True
+
+@njit(**_OPTS)
 def _free_floating_rates(x, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, twists_out, rates_out):
     """Forward dynamics of a free-flyer chain without gravity, ``M(q) a = tau - C(q, v) v + J^T f``, as
     Pinocchio's ``aba`` gives it: ``M`` by the compiled CRBA, the rest by the compiled RNEA at zero
@@ -1445,7 +1474,8 @@ def warm_up() -> None:
     loop.step(1e-3, [0.0] * 6, np.zeros(7), np.zeros(6))                         # checked first, then compiled
     loop.step(1e-3, np.zeros(6), lambda t, q, dq: np.zeros(7), np.zeros(6))     # Pinocchio-fused lockstep
     adm, ff = loop.admittance, loop.feedforward
-    s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
+    s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))     # samples as held
+    adm.step(1e-3, [0.0] * 7, np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))         # checked first
     adm.step_pinocchio(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))
     ff.torques(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_base_in_nominal, s.twist_base_rel_body,
                s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))

@@ -441,7 +441,25 @@ class ServicerAdmittance:
         if w is None:
             w = self._fused = self._fused_setup()
         if w.chain is not None:
-            buf, n = w.inputs, self.model.n     # views taken here: a copied rule keeps no views
+            n, s = self.model.n, self.state
+            q, dq, ddq, f_b, f_e, v_n, v_s = (q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, s.twist_nominal_body,
+                                              s.twist_base_rel_body)
+            if type(q) is type(dq) is type(ddq) is type(f_b) is type(f_e) is type(v_n) is type(v_s) is np.ndarray \
+                    and q.dtype is dq.dtype is ddq.dtype is f_b.dtype is f_e.dtype is F64_DTYPE \
+                    and v_n.dtype is v_s.dtype is F64_DTYPE and q.shape == dq.shape == ddq.shape == (n,) \
+                    and f_b.shape == f_e.shape == v_n.shape == v_s.shape == (6,):
+                # the samples and the state as they are (float64 vectors; anything else is checked and named by
+                # finite_into first): checked, laid out and stepped in one compiled call
+                g_n, g_s = s.pose_arrays()
+                poses, x = np.empty((2, 12)), np.empty(12)
+                nom_m6, nom_m6_inv = self.nominal_matrices()
+                if kernels.admittance_inputs_step(g_n, v_n, g_s, v_s, dt, q, dq, ddq, f_b, f_e, w.ee_joint, w.placement,
+                                                  w.fext, w.zero_fext, w.chain, nom_m6, nom_m6_inv, w.work, w.work_ic,
+                                                  poses, x):
+                    # the new state owns the kernel's output arrays: views into them (nothing writes them again)
+                    self.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:])
+                    return self.state
+            buf = w.inputs                      # views taken here: a copied rule keeps no views
             q, dq, ddq, f_b, f_e = buf[:n], buf[n:2 * n], buf[2 * n:3 * n], buf[3 * n:3 * n + 6], buf[3 * n + 6:]
             finite_into(buf, (q, q_arm, 'q_arm'), (dq, dq_arm, 'dq_arm'), (ddq, ddq_arm, 'ddq_arm'),
                         (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'))
@@ -492,10 +510,8 @@ class ServicerAdmittance:
 
     def _step_compiled(self, dt, q, dq, ddq, f_b, f_e, w) -> ServicerState:
         """:meth:`step` as one compiled call (:func:`hil_dynamics.kernels.admittance_rkmk4_step`)."""
-        key = f_e.tobytes()
-        if key != w.last_f_e:                   # the EE wrench as an external force, when it changed
-            w.fext[w.ee_joint] = w.ee_placement.act(pin.Force(f_e)).vector
-            w.last_f_e = key
+        w.fext[w.ee_joint] = 0.0                # the EE wrench as the EE joint's external force
+        kernels._act_force_add(w.placement, f_e, w.fext[w.ee_joint])
         s = self.state
         w.poses[0], w.poses[1] = s.pose_arrays()
         w.x[:6], w.x[6:] = s.twist_nominal_body, s.twist_base_rel_body
@@ -518,9 +534,9 @@ class ServicerAdmittance:
             w.fext, w.zero_fext = np.zeros((pm.njoints, 6)), np.zeros((pm.njoints, 6))
             frame = pm.frames[self.model.ee_frame_id]
             w.ee_joint, w.ee_placement = frame.parentJoint, frame.placement
+            w.placement = kernels.pose_array(frame.placement)
             w.poses_out, w.x_out = np.empty((2, 12)), np.empty(12)
             w.inputs = np.empty(3 * self.model.n + 12)    # [q; dq; ddq; F_b; F_e], checked at once (finite_into)
-            w.last_f_e = None                   # the bytes of the EE wrench that fext holds
         w.rk = FusedRKMK4(2, 12)
         w.d_mass, w.d_jac, w.d_nle = pm.createData(), pm.createData(), pm.createData()
         w.cfg, w.vel = pin.neutral(pm), np.zeros(pm.nv)
