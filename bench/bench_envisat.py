@@ -328,6 +328,8 @@ class Probe:
     def ft_loop(self):
         """Publish the F/T stream at 1 kHz from a dedicated thread on an absolute schedule."""
         next_t = time.perf_counter()
+        last_send = None
+        self.send_gaps = []        # (probe time, ms) of the probe's own pauses over 10 ms while recording
         while not self.stop.is_set():
             next_t += PERIOD_S
             k = self.k
@@ -356,6 +358,10 @@ class Probe:
                 if self.recording:
                     self.sent_ns[stamp_ns] = time.perf_counter()
             self.pub_ft.publish(self.msg_ft)
+            sent = time.perf_counter()
+            if self.recording and last_send is not None and sent - last_send > 0.010:
+                self.send_gaps.append((round(sent % 1000, 2), round((sent - last_send) * 1e3, 1)))
+            last_send = sent
             if k % 10 == 0:
                 self.js.header.stamp = self.node.get_clock().now().to_msg()
                 self.pub_js.publish(self.js)
@@ -556,6 +562,9 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     if probe.lost:
         print(f'    {probe.lost} pulses lost (not seen within {PULSE_EVERY} ms), at probe times '
               f'{getattr(probe, "lost_at", [])[:20]}', flush=True)
+    if getattr(probe, 'send_gaps', None):       # then the stream itself paused: the probe's, not the hot path's
+        print(f'    the probe\'s own F/T stream paused {len(probe.send_gaps)} time(s) over 10 ms (probe time, ms): '
+              f'{probe.send_gaps[:10]}', flush=True)
     if probe.statuses:
         print(f'    the hot path was not OK {len(probe.statuses)} time(s) (probe time, level, message): '
               f'{probe.statuses[:5]}', flush=True)
