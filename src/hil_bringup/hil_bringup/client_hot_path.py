@@ -131,7 +131,7 @@ class ClientHotPath:
             self.counters['refused_joint_states'] += 1
             return False
         q = np.asarray(q, dtype=float)
-        if not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all():     # a sum may overflow
+        if q.ndim != 1 or (not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all()):   # a sum may overflow
             self.counters['refused_joint_states'] += 1
             return False
         self.q_measured = q

@@ -304,3 +304,19 @@ def test_a_jittered_stream_is_one_step_a_sample_and_keeps_the_time_exact(values)
         expected_steps += steps
     assert rule.counters['steps'] == expected_steps
     assert rule.admittance.state.t == pytest.approx(dt + t, abs=1e-12)
+
+
+def test_malformed_joint_states_are_refused_and_counted(values):
+    """A non-finite or non-vector q is refused (counted, nothing taken); a non-finite or mis-sized dq is dropped
+    (no measured twist) while q is taken; finite values whose sum overflows are still finite."""
+    admittance, pose_sensor_in_client = client_node.build_rule(values)
+    table = table_node.build_table(values, clock=None)
+    rule = ClientHotPath(admittance, pose_sensor_in_client, table, rate_hz=50.0)
+    q0 = np.asarray(table.kin.q_home, dtype=float)
+    for bad in (np.where(np.arange(6) == 3, np.nan, q0), np.full(6, np.inf), np.float64(0.3), None):
+        assert not rule.joint_states(bad, 0.0)
+    assert rule.counters['refused_joint_states'] == 4 and rule.q_measured is None and not table.initialized
+    assert rule.joint_states(q0, 0.01, [0.0, 0.0, np.nan, 0.0, 0.0, 0.0])
+    assert rule.dq_measured is None and np.array_equal(rule.q_measured, q0)
+    assert rule.joint_states(q0, 0.02, np.zeros(5)) and rule.dq_measured is None
+    assert rule.joint_states(q0, 0.03, np.full(6, 1e308)) and rule.dq_measured is not None
