@@ -216,6 +216,7 @@ class ServicerAdmittanceNode(Node):
         self.encode_state = OdometryEncoder(self.frames[0], self.frames[2])
         self.encode_passivity = Float64ArrayEncoder(5)
         self._xyzquat = np.empty(7)
+        pose_xyzquat(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]), self._xyzquat)   # loaded now (the identity)
         if timer:
             self.create_timer(1.0 / p.rate_hz, self.tick)
 

@@ -113,6 +113,7 @@ class ClientHotPathNode(Node):
         self.encode_pose = PoseStampedEncoder(self.frames[1])
         self.encode_passivity = Float64ArrayEncoder(5)
         self._xyzquat = np.empty(7)
+        pose_xyzquat(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]), self._xyzquat)   # loaded now (the identity)
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)

@@ -590,7 +590,8 @@ def xyzquat_into(g, out):
 
 def pose_xyzquat(g: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """A 12-array pose as a message's ``[x, y, z, qx, qy, qz, qw]`` with ``qw >= 0``, as
-    :func:`hil_common.conversions.pose_to_msg` writes a ``pin.SE3`` (:func:`xyzquat_into`, then the sign)."""
+    :func:`hil_common.conversions.pose_to_msg` writes a ``pin.SE3`` (:func:`xyzquat_into`, then the sign). A node
+    calls it once when it is built, so that the compiled part is loaded then, not in its first real-time tick."""
     out = np.empty(7) if out is None else out
     xyzquat_into(g, out)
     if out[6] < 0.0:
@@ -1137,6 +1138,16 @@ def lockstep_rkmk4_step(poses, x, h, f_b, tau, fext_o, fext_g, zero_fext, co, cf
 
 
 @njit(**_OPTS)
+def _finite3(a, b, c):
+    """Every entry of the three vectors is finite (the inputs-as-held steps' check, before anything changes)."""
+    for v in (a, b, c):
+        for i in range(v.shape[0]):
+            if not math.isfinite(v[i]):
+                return False
+    return True
+
+
+@njit(**_OPTS)
 def ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g):
     """The EE wrench ``F_e`` (EE frame) as the external force of the EE's joint of the orbit model and of the
     ground arm (``placement``: the EE frame in its joint's, 12-arrays): ``fext[j] = X F_e``."""
@@ -1155,12 +1166,8 @@ def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o
     dq``; ``F_b``, ``F_e``, ``tau``): the finiteness check, ``F_e`` as external forces (:func:`ee_wrench_as_fext`)
     and the state vector in the call. Returns False, and changes nothing, if an input is not finite."""
     n = q.shape[0]
-    for i in range(6):
-        if not (math.isfinite(f_b[i]) and math.isfinite(f_e[i])):
-            return False
-    for i in range(n):
-        if not math.isfinite(tau[i]):
-            return False
+    if not _finite3(f_b, f_e, tau):
+        return False
     ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g)
     poses = np.empty((2, 12))
     x = np.empty(12 + 2 * n)
@@ -1247,13 +1254,8 @@ def admittance_inputs_step(g_n, v_n, g_s, v_s, h, q, dq, ddq, f_b, f_e, ee_joint
     ddq``, ``F_b``, ``F_e``): the finiteness check, ``F_e`` as the EE joint's external force (``placement``: the EE
     frame in its joint's, 12-array) and the state in the call. Returns False, and changes nothing, if a sample is
     not finite."""
-    n = q.shape[0]
-    for i in range(6):
-        if not (math.isfinite(f_b[i]) and math.isfinite(f_e[i])):
-            return False
-    for i in range(n):
-        if not (math.isfinite(q[i]) and math.isfinite(dq[i]) and math.isfinite(ddq[i])):
-            return False
+    if not (_finite3(q, dq, ddq) and _finite3(f_b, f_e, f_e)):
+        return False
     for i in range(6):
         fext[ee_joint, i] = 0.0
     _act_force_add(placement, f_e, fext[ee_joint])
@@ -1330,12 +1332,8 @@ def free_floating_inputs_step(pose, v_b, q, dq, h, wrench_base_com, tau_arm, wre
     moved into ``fext[ee_joint]`` by ``pose_flange_in_joint``. Returns False, and changes nothing, if an input is
     not finite (the caller then names it)."""
     n = tau_arm.shape[0]
-    for i in range(6):
-        if not (math.isfinite(wrench_base_com[i]) and math.isfinite(wrench_flange[i])):
-            return False
-    for i in range(n):
-        if not math.isfinite(tau_arm[i]):
-            return False
+    if not _finite3(wrench_base_com, wrench_flange, tau_arm):
+        return False
     tau = np.empty(6 + n)
     x = np.empty(6 + 2 * n)
     for i in range(6):

@@ -252,6 +252,14 @@ class ClientPort:
         self.integration_j = 0.0          # what the integrator created in the last step [J]
         self.out = PassivityOutput(0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(6))
         self._after = (None, None, None)  # (state, g_t, V_t) after the last step: its Eq. 23 map, reused
+        # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick: on copies,
+        # nothing of the port or the admittance changes
+        if hasattr(admittance, 'step_arrays') and self.controller.n == 6:
+            c = self.controller
+            arrays, constants = admittance.step_arrays()
+            kernels.client_port_step(c._acc.copy(), c._prev.copy(), c.mass_matrix, np.zeros(6), np.zeros(6), 1e-3, 0.0,
+                                     c.enabled, c.max_rate_per_s, c.threshold_j, np.empty(6), np.empty(6), *arrays,
+                                     *constants)
 
     def step(self, wrench_com, dt: float, twist_measured=None):
         """One step of ``dt`` under ``wrench_com`` (the measured wrench at the client CoM, body axes);

@@ -343,6 +343,11 @@ class ServicerAdmittance:
             kernels.admittance_rkmk4_step(np.tile(kernels.pose_array(pin.SE3.Identity()), (2, 1)), np.zeros(12), 1e-3,
                                           np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(6), w.fext, w.zero_fext,
                                           w.chain, *self.nominal_matrices(), w.work, w.work_ic, w.poses_out, w.x_out)
+            g = kernels.pose_array(pin.SE3.Identity())      # and the step on the samples as held (step's path)
+            kernels.admittance_inputs_step(g, np.zeros(6), g.copy(), np.zeros(6), 1e-3, np.zeros(n), np.zeros(n),
+                                           np.zeros(n), np.zeros(6), np.zeros(6), w.ee_joint, w.placement, w.fext,
+                                           w.zero_fext, w.chain, *self.nominal_matrices(), w.work, w.work_ic,
+                                           np.empty((2, 12)), np.empty(12))
 
     def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal_body=None) -> ServicerState:
         """Switch to another nominal keeping ``g_b``, ``V_b`` (Eq. 23); ``nominal_body`` gives its

@@ -129,20 +129,25 @@ def _lbr_lockstep(share_model: bool):
     return loop
 
 
+def _random_lockstep_case(rng, loop):
+    """A random servicer state, arm state and inputs ``(state, q, dq, F_b, tau, F_e)`` for ``loop``."""
+    from hil_dynamics.servicer import ServicerState
+
+    n = loop.n
+    state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
+                          pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
+    q0, dq0 = loop.q_arm + rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.2, n)
+    return state, q0, dq0, rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
+
+
 @pytest.mark.parametrize('share_model', [False, True], ids=['own_ff_model', 'shared_model'])
 def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
     """Eqs. (18), (22), (20) closed (seed 004 Fig. 6): fused step against the rules' own methods."""
-    from hil_dynamics.servicer import ServicerState
-
     rng = np.random.default_rng(5)
     loop = _lbr_lockstep(share_model)
-    n = loop.n
     worst = 0.0
     for _ in range(6):
-        state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
-                              pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
-        q0, dq0 = loop.q_arm + rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.2, n)
-        f_b, tau, f_e = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
+        state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
         dt = 10.0 ** rng.uniform(-4.0, -1.5)
         out = []
         steps = (lambda: loop.step(dt, f_b, tau, f_e),                      # compiled (held inputs)
@@ -164,8 +169,6 @@ def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model
     """The compiled step's ground arm: its own CRBA and RNEA (0), the orbit model's mass matrix (1), or also its
     bias from the feed-forward's RNEA plus G (2: the same arm, gravity and EE wrench, by RNEA's linearity; what
     the Envisat loop runs), each against the reference step with an EE wrench."""
-    from hil_dynamics.servicer import ServicerState
-
     rng = np.random.default_rng(15)
     loop = _lbr_lockstep(True)
     n = loop.n
@@ -174,10 +177,7 @@ def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model
     loop._chains.ground_mode = ground_mode
     worst = 0.0
     for _ in range(6):
-        state = ServicerState(0.0, _random_pose(rng), rng.normal(0.0, 0.05, 6),
-                              pin.SE3(pin.exp3(rng.normal(0.0, 0.3, 3)), rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 0.05, 6))
-        q0, dq0 = loop.q_arm + rng.normal(0.0, 0.3, n), rng.normal(0.0, 0.2, n)
-        f_b, tau, f_e = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, n), rng.normal(0.0, 30.0, 6)
+        state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
         out = []
         for step in (lambda: loop.step(2e-3, f_b, tau, f_e), lambda: loop.step_reference(2e-3, f_b, tau, f_e)):
             loop.admittance.state, loop.q_arm, loop.dq_arm = copy.deepcopy(state), q0.copy(), dq0.copy()
