@@ -1148,6 +1148,17 @@ def _finite3(a, b, c):
 
 
 @njit(**_OPTS)
+def _relative_state_into(g_n, v_n, g_s, v_s, poses, x):
+    """An admittance's state ``(g_n, V_n, g_s, V_s)`` as a step's ``poses`` (2, 12) and the first 12 entries of ``x``."""
+    for i in range(12):
+        poses[0, i] = g_n[i]
+        poses[1, i] = g_s[i]
+    for i in range(6):
+        x[i] = v_n[i]
+        x[6 + i] = v_s[i]
+
+
+@njit(**_OPTS)
 def ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g):
     """The EE wrench ``F_e`` (EE frame) as the external force of the EE's joint of the orbit model and of the
     ground arm (``placement``: the EE frame in its joint's, 12-arrays): ``fext[j] = X F_e``."""
@@ -1171,12 +1182,7 @@ def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o
     ee_wrench_as_fext(f_e, ee_joint_o, placement_o, ee_joint_g, placement_g, fext_o, fext_g)
     poses = np.empty((2, 12))
     x = np.empty(12 + 2 * n)
-    for i in range(12):
-        poses[0, i] = g_n[i]
-        poses[1, i] = g_s[i]
-    for i in range(6):
-        x[i] = v_n[i]
-        x[6 + i] = v_s[i]
+    _relative_state_into(g_n, v_n, g_s, v_s, poses, x)
     for i in range(n):
         x[12 + i] = q[i]
         x[12 + n + i] = dq[i]
@@ -1261,12 +1267,7 @@ def admittance_inputs_step(g_n, v_n, g_s, v_s, h, q, dq, ddq, f_b, f_e, ee_joint
     _act_force_add(placement, f_e, fext[ee_joint])
     poses = np.empty((2, 12))
     x = np.empty(12)
-    for i in range(12):
-        poses[0, i] = g_n[i]
-        poses[1, i] = g_s[i]
-    for i in range(6):
-        x[i] = v_n[i]
-        x[6 + i] = v_s[i]
+    _relative_state_into(g_n, v_n, g_s, v_s, poses, x)
     admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out)
     return True
