@@ -123,8 +123,11 @@ class ObswController:
         Joint angles held during synchronisation.
     """
 
-    #: :meth:`update` takes the poses as 12-arrays too (a runner holding its states as arrays passes them so)
-    takes_pose_arrays = True
+    @property
+    def takes_pose_arrays(self) -> bool:
+        """:meth:`update` takes the poses as 12-arrays too (a runner holding its states as arrays passes them so);
+        False for a subclass that overrides ``update`` (a user's controller in this slot gets ``pin.SE3``)."""
+        return type(self).update is ObswController.update
 
     def __init__(self, model: ServicerModel, pose_tool_in_flange: pin.SE3, pose_grasp_in_client: pin.SE3,
                  pose_tool_at_grasp_in_grasp: pin.SE3, pose_base_in_client_desired: pin.SE3, q_hold,

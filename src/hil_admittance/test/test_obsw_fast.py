@@ -200,3 +200,17 @@ def test_tool_kinematics_kernel_is_pinocchios():
             cond = max(cond, np.linalg.cond(a * d[:, None] * d[None, :]))
     assert worst < TOL
     assert cond < 1e3                  # the module docstring's rounding argument
+
+
+def test_a_subclass_that_overrides_update_is_handed_pin_se3():
+    """The runners pass 12-arrays only to the example's own update: a user's subclass in the OBSW slot that overrides
+    update keeps getting pin.SE3 poses."""
+    class UserController(type(controller(**UNCLIPPED))):
+        def update(self, t, pose_client_in_orbit, *rest):
+            assert isinstance(pose_client_in_orbit, pin.SE3)
+            return super().update(t, pose_client_in_orbit, *rest)
+
+    assert controller(**UNCLIPPED).takes_pose_arrays
+    user = controller(**UNCLIPPED)
+    user.__class__ = UserController
+    assert not user.takes_pose_arrays
