@@ -54,6 +54,7 @@ from hil_admittance.client_side import ClientSide
 from hil_admittance.overload_status import OverloadStatus
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.passivity import ClientPort
+from hil_dynamics.rebase import load_kernels as load_rebase_kernels
 from hil_dynamics.rigid_body import RigidBody
 
 PARAMS = [
@@ -111,6 +112,7 @@ class ClientAdmittanceNode(Node):
         # precision); under use_sim_time that is the lab twin's first /clock, so the side is built then.
         self.t0_ns = None
         self.side: ClientSide | None = None
+        load_rebase_kernels()      # what the side, built in a callback, follows a re-basing plan with: loaded now
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 10)
         self.create_subscription(TwistStamped, 'client/table/twist_measured', self.on_twist_measured, 10)
         rebase_topic.subscribe_rebase_plan(self, lambda plan, now: self.side.set_rebase_plan(plan, now),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hil_bringup.graphs import Graph, NodeSpec
 from hil_common.errors import StartError
+from hil_common.kernel_loads import late_kernels
 
 
 class GraphStartError(StartError):
@@ -41,6 +42,12 @@ class NodeResult:
         ``Future.__del__`` of an rclpy ``Task`` whose ``__init__`` had not run (``rclpy/task.py``), in a
         node that then exited 0 after a capture with no fault."""
         return (self.returncode not in (0, None, -2, -15, 130, 143)) or bool(self._raised())
+
+    @property
+    def late_kernels(self) -> list[str]:
+        """The compiled kernels the node loaded in a callback after its start-up (each stalled that callback;
+        :mod:`hil_common.kernel_loads`)."""
+        return late_kernels(self.output)
 
     @property
     def unraisable(self) -> int:

@@ -93,6 +93,9 @@ class LiveReport:
         for r in node_results:
             levels = log_levels(r.output) if log_levels else {}
             nodes[r.spec.fqn] = {'exit': r.returncode, **levels, 'unraisable': r.unraisable}
+            late = getattr(r, 'late_kernels', None)
+            if late:
+                nodes[r.spec.fqn]['late_kernels'] = late
             if r.crashed:
                 problems.append(f'node {r.spec.fqn} failed (exit {r.returncode}): {r.failure_text()}')
         return {

@@ -11,6 +11,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_bringup.facility import xyz_rpy
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_common.conversions import pose_from_msg
+from hil_common.kernel_loads import late_kernels
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 from hil_motion_table.robot_models import ur10e_spec
 
@@ -60,6 +61,7 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
     finally:
         out = stop_process(proc)
     assert alive, out
+    assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
     # realtime_priority: every thread at SCHED_FIFO, or (without the permission) a warning.
     if 'refused' in out:
         assert 'SCHED_FIFO priority 50 refused' in out and policies == {os.SCHED_OTHER}

@@ -101,6 +101,9 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path, servicer_ho
                                                             'deadline_misses')})
     assert summary['ok'], summary['problems']
     assert summary['lab_clock']['simulated']
+    # no node loaded a compiled kernel in a callback (a 10-60 ms stall; hil_common.kernel_loads)
+    late = {fqn: n['late_kernels'] for fqn, n in summary['nodes'].items() if n.get('late_kernels')}
+    assert not late, '; '.join(f'{k}: {", ".join(v)}' for k, v in late.items())
     assert seen['missing'] == set() and seen['checked'] == len(envisat_graph(args).nodes)
     assert summary['messages']['client/ft/wrench'] > 100 and summary['messages']['servicer/ft/wrench'] > 100
     # the stack answered the twin nearly every step (misses: steps the twin took without it)

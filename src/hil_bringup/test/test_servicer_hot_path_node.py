@@ -14,6 +14,7 @@ from hil_bringup.facility import calibrate, load_facility
 from hil_bringup.graphs import envisat_graph
 from hil_bringup.scenario import load_scenario
 from hil_common.conversions import pose_from_msg, xyz_rpy_to_pose
+from hil_common.kernel_loads import late_kernels
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ServicerModel
@@ -137,3 +138,4 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     finally:
         out = stop_process(proc)
     assert alive, out
+    assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)

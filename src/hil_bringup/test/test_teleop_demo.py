@@ -9,6 +9,7 @@ from hil_bringup.runners.teleop_experiments import step_pull
 from hil_bringup.scenario import scenario_path
 from hil_bringup.teleop_demo import plot_hils2, plot_step, record_mcap
 from hil_common.fields import ScenarioError
+from hil_common.kernel_loads import late_kernels
 from hil_common.params import validate
 from hil_teleop.scenario import load_teleop_scenario
 
@@ -170,6 +171,7 @@ def test_ros_graph_closes_the_loop_through_the_payload_admittance_and_records_mc
     with Reader(tmp_path / 'bag') as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
     assert counts['/payload/table/pose_cmd'] == payload.size and counts['/teleop/x_vir'] > 100
+    assert not late_kernels(outputs), late_kernels(outputs)   # none loaded in a callback (hil_common.kernel_loads)
 
 
 def test_ros_graph_with_the_lab_twin_pulls_the_payload_through_the_grip(tmp_path):
@@ -199,6 +201,7 @@ def test_ros_graph_with_the_lab_twin_pulls_the_payload_through_the_grip(tmp_path
     clock = data['_lab_clock']
     outputs = '\n'.join(o[-1500:] for o in data['_outputs'])
     assert clock['simulated'] and clock['finished'], (clock, outputs)
+    assert not late_kernels(outputs), late_kernels(outputs)   # none loaded in a callback (hil_common.kernel_loads)
 
     def series(topic, value):
         rows = data[topic]

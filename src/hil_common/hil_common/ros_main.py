@@ -27,6 +27,7 @@ from typing import Callable
 from hil_common.errors import ConfigError
 from hil_common.lab_clock import uses_sim_time
 from hil_common.interrupts import Interrupted, interrupt_received, note_interrupts_from_now_on
+from hil_common.kernel_loads import KernelLoads, report as report_kernel_loads
 from hil_common.network import apply_network_profile, describe
 from hil_common.params import ParameterError
 
@@ -222,6 +223,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     code = 0
     ended_by_shutdown = False
     profile = _start_profile()
+    kernel_loads = None
     try:
         node.get_logger().info(describe())
         tolerate_shutdown(node)
@@ -236,6 +238,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             # wait after SIGTERM shut the context down (seen about one time in three; probably the
             # wake-up lands before the shutdown). So the wait looks every IDLE_WAKE_S whether the
             # context is still up (test_ros_main.test_a_mostly_idle_node_stops_promptly_on_sigterm).
+            kernel_loads = KernelLoads()       # built and started: a kernel loaded from here on stalls a callback
             failed_takes = 0
             while executor.context.ok():
                 try:
@@ -268,6 +271,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
     finally:
         _ignore_sigint()
         _dump_profile(profile, name)
+        late = report_kernel_loads(name, kernel_loads)
+        if late:
+            print(late, file=sys.stderr, flush=True)
         close = getattr(node, 'close', None)
         if callable(close):
             close()

@@ -101,6 +101,7 @@ def test_the_launch_file_graph_flies_the_mission_live(tmp_path):
         'wrench_sample_misses', 'dropped_steps', 'late_commands', 'approach_max_off_arc_m', 'post_impact_max_off_arc_m')})
     assert summary['ok'], summary['problems']
     assert [p['phase'] for p in summary['phases']] == ['approach', 'contact', 'post_impact']
+    assert not {k: n['late_kernels'] for k, n in summary['nodes'].items() if n.get('late_kernels')}   # (kernel_loads)
     # the live loop is the lockstep loop, whatever the wall clock did (stamps in float seconds: ~1e-7)
     assert summary['restitution'] == pytest.approx(lockstep['restitution_at_separation'], rel=1e-5)
     assert summary['impulse_n_s'] == pytest.approx(lockstep['impulse_n_s'], rel=1e-5)

@@ -133,6 +133,12 @@ class RelativeState:
                                       np.asarray(self._twist_rel, dtype=float), g, v)
         return g, v
 
+    def load_kernels(self) -> None:
+        """Load the compiled kernels of :meth:`absolute_arrays` and :meth:`with_nominal_twist` (cached on disk) now,
+        not in a node's first tick or a re-basing's first step: both are called and their results thrown away."""
+        self.absolute_arrays()
+        self.with_nominal_twist(self.twist_nominal_body)
+
     def with_nominal_twist(self, twist_nominal_body: np.ndarray):
         """This state re-based onto a nominal of the same pose and another twist ``V_n'`` (Eq. 23 unchanged):
         ``g_rel`` stays, ``V_rel' = V_rel + Ad_{g_rel^-1} (V_n - V_n')``
@@ -213,6 +219,7 @@ class ClientAdmittance:
         g = kernels.pose_array(pin.SE3.Identity())
         kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
                                   self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3)
+        self.state.load_kernels()           # and what the nodes and a re-basing call on the state
 
     # -- Eq. (4) and Eq. (11) -----------------------------------------------------------
     def accelerations(self, pose_client_in_nominal: pin.SE3, twist_nominal: pin.Motion, twist_rel: pin.Motion,

@@ -1493,11 +1493,8 @@ def warm_up() -> None:
     for n in (1, 6):
         PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)
     ClientPort(ClientAdmittance(body, np.full(6, 0.01)), 1.0).step(np.ones(6), 1e-3, np.zeros(6))
-    from hil_dynamics.rebase import PlannedRebase, plan_rebase
-    rule = ClientAdmittance(body, np.full(6, 0.01))
-    side = PlannedRebase(plan_rebase(0.0, 1e-3, [(pin.SE3.Identity(), body.inertia, np.ones(6))]), 1e-3)
-    side.update(0.0, rule)                                                      # the re-basing ramp's kernels
-    side.update(1e-3, rule)
+    from hil_dynamics.rebase import load_kernels as load_rebase_kernels
+    load_rebase_kernels()                                                       # the re-basing ramp's kernels
     model = loop.admittance.model                                               # the latched grasp's kernel
     pose, jac = model.ee_pose_array_and_jacobian(np.full(7, 0.1))
     g, w = pose_array(pin.SE3.Identity()), [np.zeros(6) for _ in range(3)]

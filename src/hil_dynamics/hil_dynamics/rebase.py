@@ -406,6 +406,7 @@ class RebaseFollower:
     def __init__(self, dt_s: float):
         self.dt_s = float(dt_s)
         self.side: PlannedRebase | None = None
+        load_kernels()           # a plan arrives while the node runs: its first step must not load them
 
     def accept(self, plan: RebasePlan, now_s: float) -> str:
         """'' if taken; else why not (a second, different plan) or a warning (taken late: this side's
@@ -430,3 +431,24 @@ class RebaseFollower:
             self.side.advance_nominal(rule, t_from, duration_s)
         else:
             rule.advance_nominal(duration_s, self.dt_s)
+
+
+_kernels_loaded = False
+
+
+def load_kernels() -> None:
+    """Load the compiled kernels a re-basing calls (the compound's free motion, :func:`hil_dynamics.kernels.compound_in_nominal`,
+    the nominal's twist change) from Numba's cache now, once per process: a plan's first step in a node's
+    callback must not wait 10-60 ms for them. A scratch rule and plan: nothing else changes."""
+    global _kernels_loaded
+    if _kernels_loaded:
+        return
+    from hil_dynamics.client import ClientAdmittance
+    from hil_dynamics.rigid_body import RigidBody
+
+    body = RigidBody(10.0, [1.0, 2.0, 2.5])
+    rule = ClientAdmittance(body, np.full(6, 0.01))
+    side = PlannedRebase(plan_rebase(0.0, 1e-3, [(pin.SE3.Identity(), body.inertia, np.ones(6))]), 1e-3)
+    side.update(0.0, rule)
+    side.update(1e-3, rule)
+    _kernels_loaded = True

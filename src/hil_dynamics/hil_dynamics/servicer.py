@@ -348,6 +348,8 @@ class ServicerAdmittance:
                                            np.zeros(n), np.zeros(6), np.zeros(6), w.ee_joint, w.placement, w.fext,
                                            w.zero_fext, w.chain, *self.nominal_matrices(), w.work, w.work_ic,
                                            np.empty((2, 12)), np.empty(12))
+        self.nominal_acceleration(self.state.twist_nominal_body)          # and what the nodes and a re-basing call
+        self.state.load_kernels()
 
     def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal_body=None) -> ServicerState:
         """Switch to another nominal keeping ``g_b``, ``V_b`` (Eq. 23); ``nominal_body`` gives its
@@ -640,6 +642,11 @@ class ArmFeedForward:
         self.lab_model = model.model.copy()
         self.lab_model.gravity = pin.Motion(np.array([0.0, 0.0, -gravity_m_s2, 0.0, 0.0, 0.0]))
         self.lab_data = self.lab_model.createData()
+        # Load the compiled command now (cached on disk; ./dev compiles it), not in a node's first tick (its result
+        # is thrown away; nothing of the law changes but its work arrays, made now instead)
+        n = model.n
+        self.torque_command(np.zeros(n), np.zeros(n), np.zeros(n), kernels.pose_array(pin.SE3.Identity()), np.zeros(6),
+                            np.zeros(6), np.zeros(6))
 
     def gravity_torque(self, pose_base_in_nominal: pin.SE3, q_arm) -> np.ndarray:
         """``G`` of Eq. (20): the generalised gravity force on the joints of the arm on ground."""

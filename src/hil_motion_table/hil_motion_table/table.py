@@ -27,6 +27,7 @@ from the held command, so resuming cannot jump either.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -142,7 +143,8 @@ class MotionTable:
 
     def __init__(self, kinematics, limits: TableLimits, period: float = 0.004, prediction_horizon: float = 0.0,
                  twist_filter_hz: float = 20.0, latch_faults: bool = True,
-                 clock: Callable[[], float] | None = None, self_clearing: tuple[str, ...] = ()):
+                 clock: Callable[[], float] | None = None, self_clearing: tuple[str, ...] = (),
+                 load_step: bool = True):
         if not period > 0:
             raise ConfigError('period must be > 0')
         if prediction_horizon < 0:
@@ -192,6 +194,17 @@ class MotionTable:
         command_ok(pin.SE3.Identity().rotation, np.zeros(3), np.zeros(6), 1e-6)
         limit_joints(z, z, False, z, z, 1e-3, np.ones(n), np.ones(n), z - 1.0, z + 1.0, np.empty(n), np.empty(n),
                      np.empty(n))
+        if self._chain is not None and load_step:
+            self._load_step()
+
+    def _load_step(self) -> None:
+        """Load the compiled steps 2-7 (``table_motion``) now, not in the first real-time command: one step of a
+        scratch table on a copy of the kinematics (this table and its kinematics are left untouched)."""
+        probe = MotionTable(copy.deepcopy(self.kin), self.limits, self.period, self.prediction_horizon,
+                            self.twist_filter_hz, load_step=False)
+        q = np.clip(np.zeros(self.kin.dof), probe.q_lo, probe.q_hi)
+        probe.initialize(q)
+        probe.step_array(probe._pose_safe.copy(), q, np.zeros(6), t=0.0)
 
     # -- state --------------------------------------------------------------------------
     @property

@@ -190,6 +190,12 @@ class WireSet:
     def curves(self, theta: float) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def load_kernels(self) -> None:
+        """Load the compiled closest-point kernels (Numba's cache) now, with the argument types :meth:`hits` and
+        :meth:`inside` pass, not in a node's first contact step (10-60 ms; hil_common.kernel_loads)."""
+        closest_on_arc(0.0, 0.0, 1.0, 0.0, 0.0, 1.0, self.n_samples, 0.0, 0.0)
+        closest_on_polyline(np.array([[0.0, 0.0], [1.0, 0.0]]), np.zeros(2))
+
     def curve_rates(self, theta: float, theta_dot: float) -> list[np.ndarray] | None:
         """d(curve points)/dt, or None when the wires do not move."""
         return None
@@ -286,6 +292,7 @@ class LeeSnare(WireSet):
         self.n_samples = n_samples
         self.phi = np.array([90.0, 210.0, 330.0]) * DEG
         self._cache_theta = None
+        self.load_kernels()
 
     def arc(self, theta: float, i: int):
         r = self.ring_radius_m
@@ -357,6 +364,7 @@ class SingleWire(WireSet):
         self._curves = [elliptic_arc(a, b, self.sag_ratio, n_samples)]
         half = 0.5 * (b - a)
         self._arc = (tuple(0.5 * (a + b)), tuple(half), (self.sag_ratio * half[1], -self.sag_ratio * half[0]))
+        self.load_kernels()
 
     def arc(self, theta: float, i: int):
         return self._arc

@@ -40,6 +40,7 @@ def test_the_launch_file_graph_runs_case_3_like_the_lockstep_runner(tmp_path):
     assert live.STALL_BOUND_N >= max(abs(f - 500.0) for f in result.stall_sum_n)   # the pinch was judged
     assert result.pinch_axis_max_m <= live.PINCH_AXIS_BOUND_M
     assert not [r for r in run.node_results if r.crashed]
+    assert not {r.spec.fqn: r.late_kernels for r in run.node_results if r.late_kernels}   # none loaded in a callback
     assert min(run.wrench_counts.values()) > 100      # both drivers streamed the twin's sensors
     assert 0.0 < result.lag_s <= live.LAG_BOUND_S
     # pictures of the run (issue 18): the twin of the graph's parameters at the recorded joints and ring angles
