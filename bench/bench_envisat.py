@@ -90,7 +90,7 @@ PULSE_FORCE_N = 1.0e5
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact',
-                'servicer_fused_rt_contact', 'relay']
+                'servicer_fused_rt_contact', 'relay', 'servicer_relay']
 CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
 CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
 CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
@@ -217,6 +217,77 @@ def relay_child(params_path: str) -> int:
             self.pub.publish(self.encode(self.q))
 
     return run_node(BareRelay, 'bench_relay', ['bench_relay', '--ros-args', '--params-file', params_path])
+
+
+def servicer_relay_child(params_path: str) -> int:
+    """rclpy's floor under the fused servicer hot path: its messages and nothing else.
+
+    As ``servicer_hot_path_node`` takes them: the wrist wrench, the arm's and the table's joint states as raw CDR,
+    decoded; the OBSW's base wrench and torques (100 Hz) as messages. Each wrist sample is answered as the node
+    answers it: the table command, the arm's efforts and the trace (raw CDR), and every ``state_decimation``-th
+    the four decimated messages (pose, twist, state, passivity; encoded once, sent as they are).
+    """
+    from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray, Header
+
+    from hil_common.cdr import (Float64ArrayEncoder, JointStateDecoder, JointStateReader, OdometryEncoder,
+                                PoseStampedEncoder, TwistStampedEncoder, decode_wrench_stamped, encode_header)
+    from hil_common.params import declare_parameters
+    from hil_common.realtime import make_realtime
+    from hil_common.ros_main import run_node
+    from hil_motion_table.kinematics_helpers import make_kinematics
+
+    from hil_bringup.servicer_hot_path_node import PARAMS
+
+    params = {p.name: p for p in PARAMS}
+
+    class ServicerRelay(Node):
+        def __init__(self):
+            super().__init__('bench_servicer_relay')
+            p = declare_parameters(self, [params[name] for name in (*RELAY_PARAMS, 'state_decimation', 'robot')])
+            self.decimation, self.k = p.state_decimation, 0
+            kin = make_kinematics(p.robot)
+            self.q = np.asarray(kin.q_home, dtype=float)
+            self.tau = np.zeros(7)
+            self.encode_cmd, self.encode_effort = Float64ArrayEncoder(len(self.q)), Float64ArrayEncoder(7)
+            pose = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+            self.decimated = [
+                (self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10), PoseStampedEncoder('')(0, 0, pose)),
+                (self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10),
+                 TwistStampedEncoder('')(0, 0, np.zeros(6))),
+                (self.create_publisher(Odometry, 'servicer/state', 10), OdometryEncoder('', '')(0, 0, pose, np.zeros(6))),
+                (self.create_publisher(Float64MultiArray, 'servicer/passivity', 10),
+                 Float64ArrayEncoder(5)(np.zeros(5)))]
+            self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
+            self.pub_effort = self.create_publisher(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
+                                                    10)
+            self.pub_trace = self.create_publisher(Header, 'servicer/hot_path/trace', 100)
+            self.decode_arm, self.read_table = JointStateDecoder(), JointStateReader(tuple(kin.joint_names))
+            self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10, raw=True)
+            self.create_subscription(JointState, 'servicer_arm/joint_states', self.decode_arm, 10, raw=True)
+            self.create_subscription(JointState, 'servicer/joint_states', self.read_table, 10, raw=True)
+            self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', lambda msg: None, 10)
+            self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', lambda msg: None, 10)
+            cpus = [c for c in p.cpu_affinity if c >= 0]
+            if p.realtime_priority or cpus:
+                ok, message = make_realtime(p.realtime_priority, cpus)
+                (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+
+        def on_wrench(self, buf):
+            sec, nanosec, _, _ = decode_wrench_stamped(buf)
+            self.pub_cmd.publish(self.encode_cmd(self.q))
+            self.pub_trace.publish(encode_header(sec, nanosec))
+            self.pub_effort.publish(self.encode_effort(self.tau))
+            self.k += 1
+            if self.k % self.decimation == 0:
+                for pub, data in self.decimated:
+                    pub.publish(data)
+
+    return run_node(ServicerRelay, 'bench_servicer_relay',
+                    ['bench_servicer_relay', '--ros-args', '--params-file', params_path])
 
 
 # -- the probe ----------------------------------------------------------------------------------------------
@@ -441,7 +512,14 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     from hil_common.ros_testing import start_node, stop_process
 
     client, table = hot_path_parameters()
-    if name == 'servicer_fused_rt_contact':
+    if name == 'servicer_relay':
+        s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU],
+              'state_decimation': s_adm.get('state_decimation', 1), 'robot': s_table['robot']}
+        procs = {'bench_servicer_relay': subprocess.Popen(
+            [sys.executable, __file__, '--child-servicer-relay', params_file(rt)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
+    elif name == 'servicer_fused_rt_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': True}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
@@ -514,7 +592,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
         probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
         # no pulses: the commands' own variations hide them (module docstring); the fused node traces
         probe.pulses = False
-        if name == 'servicer_fused_rt_contact':
+        if name in ('servicer_fused_rt_contact', 'servicer_relay'):
             probe.enable_trace('servicer')
     else:
         probe = Probe(node)
@@ -603,11 +681,14 @@ def main(argv=None) -> None:
                         "samples' stamps, beside the pulses (a cross-check of the two latency methods)")
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-relay', metavar='PARAMS', help=argparse.SUPPRESS)
+    parser.add_argument('--child-servicer-relay', metavar='PARAMS', help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
     if args.child_composed:
         sys.exit(composed_child(args.child_composed))
     if args.child_relay:
         sys.exit(relay_child(args.child_relay))
+    if args.child_servicer_relay:
+        sys.exit(servicer_relay_child(args.child_servicer_relay))
     from hil_common.network import apply_network_profile, demo_domain_id
 
     apply_network_profile()
@@ -637,11 +718,13 @@ def main(argv=None) -> None:
             mean, low, high = r['contact_n']
             print(f"             in contact: grip force mean {mean:.0f} N, min {low:.0f} N, max {high:.0f} N"
                   + (f' -- UNSTABLE: beyond {CONTACT_ABORT_N:.0f} N, stopped' if r['unstable'] else ''), flush=True)
+    servicer_relays = [r for r in results if r['arrangement'] == 'servicer_relay']
     relays = [r for r in results if r['arrangement'] == 'relay']
+    def per_command_us(r):
+        return sum(r['cpu_percent'].values()) / 100.0 / max(r['command_rate_hz'], 1e-9) * 1e6
+
     if relays and len(results) > len(relays):
         # rclpy's own per-message cost (issue 17): each process's CPU per command beside the bare relay's
-        def per_command_us(r):
-            return sum(r['cpu_percent'].values()) / 100.0 / max(r['command_rate_hz'], 1e-9) * 1e6
         floor = float(np.mean([per_command_us(r) for r in relays]))
         print(f'  beside the bare relay (rclpy, Fast DDS and the hand-offs, no rule; mean of {len(relays)} run(s)): '
               f'{floor:.0f} us of CPU per command', flush=True)
@@ -652,6 +735,15 @@ def main(argv=None) -> None:
                         'floor is higher)' if r['arrangement'].startswith('servicer') else '')
                 print(f"    {r['arrangement']}: {us:.0f} us per command = relay {floor:.0f} + the rest {us - floor:.0f}"
                       + more, flush=True)
+    if servicer_relays and any(r['arrangement'].startswith('servicer_fused') for r in results):
+        floor = float(np.mean([per_command_us(r) for r in servicer_relays]))
+        print(f'  beside the servicer relay (its messages, no rule; mean of {len(servicer_relays)} run(s)): '
+              f'{floor:.0f} us of CPU per command', flush=True)
+        for r in results:
+            if r['arrangement'].startswith('servicer_fused'):
+                us = per_command_us(r)
+                print(f"    {r['arrangement']}: {us:.0f} us per command = servicer relay {floor:.0f} + the rest "
+                      f"{us - floor:.0f}", flush=True)
     measured = [r for r in results if r['method'] != 'none']
     if len(measured) > 1:
         best = min(measured, key=lambda r: r['p99_ms'])

@@ -71,6 +71,9 @@ def test_fault_mid_run_holds_and_the_bag_keeps_every_message(tmp_path):
     assert faults[0][1:] == (ord(DiagnosticStatus.ERROR), 'overload')
     t_fault = faults[0][0]
     before = np.array([p for t, p in poses if t < t_fault])
-    after = np.array([p for t, p in poses if t > t_fault + 100_000_000])
+    # held after it: the second half of the (over 200) poses recorded after the fault. Not "those received over
+    # 0.1 s after it": on a loaded machine they came in one burst within 0.1 s (one under-load run of the suite)
+    after = [p for t, p in poses if t > t_fault]
+    after = np.array(after[len(after) // 2:])
     assert np.linalg.norm(before[-1] - before[0]) > 0.0          # moving before the fault (co-rotating start)
-    assert len(after) > 100 and np.all(after == after[0])        # held after it
+    assert len(after) >= 100 and np.all(after == after[0])
