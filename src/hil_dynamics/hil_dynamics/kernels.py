@@ -26,7 +26,7 @@ from numba import njit
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
-           'compound_in_nominal', 'nominal_twist_change_into', 'latched_grasp_wrench',
+           'compound_in_nominal', 'rebase_ramp_step', 'nominal_twist_change_into', 'latched_grasp_wrench',
            'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
            'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step']
 
@@ -391,6 +391,30 @@ def compound_in_nominal(g_n, g_free, v_free, mass, inertia_com, inertia_com_inv,
             mc_inv[3 + i, 3 + j] = inertia_com_inv[3 * i + j]
     _congruence_into(ad_inv, mc, False, m6)          # Ad^-T M_c Ad^-1
     _congruence_into(ad, mc_inv, True, m6_inv)       # Ad M_c^-1 Ad^T
+
+
+@njit(**_OPTS)
+def rebase_ramp_step(g_fn, v_fn, g_fc, v_fc, steps, h, h_rest, free_mass, free_inertia, free_inertia_inv, free_m6,
+                     free_m6_inv, g_n, v_n, fraction, mass, inertia_com, inertia_com_inv, com, v_target, m6, m6_inv,
+                     v_new):
+    """:meth:`hil_dynamics.rebase.PlannedRebase.update`'s arithmetic in one call.
+
+    The compound's free motion (a client admittance of the compound under no wrench, its state ``(g_fn, v_fn,
+    g_fc, v_fc)`` stepped in place, its constants as :func:`client_rkmk4_step` takes them) moved on by ``steps``
+    steps of ``h`` and then one of ``h_rest`` if that is > 0; the compound seen from the nominal ``g_n``
+    (:func:`compound_in_nominal` with the plan's mass properties: ``com``, ``v_target``, ``m6``, ``m6_inv``); and
+    the increment's nominal twist ``v_new = v_n + fraction (v_target - v_n)``. The same calls in the same order
+    as the Python it replaces (``PlannedRebase._free_at``, then ``update_reference``'s arithmetic)."""
+    zero = np.zeros(6)
+    for _ in range(steps):
+        client_rkmk4_step(g_fn, v_fn, g_fc, v_fc, zero, free_mass, free_inertia, free_inertia_inv, free_m6,
+                          free_m6_inv, h)
+    if h_rest > 0.0:
+        client_rkmk4_step(g_fn, v_fn, g_fc, v_fc, zero, free_mass, free_inertia, free_inertia_inv, free_m6,
+                          free_m6_inv, h_rest)
+    compound_in_nominal(g_n, g_fn, v_fn, mass, inertia_com, inertia_com_inv, com, v_target, m6, m6_inv)
+    for i in range(6):
+        v_new[i] = v_n[i] + fraction * (v_target[i] - v_n[i])
 
 
 @njit(**_OPTS)

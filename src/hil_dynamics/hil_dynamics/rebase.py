@@ -302,24 +302,37 @@ class PlannedRebase:
 
         The target is the compound seen from the nominal frame (:func:`hil_dynamics.kernels.compound_in_nominal`:
         its velocity there and its spatial inertia with the inverse); the rule keeps its nominal's pose and
-        moves its twist (``rebase_nominal_twist``, an exact re-basing). :meth:`update_reference` is the same
-        with ``pin.SE3``/``pin.Inertia`` and ``rule.rebase``."""
+        moves its twist (``rebase_nominal_twist``, an exact re-basing). The compound's free motion, the target
+        and the new twist are one compiled call (:func:`hil_dynamics.kernels.rebase_ramp_step`).
+        :meth:`update_reference` is the same with ``pin.SE3``/``pin.Inertia``, the free motion stepped by its
+        admittance and ``rule.rebase``."""
         plan = self.plan
         if self.done or t < plan.t_start - 1e-9:
             return None
         s = rule.state
-        self._free_at(t, s)
+        free = self.free
+        if free is None:                       # placed on the nominal of this step
+            self._free_at(t, s)
+            free, steps, h_rest = self.free, 0, 0.0
+        else:                                  # moved on to t, as _free_at does
+            duration = t - self.t_prev
+            steps = int(duration / self.dt_s + 1e-9)
+            h_rest = duration - steps * self.dt_s
+            h_rest = h_rest if h_rest > 1e-12 else 0.0
+            self.t_prev = t
+        arrays, constants = free.step_arrays()        # fresh copies, stepped in place
         g_n, _ = s.pose_arrays()
         v_n = np.asarray(s.twist_nominal_body, dtype=float)
-        free = self.free.state
-        g_free, _ = free.pose_arrays()
-        com, v_target, m6, m6_inv = np.empty(12), np.empty(6), np.empty((6, 6)), np.empty((6, 6))
-        kernels.compound_in_nominal(g_n, g_free, np.asarray(free.twist_nominal_body, dtype=float), float(plan.mass_kg),
-                                    self._inertia9, self._inertia_inv9, com, v_target, m6, m6_inv)
         fraction = self._fraction(t)
-        v_new = v_n + fraction * (v_target - v_n)
-        nominal = NominalBody.of_matrices(m6, m6_inv)
-        rule.rebase_nominal_twist(v_new, nominal)
+        com, v_target, v_new, m6, m6_inv = np.empty(12), np.empty(6), np.empty(6), np.empty((6, 6)), np.empty((6, 6))
+        kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *constants, g_n, v_n, fraction, float(plan.mass_kg),
+                                 self._inertia9, self._inertia_inv9, com, v_target, m6, m6_inv, v_new)
+        if steps or h_rest:
+            t_free = free.state.t              # the free admittance's clock, as its steps advance it
+            for _ in range(steps):
+                t_free += self.dt_s
+            free.state = type(free.state).of_arrays(t_free + h_rest if h_rest else t_free, *arrays)
+        rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv))
         step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), m6.copy())
         self.last = step
         self.done = fraction >= 1.0
