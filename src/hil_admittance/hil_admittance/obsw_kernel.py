@@ -39,7 +39,7 @@ import pinocchio as pin
 from numba import njit
 
 from hil_dynamics.kernels import (_OPTS, _act_force_add, _act_inv_motion, _mul_exp6, Chain, chain_crba, chain_rnea,
-                                  log6_into, pose_array, pose_mul_into, relative_into, solve_into)
+                                  log6_into, pose_array, pose_mul_into, relative_into, solve_into, tool_jacobian_into)
 
 # -- stages (flags of obsw_step) and laws (mode) ---------------------------------------------------------------
 KINEMATICS, LAW, START_PATH, LATCH_GRASP = 1, 2, 4, 8
@@ -136,50 +136,6 @@ class ObswArrays:
     def step(self, mode: int, flags: int, s: float) -> None:
         """:func:`obsw_step` on these arrays (the inputs written into ``poses``/``vecs``/``homogeneous`` beforehand)."""
         obsw_step(mode, flags, s, *self.args)
-
-
-@njit(**_OPTS)
-def tool_jacobian_into(parents, kind, axis, placements, xs, ee_joint, pose_tool_in_joint, pose_tool_in_base, jac, tmp):
-    """The pose in the base frame and the ``LOCAL`` Jacobian ``[J_b J_m]`` of a tool fixed to joint ``ee_joint``
-    of a free-flyer chain with the base at the identity
-    (:meth:`hil_dynamics.servicer.ServicerModel.tool_pose_and_jacobian`).
-
-    ``xs[i]`` (i >= 2) are the joints' placements in their parents at ``q`` (:func:`hil_dynamics.kernels.chain_crba`'s
-    ``work[0]``). Walking from the tool to the base with ``g = iM_tool``: joint ``i``'s column is ``Ad_{g^-1} S_i``
-    (``S_i = [0; axis]`` revolute, ``[axis; 0]`` prismatic), then ``g <- xs[i] g``; at the free flyer (whose motion
-    subspace is the identity in its local frame) ``J_b = Ad_{g^-1}``, and the tool pose is the free flyer's
-    placement times ``g``. Joints off the tool's support keep zero columns. ``tmp`` is (2, 12) scratch.
-    """
-    nv = jac.shape[1]
-    for r in range(6):
-        for c in range(nv):
-            jac[r, c] = 0.0
-    g, g_next = tmp[0], tmp[1]
-    for k in range(12):
-        g[k] = pose_tool_in_joint[k]
-    unit = np.zeros(6)
-    col = np.empty(6)
-    i = ee_joint
-    while i >= 2:
-        for k in range(6):
-            unit[k] = 0.0
-        off = 3 if kind[i] == 1 else 0
-        unit[off], unit[off + 1], unit[off + 2] = axis[i, 0], axis[i, 1], axis[i, 2]
-        _act_inv_motion(g, unit, col)
-        for r in range(6):
-            jac[r, 4 + i] = col[r]
-        pose_mul_into(xs[i], g, g_next)
-        for k in range(12):
-            g[k] = g_next[k]
-        i = parents[i]
-    for c in range(6):
-        for k in range(6):
-            unit[k] = 0.0
-        unit[c] = 1.0
-        _act_inv_motion(g, unit, col)
-        for r in range(6):
-            jac[r, c] = col[r]
-    pose_mul_into(placements[1], g, pose_tool_in_base)
 
 
 @njit(inline='always', **_OPTS)

@@ -28,7 +28,8 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'rebase_ramp_step', 'nominal_twist_change_into', 'latched_grasp_wrench',
            'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
-           'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step']
+           'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step', 'tool_jacobian_into',
+           'frame_pose_and_jacobian']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -868,6 +869,61 @@ def _joint_pose(placement, kind, axis, q, out):
         _mul_exp6(placement, 0.0, 0.0, 0.0, axis[0] * q, axis[1] * q, axis[2] * q, out)
     else:
         _mul_exp6(placement, axis[0] * q, axis[1] * q, axis[2] * q, 0.0, 0.0, 0.0, out)
+
+
+@njit(**_OPTS)
+def tool_jacobian_into(parents, kind, axis, placements, xs, ee_joint, pose_tool_in_joint, pose_tool_in_base, jac, tmp):
+    """The pose in the base frame and the ``LOCAL`` Jacobian ``[J_b J_m]`` of a tool fixed to joint ``ee_joint``
+    of a free-flyer chain with the base at the identity
+    (:meth:`hil_dynamics.servicer.ServicerModel.tool_pose_and_jacobian`).
+
+    ``xs[i]`` (i >= 2) are the joints' placements in their parents at ``q`` (:func:`hil_dynamics.kernels.chain_crba`'s
+    ``work[0]``). Walking from the tool to the base with ``g = iM_tool``: joint ``i``'s column is ``Ad_{g^-1} S_i``
+    (``S_i = [0; axis]`` revolute, ``[axis; 0]`` prismatic), then ``g <- xs[i] g``; at the free flyer (whose motion
+    subspace is the identity in its local frame) ``J_b = Ad_{g^-1}``, and the tool pose is the free flyer's
+    placement times ``g``. Joints off the tool's support keep zero columns. ``tmp`` is (2, 12) scratch.
+    """
+    nv = jac.shape[1]
+    for r in range(6):
+        for c in range(nv):
+            jac[r, c] = 0.0
+    g, g_next = tmp[0], tmp[1]
+    for k in range(12):
+        g[k] = pose_tool_in_joint[k]
+    unit = np.zeros(6)
+    col = np.empty(6)
+    i = ee_joint
+    while i >= 2:
+        for k in range(6):
+            unit[k] = 0.0
+        off = 3 if kind[i] == 1 else 0
+        unit[off], unit[off + 1], unit[off + 2] = axis[i, 0], axis[i, 1], axis[i, 2]
+        _act_inv_motion(g, unit, col)
+        for r in range(6):
+            jac[r, 4 + i] = col[r]
+        pose_mul_into(xs[i], g, g_next)
+        for k in range(12):
+            g[k] = g_next[k]
+        i = parents[i]
+    for c in range(6):
+        for k in range(6):
+            unit[k] = 0.0
+        unit[c] = 1.0
+        _act_inv_motion(g, unit, col)
+        for r in range(6):
+            jac[r, c] = col[r]
+    pose_mul_into(placements[1], g, pose_tool_in_base)
+
+
+@njit(**_OPTS)
+def frame_pose_and_jacobian(parents, placements, kind, axis, q_arm, ee_joint, pose_frame_in_joint, xs, pose_out, jac,
+                            tmp):
+    """:meth:`hil_dynamics.servicer.ServicerModel.frame_pose_and_jacobian` of a frame fixed to joint ``ee_joint`` of a
+    free-flyer chain (:class:`Chain`), base at the identity: the joints' placements at ``q_arm`` into ``xs``
+    (:func:`_joint_pose`, as :func:`chain_crba`'s forward pass), then :func:`tool_jacobian_into`."""
+    for i in range(2, parents.shape[0]):
+        _joint_pose(placements[i], kind[i], axis[i], q_arm[i - 2], xs[i])
+    tool_jacobian_into(parents, kind, axis, placements, xs, ee_joint, pose_frame_in_joint, pose_out, jac, tmp)
 
 
 @njit(**_OPTS)

@@ -158,6 +158,14 @@ class ServicerModel:
         self.joint_names = [model.names[j] for j in range(2, model.njoints)]
         self._q = pin.neutral(model)           # base at identity; arm angles written in place
         self._v = np.zeros(model.nv)
+        # the EE frame's pose and Jacobian in one compiled call (kernels.frame_pose_and_jacobian) for a chain
+        chain = kernels.Chain.of(model)
+        self._ee_kin = None
+        if chain is not None:
+            frame = model.frames[self.ee_frame_id]
+            self._ee_kin = (chain.parents, chain.placements, chain.kind, chain.axis, int(frame.parentJoint),
+                            kernels.pose_array(frame.placement), np.empty((model.njoints, 12)), np.empty((2, 12)))
+            self.ee_pose_array_and_jacobian(np.zeros(self.n))     # loaded now, not in a node's first tick
 
     # -- configuration helpers -------------------------------------------------------
     def configuration(self, pose_base: pin.SE3, q_arm) -> np.ndarray:
@@ -185,12 +193,26 @@ class ServicerModel:
 
     def ee_pose_array_and_jacobian(self, q_arm) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`frame_pose_and_jacobian` of the EE frame with the pose as a 12-array
-        (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout)."""
-        cfg = self._identity_config(q_arm)
-        pin.forwardKinematics(self.model, self.data, cfg)        # the joints, then this one frame (not all)
-        pose = kernels.pose_array(pin.updateFramePlacement(self.model, self.data, self.ee_frame_id))
-        return pose, np.ascontiguousarray(pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id,
-                                                                    pin.LOCAL))
+        (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout), both new.
+        One compiled call for a free-flyer chain (:func:`hil_dynamics.kernels.frame_pose_and_jacobian`;
+        ``test_servicer_eq12`` holds it to Pinocchio's), else Pinocchio. A ``q_arm`` that is not ``n`` numbers
+        raises ValueError."""
+        kin = self._ee_kin
+        if kin is None:
+            cfg = self._identity_config(q_arm)
+            pin.forwardKinematics(self.model, self.data, cfg)        # the joints, then this one frame (not all)
+            pose = kernels.pose_array(pin.updateFramePlacement(self.model, self.data, self.ee_frame_id))
+            return pose, np.ascontiguousarray(pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id,
+                                                                        pin.LOCAL))
+        q = q_arm
+        if not (type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (self.n,)):
+            q = np.asarray(q_arm, dtype=float).reshape(-1)
+            if q.shape != (self.n,):
+                raise ValueError(f'q_arm must have {self.n} values, got {q.shape[0]}')
+        pose, jac = np.empty(12), np.empty((6, self.model.nv))
+        parents, placements, kind, axis, ee_joint, frame_in_joint, xs, tmp = kin
+        kernels.frame_pose_and_jacobian(parents, placements, kind, axis, q, ee_joint, frame_in_joint, xs, pose, jac, tmp)
+        return pose, jac
 
     def tool_pose_and_jacobian(self, q_arm, pose_tool_in_flange: pin.SE3) -> tuple[pin.SE3, np.ndarray]:
         """``(pose_tool_in_base, J_tool)`` of a tool rigidly held by the EE frame (the flange):
@@ -228,9 +250,8 @@ class ServicerModel:
         return pin.nonLinearEffects(self.model, self.data, self._identity_config(q_arm), v).copy()
 
     def ee_jacobian(self, q_arm) -> np.ndarray:
-        """``[J_b J_m]`` (6x(6+n)): EE body twist from ``[V_b; dq]``."""
-        return pin.computeFrameJacobian(self.model, self.data, self._identity_config(q_arm), self.ee_frame_id,
-                                        pin.LOCAL).copy()
+        """``[J_b J_m]`` (6x(6+n)): EE body twist from ``[V_b; dq]`` (:meth:`ee_pose_array_and_jacobian`'s)."""
+        return self.ee_pose_array_and_jacobian(q_arm)[1]
 
     def generalized_force(self, jacobian_ee, wrench_base_com, tau_arm, wrench_ee) -> np.ndarray:
         """Right-hand side of Eq. (12): ``[F_b; tau] + J^T F_e``."""

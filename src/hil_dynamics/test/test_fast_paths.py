@@ -381,7 +381,8 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
     for kernel in (kernels.lockstep_rkmk4_step, kernels.admittance_rkmk4_step, kernels.free_floating_rkmk4_step,
                    kernels.free_floating_inputs_step, kernels.lockstep_inputs_step, kernels.ee_wrench_as_fext,
                    kernels.admittance_inputs_step,
-                   kernels.client_rkmk4_step, kernels.client_port_step, kernels.compound_in_nominal,
+                   kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_ramp_step,
+                   kernels.frame_pose_and_jacobian,
                    kernels.nominal_twist_change_into, kernels.passivity_update, kernels.arm_torque_command):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
 

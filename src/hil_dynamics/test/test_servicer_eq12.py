@@ -144,3 +144,20 @@ def test_tool_pose_and_jacobian_against_a_finite_difference_of_the_tool_pose(ser
     np.testing.assert_allclose(pin.log6(pose_tool.actInv(pose_tool_next)).vector / h,
                                jac_tool @ np.concatenate((twist, dq)), atol=1e-5)
     np.testing.assert_allclose((pose_flange * pose_tool_in_flange).homogeneous, pose_tool.homogeneous, atol=1e-14)
+
+
+def test_the_compiled_ee_kinematics_are_pinocchios(servicer):
+    """``ee_pose_array_and_jacobian`` and ``ee_jacobian`` (one compiled call, ``kernels.frame_pose_and_jacobian``)
+    against Pinocchio's ``forwardKinematics``/``updateFramePlacement``/``computeFrameJacobian``
+    (``frame_pose_and_jacobian``) at random joint angles, to 1e-12; a list is taken, a wrong length refused."""
+    assert servicer._ee_kin is not None                      # the compiled path is the one tested
+    for _ in range(20):
+        q_arm = RNG.uniform(-3, 3, servicer.n)
+        pose_ref, jac_ref = servicer.frame_pose_and_jacobian(q_arm)
+        pose, jac = servicer.ee_pose_array_and_jacobian(q_arm)
+        np.testing.assert_allclose(pose[:9].reshape(3, 3), pose_ref.rotation, atol=1e-12)
+        np.testing.assert_allclose(pose[9:], pose_ref.translation, atol=1e-12)
+        np.testing.assert_allclose(jac, jac_ref, atol=1e-12)
+        np.testing.assert_array_equal(servicer.ee_jacobian(list(q_arm)), jac)
+    with pytest.raises(ValueError, match=f'{servicer.n} values'):
+        servicer.ee_jacobian(np.zeros(servicer.n + 1))
