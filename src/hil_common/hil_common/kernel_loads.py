@@ -58,7 +58,10 @@ def report(name: str, loads: KernelLoads | None) -> str | None:
     """The ``[WARN]`` line for the kernels loaded since ``loads`` was taken, or None when there were none."""
     if loads is None:
         return None
-    late = loads.since()
+    try:
+        late = loads.since()
+    except Exception as exc:  # noqa: BLE001 - a diagnostic at the stop must not turn a clean stop into a crash
+        return f'[WARN] [{name}]: could not tell which compiled kernels were loaded after start-up: {exc!r}'
     if not late:
         return None
     return (f'[WARN] [{name}]: {LATE_MARK} (each stalled a callback; load it where the rule is built): '

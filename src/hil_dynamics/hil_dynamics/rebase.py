@@ -450,9 +450,9 @@ _kernels_loaded = False
 
 
 def load_kernels() -> None:
-    """Load the compiled kernels a re-basing calls (the compound's free motion, :func:`hil_dynamics.kernels.compound_in_nominal`,
-    the nominal's twist change) from Numba's cache now, once per process: a plan's first step in a node's
-    callback must not wait 10-60 ms for them. A scratch rule and plan: nothing else changes."""
+    """Load the compiled kernels a re-basing calls (:func:`hil_dynamics.kernels.rebase_ramp_step`, the nominal's
+    twist change) from Numba's cache now, once per process: a plan's first step in a node's callback must not
+    wait 10-60 ms for them. A scratch rule and plan: nothing else changes."""
     global _kernels_loaded
     if _kernels_loaded:
         return

@@ -196,7 +196,7 @@ class ServicerModel:
         (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout), both new.
         One compiled call for a free-flyer chain (:func:`hil_dynamics.kernels.frame_pose_and_jacobian`;
         ``test_servicer_eq12`` holds it to Pinocchio's), else Pinocchio. A ``q_arm`` that is not ``n`` numbers
-        raises ValueError."""
+        raises InputError (a ValueError)."""
         kin = self._ee_kin
         if kin is None:
             cfg = self._identity_config(q_arm)
@@ -208,7 +208,7 @@ class ServicerModel:
         if not (type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (self.n,)):
             q = np.asarray(q_arm, dtype=float).reshape(-1)
             if q.shape != (self.n,):
-                raise ValueError(f'q_arm must have {self.n} values, got {q.shape[0]}')
+                raise InputError(f'q_arm must have {self.n} values, got {q.shape[0]}')
         pose, jac = np.empty(12), np.empty((6, self.model.nv))
         parents, placements, kind, axis, ee_joint, frame_in_joint, xs, tmp = kin
         kernels.frame_pose_and_jacobian(parents, placements, kind, axis, q, ee_joint, frame_in_joint, xs, pose, jac, tmp)
