@@ -1271,6 +1271,7 @@ def lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_joint_o
                         work_ic, poses_out, x_out)
     return True
 
+
 @njit(**_OPTS)
 def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out):
@@ -1351,6 +1352,7 @@ def admittance_inputs_step(g_n, v_n, g_s, v_s, h, q, dq, ddq, f_b, f_e, ee_joint
     admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out)
     return True
+
 
 @njit(**_OPTS)
 def _free_floating_rates(x, tau, fext, co, work, work_ic, m, vel, zero, bias, rhs, acc, twists_out, rates_out):

@@ -205,8 +205,10 @@ class ServicerModel:
             return pose, np.ascontiguousarray(pin.computeFrameJacobian(self.model, self.data, cfg, self.ee_frame_id,
                                                                         pin.LOCAL))
         q = q_arm
-        if not (type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (self.n,)):
-            q = np.asarray(q_arm, dtype=float).reshape(-1)
+        if not (type(q) is np.ndarray and q.dtype is F64_DTYPE and q.shape == (self.n,) and q.flags.c_contiguous):
+            # anything else as a contiguous float64 vector: the kernel keeps one compiled version (a strided view
+            # would make Numba compile another, in whatever callback first passed one)
+            q = np.ascontiguousarray(q_arm, dtype=float).reshape(-1)
             if q.shape != (self.n,):
                 raise InputError(f'q_arm must have {self.n} values, got {q.shape[0]}')
         pose, jac = np.empty(12), np.empty((6, self.model.nv))

@@ -159,5 +159,8 @@ def test_the_compiled_ee_kinematics_are_pinocchios(servicer):
         np.testing.assert_allclose(pose[9:], pose_ref.translation, atol=1e-12)
         np.testing.assert_allclose(jac, jac_ref, atol=1e-12)
         np.testing.assert_array_equal(servicer.ee_jacobian(list(q_arm)), jac)
+        np.testing.assert_array_equal(servicer.ee_jacobian(np.repeat(q_arm, 2)[::2]), jac)     # a strided view
+    from hil_dynamics import kernels
+    assert len(kernels.frame_pose_and_jacobian.signatures) == 1      # lists and views took the one compiled version
     with pytest.raises(ValueError, match=f'{servicer.n} values'):
         servicer.ee_jacobian(np.zeros(servicer.n + 1))
