@@ -155,6 +155,15 @@ class RelativeState:
         state._se3 = list(self._se3)      # the same poses: those already built are shared
         return state
 
+    def with_twists(self, twist_nominal_body: np.ndarray, twist_rel_body: np.ndarray):
+        """:meth:`with_nominal_twist` with ``V_rel'`` already computed with ``V_n'`` (a re-basing ramp's one compiled
+        call, :func:`hil_dynamics.kernels.rebase_ramp_step`, which also checks both are finite): the arrays are
+        kept, not copied."""
+        g_n, g_rel = self.pose_arrays()
+        state = type(self).of_arrays(self.t, g_n, twist_nominal_body, g_rel, twist_rel_body)
+        state._se3 = list(self._se3)      # the same poses: those already built are shared
+        return state
+
     def __repr__(self) -> str:
         return (f'{type(self).__name__}(t={self.t!r}, pose_nominal_in_orbit={self._pose(0)!r}, '
                 f'twist_nominal_body={self.twist_nominal_body!r}, {self.REL_NAMES[0]}={self._pose(1)!r}, '
@@ -270,11 +279,13 @@ class ClientAdmittance:
         self.state = ClientState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_c, v_c)
         return self.state
 
-    def rebase_nominal_twist(self, twist_nominal_body, nominal=None) -> ClientState:
+    def rebase_nominal_twist(self, twist_nominal_body, nominal=None, twist_rel_body=None) -> ClientState:
         """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_c`` stays) with the twist
         ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
-        (:meth:`RelativeState.with_nominal_twist`, which refuses a bad twist before anything changes)."""
-        state = self.state.with_nominal_twist(twist_nominal_body)
+        (:meth:`RelativeState.with_nominal_twist`, which refuses a bad twist before anything changes; with
+        ``twist_rel_body``, ``V_c'`` computed with it and checked by the ramp's kernel, :meth:`RelativeState.with_twists`)."""
+        state = (self.state.with_nominal_twist(twist_nominal_body) if twist_rel_body is None
+                 else self.state.with_twists(twist_nominal_body, twist_rel_body))
         if nominal is not None:
             self._nominal = nominal
         self.state = state

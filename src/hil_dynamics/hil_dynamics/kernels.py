@@ -396,16 +396,18 @@ def compound_in_nominal(g_n, g_free, v_free, mass, inertia_com, inertia_com_inv,
 
 @njit(**_OPTS)
 def rebase_ramp_step(g_fn, v_fn, g_fc, v_fc, steps, h, h_rest, free_mass, free_inertia, free_inertia_inv, free_m6,
-                     free_m6_inv, g_n, v_n, fraction, mass, inertia_com, inertia_com_inv, com, v_target, m6, m6_inv,
-                     v_new):
+                     free_m6_inv, g_n, v_n, g_rel, v_rel, fraction, mass, inertia_com, inertia_com_inv, com, v_target,
+                     m6, m6_inv, v_new, v_rel_new):
     """:meth:`hil_dynamics.rebase.PlannedRebase.update`'s arithmetic in one call.
 
     The compound's free motion (a client admittance of the compound under no wrench, its state ``(g_fn, v_fn,
     g_fc, v_fc)`` stepped in place, its constants as :func:`client_rkmk4_step` takes them) moved on by ``steps``
     steps of ``h`` and then one of ``h_rest`` if that is > 0; the compound seen from the nominal ``g_n``
-    (:func:`compound_in_nominal` with the plan's mass properties: ``com``, ``v_target``, ``m6``, ``m6_inv``); and
-    the increment's nominal twist ``v_new = v_n + fraction (v_target - v_n)``. The same calls in the same order
-    as the Python it replaces (``PlannedRebase._free_at``, then ``update_reference``'s arithmetic)."""
+    (:func:`compound_in_nominal` with the plan's mass properties: ``com``, ``v_target``, ``m6``, ``m6_inv``);
+    the increment's nominal twist ``v_new = v_n + fraction (v_target - v_n)``; and the side's relative twist
+    after it, ``v_rel_new`` (:func:`nominal_twist_change_into` of ``g_rel``, ``v_rel``). The same calls in the
+    same order as the Python it replaces (``PlannedRebase._free_at``, then ``update_reference``'s arithmetic,
+    then ``RelativeState.with_nominal_twist``). Returns whether ``v_new`` and ``v_rel_new`` are finite."""
     zero = np.zeros(6)
     for _ in range(steps):
         client_rkmk4_step(g_fn, v_fn, g_fc, v_fc, zero, free_mass, free_inertia, free_inertia_inv, free_m6,
@@ -416,6 +418,11 @@ def rebase_ramp_step(g_fn, v_fn, g_fc, v_fc, steps, h, h_rest, free_mass, free_i
     compound_in_nominal(g_n, g_fn, v_fn, mass, inertia_com, inertia_com_inv, com, v_target, m6, m6_inv)
     for i in range(6):
         v_new[i] = v_n[i] + fraction * (v_target[i] - v_n[i])
+    nominal_twist_change_into(g_rel, v_rel, v_n, v_new, v_rel_new)
+    for i in range(6):
+        if not (math.isfinite(v_new[i]) and math.isfinite(v_rel_new[i])):
+            return False
+    return True
 
 
 @njit(**_OPTS)

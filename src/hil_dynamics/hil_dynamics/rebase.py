@@ -273,6 +273,10 @@ class PlannedRebase:
         inertia = np.asarray(plan.inertia_com_kgm2, dtype=float).reshape(3, 3)
         self._inertia9 = np.ascontiguousarray(inertia).reshape(9).copy()
         self._inertia_inv9 = np.linalg.inv(inertia).reshape(9).copy()
+        self._mass_kg = float(plan.mass_kg)
+        self._work = (np.empty(12), np.empty(6))     # the kernel's com and v_target (not kept)
+        self._free_arrays = self._free_constants = self._free_state = None
+        self._s_last = 0.0
         self.free = None            # the compound's free motion (client = nominal, relative identity)
         self.t_prev: float | None = None
         self.late_s = 0.0
@@ -320,31 +324,45 @@ class PlannedRebase:
             h_rest = duration - steps * self.dt_s
             h_rest = h_rest if h_rest > 1e-12 else 0.0
             self.t_prev = t
-        arrays, constants = free.step_arrays()        # fresh copies, stepped in place
-        g_n, _ = s.pose_arrays()
-        v_n = np.asarray(s.twist_nominal_body, dtype=float)
-        fraction = self._fraction(t)
-        com, v_target, v_new, m6, m6_inv = np.empty(12), np.empty(6), np.empty(6), np.empty((6, 6)), np.empty((6, 6))
-        kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *constants, g_n, v_n, fraction, float(plan.mass_kg),
-                                 self._inertia9, self._inertia_inv9, com, v_target, m6, m6_inv, v_new)
+        if free.state is not self._free_state:   # the free motion's arrays, owned here and stepped in place from
+            self._free_arrays, self._free_constants = free.step_arrays()     # now on (retaken if its state moved)
+        arrays = self._free_arrays
+        g_n, g_rel = s.pose_arrays()
+        v_n, v_rel = s.twist_nominal_body, s._twist_rel
+        if type(v_n) is not np.ndarray or v_n.dtype != np.float64:
+            v_n = np.asarray(v_n, dtype=float)
+        if type(v_rel) is not np.ndarray or v_rel.dtype != np.float64:
+            v_rel = np.asarray(v_rel, dtype=float)
+        s_now, fraction = self._fraction_now(t)
+        m6, m6_inv, v_new, v_rel_new = np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty(6)
+        work = self._work
+        if not kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *self._free_constants, g_n, v_n, g_rel,
+                                        v_rel, fraction, self._mass_kg, self._inertia9, self._inertia_inv9, work[0],
+                                        work[1], m6, m6_inv, v_new, v_rel_new):
+            raise InputError(f're-basing at t={t}: the new nominal twist {v_new.tolist()} or relative twist '
+                             f'{v_rel_new.tolist()} is not finite')
         if steps or h_rest:
             t_free = free.state.t              # the free admittance's clock, as its steps advance it
             for _ in range(steps):
                 t_free += self.dt_s
+            # a new state on the arrays stepped in place (a state is rebuilt at each call: none keeps stale poses)
             free.state = type(free.state).of_arrays(t_free + h_rest if h_rest else t_free, *arrays)
-        rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv))
-        step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), m6.copy())
-        self.last = step
+        self._free_state = free.state
+        rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv), v_rel_new)
+        step = RebaseStep(float(t), fraction, v_new - v_n, v_new.copy(), m6.copy())
+        self.last, self._s_last = step, s_now
         self.done = fraction >= 1.0
         return step
 
-    def _fraction(self, t: float) -> float:
-        """The min-jerk share of what remains that the step at ``t`` applies (1 at the ramp's end)."""
+    def _fraction_now(self, t: float) -> tuple[float, float]:
+        """``(s(t), fraction)``: the min-jerk progress ``s`` at ``t`` and the share of what remains that the step at
+        ``t`` applies, ``(s(t) - s(t_last)) / (1 - s(t_last))`` (1 at the ramp's end), with ``s(t_last)`` kept from
+        the last step."""
         plan = self.plan
         ramp = max(plan.ramp_s, 1e-12)
-        s_prev = min_jerk((self.last.t - plan.t_start) / ramp) if self.last is not None else 0.0
+        s_prev = self._s_last if self.last is not None else 0.0
         s_now = min_jerk((t - plan.t_start) / ramp)
-        return 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
+        return s_now, (1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev))
 
     def update_reference(self, t: float, rule) -> RebaseStep | None:
         """The readable :meth:`update`: the compound on ``pin.SE3``, its inertia by ``pin.Inertia.act`` and a 6x6
@@ -356,13 +374,13 @@ class PlannedRebase:
         g_n, v_n = s.pose_nominal_in_orbit, s.twist_nominal_body
         self._free_at(t, s)
         com = g_n.actInv(self.free.state.pose_nominal_in_orbit)
-        fraction = self._fraction(t)
+        s_now, fraction = self._fraction_now(t)
         v_target = com.act(pin.Motion(self.free.state.twist_nominal_body)).vector
         nominal = NominalBody(com.act(pin.Inertia(plan.mass_kg, np.zeros(3), plan.inertia_com_kgm2)))
         v_new = v_n + fraction * (v_target - v_n)
         rule.rebase(g_n, v_new, nominal)
         step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), nominal.mass_matrix.copy())
-        self.last = step
+        self.last, self._s_last = step, s_now
         self.done = fraction >= 1.0
         return step
 

@@ -388,11 +388,13 @@ class ServicerAdmittance:
         self.state = ServicerState(s.t, pin.SE3(pose_nominal_in_orbit), twist_nominal_body, g_s, v_s)
         return self.state
 
-    def rebase_nominal_twist(self, twist_nominal_body, nominal_body=None) -> ServicerState:
+    def rebase_nominal_twist(self, twist_nominal_body, nominal_body=None, twist_rel_body=None) -> ServicerState:
         """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_s`` stays) with the twist
         ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
-        (:meth:`hil_dynamics.client.RelativeState.with_nominal_twist`, which refuses a bad twist first)."""
-        state = self.state.with_nominal_twist(twist_nominal_body)
+        (:meth:`hil_dynamics.client.RelativeState.with_nominal_twist`, which refuses a bad twist first; with
+        ``twist_rel_body``, ``V_s'`` computed with it and checked by the ramp's kernel, ``with_twists``)."""
+        state = (self.state.with_nominal_twist(twist_nominal_body) if twist_rel_body is None
+                 else self.state.with_twists(twist_nominal_body, twist_rel_body))
         if nominal_body is not None:
             self.nominal_body = nominal_body     # read at every step (nominal_matrices)
         self.state = state

@@ -347,3 +347,44 @@ def test_a_non_finite_twist_increment_is_refused_by_name_and_changes_nothing():
         with pytest.raises(ValueError, match='twist_nominal_body'):
             rule.rebase_nominal_twist([0.0, np.nan, 0.0, 0.0, 0.0, 0.0])
         assert rule.state is state
+
+
+def test_a_ramp_step_that_would_give_a_non_finite_twist_is_refused_and_changes_nothing():
+    """:meth:`PlannedRebase.update` checks the new twists its one compiled call gives (``V_n'`` and the side's
+    ``V_rel'``): a rule whose relative twist went non-finite makes it raise InputError naming the re-basing, and
+    the rule keeps its state."""
+    from hil_common.errors import InputError
+
+    rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    plan = plan_rebase(0.0, 0.5, [(pin.SE3.Identity(), inertia, inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.01])])
+    side = PlannedRebase(plan, 0.01)
+    side.update(0.0, rule)
+    g_n, g_c = rule.state.pose_arrays()
+    rule.state = type(rule.state).of_arrays(rule.state.t, g_n, rule.state.twist_nominal_body, g_c,
+                                            np.array([0.0, np.inf, 0.0, 0.0, 0.0, 0.0]))
+    state = rule.state
+    with pytest.raises(InputError, match='re-basing'):
+        side.update(0.01, rule)
+    assert rule.state is state
+
+
+def test_the_ramp_may_mix_its_two_paths_on_one_side():
+    """A side stepped by :meth:`PlannedRebase.update` and :meth:`PlannedRebase.update_reference` in turn (the free
+    motion then moves by its admittance between compiled calls, which own its arrays otherwise) stays with a side
+    stepped by ``update`` only, to 1e-12."""
+    inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
+    plan = plan_rebase(0.0, 0.3, [(pin.SE3(pin.rpy.rpyToMatrix(0.1, 0.2, -0.3), np.array([1.0, -2.0, 0.5])),
+                                   inertia, inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.01])])
+    rules = [ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003]) for _ in range(2)]
+    mixed, plain = PlannedRebase(plan, 0.01), PlannedRebase(plan, 0.01)
+    for k in range(32):
+        t = 0.01 * k
+        (mixed.update if k % 3 else mixed.update_reference)(t, rules[0])
+        plain.update(t, rules[1])
+        for rule in rules:
+            rule.step(np.array([2.0, 0.0, -1.0, 0.0, 3.0, 0.0]), 0.01)
+        a, b = rules[0].state, rules[1].state
+        assert np.abs(a.twist_nominal_body - b.twist_nominal_body).max() < 1e-12
+        assert np.abs(a.twist_client_rel_body - b.twist_client_rel_body).max() < 1e-12
+    assert mixed.done and plain.done
