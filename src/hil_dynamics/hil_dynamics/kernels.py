@@ -26,8 +26,8 @@ from numba import njit
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
-           'compound_in_nominal', 'rebase_ramp_step', 'nominal_twist_change_into', 'latched_grasp_wrench',
-           'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
+           'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
+           'latched_grasp_wrench', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
            'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step', 'tool_jacobian_into',
            'frame_pose_and_jacobian']
 
@@ -675,8 +675,9 @@ def arm_torque_command(pose_s, v_n, v_s, vn_dot, q, dq, tau, parents, placements
                        nominal_in_lab, w_ff1, w_ff23, w_grav, work, work_ic, tw, tau_q):
     """Seed 004 Eq. (22) on arrays (:meth:`hil_dynamics.servicer.ArmFeedForward.torque_command`): Eq. (15) for
     ``V_b`` and ``Delta_dot``, then on the chain one CRBA (``M_bq``, for ``tau_ff1``), two RNEAs at zero
-    acceleration (the Coriolis forces at ``V_s`` and ``V_b``) and one in the lab gravity at the arm's lab pose
-    (``G``), combined as :func:`lockstep_solve` does (:func:`_arm_torque`). ``tw`` is ``(6 + nv, nv)`` work."""
+    acceleration (the Coriolis forces at ``V_s`` and ``V_b``) and the lab gravity at the arm's lab pose (``G``,
+    from the CRBA's ``M`` by :func:`gravity_from_mass_matrix`, or a third RNEA without ``tau_ff1``), combined as
+    :func:`lockstep_solve` does (:func:`_arm_torque`). ``tw`` is ``(6 + nv, nv)`` work."""
     nv = tw.shape[1]
     n = nv - 6
     vel_s, vel_b, zero, ff_s, ff_b, grav = tw[0], tw[1], tw[2], tw[3], tw[4], tw[5]
@@ -716,8 +717,11 @@ def arm_torque_command(pose_s, v_n, v_s, vn_dot, q, dq, tau, parents, placements
     if w_grav != 0.0:
         pose_lab = np.empty(12)
         pose_mul_into(nominal_in_lab, pose_s, pose_lab)
-        chain_rnea(parents, placements, kind, axis, inertia, lab_gravity, pose_lab, q, zero, zero, zero_fext, work, grav,
-                   fk)
+        if w_ff1 != 0.0:     # M is there: G from six of its columns (gravity_from_mass_matrix)
+            gravity_from_mass_matrix(placements[1], lab_gravity, pose_lab, m, grav)
+        else:
+            chain_rnea(parents, placements, kind, axis, inertia, lab_gravity, pose_lab, q, zero, zero, zero_fext, work,
+                       grav, fk)
     for i in range(6, nv):
         tau_q[i - 6] = _arm_torque(m, ff_s, ff_b, grav, tau, delta_dot, w_ff1, w_ff23, w_grav, i)
 
@@ -1124,6 +1128,29 @@ def chain_crba(parents, placements, kind, axis, inertia, q_arm, work, work_ic, m
 
 
 @njit(**_OPTS)
+def gravity_from_mass_matrix(placement_1, gravity, base_pose, m, grav):
+    """Pinocchio's generalised gravity ``rnea(q, 0, 0)`` of a free-flyer chain from its mass matrix ``m = M(q)``.
+
+    RNEA takes the gravity as the root's acceleration ``-g``; at rest every body then moves with the
+    free-flyer's acceleration ``a_g = Ad_{X_1}^-1 (-g)`` (``X_1 = placement_1 base_pose``, the joint's
+    placement, local axes) and no joint accelerates, so ``rnea(q, 0, 0) = rnea(q, 0, [a_g; 0])`` without
+    gravity ``= M [a_g; 0]`` (:func:`chain_rnea` is ``M a + C v + g``): six columns of ``M`` instead of a
+    recursion."""
+    x1 = np.empty(12)
+    pose_mul_into(placement_1, base_pose, x1)
+    neg_g = np.empty(6)
+    for k in range(6):
+        neg_g[k] = -gravity[k]
+    a_g = np.empty(6)
+    _act_inv_motion(x1, neg_g, a_g)
+    for i in range(m.shape[0]):
+        s = 0.0
+        for k in range(6):
+            s += m[i, k] * a_g[k]
+        grav[i] = s
+
+
+@njit(**_OPTS)
 def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, lab_gravity, ground_gravity,
                     nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, same_ff, ground_mode, work, work_ic,
                     tw, twists_out, rates_out):
@@ -1163,7 +1190,9 @@ def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, l
         chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_s, zero, zero_fext, w_f, ff_s, True)
         chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_b, zero, zero_fext, w_f, ff_b,
                    False)
-    if w_grav != 0.0:   # G of Eq. (20) on the feed-forward's model in the lab gravity
+    if w_grav != 0.0 and same_ff:   # G of Eq. (20) from the mass matrix just computed (gravity_from_mass_matrix)
+        gravity_from_mass_matrix(co[1][1], lab_gravity, pose_lab, m_o, grav)
+    elif w_grav != 0.0:   # G of Eq. (20) on the feed-forward's model in the lab gravity
         chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], lab_gravity, pose_lab, q, zero, zero, zero_fext, w_f, grav, False)
     else:
         for k in range(nv):

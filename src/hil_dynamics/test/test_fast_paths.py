@@ -291,6 +291,30 @@ def test_chain_rnea_and_crba_match_pinocchio(arm):
         assert np.abs(out_m - ref_m).max() < TOL * np.abs(ref_m).max()
 
 
+@pytest.mark.parametrize('arm', ['lbr', 'ssrms'])
+def test_the_gravity_from_the_mass_matrix_is_pinocchios_generalised_gravity(arm):
+    """:func:`kernels.gravity_from_mass_matrix` (six columns of ``M`` times the free-flyer's acceleration the gravity
+    stands for) against Pinocchio's ``computeGeneralizedGravity`` at random base poses, joints and gravities."""
+    from hil_dynamics.models import servicer_lbr_urdf, servicer_ssrms_urdf
+
+    urdf = servicer_lbr_urdf() if arm == 'lbr' else servicer_ssrms_urdf()
+    model = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())
+    data = model.createData()
+    chain = kernels.Chain.of(model)
+    rng = np.random.default_rng(19)
+    for _ in range(10):
+        model.gravity = pin.Motion(np.concatenate((rng.normal(0.0, 5.0, 3), np.zeros(3))))
+        base = _random_pose(rng)
+        q = rng.uniform(-3.0, 3.0, model.nv - 6)
+        cfg = np.concatenate((pin.SE3ToXYZQUAT(base), q))
+        ref = pin.computeGeneralizedGravity(model, data, cfg).copy()
+        m = np.empty((model.nv, model.nv))
+        kernels.chain_crba(*chain.args(), q, chain.work, chain.work_ic, m)
+        out = np.empty(model.nv)
+        kernels.gravity_from_mass_matrix(chain.args()[1][1], model.gravity.vector, kernels.pose_array(base), m, out)
+        assert np.abs(out - ref).max() < TOL * np.abs(ref).max()
+
+
 def test_compiled_steps_follow_a_wrench_buffer_the_caller_reuses():
     """A node may decode each sample into the same array: the compiled admittance and lockstep steps cache
     the EE wrench's joint force, and must see a changed value in a reused buffer as a new wrench."""
