@@ -154,7 +154,8 @@ def test_ctrl_c_and_a_killed_worker_then_a_rerun_does_only_the_missing_runs(clus
     final table is complete and right (closed form; reproducibility is the test above)."""
     from distributed import Client
 
-    dt_s = 2e-4                                    # 3000 steps, ~0.2-0.5 s per run: slow enough to interrupt
+    dt_s = 1e-4          # 6000 steps, ~0.4-1 s per run: slow enough to interrupt (at 2e-4, one run in about ten
+    # had all eight runs finished before the Ctrl-C arrived, and exited 0)
     path = campaign_file(tmp_path, dt_s=dt_s, name='interrupted')
     n = len(SPEEDS) * len(MASSES)
     extra = start_worker(cluster['scheduler_file'], name=f'doomed-{os.getpid()}')
