@@ -1172,48 +1172,60 @@ def _lockstep_rates(poses, x, f_b, tau, fext_o, fext_g, zero_fext, co, cf, cg, l
         zero[k] = 0.0
     identity = np.zeros(12)
     identity[0], identity[4], identity[8] = 1.0, 1.0, 1.0
-    pose_lab = np.empty(12)
-    pose_mul_into(nominal_in_lab, poses[1], pose_lab)
     m_o, m_g = tw[8:8 + nv], tw[8 + nv:8 + 2 * nv]
     bias_b, ff_s, ff_b, grav, bias_g = tw[8 + 2 * nv], tw[9 + 2 * nv], tw[10 + 2 * nv], tw[11 + 2 * nv], tw[12 + 2 * nv]
     no_gravity = tw[13 + 2 * nv, :6]
     for k in range(6):
         no_gravity[k] = 0.0
+    lhs = tw[14 + 2 * nv:14 + 3 * nv]
+    rhs, sol = tw[14 + 3 * nv], tw[15 + 3 * nv]
     w_o, w_f, w_g = work[0], work[1], work[2]    # per chain: the joint placements are computed once
     chain_crba(co[0], co[1], co[2], co[3], co[4], q, w_o, work_ic, m_o, True)
     chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel_b, zero, fext_o, w_o, bias_b, False)
-    if same_ff:     # the feed-forward's model is the admittance's: J^T F_e cancels in ff_s - ff_b
-        chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel_s, zero, fext_o, w_o, ff_s, False)
-        ff_b[:] = bias_b
-        w_f = w_o
+    if ground_mode == 2 and w_grav == 1.0 and w_ff23 == 1.0:
+        # The ground arm is the orbit model (same feed-forward model, lab gravity and EE wrench;
+        # ServicerHilLockstep._compiled_setup) and Eq. (22) has all its terms: its tau_ff2 + tau_ff3 + G cancel the
+        # ground arm's own C(V_s) V_s + G - J^T F_e of Eq. (20) exactly (RNEA is linear in the gravity and the
+        # external forces: both are ff_s + G), so the arm rows are tau - w_ff1 M_qb Delta_dot - ff_b with
+        # ff_b = bias_b, and neither the RNEA at V_s nor G is needed (what seed 004 designed Eq. 22 for).
+        lockstep_solve(m_o, m_o, bias_b, zero, bias_b, zero, zero, tau, f_b, delta_dot, w_ff1, 1.0, 0.0, lhs, rhs,
+                       sol)
     else:
-        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_s, zero, zero_fext, w_f, ff_s, True)
-        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_b, zero, zero_fext, w_f, ff_b,
-                   False)
-    if w_grav != 0.0 and same_ff:   # G of Eq. (20) from the mass matrix just computed (gravity_from_mass_matrix)
-        gravity_from_mass_matrix(co[1][1], lab_gravity, pose_lab, m_o, grav)
-    elif w_grav != 0.0:   # G of Eq. (20) on the feed-forward's model in the lab gravity
-        chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], lab_gravity, pose_lab, q, zero, zero, zero_fext, w_f, grav, False)
-    else:
-        for k in range(nv):
-            grav[k] = 0.0
-    if ground_mode == 2 and w_grav != 0.0:   # the ground arm is the orbit model in the lab's gravity with the same
-        # EE wrench (ServicerHilLockstep._compiled_setup): RNEA is linear in the gravity and the external forces,
-        m_g[:, :] = m_o      # so C(V_s) V_s + G - J^T F_e = ff_s + G
-        for k in range(nv):
-            bias_g[k] = ff_s[k] + grav[k]
-    elif ground_mode >= 1:   # identical arrays: the ground arm's M is the orbit model's
-        m_g[:, :] = m_o
-        chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g, bias_g,
-                   True)
-    else:
-        chain_crba(cg[0], cg[1], cg[2], cg[3], cg[4], q, w_g, work_ic, m_g, True)
-        chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g, bias_g,
-                   False)
-    lhs = tw[14 + 2 * nv:14 + 3 * nv]
-    rhs, sol = tw[14 + 3 * nv], tw[15 + 3 * nv]
-    lockstep_solve(m_o, m_g, bias_b, ff_s, ff_b, grav, bias_g, tau, f_b, delta_dot, w_ff1, w_ff23, w_grav,
-                   lhs, rhs, sol)
+        pose_lab = np.empty(12)
+        pose_mul_into(nominal_in_lab, poses[1], pose_lab)
+        if same_ff:     # the feed-forward's model is the admittance's: J^T F_e cancels in ff_s - ff_b
+            chain_rnea(co[0], co[1], co[2], co[3], co[4], no_gravity, identity, q, vel_s, zero, fext_o, w_o, ff_s,
+                       False)
+            ff_b[:] = bias_b
+            w_f = w_o
+        else:
+            chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_s, zero, zero_fext, w_f, ff_s,
+                       True)
+            chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], no_gravity, identity, q, vel_b, zero, zero_fext, w_f, ff_b,
+                       False)
+        if w_grav != 0.0 and same_ff:   # G of Eq. (20) from the mass matrix just computed (gravity_from_mass_matrix)
+            gravity_from_mass_matrix(co[1][1], lab_gravity, pose_lab, m_o, grav)
+        elif w_grav != 0.0:   # G of Eq. (20) on the feed-forward's model in the lab gravity
+            chain_rnea(cf[0], cf[1], cf[2], cf[3], cf[4], lab_gravity, pose_lab, q, zero, zero, zero_fext, w_f, grav,
+                       False)
+        else:
+            for k in range(nv):
+                grav[k] = 0.0
+        if ground_mode == 2 and w_grav != 0.0:   # the ground arm is the orbit model in the lab's gravity with the
+            # same EE wrench (ServicerHilLockstep._compiled_setup): RNEA is linear in the gravity and the external
+            m_g[:, :] = m_o      # forces, so C(V_s) V_s + G - J^T F_e = ff_s + G
+            for k in range(nv):
+                bias_g[k] = ff_s[k] + grav[k]
+        elif ground_mode >= 1:   # identical arrays: the ground arm's M is the orbit model's
+            m_g[:, :] = m_o
+            chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g,
+                       bias_g, True)
+        else:
+            chain_crba(cg[0], cg[1], cg[2], cg[3], cg[4], q, w_g, work_ic, m_g, True)
+            chain_rnea(cg[0], cg[1], cg[2], cg[3], cg[4], ground_gravity, pose_lab, q, vel_s, zero, fext_g, w_g,
+                       bias_g, False)
+        lockstep_solve(m_o, m_g, bias_b, ff_s, ff_b, grav, bias_g, tau, f_b, delta_dot, w_ff1, w_ff23, w_grav,
+                       lhs, rhs, sol)
     for k in range(6):
         twists_out[0, k] = v_n[k]
         twists_out[1, k] = v_s[k]

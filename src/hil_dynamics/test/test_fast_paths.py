@@ -164,17 +164,24 @@ def test_servicer_lockstep_fused_step_matches_reference_step(share_model):
     assert worst < TOL
 
 
+@pytest.mark.parametrize('terms', ['all', 'no_gravity', 'no_ff23'])
 @pytest.mark.parametrize('ground_mode', [0, 1, 2])
-def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model_sharing(ground_mode):
+def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model_sharing(ground_mode, terms):
     """The compiled step's ground arm: its own CRBA and RNEA (0), the orbit model's mass matrix (1), or also its
     bias from the feed-forward's RNEA plus G (2: the same arm, gravity and EE wrench, by RNEA's linearity; what
-    the Envisat loop runs), each against the reference step with an EE wrench."""
+    the Envisat loop runs), each against the reference step with an EE wrench. With every Eq. (22) term on, mode 2
+    skips the terms that cancel (the ground arm's C(V_s) V_s + G against tau_ff2 + tau_ff3 + G); with the gravity
+    or tau_ff2 + tau_ff3 off they do not cancel and are computed."""
     rng = np.random.default_rng(15)
     loop = _lbr_lockstep(True)
     n = loop.n
     loop.step(1e-3, np.zeros(6), np.zeros(n), np.zeros(6))
     assert loop._chains.ground_mode == 2            # this loop's models allow the sharing
     loop._chains.ground_mode = ground_mode
+    if terms == 'no_gravity':
+        loop.feedforward.use_gravity = False
+    elif terms == 'no_ff23':
+        loop.feedforward.use_ff2 = loop.feedforward.use_ff3 = False
     worst = 0.0
     for _ in range(6):
         state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
