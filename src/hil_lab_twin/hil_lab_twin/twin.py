@@ -243,14 +243,28 @@ class LabTwin:
         except CommandRejected:
             target.rejected += 1
             return False
+        return self._queue(target, kind, payload)
+
+    def _accept_vector(self, target, values, n: int, kind: str) -> bool:
+        """:meth:`_accept` of a vector command of ``n`` values (:func:`validate_command`), without the closure:
+        this runs for every robot at every step of a lockstep run."""
+        try:
+            payload = validate_command(values, n)
+        except CommandRejected:
+            target.rejected += 1
+            return False
+        return self._queue(target, kind, payload)
+
+    def _queue(self, target, kind: str, payload) -> bool:
+        """Queue a validated command behind ``target``'s transport delay (and count it)."""
         target.accepted += 1
-        target.delay.push(self.time, (kind, payload))
+        target.delay.push(float(self.data.time), (kind, payload))
         return True
 
     def command_positions(self, ns: str, positions) -> bool:
         """forward_position_controller/commands: joint positions (m for hexapod legs). False if rejected."""
         robot = self._robots[ns]
-        return self._accept(robot, lambda: validate_command(positions, len(robot.build.joint_names)), 'position')
+        return self._accept_vector(robot, positions, len(robot.build.joint_names), 'position')
 
     def command_trajectory(self, ns: str, joint_names, points) -> bool:
         """joint_trajectory_controller/joint_trajectory: ``points`` = [(time_from_start, positions)]."""
@@ -261,7 +275,7 @@ class LabTwin:
     def command_efforts(self, ns: str, efforts) -> bool:
         """forward_effort_controller/commands of the torque-controlled arm [N m]."""
         arm = self._arms[ns]
-        return self._accept(arm, lambda: validate_command(efforts, len(arm.joint_names)), 'effort')
+        return self._accept_vector(arm, efforts, len(arm.joint_names), 'effort')
 
     def command_gripper(self, ns: str, opening: float) -> None:
         """Finger position of the servicer arm's gripper [m] (positive opens)."""
