@@ -335,11 +335,24 @@ class LabTwin:
     def joint_state(self, ns: str) -> JointState:
         if ns in self._arms:
             arm = self._arms[ns]
-            return JointState(arm.joint_names, self.data.qpos[arm.qpos_adr].copy(), self.data.qvel[arm.dof_adr].copy(),
-                              arm.effort.copy())
+            return JointState(arm.joint_names, self.joint_positions(ns), self.joint_velocities(ns), arm.effort.copy())
         robot = self._robots[ns]
-        return JointState(robot.build.joint_names, self.data.qpos[robot.qpos_adr] + robot.build.q_offset,
-                          self.data.qvel[robot.dof_adr].copy(), self.data.actuator_force[robot.act_ids].copy())
+        return JointState(robot.build.joint_names, self.joint_positions(ns), self.joint_velocities(ns),
+                          self.data.actuator_force[robot.act_idx].copy())
+
+    def joint_positions(self, ns: str) -> np.ndarray:
+        """``joint_state(ns).positions`` alone (a new array): what a lockstep runner reads at every step,
+        without building the rest of the :class:`JointState`."""
+        arm = self._arms.get(ns)
+        if arm is not None:
+            return self.data.qpos[arm.qpos_idx].copy()
+        robot = self._robots[ns]
+        return self.data.qpos[robot.qpos_idx] + robot.build.q_offset
+
+    def joint_velocities(self, ns: str) -> np.ndarray:
+        """``joint_state(ns).velocities`` alone (a new array)."""
+        target = self._arms.get(ns) or self._robots[ns]
+        return self.data.qvel[target.dof_idx].copy()
 
     def show_joints(self, ns: str, positions) -> None:
         """Put robot ``ns`` at ``positions`` (as its ``joint_states`` give them), at rest, and update the

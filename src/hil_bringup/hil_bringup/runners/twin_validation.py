@@ -241,13 +241,13 @@ class TwinHilMission(RuleStates, MissionLoop):
         bodies = {'client': cs.pose_client_in_nominal, 'servicer': self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal)}
         for ns, table in self.tables.items():
             target = flange_target_from_body_motion(self.home[ns], self.body_in_flange[ns], bodies[ns])
-            out = table.step(target, q_measured=self.twin.joint_state(ns).positions, t=self.twin.time)
+            out = table.step(target, q_measured=self.twin.joint_positions(ns), t=self.twin.time)
             self.twin.command_positions(ns, out.q_command)
         self.twin.command_efforts('servicer_arm', tau_q)
         self.twin.step(self.twin_steps)
-        arm = self.twin.joint_state('servicer_arm')
-        self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
-        self.q_arm, self.dq_arm = arm.positions, arm.velocities
+        q_arm, dq_arm = self.twin.joint_positions('servicer_arm'), self.twin.joint_velocities('servicer_arm')
+        self.ddq_arm = (dq_arm - self.dq_arm) / self.dt
+        self.q_arm, self.dq_arm = q_arm, dq_arm
 
     def record_sample(self) -> None:
         super().record_sample()
