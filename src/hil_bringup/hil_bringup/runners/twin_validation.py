@@ -135,7 +135,8 @@ class TwinFtSensor:
         """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver);
         while a tare collects, the sample also goes into it."""
         self.chain.gravity.set_sensor_rotation(self.twin.data.site_xmat[self.site_id].reshape(3, 3))
-        out = self.chain.process(self.read()[0])
+        # the chain works on Python floats: the sample as a list (the same values; NumPy scalars cost more)
+        out = self.chain.process(self.read()[0].tolist())
         if out is None:
             raise SensorFault(f'twin sensor {self.sensor!r}: non-finite wrench')
         return np.asarray(out)
