@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from operator import sub
 from typing import Sequence
 
 import numpy as np
@@ -317,13 +318,14 @@ class WrenchChain:
         restarts then). While a tare collects, the sample is added to it; when the tare
         completes, the filter restarts at the tared value (no transient from the old offset)."""
         g = self.gravity.wrench if self.gravity is not None else ZERO6
-        comp = [raw[i] - g[i] for i in range(6)]
+        comp = list(map(sub, raw, g))
+        if len(comp) != 6:
+            raise InputError(f'a wrench has 6 values, got {len(comp)}')
         tare, filt = self.tare, self.filter
         if tare.collecting and tare.add(comp) and filt is not None:
             filt.reset()
         if self.tare_enabled and tare.active:
-            b = tare.offset
-            comp = [comp[i] - b[i] for i in range(6)]
+            comp = list(map(sub, comp, tare.offset))
         out = filt.step(comp) if filt is not None else comp
         if not all_finite(out):
             if filt is not None:
@@ -385,14 +387,10 @@ def soft_deadband(values: Sequence[float], widths: Sequence[float]) -> list[floa
     otherwise integrate it into a random-walk drift; choose a width of several noise standard
     deviations. A width of 0 passes the axis unchanged.
     """
-    out = []
-    for v, w in zip(values, widths):
-        out.append(0.0 if abs(v) <= w else (v - w if v > 0 else v + w))
-    return out
+    return [0.0 if abs(v) <= w else (v - w if v > 0 else v + w) for v, w in zip(values, widths)]
 
 
 def all_finite(values: Sequence[float]) -> bool:
-    for v in values:
-        if v != v or v in (math.inf, -math.inf):
-            return False
-    return True
+    """Whether every value is finite: their sum is finite exactly when they are, unless finite values
+    overflow it (then each is looked at)."""
+    return math.isfinite(sum(values)) or all(math.isfinite(v) for v in values)
