@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hil_dynamics.se3 import cross3, pose_from_quaternion
+from hil_dynamics.se3 import cross3_values, pose_from_quaternion
 from hil_common.errors import ConfigError, InputError
 
 AXES = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
@@ -249,9 +249,9 @@ class ToolGravity:
     def set_sensor_rotation(self, rotation_sensor_in_world: np.ndarray) -> None:
         """The sensor's orientation in the gravity frame (``R_ws``): ``f_g = m R_ws^T g``."""
         force = (self.mass_kg * (np.asarray(rotation_sensor_in_world).T @ self.gravity)).tolist()
-        # cross3, not numpy.cross (~50 us on 3-vectors with its axis handling: 15 % of a TwinHilMission step), on
+        # cross3's, not numpy.cross (~50 us on 3-vectors with its axis handling: 15 % of a TwinHilMission step), on
         # Python floats (the same products and differences as on NumPy scalars, a third of the time)
-        w = (*force, *cross3(self.com.tolist(), force).tolist())
+        w = (*force, *cross3_values(self.com.tolist(), force))
         if not math.isfinite(sum(w)) and not all(math.isfinite(v) for v in w):    # (a sum of finite values may overflow)
             raise InputError('gravity wrench is not finite')
         self.wrench = w
