@@ -316,7 +316,7 @@ class ClientAdmittance:
             held = wrench_client_com            # the kernel only reads it
         else:
             held = np.asarray(wrench_client_com, dtype=float).reshape(6)
-        if not math.isfinite(float(held.sum())) and not np.isfinite(held).all():   # a sum may overflow
+        if not math.isfinite(sum(held.tolist())) and not np.isfinite(held).all():   # a sum may overflow
             raise InputError(f'wrench must be finite, got {held.tolist()}')
         arrays, constants = self.step_arrays()
         kernels.client_rkmk4_step(*arrays, held, *constants, dt)

@@ -76,7 +76,12 @@ def quaternion_xyzw(g: pin.SE3) -> np.ndarray:
 def cross3(a, b) -> np.ndarray:
     """``a x b`` for 3-vectors, in scalars: ``numpy.cross`` costs ~10x more on such small arrays (its axis
     handling), and the result is the same to the bit (the same products and differences)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+    return np.array(cross3_values(a, b))
+
+
+def cross3_values(a, b) -> tuple:
+    """:func:`cross3` as a tuple of its three scalars (for a caller on Python floats: no array)."""
+    return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
 
 
 def hat(twist) -> np.ndarray:

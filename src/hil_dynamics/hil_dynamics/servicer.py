@@ -87,7 +87,7 @@ def finite_into(buffer: np.ndarray, *specs) -> None:
                 fast = False
                 break
             out[:] = value
-        if fast and math.isfinite(float(buffer.sum())):
+        if fast and math.isfinite(sum(buffer.tolist())):         # (Python's sum of floats: no NumPy call)
             return
     except (ValueError, TypeError):      # numpy's own: the array's values are no numbers
         pass

@@ -57,8 +57,10 @@ class FtChannel:
         if t + 1e-12 < self._next:
             return False
         noise = self._rng.standard_normal(6) * self._std
-        self.wrench = self._sum / self._count + self._bias + noise
-        self._sum[:] = 0.0
+        # the mean of one sample is the sample (x / 1 == x exactly): no division at one step per sample
+        mean = self._sum if self._count == 1 else self._sum / self._count
+        self.wrench = mean + self._bias + noise
+        self._sum.fill(0.0)
         self._count = 0
         self.stamp = t
         self.sequence += 1

@@ -27,8 +27,18 @@ class CommandRejected(Unreachable):
     """A command a ros2_control controller would refuse; the message says why."""
 
 
+_F64 = np.dtype(np.float64)
+
+
 def validate_command(values, n: int) -> np.ndarray:
-    """``values`` as a float array of length ``n``, or :class:`CommandRejected`."""
+    """``values`` as a float array of length ``n``, or :class:`CommandRejected`.
+
+    A float64 vector of length ``n`` (what the runners pass, once per robot and step) is checked
+    without NumPy calls: the sum of its values is finite exactly when all are, except when finite values
+    overflow, which the full check then settles (as for any other input)."""
+    if type(values) is np.ndarray and values.dtype is _F64 and values.shape == (n,) \
+            and math.isfinite(sum(values.tolist())):
+        return values
     try:
         arr = np.asarray(values, dtype=float).reshape(-1)
     except (TypeError, ValueError) as exc:

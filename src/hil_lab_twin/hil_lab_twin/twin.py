@@ -38,6 +38,18 @@ from hil_lab_twin.servo import (CommandRejected, DelayLine, FirstOrderServo, Tra
 from hil_common.errors import ConfigError, InputError
 
 
+def _index(adr: np.ndarray) -> slice | np.ndarray:
+    """``adr`` as a slice when its addresses are consecutive (the usual MJCF layout), else ``adr`` itself.
+
+    The step reads and writes MuJoCo's arrays at these addresses about ten times per robot; a slice
+    costs a fifth of an index array there (a view instead of NumPy's fancy indexing), with the same values.
+    """
+    adr = np.asarray(adr)
+    if adr.ndim == 1 and adr.size and np.array_equal(adr, np.arange(adr[0], adr[0] + adr.size)):
+        return slice(int(adr[0]), int(adr[0]) + adr.size)
+    return adr
+
+
 @dataclass
 class _PositionRobot:
     build: RobotBuild
@@ -53,6 +65,15 @@ class _PositionRobot:
     integral: np.ndarray
     rejected: int = 0
     accepted: int = 0
+    # the step's indexing of the addresses above (:func:`_index`) and its gain ratios (set with the gains)
+    qpos_idx: slice | np.ndarray = None
+    dof_idx: slice | np.ndarray = None
+    act_idx: slice | np.ndarray = None
+    kv_over_kp: np.ndarray = None
+    ki_over_kp: np.ndarray = None
+
+    def __post_init__(self):
+        self.qpos_idx, self.dof_idx, self.act_idx = _index(self.qpos_adr), _index(self.dof_adr), _index(self.act_ids)
 
 
 @dataclass
@@ -72,6 +93,13 @@ class _TorqueArm:
     finger_rate: float = 0.0                     # [m/s]; 0: no ring gripper
     finger_closed_goal: float = 0.0
     finger_open: float = 0.0
+    # the step's indexing of the addresses above (:func:`_index`)
+    qpos_idx: slice | np.ndarray = None
+    dof_idx: slice | np.ndarray = None
+    act_idx: slice | np.ndarray = None
+
+    def __post_init__(self):
+        self.qpos_idx, self.dof_idx, self.act_idx = _index(self.qpos_adr), _index(self.dof_adr), _index(self.act_ids)
 
 
 @dataclass
@@ -95,6 +123,7 @@ class LabTwin:
         self._robots: dict[str, _PositionRobot] = {}
         self._arms: dict[str, _TorqueArm] = {}
         self._ft: dict[str, tuple[FtChannel, int, int, int]] = {}
+        self._ft_channels: list[tuple[FtChannel, int, int]] = []
         self._servo_cfg = {r.ns: r.servo for r in self.config.robots}
         for ns, build in self.builds.items():
             self._init_robot(ns, build)
@@ -156,6 +185,7 @@ class LabTwin:
             force = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_force')]
             torque = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_torque')]
             self._ft[sensor] = (FtChannel(sensor, ft_cfg), site, force, torque)
+            self._ft_channels.append((self._ft[sensor][0], int(force), int(torque)))   # what the step samples
 
     def _set_gains(self) -> None:
         """PID gains per joint from the joint-space inertia diagonal at the initial configuration."""
@@ -171,6 +201,9 @@ class LabTwin:
             self.model.actuator_gainprm[robot.act_ids, 0] = robot.kp
             self.model.actuator_biasprm[robot.act_ids, 1] = -robot.kp
             self.model.actuator_biasprm[robot.act_ids, 2] = -robot.kv
+            # the set point's ratios, computed once (the step divided them at every step: the same values)
+            robot.kv_over_kp = robot.kv / robot.kp
+            robot.ki_over_kp = robot.ki / robot.kp
 
     # -- interfaces ---------------------------------------------------------------------
     @property
@@ -210,14 +243,28 @@ class LabTwin:
         except CommandRejected:
             target.rejected += 1
             return False
+        return self._queue(target, kind, payload)
+
+    def _accept_vector(self, target, values, n: int, kind: str) -> bool:
+        """:meth:`_accept` of a vector command of ``n`` values (:func:`validate_command`), without the closure:
+        this runs for every robot at every step of a lockstep run."""
+        try:
+            payload = validate_command(values, n)
+        except CommandRejected:
+            target.rejected += 1
+            return False
+        return self._queue(target, kind, payload)
+
+    def _queue(self, target, kind: str, payload) -> bool:
+        """Queue a validated command behind ``target``'s transport delay (and count it)."""
         target.accepted += 1
-        target.delay.push(self.time, (kind, payload))
+        target.delay.push(float(self.data.time), (kind, payload))
         return True
 
     def command_positions(self, ns: str, positions) -> bool:
         """forward_position_controller/commands: joint positions (m for hexapod legs). False if rejected."""
         robot = self._robots[ns]
-        return self._accept(robot, lambda: validate_command(positions, len(robot.build.joint_names)), 'position')
+        return self._accept_vector(robot, positions, len(robot.build.joint_names), 'position')
 
     def command_trajectory(self, ns: str, joint_names, points) -> bool:
         """joint_trajectory_controller/joint_trajectory: ``points`` = [(time_from_start, positions)]."""
@@ -228,7 +275,7 @@ class LabTwin:
     def command_efforts(self, ns: str, efforts) -> bool:
         """forward_effort_controller/commands of the torque-controlled arm [N m]."""
         arm = self._arms[ns]
-        return self._accept(arm, lambda: validate_command(efforts, len(arm.joint_names)), 'effort')
+        return self._accept_vector(arm, efforts, len(arm.joint_names), 'effort')
 
     def command_gripper(self, ns: str, opening: float) -> None:
         """Finger position of the servicer arm's gripper [m] (positive opens)."""
@@ -288,11 +335,24 @@ class LabTwin:
     def joint_state(self, ns: str) -> JointState:
         if ns in self._arms:
             arm = self._arms[ns]
-            return JointState(arm.joint_names, self.data.qpos[arm.qpos_adr].copy(), self.data.qvel[arm.dof_adr].copy(),
-                              arm.effort.copy())
+            return JointState(arm.joint_names, self.joint_positions(ns), self.joint_velocities(ns), arm.effort.copy())
         robot = self._robots[ns]
-        return JointState(robot.build.joint_names, self.data.qpos[robot.qpos_adr] + robot.build.q_offset,
-                          self.data.qvel[robot.dof_adr].copy(), self.data.actuator_force[robot.act_ids].copy())
+        return JointState(robot.build.joint_names, self.joint_positions(ns), self.joint_velocities(ns),
+                          self.data.actuator_force[robot.act_idx].copy())
+
+    def joint_positions(self, ns: str) -> np.ndarray:
+        """``joint_state(ns).positions`` alone (a new array): what a lockstep runner reads at every step,
+        without building the rest of the :class:`JointState`."""
+        arm = self._arms.get(ns)
+        if arm is not None:
+            return self.data.qpos[arm.qpos_idx].copy()
+        robot = self._robots[ns]
+        return self.data.qpos[robot.qpos_idx] + robot.build.q_offset
+
+    def joint_velocities(self, ns: str) -> np.ndarray:
+        """``joint_state(ns).velocities`` alone (a new array)."""
+        target = self._arms.get(ns) or self._robots[ns]
+        return self.data.qvel[target.dof_idx].copy()
 
     def show_joints(self, ns: str, positions) -> None:
         """Put robot ``ns`` at ``positions`` (as its ``joint_states`` give them), at rest, and update the
@@ -340,7 +400,16 @@ class LabTwin:
     def wrench_true(self, sensor: str) -> np.ndarray:
         """Noise-free ``wrench_sensor_in_sensor`` now (see :mod:`hil_lab_twin.ft` for the convention)."""
         _, _, force, torque = self._ft[sensor]
-        return MUJOCO_SIGN * np.concatenate([self.data.sensordata[force:force + 3], self.data.sensordata[torque:torque + 3]])
+        return self._wrench_true_at(force, torque)
+
+    def _wrench_true_at(self, force: int, torque: int) -> np.ndarray:
+        """:meth:`wrench_true` of the sensor whose force and torque readings start at ``sensordata[force]`` and
+        ``sensordata[torque]`` (a new array); one slice when they are adjacent (as :mod:`hil_lab_twin.scene`
+        declares them), no concatenation."""
+        data = self.data.sensordata
+        if torque == force + 3:
+            return MUJOCO_SIGN * data[force:force + 6]
+        return MUJOCO_SIGN * np.concatenate([data[force:force + 3], data[torque:torque + 3]])
 
     def wrench_source(self, sensor: str):
         """A callable returning ``(wrench_sensor_in_sensor, stamp_s, sequence)`` of the latest sample.
@@ -477,31 +546,40 @@ class LabTwin:
         return k
 
     def _step_once(self) -> None:
-        t = self.time
+        """One physics step (the module docstring). The hot loop of every lockstep runner: the addresses
+        are indexed as slices where they are consecutive and the constants are read once (see
+        :func:`_index`); the arithmetic and its order are those of the readable form."""
         d = self.data
-        d.qfrc_applied[:] = 0.0
+        t = float(d.time)
+        dt = self.dt
+        qfrc_applied, qfrc_bias, ctrl, qpos = d.qfrc_applied, d.qfrc_bias, d.ctrl, d.qpos
+        qfrc_applied[:] = 0.0
         for robot in self._robots.values():
+            follower = robot.follower
             for kind, payload in robot.delay.pop_due(t):
                 if kind == 'position':
-                    robot.follower.set_hold(payload)
+                    follower.set_hold(payload)
                 else:
-                    robot.follower.start(t, robot.follower.sample(t), payload)
-            q_f = robot.servo.update(robot.follower.sample(t))
-            q_meas = d.qpos[robot.qpos_adr] + robot.build.q_offset
-            robot.integral += (q_f - q_meas) * self.dt
-            set_point = q_f + (robot.kv / robot.kp) * robot.servo.velocity + (robot.ki / robot.kp) * robot.integral
-            d.ctrl[robot.act_ids] = set_point - robot.build.q_offset
-            d.qfrc_applied[robot.dof_adr] = d.qfrc_bias[robot.dof_adr]
+                    follower.start(t, follower.sample(t), payload)
+            servo, q_offset = robot.servo, robot.build.q_offset
+            q_f = servo.update(follower.sample(t))
+            q_meas = qpos[robot.qpos_idx] + q_offset
+            robot.integral += (q_f - q_meas) * dt
+            set_point = q_f + robot.kv_over_kp * servo.velocity + robot.ki_over_kp * robot.integral
+            ctrl[robot.act_idx] = set_point - q_offset
+            dof = robot.dof_idx
+            qfrc_applied[dof] = qfrc_bias[dof]
         for arm in self._arms.values():
             for _kind, tau in arm.delay.pop_due(t):
                 arm.effort = tau
-            d.ctrl[arm.act_ids] = arm.effort
+            ctrl[arm.act_idx] = arm.effort
             if arm.finger_rate > 0:
-                step = arm.finger_rate * self.dt
+                step = arm.finger_rate * dt
                 arm.finger_target += float(np.clip(arm.finger_goal - arm.finger_target, -step, step))
-                d.ctrl[arm.finger_act_ids] = arm.finger_target
+                ctrl[arm.finger_act_ids] = arm.finger_target
             if arm.gravity_compensation:
-                d.qfrc_applied[arm.dof_adr] = d.qfrc_bias[arm.dof_adr]
+                dof = arm.dof_idx
+                qfrc_applied[dof] = qfrc_bias[dof]
         if self._grip_sites is not None:
             d.xfrc_applied[list(self._grip_bodies)] = 0.0
         if self._pushes:
@@ -510,8 +588,9 @@ class LabTwin:
             self._apply_grip()
         mujoco.mj_step(self.model, d)
         self.steps += 1
-        for sensor, (channel, *_rest) in self._ft.items():
-            channel.sample(self.time, self.wrench_true(sensor))
+        t = float(d.time)
+        for channel, force, torque in self._ft_channels:
+            channel.sample(t, self._wrench_true_at(force, torque))
 
     # -- pictures -----------------------------------------------------------------------
     def render(self, width: int = 640, height: int = 480, camera: str = 'overview') -> np.ndarray:

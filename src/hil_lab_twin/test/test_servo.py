@@ -16,6 +16,17 @@ def test_forward_commands_of_wrong_length_or_non_finite_are_rejected():
             validate_command(bad, 3)
 
 
+def test_float64_commands_are_checked_like_any_other():
+    """The runners' float64 vectors take validate_command's short path: the same verdicts."""
+    for bad in ([1.0, math.nan, 3.0], [math.inf, 2.0, 3.0], [-math.inf, 2.0, 3.0], [math.inf, -math.inf, 3.0],
+                [1.0, 2.0], [1.0, 2.0, 3.0, 4.0]):
+        with pytest.raises(CommandRejected):
+            validate_command(np.array(bad), 3)
+    big = np.array([1e308, 1e308, -1e308])            # finite, though their sum overflows: accepted
+    np.testing.assert_array_equal(validate_command(big, 3), big)
+    np.testing.assert_array_equal(validate_command(np.array([1.0, 2.0, 3.0]), 3), [1.0, 2.0, 3.0])
+
+
 def test_trajectories_are_reordered_and_checked():
     names = ('a', 'b', 'c')
     points = validate_trajectory(['c', 'a', 'b'], [(0.5, [3, 1, 2])], names)

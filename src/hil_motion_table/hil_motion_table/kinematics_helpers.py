@@ -42,6 +42,21 @@ def flange_target_from_body_motion(pose_flange_home_in_base: pin.SE3, pose_body_
     return pose_flange_home_in_base * pose_body_in_flange * pose_body_in_body0 * pose_body_in_flange.inverse()
 
 
+class FlangeTarget:
+    """:func:`flange_target_from_body_motion` for one table, whose ``home`` and ``Y = pose_body_in_flange`` stay:
+    the constant products ``home Y`` (``pose_body_home_in_base``) and ``Y^-1`` made once. The function evaluates
+    ``((home Y) g) Y^-1``, so these are the same products in the same order and the same poses to the bit
+    (``test_tracking`` checks it); a lockstep runner calls it for every table at every step."""
+
+    def __init__(self, pose_flange_home_in_base: pin.SE3, pose_body_in_flange: pin.SE3):
+        self.pose_body_home_in_base = pose_flange_home_in_base * pose_body_in_flange
+        self.pose_flange_in_body = pose_body_in_flange.inverse()
+
+    def __call__(self, pose_body_in_body0: pin.SE3) -> pin.SE3:
+        """``pose_flange_in_base`` that puts the body at ``pose_body_in_body0`` (relative to its home pose)."""
+        return self.pose_body_home_in_base * pose_body_in_body0 * self.pose_flange_in_body
+
+
 def flange_twist_from_body_twist(pose_body_in_flange: pin.SE3, twist_body) -> np.ndarray:
     """Flange body twist of :func:`flange_target_from_body_motion` for a body twist ``V`` of g:
     ``Ad_Y V`` (linear first)."""

@@ -297,9 +297,11 @@ class MotionTable:
         if self._chain is None:
             return self.step_reference(pose_cmd_in_base, q_measured, twist_ff_body, t, measurement_age)
         cmd = self._cmd
-        cmd[:9] = pose_cmd_in_base.rotation.reshape(9)
-        cmd[9:] = pose_cmd_in_base.translation
-        return self.step_array(cmd, q_measured, twist_ff_body, t, measurement_age)
+        rotation = cmd[:9].reshape(3, 3)
+        rotation[:] = pose_cmd_in_base.rotation
+        translation = cmd[9:]
+        translation[:] = pose_cmd_in_base.translation
+        return self._step_compiled(cmd, rotation, translation, q_measured, twist_ff_body, t, measurement_age)
 
     def step_array(self, pose_cmd_in_base: np.ndarray, q_measured=None, twist_ff_body=None, t: float | None = None,
                    measurement_age: float = 0.0) -> TableCommand:
@@ -308,8 +310,14 @@ class MotionTable:
         if self._chain is None:
             return self.step_reference(array_pose(pose_cmd_in_base), q_measured, twist_ff_body, t, measurement_age)
         cmd = pose_cmd_in_base
-        checked = self._check(cmd[:9].reshape(3, 3), cmd[9:], q_measured, twist_ff_body, t, measurement_age)
-        if isinstance(checked, TableCommand):
+        return self._step_compiled(cmd, cmd[:9].reshape(3, 3), cmd[9:], q_measured, twist_ff_body, t, measurement_age)
+
+    def _step_compiled(self, cmd: np.ndarray, rotation: np.ndarray, translation: np.ndarray, q_measured, twist_ff_body,
+                       t: float | None, measurement_age: float) -> TableCommand:
+        """:meth:`step_array` of the 12-array ``cmd`` whose rotation and translation views :meth:`step` and
+        :meth:`step_array` take (a serial chain)."""
+        checked = self._check(rotation, translation, q_measured, twist_ff_body, t, measurement_age)
+        if checked.__class__ is TableCommand:
             return checked
         dt = float(checked)
         chain, kin, n = self._chain, self.kin, self.kin.dof
@@ -338,7 +346,7 @@ class MotionTable:
                              self._target, q_ik, q_next, qd_next, ik_step, chain.result)
         if flags & WORKSPACE_EXIT:
             return self._hold(('workspace_exit',), array_pose(self._target))
-        error, sigma = float(chain.result[0]), float(chain.result[1])
+        error, sigma, _ = chain.result.tolist()
         kin._sigma_hint = (sigma, q_ik)                       # as SerialKinematics.inverse leaves it
         if flags & _FAULT_MASK:
             for bit, fault in _FAULT_BITS:
@@ -351,8 +359,7 @@ class MotionTable:
         self._q_cmd = q_next
         for name in clamps:
             self.stats.clamp_counts[name] += 1
-        return TableCommand(q_command=q_next.copy(), pose_target_in_base=self._target.copy(), holding=False,
-                            clamps=clamps, ik_error=error, sigma_min=sigma)
+        return TableCommand(q_next.copy(), self._target.copy(), False, (), clamps, error, sigma)
 
     def _check(self, rotation, translation, q_measured, twist_ff_body, t, measurement_age) -> TableCommand | float:
         """Step 1 (and the latch) for the command ``(rotation, translation)``: the hold it calls for, or the

@@ -72,6 +72,23 @@ def test_body_motion_maps_to_the_flange_target_and_twist():
     np.testing.assert_allclose(flange_twist_from_body_twist(body_in_flange, twist_body), numeric, atol=1e-6)
 
 
+def test_the_flange_target_of_a_fixed_table_is_the_functions_to_the_bit():
+    """FlangeTarget (constant factors once) gives flange_target_from_body_motion's poses exactly."""
+    from hil_motion_table.kinematics_helpers import FlangeTarget, flange_target_from_body_motion
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        home, y = pin.SE3.Random(), pin.SE3.Random()
+        home.translation, y.translation = rng.normal(size=3), rng.normal(size=3) * 3.0
+        target = FlangeTarget(home, y)
+        for _ in range(5):
+            g = pin.SE3.Random()
+            g.translation = rng.normal(size=3) * 0.1
+            want = flange_target_from_body_motion(home, y, g)
+            got = target(g)
+            assert np.array_equal(got.rotation, want.rotation) and np.array_equal(got.translation, want.translation)
+
+
 def test_a_joint_stream_is_reordered_as_each_message_names_its_joints():
     """JointOrder keeps the index between messages with the same names, and works it out again when they
     change (another order, a joint missing), with reorder's refusals."""

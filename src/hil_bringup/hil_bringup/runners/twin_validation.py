@@ -50,7 +50,7 @@ from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerMo
 from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
-from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
+from hil_motion_table.kinematics_helpers import FlangeTarget, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_sensors.processing import ToolGravity, WrenchChain
 
@@ -135,7 +135,8 @@ class TwinFtSensor:
         """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver);
         while a tare collects, the sample also goes into it."""
         self.chain.gravity.set_sensor_rotation(self.twin.data.site_xmat[self.site_id].reshape(3, 3))
-        out = self.chain.process(self.read()[0])
+        # the chain works on Python floats: the sample as a list (the same values; NumPy scalars cost more)
+        out = self.chain.process(self.read()[0].tolist())
         if out is None:
             raise SensorFault(f'twin sensor {self.sensor!r}: non-finite wrench')
         return np.asarray(out)
@@ -201,6 +202,8 @@ class TwinHilMission(RuleStates, MissionLoop):
         self.body_in_flange['servicer'] = pose_arm_base_in_flange * pose_arm_mount_in_base(s.urdf).inverse()
         self.pose_wrist_sensor_in_flange = pose_wrist_sensor_in_flange(self.model, self.twin, s.urdf)
         self.home = {ns: self.twin.flange_pose(ns) for ns in ('client', 'servicer')}
+        # flange_target_from_body_motion(home, Y, g) of each table, its constant factors made once
+        self.flange_target = {ns: FlangeTarget(self.home[ns], self.body_in_flange[ns]) for ns in self.home}
         # The twin's world is the lab: where the nominal frame lies (for the gravity of Eq. 20).
         base_world = self.twin.base_pose('servicer')
         pose_base_in_lab_0 = base_world * self.home['servicer'] * self.body_in_flange['servicer']
@@ -238,16 +241,16 @@ class TwinHilMission(RuleStates, MissionLoop):
         tau_q = self.feedforward.torque_command(tau_arm, self.q_arm, self.dq_arm, ss.pose_arrays()[1],   # Eq. (22)
                                                 ss.twist_base_rel_body, ss.twist_nominal_body,
                                                 self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
-        bodies = {'client': cs.pose_client_in_nominal, 'servicer': self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal)}
-        for ns, table in self.tables.items():
-            target = flange_target_from_body_motion(self.home[ns], self.body_in_flange[ns], bodies[ns])
-            out = table.step(target, q_measured=self.twin.joint_state(ns).positions, t=self.twin.time)
-            self.twin.command_positions(ns, out.q_command)
+        twin, t = self.twin, self.twin.time
+        for ns, body in (('client', cs.pose_client_in_nominal),
+                         ('servicer', self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal))):
+            out = self.tables[ns].step(self.flange_target[ns](body), q_measured=twin.joint_positions(ns), t=t)
+            twin.command_positions(ns, out.q_command)
         self.twin.command_efforts('servicer_arm', tau_q)
         self.twin.step(self.twin_steps)
-        arm = self.twin.joint_state('servicer_arm')
-        self.ddq_arm = (arm.velocities - self.dq_arm) / self.dt
-        self.q_arm, self.dq_arm = arm.positions, arm.velocities
+        q_arm, dq_arm = self.twin.joint_positions('servicer_arm'), self.twin.joint_velocities('servicer_arm')
+        self.ddq_arm = (dq_arm - self.dq_arm) / self.dt
+        self.q_arm, self.dq_arm = q_arm, dq_arm
 
     def record_sample(self) -> None:
         super().record_sample()
