@@ -162,7 +162,7 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
                    kernels.lockstep_inputs_step, kernels.ee_wrench_as_fext, kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.client_port_step,
                    kernels.relative_mapping_into, kernels.rebase_ramp_step, kernels.nominal_twist_change_into,
-                   kernels.latched_grasp_wrench, kernels.frame_pose_and_jacobian):
+                   kernels.latched_grasp_wrench, kernels.latched_grasp_step, kernels.frame_pose_and_jacobian):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
 
 
@@ -208,4 +208,9 @@ def test_the_compiled_latched_grasp_is_the_readable_one(scenario, cls):
         rounding = 1e-14 * (m.contact.stiffness.max() + m.contact.damping.max())        # [N, N m]: 2e-9 here
         for got, want in ((w_tool, ref_tool), (w_flange, ref_flange), (w_client, ref_client)):
             assert np.abs(got - want).max() < rounding + 1e-12 * np.abs(want).max()
+        # the servicer port's J_b^T F_e kept for the passivity observer, against Pinocchio's LOCAL Jacobian
+        _, jac = m.model.frame_pose_and_jacobian(q_)
+        want = jac[:, :6].T @ w_flange
+        assert m.port_wrench[0] is q_ and m.port_wrench[1] is w_flange
+        assert np.abs(m.port_wrench[2] - want).max() < 1e-12 * np.abs(want).max()
         assert np.abs(ref_tool).max() > 1.0          # the grasp did pull: a zero wrench would prove nothing

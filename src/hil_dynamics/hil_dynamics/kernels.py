@@ -27,7 +27,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
-           'latched_grasp_wrench', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
+           'latched_grasp_wrench', 'latched_grasp_step', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
            'lockstep_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step', 'tool_jacobian_into',
            'frame_pose_and_jacobian']
 
@@ -938,6 +938,28 @@ def frame_pose_and_jacobian(parents, placements, kind, axis, q_arm, ee_joint, po
 
 
 @njit(**_OPTS)
+def latched_grasp_step(parents, placements, kind, axis, ee_joint, pose_flange_in_joint, xs, tmp, q_arm, pose_client,
+                       twist_client, pose_base, twist_base, dq, pose_tool_in_flange, pose_grasp_in_client, pose_rest,
+                       stiffness, damping, wrench_tool, wrench_flange, wrench_client, wrench_port):
+    """One step of the latched gripper in one call: the flange's pose and ``LOCAL`` Jacobian ``[J_b J_m]`` at
+    ``q_arm`` (:func:`frame_pose_and_jacobian` of the EE frame, ``(parents, ..., tmp)`` as
+    :class:`hil_dynamics.servicer.ServicerModel` keeps them), the wrenches of :func:`latched_grasp_wrench`, and
+    the servicer port's wrench ``J_b^T F_e`` (the base rows of Eq. 12's ``J^T F_e``) that its passivity
+    observer takes (``wrench_port``)."""
+    pose_flange = np.empty(12)
+    jac = np.empty((6, 4 + parents.shape[0]))
+    frame_pose_and_jacobian(parents, placements, kind, axis, q_arm, ee_joint, pose_flange_in_joint, xs, pose_flange,
+                            jac, tmp)
+    latched_grasp_wrench(pose_client, twist_client, pose_base, twist_base, pose_flange, jac, dq, pose_tool_in_flange,
+                         pose_grasp_in_client, pose_rest, stiffness, damping, wrench_tool, wrench_flange, wrench_client)
+    for i in range(6):
+        s = 0.0
+        for k in range(6):
+            s += jac[k, i] * wrench_flange[k]
+        wrench_port[i] = s
+
+
+@njit(**_OPTS)
 def _inertia_times(m6, v, out):
     for i in range(6):
         s = 0.0
@@ -1629,6 +1651,8 @@ def warm_up() -> None:
     pose, jac = model.ee_pose_array_and_jacobian(np.full(7, 0.1))
     g, w = pose_array(pin.SE3.Identity()), [np.zeros(6) for _ in range(3)]
     latched_grasp_wrench(g, np.zeros(6), g, np.zeros(6), pose, jac, np.zeros(7), g, g, g, np.ones(6), np.ones(6), *w)
+    latched_grasp_step(*model.ee_chain, np.full(7, 0.1), g, np.zeros(6), g, np.zeros(6), np.zeros(7), g, g, g,
+                       np.ones(6), np.ones(6), *w, np.zeros(6))
     from hil_dynamics.free_floating import FreeFloatingServicer
     free = FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
                                 np.zeros(7))

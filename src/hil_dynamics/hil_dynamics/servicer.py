@@ -191,6 +191,13 @@ class ServicerModel:
         pose = pin.SE3(pin.updateFramePlacement(self.model, self.data, fid))
         return pose, pin.computeFrameJacobian(self.model, self.data, cfg, fid, pin.LOCAL)
 
+    @property
+    def ee_chain(self):
+        """The EE frame's compiled kinematics as :func:`hil_dynamics.kernels.frame_pose_and_jacobian` and
+        :func:`~hil_dynamics.kernels.latched_grasp_step` take them, ``(parents, placements, kind, axis, ee_joint,
+        pose_ee_in_joint, xs, tmp)`` (the last two are work arrays), or None for a model that is not a chain."""
+        return self._ee_kin
+
     def ee_pose_array_and_jacobian(self, q_arm) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`frame_pose_and_jacobian` of the EE frame with the pose as a 12-array
         (:func:`hil_dynamics.kernels.pose_array`) and ``J`` C-contiguous (a compiled caller's layout), both new.

@@ -127,7 +127,7 @@ class MissionLoop:
         self._tool_in_flange = kernels.pose_array(self.pose_tool_in_flange)        # for latched_wrenches
         self._grasp_in_client = kernels.pose_array(self.pose_grasp_in_client)
         self._rest = (None, None)                   # the latched rest pose and its array
-        self.flange_jacobian = None                 # (q, [J_b J_m]) of the last latched_wrenches
+        self.port_wrench = None                     # (q, F_e, J_b^T F_e) of the last latched_wrenches
         self.k = 0
         self.t = 0.0
         self.wrench_base_com = np.zeros(6)
@@ -178,19 +178,28 @@ class MissionLoop:
 
     def latched_wrenches(self):
         """``(wrench_tool, wrench_flange, wrench_client)`` of the latched gripper in one compiled call
-        (:func:`hil_dynamics.kernels.latched_grasp_wrench`): what :meth:`contact_wrench_reference`, the flange
-        wrench and :func:`reaction_on_client` give, tested against them. The flange Jacobian it takes from
-        Pinocchio is kept for this step's passivity observer (:attr:`flange_jacobian`)."""
+        (:func:`hil_dynamics.kernels.latched_grasp_step`: the flange's kinematics, then
+        :func:`~hil_dynamics.kernels.latched_grasp_wrench`): what :meth:`contact_wrench_reference`, the flange
+        wrench and :func:`reaction_on_client` give, tested against them. The servicer port's wrench ``J_b^T F_e``
+        it also gives is kept for this step's passivity observer (:attr:`port_wrench`)."""
         g_c, v_c, g_s, v_s, q, dq = self.lab_state_arrays()
-        pose_flange, jac = self.model.ee_pose_array_and_jacobian(q)
-        self.flange_jacobian = (q, jac)
         c = self.contact
         if self._rest[0] is not c.pose_tcp_in_grasp_rest:
             self._rest = (c.pose_tcp_in_grasp_rest, kernels.pose_array(c.pose_tcp_in_grasp_rest))
-        w_tool, w_flange, w_client = np.empty(6), np.empty(6), np.empty(6)
-        kernels.latched_grasp_wrench(g_c, np.asarray(v_c, dtype=float), g_s, np.asarray(v_s, dtype=float), pose_flange,
-                                     jac, np.asarray(dq, dtype=float), self._tool_in_flange, self._grasp_in_client,
-                                     self._rest[1], c.stiffness, c.damping, w_tool, w_flange, w_client)
+        w_tool, w_flange, w_client, w_port = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+        v_c, v_s, dq = (np.ascontiguousarray(v, dtype=float) for v in (v_c, v_s, dq))
+        kin, n = self.model.ee_chain, self.model.n
+        if kin is not None and type(q) is np.ndarray and q.dtype == np.float64 and q.shape == (n,) \
+                and q.flags.c_contiguous:
+            kernels.latched_grasp_step(*kin, q, g_c, v_c, g_s, v_s, dq, self._tool_in_flange, self._grasp_in_client,
+                                       self._rest[1], c.stiffness, c.damping, w_tool, w_flange, w_client, w_port)
+        else:       # Pinocchio's kinematics (not a chain), or joints to lay out first
+            pose_flange, jac = self.model.ee_pose_array_and_jacobian(q)
+            kernels.latched_grasp_wrench(g_c, v_c, g_s, v_s, pose_flange, jac, dq, self._tool_in_flange,
+                                         self._grasp_in_client, self._rest[1], c.stiffness, c.damping, w_tool, w_flange,
+                                         w_client)
+            w_port = jac[:, :6].T @ w_flange
+        self.port_wrench = (q, w_flange, w_port)
         return w_tool, w_flange, w_client
 
     def contact_wrench_reference(self):
@@ -383,10 +392,10 @@ class HilMission(MissionLoop):
         q = self.servicer.q_arm
         if wrench_flange is _NO_WRENCH:        # an open gripper: J_b^T F_e is zero, no Jacobian needed
             wrench_port_s = _NO_WRENCH
-        else:                                  # latched_wrenches' Jacobian if it was taken at these joints
-            known = self.flange_jacobian
-            jac = known[1] if known is not None and known[0] is q else self.model.ee_jacobian(q)
-            wrench_port_s = jac[:, :6].T @ wrench_flange
+        else:                                  # latched_wrenches' J_b^T F_e if it is of these joints and wrench
+            known = self.port_wrench
+            wrench_port_s = (known[2] if known is not None and known[0] is q and known[1] is wrench_flange
+                             else self.model.ee_jacobian(q)[:, :6].T @ wrench_flange)
         out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, wrench_port_s, self.dt)
         self.client_port.step(wrench_client_com, self.dt, measured_c)
         self._passivity_out = (self.client_port.out, out_s)
