@@ -225,11 +225,16 @@ class ServicerHilLockstep:
             # finite_into first): checked, laid out and stepped in one compiled call
             g_n, g_s = s.pose_arrays()
             poses, x = np.empty((2, 12)), np.empty(12 + 2 * n)
-            if kernels.lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_b, f_e, tau, w.ee_joint_o, w.placement_o,
-                                            ground._ee_joint, w.placement_g, w.fext_o, w.fext_g, w.zero_fext, w.co,
-                                            w.cf, w.cg, w.lab_gravity, w.ground_gravity, w.nominal_in_lab, nom_m6,
-                                            nom_m6_inv, *weights, w.same_ff, w.ground_mode, w.work, w.work_ic,
-                                            poses, x):
+            if (kernels.lockstep_shared_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_b, f_e, tau, w.ee_joint_o,
+                                                    w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity,
+                                                    w.nominal_in_lab, nom_m6, nom_m6_inv, *weights, w.work, w.work_ic,
+                                                    poses, x)
+                    if w.ground_mode == 2 else       # the one chain for all three (fewer arrays to pass)
+                    kernels.lockstep_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_b, f_e, tau, w.ee_joint_o,
+                                                 w.placement_o, ground._ee_joint, w.placement_g, w.fext_o, w.fext_g,
+                                                 w.zero_fext, w.co, w.cf, w.cg, w.lab_gravity, w.ground_gravity,
+                                                 w.nominal_in_lab, nom_m6, nom_m6_inv, *weights, w.same_ff,
+                                                 w.ground_mode, w.work, w.work_ic, poses, x)):
                 # the new state owns the kernel's output arrays: views into them (nothing writes them again)
                 self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
                 self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]

@@ -411,6 +411,7 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.admittance_rkmk4_step, kernels.free_floating_rkmk4_step,
                    kernels.free_floating_inputs_step, kernels.lockstep_inputs_step, kernels.ee_wrench_as_fext,
+                   kernels.lockstep_shared_inputs_step,
                    kernels.admittance_inputs_step,
                    kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_ramp_step,
                    kernels.frame_pose_and_jacobian,
