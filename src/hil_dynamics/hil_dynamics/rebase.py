@@ -274,6 +274,7 @@ class PlannedRebase:
         self._inertia9 = np.ascontiguousarray(inertia).reshape(9).copy()
         self._inertia_inv9 = np.linalg.inv(inertia).reshape(9).copy()
         self._mass_kg = float(plan.mass_kg)
+        self._t_start, self._ramp_s = float(plan.t_start), max(float(plan.ramp_s), 1e-12)
         self._work = (np.empty(12), np.empty(6))     # the kernel's com and v_target (not kept)
         self._free_arrays = self._free_constants = self._free_state = None
         self._s_last = 0.0
@@ -349,7 +350,8 @@ class PlannedRebase:
             free.state = type(free.state).of_arrays(t_free + h_rest if h_rest else t_free, *arrays)
         self._free_state = free.state
         rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv), v_rel_new)
-        step = RebaseStep(float(t), fraction, v_new - v_n, v_new.copy(), m6.copy())
+        # the record shares the new twist and inertia with the rule (fresh arrays of this call, never written again)
+        step = RebaseStep(float(t), fraction, v_new - v_n, v_new, m6)
         self.last, self._s_last = step, s_now
         self.done = fraction >= 1.0
         return step
@@ -358,10 +360,8 @@ class PlannedRebase:
         """``(s(t), fraction)``: the min-jerk progress ``s`` at ``t`` and the share of what remains that the step at
         ``t`` applies, ``(s(t) - s(t_last)) / (1 - s(t_last))`` (1 at the ramp's end), with ``s(t_last)`` kept from
         the last step."""
-        plan = self.plan
-        ramp = max(plan.ramp_s, 1e-12)
         s_prev = self._s_last if self.last is not None else 0.0
-        s_now = min_jerk((t - plan.t_start) / ramp)
+        s_now = min_jerk((t - self._t_start) / self._ramp_s)
         return s_now, (1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev))
 
     def update_reference(self, t: float, rule) -> RebaseStep | None:
