@@ -38,6 +38,8 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
+from hil_common.kernel_cache import drop_stale_code
+from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import (_OPTS, _act_force_add, _act_inv_motion, _mul_exp6, Chain, chain_crba, chain_rnea,
                                   log6_into, pose_array, pose_mul_into, relative_into, solve_into, tool_jacobian_into)
 
@@ -352,6 +354,10 @@ def warm_up() -> None:
                                 np.zeros(model.n))
     controller.update(0.0, pin.SE3.Identity(), np.zeros(6), pin.SE3.Identity(), np.zeros(6), np.zeros(model.n),
                       np.zeros(model.n))
+
+
+# This module's kernels compile in those of the modules named here: their cached code goes when those change.
+drop_stale_code(globals(), _kernels)
 
 
 if __name__ == '__main__':

@@ -25,6 +25,8 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
+from hil_common.kernel_cache import drop_stale_code
+from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import (_OPTS, _cross, _mul_exp6, _rtv, log6_into, pose_array, pose_mul_into,  # noqa: F401
                                   relative_into, solve_into)
 
@@ -160,3 +162,7 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
         for k in range(n):
             q[k] += scale * dq[k]
     result[0], result[1], result[2] = err_norm, sigma, it
+
+
+# This module's kernels compile in those of the module named here: their cached code goes when it changes.
+drop_stale_code(globals(), _kernels)

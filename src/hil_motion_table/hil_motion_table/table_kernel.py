@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hil_common.kernel_cache import drop_stale_code
+from hil_dynamics import kernels as _kernels
+from hil_motion_table import ik_kernel as _ik_kernel
 from hil_dynamics.kernels import _OPTS, _mul_exp6
 from hil_motion_table.ik_kernel import forward_into, log6_into, relative_into, serial_ik
 
@@ -193,6 +196,10 @@ def warm_up() -> None:
     pose = kin.forward(kin.q_home)
     table.step(pose, kin.q_home, np.zeros(6), t=0.0)
     table.step(pose, kin.q_home, None, t=1e-3)
+
+
+# This module's kernels compile in those of the modules named here: their cached code goes when those change.
+drop_stale_code(globals(), _kernels, _ik_kernel)
 
 
 if __name__ == '__main__':

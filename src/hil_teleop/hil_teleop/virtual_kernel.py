@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from hil_common.kernel_cache import drop_stale_code
+from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, _cross
 
 __all__ = ['virtual_step', 'OK', 'GIMBAL_LOCK_PAYLOAD', 'GIMBAL_LOCK_ARM']
@@ -121,6 +123,10 @@ def warm_up() -> None:
     from hil_teleop.config import TeleopConfig, earth_and_link
 
     earth_and_link(TeleopConfig()).venv.step(np.ones(6))
+
+
+# This module's kernels compile in those of the modules named here: their cached code goes when those change.
+drop_stale_code(globals(), _kernels)
 
 
 if __name__ == '__main__':
