@@ -72,7 +72,7 @@ class SerialChain:
 def forward_into(placements, kind, axis, frame_placement, q, poses):
     """``poses[i]`` = ``oMi`` of joint ``i + 1``; ``poses[n]`` = the frame's ``oMf``."""
     n = q.shape[0]
-    tmp = np.empty(12)
+    tmp = poses[n]                  # scratch for oMi-1 times the placement, until oMf goes there (no allocation)
     for i in range(n):
         a = axis[i]
         if i == 0:
@@ -216,13 +216,18 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
     err = np.empty(6)
     a = np.empty((6, 6))
     x = np.empty(6)
+    b = np.empty(6)
+    dq = np.empty(n)
     work = np.empty((min(6, n), max(6, n)))
     err_norm, sigma, it = np.inf, 0.0, 0
     for it in range(max_iterations + 1):
         forward_into(placements, kind, axis, frame_placement, q, poses)
         relative_into(poses[n], target, rel)                  # oMf^-1 g_d
         log6_into(rel, err)
-        err_norm = np.sqrt(np.sum(err * err))
+        s = 0.0
+        for i in range(6):
+            s += err[i] * err[i]
+        err_norm = np.sqrt(s)
         jacobian_into(kind, axis, poses, n, jac)
         done = err_norm < tolerance or it == max_iterations
         if done or not trusted:
@@ -234,16 +239,18 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
         lam2 = damping * damping
         if sigma < singular_band:
             lam2 += (1.0 - (sigma / singular_band) ** 2) * damping_max * damping_max
-        for i in range(6):
-            for j in range(6):
+        for i in range(6):                                    # J J^T + lam2 I: symmetric, the products of
+            for j in range(i + 1):                            # a[i, j] and a[j, i] are the same in the same order
                 s = 0.0
                 for k in range(n):
                     s += jac[i, k] * jac[j, k]
-                a[i, j] = s + (lam2 if i == j else 0.0)
-        b = err.copy()
+                a[i, j] = s
+                a[j, i] = s
+            a[i, i] += lam2
+        for i in range(6):
+            b[i] = err[i]                                     # solve_into overwrites its right-hand side
         solve_into(a, b, x)
         step = 0.0
-        dq = np.empty(n)
         for k in range(n):
             s = 0.0
             for i in range(6):
