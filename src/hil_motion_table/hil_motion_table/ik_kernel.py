@@ -12,7 +12,8 @@ test's reference) in one call on arrays:
 * the flange's body Jacobian (Pinocchio's ``LOCAL``): column ``i`` is ``Ad(oMf^-1 oMi) S_i``;
 * the error ``log6(oMf^-1 g_d)`` (:func:`hil_dynamics.kernels.log6_into`: ``log3``, then ``V(w)^-1 p``);
 * ``dq = J^T (J J^T + lambda^2 I)^-1 e``, the step clamped to ``max_step``;
-* ``sigma_min`` by LAPACK's SVD, as ``numpy.linalg.svd``.
+* ``sigma_min`` by one-sided Jacobi on ``J``'s columns (:func:`smallest_singular_value`), where the
+  reference calls ``numpy.linalg.svd``: in Numba LAPACK's SVD cost about 6 us of a 10-17 us table step.
 
 :class:`SerialChain` reads the chain's arrays from the Pinocchio model once; ``of`` returns
 None for any other model (the caller then keeps the reference). ``test_ik_kernel`` checks every
@@ -73,7 +74,7 @@ class SerialChain:
 def forward_into(placements, kind, axis, frame_placement, q, poses):
     """``poses[i]`` = ``oMi`` of joint ``i + 1``; ``poses[n]`` = the frame's ``oMf``."""
     n = q.shape[0]
-    tmp = np.empty(12)
+    tmp = poses[n]                  # scratch for oMi-1 times the placement, until oMf goes there (no allocation)
     for i in range(n):
         a = axis[i]
         if i == 0:
@@ -108,6 +109,99 @@ def jacobian_into(kind, axis, poses, n, jac):
             jac[3, i], jac[4, i], jac[5, i] = 0.0, 0.0, 0.0
 
 
+#: Sweeps of :func:`smallest_singular_value` before it gives up (LAPACK ``dgesvj``'s ``NSWEEP``); these
+#: Jacobians take 5-8 (quadratic convergence), also at and near their singularities.
+JACOBI_SWEEPS = 30
+
+
+@njit(**_OPTS)
+def smallest_singular_value(jac, work):
+    """The smallest of the ``min(m, n)`` singular values of the ``m x n`` ``jac``, as ``numpy.linalg.svd(jac)[1][-1]``
+    (``work``: scratch of at least ``(min(m, n), max(m, n))``; ``jac`` is only read).
+
+    Why not LAPACK: in Numba its SVD (``gesdd`` with its copies and work arrays) costs 5.6 us on these 6x6
+    Jacobians, this 1.5 us. Why not ``sqrt(eigvalsh(J J^T)[0])`` (1.9 us): forming ``J J^T`` rounds
+    ``sigma^2`` by about ``eps sigma_max^2``, so ``sigma`` by ``eps sigma_max^2 / (2 sigma)``: 1e-14..3e-12
+    absolute (relative 1e-12..1e-7) in the singular band (0.02-0.1) of these robots (``sigma_max`` 2.2-3.1) and
+    2e-8 at a singularity, where LAPACK's and this one are within 5e-16 of the exact value
+    (docs/performance.md has the table).
+
+    One-sided Jacobi (Hestenes 1958; Demmel & Veselic 1992, SIAM J. Matrix Anal. Appl. 13(4)): plane
+    rotations of pairs of columns (of ``jac``, or of ``jac^T`` when ``n > m``) make them orthogonal; the
+    columns' norms are then the singular values. Each rotation zeroes the pair's inner product ``c`` with
+    ``t = tan(theta)`` the smaller root of ``t^2 + 2 zeta t - 1 = 0``, ``zeta = (|a_j|^2 - |a_i|^2) / (2 c)``
+    (Rutishauser's form, one square root). The pairs go in round-robin order (each round disjoint pairs,
+    whose rotations the CPU overlaps: 1.5 us against 2.25 us in the cyclic row order). A pair counts as
+    orthogonal once ``|c| <= len eps |a_i| |a_j|``: twice the rounding bound of the dot product of length
+    ``len`` (``gamma_len``, Higham 2002, Eq. 3.5), so a sweep ends in no rotation instead of chasing the dot
+    product's own rounding. The result's error is then of the order of ``eps sigma_max`` absolute, as
+    LAPACK's (within 3e-16 of a float80 reference on these Jacobians, test_ik_kernel). Non-finite
+    entries raise ``LinAlgError`` with Numba's own message for ``numpy.linalg.svd``.
+    """
+    m, n = jac.shape
+    if n <= m:
+        p, size = n, m
+        for j in range(n):
+            for k in range(m):
+                work[j, k] = jac[k, j]
+    else:
+        p, size = m, n
+        for j in range(m):
+            for k in range(n):
+                work[j, k] = jac[j, k]
+    for j in range(p):
+        for k in range(size):
+            if not np.isfinite(work[j, k]):
+                raise np.linalg.LinAlgError('Array must not contain infs or NaNs.')
+    tol = size * 2.220446049250313e-16
+    tol2 = tol * tol
+    players = p + (p & 1)                  # round robin: one dummy column when p is odd
+    rounds = players - 1
+    for _ in range(JACOBI_SWEEPS):
+        rotated = False
+        for r in range(rounds):
+            for h in range(players // 2):
+                if h == 0:
+                    i, j = r, rounds
+                else:
+                    i, j = r + h, r - h
+                    if i >= rounds:
+                        i -= rounds
+                    if j < 0:
+                        j += rounds
+                if i >= p or j >= p:
+                    continue
+                a = 0.0
+                b = 0.0
+                c = 0.0
+                for k in range(size):
+                    x, y = work[i, k], work[j, k]
+                    a += x * x
+                    b += y * y
+                    c += x * y
+                if c * c > tol2 * (a * b):
+                    rotated = True
+                    d = b - a
+                    t = 2.0 * c / (abs(d) + np.sqrt(d * d + 4.0 * c * c))
+                    if d < 0.0:
+                        t = -t
+                    cs = 1.0 / np.sqrt(1.0 + t * t)
+                    sn = cs * t
+                    for k in range(size):
+                        x, y = work[i, k], work[j, k]
+                        work[i, k] = cs * x - sn * y
+                        work[j, k] = sn * x + cs * y
+        if not rotated:
+            break
+    least = np.inf
+    for j in range(p):
+        s = 0.0
+        for k in range(size):
+            s += work[j, k] * work[j, k]
+        least = min(least, s)
+    return np.sqrt(least)
+
+
 @njit(**_OPTS)
 def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, tolerance, max_iterations, max_step,
               damping, damping_max, singular_band, hint_sigma, hint_q, hint_radius, result):
@@ -124,17 +218,22 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
     err = np.empty(6)
     a = np.empty((6, 6))
     x = np.empty(6)
+    b = np.empty(6)
+    dq = np.empty(n)
+    work = np.empty((min(6, n), max(6, n)))
     err_norm, sigma, it = np.inf, 0.0, 0
     for it in range(max_iterations + 1):
         forward_into(placements, kind, axis, frame_placement, q, poses)
         relative_into(poses[n], target, rel)                  # oMf^-1 g_d
         log6_into(rel, err)
-        err_norm = np.sqrt(np.sum(err * err))
+        s = 0.0
+        for i in range(6):
+            s += err[i] * err[i]
+        err_norm = np.sqrt(s)
         jacobian_into(kind, axis, poses, n, jac)
         done = err_norm < tolerance or it == max_iterations
         if done or not trusted:
-            sv = np.linalg.svd(jac)[1]
-            sigma = sv[sv.shape[0] - 1]
+            sigma = smallest_singular_value(jac, work)          # numpy.linalg.svd(jac)[1][-1]
         else:
             sigma = hint_sigma
         if done:
@@ -142,16 +241,18 @@ def serial_ik(placements, kind, axis, frame_placement, poses, jac, target, q, to
         lam2 = damping * damping
         if sigma < singular_band:
             lam2 += (1.0 - (sigma / singular_band) ** 2) * damping_max * damping_max
-        for i in range(6):
-            for j in range(6):
+        for i in range(6):                                    # J J^T + lam2 I: symmetric, the products of
+            for j in range(i + 1):                            # a[i, j] and a[j, i] are the same in the same order
                 s = 0.0
                 for k in range(n):
                     s += jac[i, k] * jac[j, k]
-                a[i, j] = s + (lam2 if i == j else 0.0)
-        b = err.copy()
+                a[i, j] = s
+                a[j, i] = s
+            a[i, i] += lam2
+        for i in range(6):
+            b[i] = err[i]                                     # solve_into overwrites its right-hand side
         solve_into(a, b, x)
         step = 0.0
-        dq = np.empty(n)
         for k in range(n):
             s = 0.0
             for i in range(6):

@@ -200,5 +200,10 @@ def test_table_motion_is_the_reference_through_every_clamp_and_fault():
                           latch_faults=False)
         seen |= _stream(fast, ref, rng, 400, feed_forward=False, singular_q=singular_q)
     assert seen >= FAULT_NAMES | {'cartesian_speed', 'joint_velocity', 'joint_acceleration', 'tracked'}, seen
-    # one compiled version for every caller (a second one would compile in some node's first command)
+    # one compiled version for every caller (a second one would compile in some node's first command); the IK's
+    # kernels run inside table_motion and SerialKinematics.inverse (none when table_motion came from the cache)
     assert len(table_motion.signatures) == 1, table_motion.signatures
+    from hil_motion_table.ik_kernel import serial_ik, smallest_singular_value
+
+    for kernel in (serial_ik, smallest_singular_value):
+        assert len(kernel.signatures) <= 1, (kernel.__name__, kernel.signatures)
