@@ -27,7 +27,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
-           'latched_grasp_wrench', 'latched_grasp_step', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
+           'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
            'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step',
            'tool_jacobian_into',
            'frame_pose_and_jacobian']
@@ -937,6 +937,35 @@ def frame_pose_and_jacobian(parents, placements, kind, axis, q_arm, ee_joint, po
 
 
 @njit(**_OPTS)
+def arm_hold_torque(parents, placements, kind, axis, inertia, q, dq, q_hold, bandwidth, work, work_ic, m, tau):
+    """The arm brakes of the twin validation (:class:`hil_bringup.runners.twin_validation.ArmHold`):
+    ``tau = -M_red (w^2 (q - q_hold) + 2 w dq)`` with ``M_red = M_q - M_bq^T M_b^-1 M_bq``, the arm's inertia on
+    its free base (Eq. 12's blocks, :func:`chain_crba` into ``m``), applied as ``M_q v - M_bq^T (M_b^-1 (M_bq v))``:
+    one 6x6 solve, no ``n x n`` product."""
+    chain_crba(parents, placements, kind, axis, inertia, q, work, work_ic, m, True)
+    n = q.shape[0]
+    v = np.empty(n)
+    for k in range(n):
+        v[k] = bandwidth * bandwidth * (q[k] - q_hold[k]) + 2.0 * bandwidth * dq[k]
+    m_b, u, y = np.empty((6, 6)), np.empty(6), np.empty(6)
+    for i in range(6):
+        s = 0.0
+        for k in range(n):
+            s += m[i, 6 + k] * v[k]
+        u[i] = s
+        for j in range(6):
+            m_b[i, j] = m[i, j]
+    solve_into(m_b, u, y)
+    for k in range(n):
+        s = 0.0
+        for j in range(n):
+            s += m[6 + k, 6 + j] * v[j]
+        for i in range(6):
+            s -= m[6 + k, i] * y[i]
+        tau[k] = -s
+
+
+@njit(**_OPTS)
 def latched_grasp_step(parents, placements, kind, axis, ee_joint, pose_flange_in_joint, xs, tmp, q_arm, pose_client,
                        twist_client, pose_base, twist_base, dq, pose_tool_in_flange, pose_grasp_in_client, pose_rest,
                        stiffness, damping, wrench_tool, wrench_flange, wrench_client, wrench_port):
@@ -1669,6 +1698,9 @@ def warm_up() -> None:
     latched_grasp_wrench(g, np.zeros(6), g, np.zeros(6), pose, jac, np.zeros(7), g, g, g, np.ones(6), np.ones(6), *w)
     latched_grasp_step(*model.ee_chain, np.full(7, 0.1), g, np.zeros(6), g, np.zeros(6), np.zeros(7), g, g, g,
                        np.ones(6), np.ones(6), *w, np.zeros(6))
+    chain = Chain.of(model.model)                                               # the twin validation's arm hold
+    arm_hold_torque(*chain.args(), np.full(7, 0.1), np.zeros(7), np.zeros(7), 1.0, chain.work, chain.work_ic,
+                    np.empty((model.model.nv, model.model.nv)), np.empty(7))
     from hil_dynamics.free_floating import FreeFloatingServicer
     free = FreeFloatingServicer(servicer_lbr_urdf(), 'lbr_flange', pin.SE3.Identity(), np.zeros(6), np.zeros(7),
                                 np.zeros(7))

@@ -44,6 +44,7 @@ from hil_bringup.runners.mission import (AbsoluteMission, MissionLoop, MissionRe
                                         initial_states)
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
 from hil_common.errors import ConfigError, SensorFault
+from hil_dynamics import kernels
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
@@ -96,13 +97,36 @@ class ArmHold:
     """``F_b = 0`` and a joint hold ``tau = -M_red (w^2 (q - q_0) + 2 w dq)`` (the arm's brakes).
 
     ``M_red = M_q - M_bq^T M_b^-1 M_bq`` is the arm inertia on its free base (Eq. 12 blocks),
-    so ``w`` [rad/s] is the hold's bandwidth on every joint. Same interface as the OBSW rule.
+    so ``w`` [rad/s] is the hold's bandwidth on every joint. Same interface as the OBSW rule; it reads no
+    pose, so the runners may pass the states as arrays (``takes_pose_arrays``). :meth:`update` is one
+    compiled call (:func:`hil_dynamics.kernels.arm_hold_torque`) for a free-flyer chain and joint vectors
+    of ``n`` floats, else :meth:`update_reference`.
     """
+
+    takes_pose_arrays = True
 
     def __init__(self, model: ServicerModel, q_hold, bandwidth_rad_s: float):
         self.model, self.q_hold, self.w = model, np.asarray(q_hold, dtype=float), float(bandwidth_rad_s)
+        self._chain = kernels.Chain.of(model.model)
+        self._q_hold = np.ascontiguousarray(self.q_hold, dtype=float)
+        if self._chain is not None:
+            self._m = np.empty((model.model.nv, model.model.nv))
+            self.update(0.0, None, None, None, None, self._q_hold, np.zeros(model.n))   # loaded now, not mid-run
 
     def update(self, t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit, twist_base_body, q_arm, dq_arm):
+        c, n = self._chain, self.model.n
+        if c is None or not all(type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (n,)
+                                and a.flags.c_contiguous for a in (q_arm, dq_arm)):
+            return self.update_reference(t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit,
+                                         twist_base_body, q_arm, dq_arm)
+        tau = np.empty(n)
+        kernels.arm_hold_torque(*c.args(), q_arm, dq_arm, self._q_hold, self.w, c.work, c.work_ic, self._m, tau)
+        nan = np.full(6, np.nan)
+        return ObswCommand('unforced', np.zeros(6), tau, False, nan, nan)
+
+    def update_reference(self, t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit, twist_base_body, q_arm,
+                         dq_arm):
+        """:meth:`update` with Pinocchio's mass matrix and NumPy's solve (the readable form)."""
         mass = self.model.mass_matrix(q_arm)
         m_red = mass[6:, 6:] - mass[6:, :6] @ np.linalg.solve(mass[:6, :6], mass[:6, 6:])
         tau = -m_red @ (self.w ** 2 * (np.asarray(q_arm) - self.q_hold) + 2.0 * self.w * np.asarray(dq_arm))
@@ -175,6 +199,12 @@ class RuleStates:
     def onboard_states(self):
         g_t, v_t = self.client_rule.state.absolute()
         g_b, v_b = self.servicer_rule.state.absolute()
+        return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
+
+    def onboard_state_arrays(self):
+        """:meth:`onboard_states` with the poses as 12-arrays (Eq. 23 on arrays, no ``pin.SE3``)."""
+        g_t, v_t = self.client_rule.state.absolute_arrays()
+        g_b, v_b = self.servicer_rule.state.absolute_arrays()
         return g_t, v_t, g_b, v_b, self.q_arm, self.dq_arm
 
 
