@@ -21,6 +21,7 @@ IF_POSSIBLE=0; [ "${1:-}" = "--if-possible" ] && IF_POSSIBLE=1
 PY="${HIL_VENV:-$ROOT/.venv}/bin/python"
 PROFILE="${FASTRTPS_DEFAULT_PROFILES_FILE:-${HIL_VENV:-$ROOT/.venv}/share/hil_common/config/fastdds_loopback.xml}"
 SECONDS_RUN=6
+PAIR_GRACE=20
 RTPS_FILTER='udp and udp[8:4] = 0x52545053'
 NS="hil-ddscheck-$$"
 TMP="$(mktemp -d)"
@@ -57,11 +58,22 @@ run_pair() {
     pids+=($!)
   done
   sleep 1
-  "${exec_prefix[@]}" "${envs[@]}" "$PY" "$ROOT/tools/dds_pair.py" pub "$SECONDS_RUN" >/dev/null 2>&1 &
+  # Each member is killed if it has not exited PAIR_GRACE s after its run: once (in a fresh clone's ./dev test)
+  # the publisher spun at full CPU in its shutdown for minutes after the subscriber had its messages, and the
+  # check, and the suite with it, waited on it.
+  timeout -k 5 "$((SECONDS_RUN + PAIR_GRACE))" "${exec_prefix[@]}" "${envs[@]}" "$PY" "$ROOT/tools/dds_pair.py" pub \
+    "$SECONDS_RUN" >/dev/null 2>&1 &
   local pub=$!
-  "${exec_prefix[@]}" "${envs[@]}" "$PY" "$ROOT/tools/dds_pair.py" sub "$SECONDS_RUN" > "$TMP/$label-sub.txt" 2>&1
+  timeout -k 5 "$((SECONDS_RUN + PAIR_GRACE))" "${exec_prefix[@]}" "${envs[@]}" "$PY" "$ROOT/tools/dds_pair.py" sub \
+    "$SECONDS_RUN" > "$TMP/$label-sub.txt" 2>&1
   local sub_rc=$?
+  if { [ "$sub_rc" = 124 ] || [ "$sub_rc" = 137 ]; } && grep -q 'received [1-9]' "$TMP/$label-sub.txt"; then
+    say "$label: note: the subscriber did not exit within ${PAIR_GRACE} s of its run and was killed"
+    sub_rc=0                 # it had its messages: DDS worked
+  fi
   wait "$pub"
+  local pub_rc=$?
+  [ "$pub_rc" = 124 ] || [ "$pub_rc" = 137 ] && say "$label: note: the publisher did not exit within ${PAIR_GRACE} s of its run and was killed"
   sleep 1
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   for iface in $ifaces; do

@@ -25,12 +25,11 @@ def main() -> int:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.05)
+    if role == 'sub':      # said before the shutdown, which the check kills if it hangs
+        print(f'subscriber received {len(received)} messages', flush=True)
     node.destroy_node()
     rclpy.shutdown()
-    if role == 'sub':
-        print(f'subscriber received {len(received)} messages')
-        return 0 if received else 1
-    return 0
+    return 0 if role == 'pub' or received else 1
 
 
 if __name__ == '__main__':
