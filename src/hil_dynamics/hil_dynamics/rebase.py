@@ -337,18 +337,19 @@ class PlannedRebase:
         s_now, fraction = self._fraction_now(t)
         m6, m6_inv, v_new, v_rel_new = np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty(6)
         work = self._work
-        if not kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *self._free_constants, g_n, v_n, g_rel,
-                                        v_rel, fraction, self._mass_kg, self._inertia9, self._inertia_inv9, work[0],
-                                        work[1], m6, m6_inv, v_new, v_rel_new):
-            raise InputError(f're-basing at t={t}: the new nominal twist {v_new.tolist()} or relative twist '
-                             f'{v_rel_new.tolist()} is not finite')
-        if steps or h_rest:
+        finite = kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *self._free_constants, g_n, v_n, g_rel,
+                                          v_rel, fraction, self._mass_kg, self._inertia9, self._inertia_inv9, work[0],
+                                          work[1], m6, m6_inv, v_new, v_rel_new)
+        if steps or h_rest:                    # the free motion moved on to t whatever the rule's twists gave
             t_free = free.state.t              # the free admittance's clock, as its steps advance it
             for _ in range(steps):
                 t_free += self.dt_s
             # a new state on the arrays stepped in place (a state is rebuilt at each call: none keeps stale poses)
             free.state = type(free.state).of_arrays(t_free + h_rest if h_rest else t_free, *arrays)
         self._free_state = free.state
+        if not finite:
+            raise InputError(f're-basing at t={t}: the new nominal twist {v_new.tolist()} or relative twist '
+                             f'{v_rel_new.tolist()} is not finite')
         rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv), v_rel_new)
         # the record shares the new twist and inertia with the rule (fresh arrays of this call, never written again)
         step = RebaseStep(float(t), fraction, v_new - v_n, v_new, m6)

@@ -351,13 +351,14 @@ def test_a_non_finite_twist_increment_is_refused_by_name_and_changes_nothing():
 
 def test_a_ramp_step_that_would_give_a_non_finite_twist_is_refused_and_changes_nothing():
     """:meth:`PlannedRebase.update` checks the new twists its one compiled call gives (``V_n'`` and the side's
-    ``V_rel'``): a rule whose relative twist went non-finite makes it raise InputError naming the re-basing, and
-    the rule keeps its state."""
+    ``V_rel'``): a rule whose relative twist went non-finite makes it raise InputError naming the re-basing, the
+    rule keeps its state, and the compound's free motion (which does not depend on the rule) is at the step's time."""
     from hil_common.errors import InputError
 
     rule = ClientAdmittance(BODY, [0.01, 0.0, 0.0, 0.002, -0.0436, 0.003])
     inertia = pin.Inertia(9661.0, np.array([-0.95, -0.03, 0.24]), np.diag([2.0e4, 1.4e5, 1.3e5]))
-    plan = plan_rebase(0.0, 0.5, [(pin.SE3.Identity(), inertia, inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.01])])
+    plan = plan_rebase(0.0, 0.5, [(pin.SE3.Identity(), inertia,
+                                   inertia.matrix() @ [0.03, 0.0, 0.07, 0.0, -0.044, 0.01])])
     side = PlannedRebase(plan, 0.01)
     side.update(0.0, rule)
     g_n, g_c = rule.state.pose_arrays()
@@ -367,6 +368,8 @@ def test_a_ramp_step_that_would_give_a_non_finite_twist_is_refused_and_changes_n
     with pytest.raises(InputError, match='re-basing'):
         side.update(0.01, rule)
     assert rule.state is state
+    # the compound's free motion did move on to the step's time: its state says so (its arrays were stepped)
+    assert side.free.state.t == pytest.approx(0.01, abs=1e-12)
 
 
 def test_the_ramp_may_mix_its_two_paths_on_one_side():
