@@ -73,7 +73,9 @@ run_pair() {
   fi
   wait "$pub"
   local pub_rc=$?
-  [ "$pub_rc" = 124 ] || [ "$pub_rc" = 137 ] && say "$label: note: the publisher did not exit within ${PAIR_GRACE} s of its run and was killed"
+  if [ "$pub_rc" = 124 ] || [ "$pub_rc" = 137 ]; then
+    say "$label: note: the publisher did not exit within ${PAIR_GRACE} s of its run and was killed"
+  fi
   sleep 1
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   for iface in $ifaces; do

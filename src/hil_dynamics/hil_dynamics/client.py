@@ -147,13 +147,10 @@ class RelativeState:
         twist_nominal_body = np.array(twist_nominal_body, dtype=float).reshape(-1)
         if twist_nominal_body.shape != (6,) or not np.isfinite(twist_nominal_body).all():
             raise InputError(f'twist_nominal_body must be 6 finite numbers, got {twist_nominal_body.tolist()}')
-        g_n, g_rel = self.pose_arrays()
         v_rel = np.empty(6)
-        kernels.nominal_twist_change_into(g_rel, np.asarray(self._twist_rel, dtype=float),
+        kernels.nominal_twist_change_into(self.pose_arrays()[1], np.asarray(self._twist_rel, dtype=float),
                                           np.asarray(self.twist_nominal_body, dtype=float), twist_nominal_body, v_rel)
-        state = type(self).of_arrays(self.t, g_n, twist_nominal_body, g_rel, v_rel)
-        state._se3 = list(self._se3)      # the same poses: those already built are shared
-        return state
+        return self.with_twists(twist_nominal_body, v_rel)
 
     def with_twists(self, twist_nominal_body: np.ndarray, twist_rel_body: np.ndarray):
         """:meth:`with_nominal_twist` with ``V_rel'`` already computed with ``V_n'`` (a re-basing ramp's one compiled
@@ -283,7 +280,8 @@ class ClientAdmittance:
         """:meth:`rebase` onto a nominal of the same pose (``g_n' = g_n``, so ``g_c`` stays) with the twist
         ``V_n'``: the increment of a re-basing ramp (:class:`hil_dynamics.rebase.PlannedRebase`), on arrays
         (:meth:`RelativeState.with_nominal_twist`, which refuses a bad twist before anything changes; with
-        ``twist_rel_body``, ``V_c'`` computed with it and checked by the ramp's kernel, :meth:`RelativeState.with_twists`)."""
+        ``twist_rel_body``, ``V_c'`` computed with it and checked by the ramp's kernel,
+        :meth:`RelativeState.with_twists`)."""
         state = (self.state.with_nominal_twist(twist_nominal_body) if twist_rel_body is None
                  else self.state.with_twists(twist_nominal_body, twist_rel_body))
         if nominal is not None:

@@ -27,10 +27,9 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
-           'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step', 'free_floating_inputs_step',
-           'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'ee_wrench_as_fext', 'admittance_inputs_step',
-           'tool_jacobian_into',
-           'frame_pose_and_jacobian']
+           'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step',
+           'free_floating_inputs_step', 'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'ee_wrench_as_fext',
+           'admittance_inputs_step', 'tool_jacobian_into', 'frame_pose_and_jacobian']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 
@@ -1618,7 +1617,6 @@ def integration_energy_step(m, v0, v1, f, g0, g1):
     return 0.5 * stored - work
 
 
-
 @njit(**_OPTS)
 def client_port_step(acc, prev, m, v_meas, f, dt, e_int, enabled, max_rate, threshold, wrench_pc, applied,
                      g_n, v_n, g_c, v_c, mass, inertia, inertia_inv, nom_m6, nom_m6_inv):
@@ -1643,6 +1641,7 @@ def client_port_step(acc, prev, m, v_meas, f, dt, e_int, enabled, max_rate, thre
     relative_mapping_into(g_n, v_n, g_c, v_c, g1, v1)
     return excess, pending, integration_energy_step(m, v0, v1, applied, g0, g1)
 
+
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel with the argument types the rules pass.
 
@@ -1663,7 +1662,7 @@ def warm_up() -> None:
                                np.full(7, 0.1), np.zeros(7))
     loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))                       # compiled lockstep, inputs as held
     chains, mode = loop._chains, loop._chains.ground_mode
-    for other in (0, 2):          # both calls (the one chain for all three models, lockstep_shared_inputs_step; and not)
+    for other in (0, 2):          # both calls: lockstep_shared_inputs_step (mode 2) and lockstep_inputs_step
         chains.ground_mode = other
         loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))
     chains.ground_mode = mode

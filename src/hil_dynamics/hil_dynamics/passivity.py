@@ -132,8 +132,8 @@ class PassivityController:
         self._prev = np.zeros((4, self.n))
         # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick: on copies
         z = np.zeros(self.n)
-        kernels.passivity_update(self._acc.copy(), self._prev.copy(), self.mass_matrix, z, z, z, 1e-3, 0.0, self.enabled,
-                                 self.max_rate_per_s, self.threshold_j, np.empty(self.n))
+        kernels.passivity_update(self._acc.copy(), self._prev.copy(), self.mass_matrix, z, z, z, 1e-3, 0.0,
+                                 self.enabled, self.max_rate_per_s, self.threshold_j, np.empty(self.n))
 
     energy_port_j = property(lambda self: float(self._acc[0]), doc='sum F^T (V - Ṽ) dt so far [J]')
     energy_integration_j = property(lambda self: float(self._acc[1]), doc="the integrator's energy so far [J]")

@@ -220,7 +220,8 @@ class ServicerModel:
                 raise InputError(f'q_arm must have {self.n} values, got {q.shape[0]}')
         pose, jac = np.empty(12), np.empty((6, self.model.nv))
         parents, placements, kind, axis, ee_joint, frame_in_joint, xs, tmp = kin
-        kernels.frame_pose_and_jacobian(parents, placements, kind, axis, q, ee_joint, frame_in_joint, xs, pose, jac, tmp)
+        kernels.frame_pose_and_jacobian(parents, placements, kind, axis, q, ee_joint, frame_in_joint, xs, pose, jac,
+                                        tmp)
         return pose, jac
 
     def tool_pose_and_jacobian(self, q_arm, pose_tool_in_flange: pin.SE3) -> tuple[pin.SE3, np.ndarray]:

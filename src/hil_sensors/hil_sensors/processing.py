@@ -252,7 +252,7 @@ class ToolGravity:
         # cross3's, not numpy.cross (~50 us on 3-vectors with its axis handling: 15 % of a TwinHilMission step), on
         # Python floats (the same products and differences as on NumPy scalars, a third of the time)
         w = (*force, *cross3_values(self.com.tolist(), force))
-        if not math.isfinite(sum(w)) and not all(math.isfinite(v) for v in w):    # (a sum of finite values may overflow)
+        if not math.isfinite(sum(w)) and not all(math.isfinite(v) for v in w):    # (finite values' sum may overflow)
             raise InputError('gravity wrench is not finite')
         self.wrench = w
         self.has_orientation = True

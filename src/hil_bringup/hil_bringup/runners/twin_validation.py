@@ -121,8 +121,7 @@ class ArmHold:
                                          twist_base_body, q_arm, dq_arm)
         tau = np.empty(n)
         kernels.arm_hold_torque(*c.args(), q_arm, dq_arm, self._q_hold, self.w, c.work, c.work_ic, self._m, tau)
-        nan = np.full(6, np.nan)
-        return ObswCommand('unforced', np.zeros(6), tau, False, nan, nan)
+        return self._command(tau)
 
     def update_reference(self, t, pose_client_in_orbit, twist_client_body, pose_base_in_orbit, twist_base_body, q_arm,
                          dq_arm):
@@ -130,6 +129,11 @@ class ArmHold:
         mass = self.model.mass_matrix(q_arm)
         m_red = mass[6:, 6:] - mass[6:, :6] @ np.linalg.solve(mass[:6, :6], mass[:6, 6:])
         tau = -m_red @ (self.w ** 2 * (np.asarray(q_arm) - self.q_hold) + 2.0 * self.w * np.asarray(dq_arm))
+        return self._command(tau)
+
+    @staticmethod
+    def _command(tau) -> ObswCommand:
+        """No base wrench, the joints' ``tau``, the gripper open, no OBSW errors."""
         nan = np.full(6, np.nan)
         return ObswCommand('unforced', np.zeros(6), tau, False, nan, nan)
 
