@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -83,6 +85,41 @@ class CampaignInterrupted(KeyboardInterrupt):
     def __init__(self, result: CampaignResult):
         super().__init__('campaign interrupted')
         self.result = result
+
+
+class CtrlC:
+    """Ctrl-C remembered as well as raised, for the campaign loop (a context manager).
+
+    Python runs a signal handler between bytecodes of the main thread, wherever it is. If that
+    is a finalizer (a Dask future released by the garbage collector calls into the client's
+    event loop), the ``KeyboardInterrupt`` is printed as "Exception ignored" and lost: the
+    campaign would run to its end and exit 0. CI saw this once. The handler also sets
+    :attr:`requested`, and :meth:`check` raises at the loop's next step. In another thread
+    than the main one (no signals there) it does nothing.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> 'CtrlC':
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _handler(self, signum, frame) -> None:
+        self.requested = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise ``KeyboardInterrupt`` if Ctrl-C came, even if its first raise was swallowed."""
+        if self.requested:
+            raise KeyboardInterrupt
 
 
 class _Engine:
@@ -153,60 +190,63 @@ def run_campaign(campaign: Campaign, out_dir: str | Path, scheduler: str | None 
         bar.set_postfix_str(f"failed={counts['failed']} reused={counts['reused']}", refresh=False)
         queue.extend(plan.completed(spec, row))
 
-    try:
-        from distributed import as_completed
+    with CtrlC() as ctrl_c:
+        try:
+            from distributed import as_completed
 
-        completed = None
-        while queue or pending:
-            while queue:
-                spec = queue.popleft()
-                if spec.run_id in rows:
-                    continue
-                if spec.run_id in known:          # its place in this plan (a grid may have been extended)
-                    record(spec, {**known[spec.run_id], 'point': spec.point, 'iteration': spec.iteration},
-                           fresh_run=False)
-                    continue
-                payload = {'runner': campaign.runner, 'scenario': campaign.scenario,
-                           'overrides': campaign.overrides_for(spec), 'seed': spec.seed}
-                # a fresh key per submission: a rerun never meets the tasks of an interrupted client
-                future = engine.get().submit(execute_run, payload, key=f'hil-run-{spec.run_id}-{uuid.uuid4().hex[:8]}',
-                                             pure=False)
-                pending[future.key] = (spec, future)
-                if completed is None:
-                    completed = as_completed([future])
-                else:
-                    completed.add(future)
-            if not pending:
-                break
-            future = next(completed)
-            spec, _ = pending[future.key]
-            base = {'run_id': spec.run_id, 'point': spec.point, 'iteration': spec.iteration, 'params': spec.params,
-                    'seed': spec.seed}
-            if future.status == 'finished':
-                row = {**base, **future.result()}
-            else:                             # the engine lost the run (e.g. KilledWorker): redone on rerun
-                try:
-                    exc = future.exception()
-                except BaseException as cancelled:  # noqa: BLE001 - a cancelled future raises instead
-                    exc = cancelled
-                row = {**base, 'status': 'failed', 'error': f'{type(exc).__name__}: {exc}', 'metrics': {},
-                       'code_version': None, 'engine_error': True}
-            journal.append(row)
-            record(spec, row, fresh_run=True)
-            del pending[future.key]
-    except KeyboardInterrupt:
-        interrupted = True
-        for _, future in pending.values():
-            future.cancel()
-        # a run journaled just before the interrupt, not yet recorded: the journal is authoritative
-        journaled = journal.rows()
-        for spec, _ in pending.values():
-            if spec.run_id in journaled and spec.run_id not in rows:
-                rows[spec.run_id] = {**journaled[spec.run_id], 'point': spec.point, 'iteration': spec.iteration}
-                counts['executed'] += 1
-    finally:
-        bar.close()
-        engine.close()
+            completed = None
+            while queue or pending:
+                ctrl_c.check()
+                while queue:
+                    spec = queue.popleft()
+                    if spec.run_id in rows:
+                        continue
+                    if spec.run_id in known:          # its place in this plan (a grid may have been extended)
+                        record(spec, {**known[spec.run_id], 'point': spec.point, 'iteration': spec.iteration},
+                               fresh_run=False)
+                        continue
+                    payload = {'runner': campaign.runner, 'scenario': campaign.scenario,
+                               'overrides': campaign.overrides_for(spec), 'seed': spec.seed}
+                    # a fresh key per submission: a rerun never meets the tasks of an interrupted client
+                    key = f'hil-run-{spec.run_id}-{uuid.uuid4().hex[:8]}'
+                    future = engine.get().submit(execute_run, payload, key=key, pure=False)
+                    pending[future.key] = (spec, future)
+                    if completed is None:
+                        completed = as_completed([future])
+                    else:
+                        completed.add(future)
+                if not pending:
+                    break
+                future = next(completed)
+                spec, _ = pending[future.key]
+                base = {'run_id': spec.run_id, 'point': spec.point, 'iteration': spec.iteration,
+                        'params': spec.params, 'seed': spec.seed}
+                if future.status == 'finished':
+                    row = {**base, **future.result()}
+                else:                             # the engine lost the run (e.g. KilledWorker): redone on rerun
+                    try:
+                        exc = future.exception()
+                    except BaseException as cancelled:  # noqa: BLE001 - a cancelled future raises instead
+                        exc = cancelled
+                    row = {**base, 'status': 'failed', 'error': f'{type(exc).__name__}: {exc}', 'metrics': {},
+                           'code_version': None, 'engine_error': True}
+                journal.append(row)
+                record(spec, row, fresh_run=True)
+                del pending[future.key]
+        except KeyboardInterrupt:
+            interrupted = True
+            for _, future in pending.values():
+                future.cancel()
+            # a run journaled just before the interrupt, not yet recorded: the journal is authoritative
+            journaled = journal.rows()
+            for spec, _ in pending.values():
+                if spec.run_id in journaled and spec.run_id not in rows:
+                    rows[spec.run_id] = {**journaled[spec.run_id], 'point': spec.point,
+                                         'iteration': spec.iteration}
+                    counts['executed'] += 1
+        finally:
+            bar.close()
+            engine.close()
 
     result = finish(campaign, out_dir, rows, plan, plots and not interrupted)
     result.executed, result.reused, result.interrupted = counts['executed'], counts['reused'], interrupted

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hil_campaign.engine import run_campaign
+from hil_campaign.engine import CtrlC, run_campaign
 from hil_campaign.results import JOURNAL, TABLE, Journal, read_table
 from hil_campaign.spec import load_campaign
 
@@ -201,6 +201,29 @@ def test_ctrl_c_and_a_killed_worker_then_a_rerun_does_only_the_missing_runs(clus
     rows = rows_of(read_table(out / TABLE))
     assert [r['point'] for r in rows] == list(range(n))
     check_rows(rows)
+
+
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_campaign_loop(monkeypatch):
+    """Python runs the SIGINT handler wherever the main thread is. Inside a finalizer (a Dask
+    future released by the garbage collector) the ``KeyboardInterrupt`` is only reported to
+    ``sys.unraisablehook`` and execution goes on: CI once saw the campaign above run to its
+    end and exit 0. :class:`CtrlC` remembers the signal, so the loop's next ``check`` raises.
+    Real signals, real finalizer; the previous handler is back afterwards."""
+    lost = []
+    monkeypatch.setattr(sys, 'unraisablehook', lambda info: lost.append(info.exc_type))
+
+    class ReleasedByTheCollector:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)     # the handler runs here, inside the finalizer
+
+    before = signal.getsignal(signal.SIGINT)
+    with CtrlC() as ctrl_c:
+        ctrl_c.check()                             # nothing yet
+        ReleasedByTheCollector()                   # dropped at once
+        assert lost == [KeyboardInterrupt]         # Python swallowed the raise: we are still here
+        with pytest.raises(KeyboardInterrupt):
+            ctrl_c.check()
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_the_default_engine_is_a_local_cluster_of_processes_with_a_progress_bar(tmp_path):
