@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.finite import all_finite
 from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
 from hil_common.pacing import StepPacer
@@ -114,7 +115,7 @@ class ServicerSide:
     # -- inputs ----------------------------------------------------------------------------
     def _finite(self, what: str, value, size: int) -> np.ndarray | None:
         value = np.asarray(value, dtype=float)
-        if value.shape != (size,) or (not math.isfinite(sum(value.tolist())) and not np.isfinite(value).all()):
+        if value.shape != (size,) or not all_finite(value):
             self.reject(f'{what} {value.tolist()}')
             return None
         return value
@@ -144,7 +145,7 @@ class ServicerSide:
 
     def set_twist_measured(self, twist, now_s: float) -> bool:
         v = np.asarray(twist, dtype=float)
-        if v.shape == (6,) and np.all(np.isfinite(v)):
+        if v.shape == (6,) and all_finite(v):
             self.twist_measured.set(v, now_s)
             return True
         return False

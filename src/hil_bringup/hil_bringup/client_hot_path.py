@@ -47,6 +47,7 @@ from typing import Callable
 import numpy as np
 import pinocchio as pin
 
+from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
 from hil_common.overload import OverloadGuard
 from hil_common.pacing import steps_since
@@ -131,13 +132,13 @@ class ClientHotPath:
             self.counters['refused_joint_states'] += 1
             return False
         q = np.asarray(q, dtype=float)
-        if q.ndim != 1 or (not math.isfinite(sum(q.tolist())) and not np.isfinite(q).all()):   # a sum may overflow
+        if q.ndim != 1 or not all_finite(q):
             self.counters['refused_joint_states'] += 1
             return False
         self.q_measured = q
         if dq is not None:
             dq = np.asarray(dq, dtype=float)
-            if dq.shape != q.shape or (not math.isfinite(sum(dq.tolist())) and not np.isfinite(dq).all()):
+            if dq.shape != q.shape or not all_finite(dq):
                 dq = None
         self.dq_measured = dq
         if not self.table.initialized:

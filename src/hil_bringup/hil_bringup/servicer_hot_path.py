@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 from hil_admittance.servicer_side import ServicerOutput, ServicerSide
+from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
 from hil_motion_table.table import MotionTable
 
@@ -84,14 +85,14 @@ class ServicerHotPath:
     def table_joints(self, q, dq, now_s: float, side_now_s: float) -> bool:
         """The table's measured joints (its order; None if the message lacked them) at ``now_s`` (the
         table's clock) and ``side_now_s`` (the side's); their rates give the base's measured twist."""
-        if q is None or not np.all(np.isfinite(q)):
+        if q is None or not all_finite(q):
             self.counters['refused_joint_states'] += 1
             return False
         self.q_measured = np.asarray(q, dtype=float)
         if not self.table.initialized:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
-        if dq is not None and np.shape(dq) == np.shape(q) and np.all(np.isfinite(dq)):
+        if dq is not None and np.shape(dq) == np.shape(q) and all_finite(dq):
             self.side.set_twist_measured(self.twist_from_joints(self.q_measured, np.asarray(dq, dtype=float)),
                                          side_now_s)
         return True

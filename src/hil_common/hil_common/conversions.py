@@ -13,6 +13,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_common.errors import InputError
+from hil_common.finite import all_finite
 
 
 def pose_from_msg(msg) -> pin.SE3:
@@ -101,6 +102,6 @@ class JointOrder:
         if index is None or self._needs > len(values):
             return None
         out = np.asarray(values, dtype=float)[index]
-        if not math.isfinite(sum(out.tolist())) and not np.isfinite(out).all():      # a sum may overflow
+        if not all_finite(out):
             return None
         return out

@@ -33,6 +33,7 @@ from hil_dynamics import kernels
 from hil_dynamics.lie_integrators import dexp_inv, rkmk4
 from hil_dynamics.rigid_body import RigidBody
 from hil_common.errors import ConfigError, InputError
+from hil_common.finite import all_finite
 
 # A wrench input: a constant 6-vector held over the step (a sampled sensor), or a function
 # of time and the client's orbit pose evaluated at every integrator stage.
@@ -314,7 +315,7 @@ class ClientAdmittance:
             held = wrench_client_com            # the kernel only reads it
         else:
             held = np.asarray(wrench_client_com, dtype=float).reshape(6)
-        if not math.isfinite(sum(held.tolist())) and not np.isfinite(held).all():   # a sum may overflow
+        if not all_finite(held):
             raise InputError(f'wrench must be finite, got {held.tolist()}')
         arrays, constants = self.step_arrays()
         kernels.client_rkmk4_step(*arrays, held, *constants, dt)

@@ -31,6 +31,7 @@ import numpy as np
 
 from hil_dynamics.se3 import cross3_values, pose_from_quaternion
 from hil_common.errors import ConfigError, InputError
+from hil_common.finite import all_finite  # noqa: F401 - also hil_sensors' name for it (ft_driver)
 
 AXES = ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')
 ZERO6 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -252,7 +253,7 @@ class ToolGravity:
         # cross3's, not numpy.cross (~50 us on 3-vectors with its axis handling: 15 % of a TwinHilMission step), on
         # Python floats (the same products and differences as on NumPy scalars, a third of the time)
         w = (*force, *cross3_values(self.com.tolist(), force))
-        if not math.isfinite(sum(w)) and not all(math.isfinite(v) for v in w):    # (finite values' sum may overflow)
+        if not all_finite(w):
             raise InputError('gravity wrench is not finite')
         self.wrench = w
         self.has_orientation = True
@@ -390,7 +391,3 @@ def soft_deadband(values: Sequence[float], widths: Sequence[float]) -> list[floa
     return [0.0 if abs(v) <= w else (v - w if v > 0 else v + w) for v, w in zip(values, widths)]
 
 
-def all_finite(values: Sequence[float]) -> bool:
-    """Whether every value is finite: their sum is finite exactly when they are, unless finite values
-    overflow it (then each is looked at)."""
-    return math.isfinite(sum(values)) or all(math.isfinite(v) for v in values)
