@@ -318,10 +318,10 @@ class WrenchChain:
         """The processed wrench in the sensor frame, or None if it is not finite (the filter
         restarts then). While a tare collects, the sample is added to it; when the tare
         completes, the filter restarts at the tared value (no transient from the old offset)."""
+        if len(raw) != 6:              # (map below would stop at the shorter of raw and g: checked first)
+            raise InputError(f'a wrench has 6 values, got {len(raw)}')
         g = self.gravity.wrench if self.gravity is not None else ZERO6
         comp = list(map(sub, raw, g))
-        if len(comp) != 6:
-            raise InputError(f'a wrench has 6 values, got {len(comp)}')
         tare, filt = self.tare, self.filter
         if tare.collecting and tare.add(comp) and filt is not None:
             filt.reset()

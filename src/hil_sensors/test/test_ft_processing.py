@@ -133,6 +133,24 @@ def test_wrench_chain_against_a_step_by_step_reference():
     assert chain.process([math.nan] * 6) is None           # a non-finite sample is dropped
 
 
+@pytest.mark.parametrize('with_gravity', [False, True])
+def test_a_sample_of_other_than_six_values_is_refused_by_name(with_gravity):
+    """Five or seven values raise InputError before anything is subtracted (the gravity's six values would
+    otherwise cut a seventh off without a word), and the tare collects nothing from them."""
+    from hil_common.errors import InputError
+
+    gravity = ToolGravity(1.0, np.zeros(3), np.array([0.0, 0.0, -9.81])) if with_gravity else None
+    if gravity is not None:
+        gravity.set_sensor_rotation(np.eye(3))
+    chain = WrenchChain(gravity)
+    chain.tare.start(3)
+    for bad in ([1.0] * 5, [1.0] * 7, np.ones(7)):
+        with pytest.raises(InputError, match='6 values'):
+            chain.process(bad)
+    assert chain.tare.collecting and not chain.tare.active
+    assert chain.process([1.0] * 6) is not None
+
+
 def test_fault_latch_keeps_first_cause():
     f = FaultLatch()
     assert f.trip('overload', 'fz', 1)
