@@ -42,7 +42,6 @@ Times are seconds on the node's clock.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

@@ -23,7 +23,6 @@ linear before angular (:mod:`hil_dynamics.se3`).
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Union
 
 import numpy as np

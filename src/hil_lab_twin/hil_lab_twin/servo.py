@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from hil_common.errors import ConfigError, Unreachable
+from hil_common.finite import all_finite
 
 
 class CommandRejected(Unreachable):
@@ -34,10 +35,8 @@ def validate_command(values, n: int) -> np.ndarray:
     """``values`` as a float array of length ``n``, or :class:`CommandRejected`.
 
     A float64 vector of length ``n`` (what the runners pass, once per robot and step) is checked
-    without NumPy calls: the sum of its values is finite exactly when all are, except when finite values
-    overflow, which the full check then settles (as for any other input)."""
-    if type(values) is np.ndarray and values.dtype is _F64 and values.shape == (n,) \
-            and math.isfinite(sum(values.tolist())):
+    without NumPy calls (:func:`hil_common.finite.all_finite`); anything else takes the full check."""
+    if type(values) is np.ndarray and values.dtype is _F64 and values.shape == (n,) and all_finite(values):
         return values
     try:
         arr = np.asarray(values, dtype=float).reshape(-1)
