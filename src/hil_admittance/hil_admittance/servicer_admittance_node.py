@@ -65,6 +65,7 @@ from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, Od
                             TwistStampedEncoder)
 from hil_common.conversions import pose_from_msg, stamp_to_seconds, twist_from_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
+from hil_common.polled import PolledSubscription
 from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
@@ -170,6 +171,9 @@ class ServicerAdmittanceNode(Node):
 
     #: the wrist wrench and the arm's joints taken as raw CDR (the fused hot path: its ``on_ft`` decodes)
     raw_inputs = False
+    #: the arm's joints not waited on by the executor but taken by the subclass (``arm_joints_in``, raw CDR,
+    #: for :meth:`on_joints_raw`): the fused hot path takes them at each wrist sample
+    polled_joints = False
 
     def __init__(self, name: str = 'servicer_admittance', params=PARAMS, timer: bool = True,
                  status_prefix: str = 'servicer/admittance'):
@@ -192,8 +196,11 @@ class ServicerAdmittanceNode(Node):
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.pick_joints = JointPicker(self.joint_names)
         self.decode_joints = JointStateDecoder()
-        self.create_subscription(JointState, 'servicer_arm/joint_states',
-                                 self.on_joints_raw if self.raw_inputs else self.on_joints, 10, raw=self.raw_inputs)
+        if self.polled_joints:     # taken by the subclass when it needs them (hil_common.polled)
+            self.arm_joints_in = PolledSubscription(self, JointState, 'servicer_arm/joint_states', 10, raw=True)
+        else:
+            self.create_subscription(JointState, 'servicer_arm/joint_states',
+                                     self.on_joints_raw if self.raw_inputs else self.on_joints, 10, raw=self.raw_inputs)
         self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', self.on_base_wrench, 10)
         self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', self.on_tau, 10)
         self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)

@@ -41,6 +41,7 @@ from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, deco
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
+from hil_common.polled import PolledSubscription
 from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -60,6 +61,7 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
 
 class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     raw_inputs = True          # the wrist wrench and the arm's joints as raw CDR (hil_common.cdr)
+    polled_joints = True       # the arm's and the table's joints taken at each wrist sample (hil_common.polled)
 
     def __init__(self):
         super().__init__('servicer_hot_path', PARAMS, timer=False, status_prefix='servicer/hot_path')
@@ -82,10 +84,12 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
-        self.create_subscription(JointState, 'servicer/joint_states', self.on_table_joints, 10, raw=True)
+        self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
         self.last_holding = None
-        # without wrist samples the steps go on held (the effort controller keeps its last command)
-        self.create_timer(max(p.input_timeout_s, 0.01), lambda: guarded(self._watchdog, self.context))
+        # Without wrist samples the steps go on held (the effort controller keeps its last command). The
+        # watchdog also takes the joints then, often enough for the table's joint watch.
+        self.create_timer(max(min(p.input_timeout_s, 0.5 * p.joint_states_timeout_s), 0.01),
+                          lambda: guarded(self._watchdog, self.context))
         gc.collect()
         gc.freeze()          # the node's long-lived objects out of the cyclic collector's reach mid-loop
         cpus = [c for c in p.cpu_affinity if c >= 0]
@@ -125,7 +129,20 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)
 
+    def take_joints(self) -> None:
+        """The arm's and the table's joint states that arrived since the last call, in their order."""
+        for buf in self.table_joints_in.take_all():
+            self.on_table_joints(buf)
+        for buf in self.arm_joints_in.take_all():
+            self.on_joints_raw(buf)
+
+    def destroy_node(self):
+        self.table_joints_in.destroy()
+        self.arm_joints_in.destroy()
+        return super().destroy_node()
+
     def _on_ft(self, buf):
+        self.take_joints()
         now = self.lab_now()
         if now <= 0.0:
             return
@@ -143,6 +160,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self._after(out, (sec, nanosec))
 
     def _watchdog(self) -> None:
+        self.take_joints()
         now = self.lab_now()
         if now > 0.0:
             self._after(self.rule.watchdog(now, self._now_s()))

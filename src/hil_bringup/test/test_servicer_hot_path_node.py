@@ -139,3 +139,57 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
         out = stop_process(proc)
     assert alive, out
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
+
+
+def test_without_wrist_samples_the_table_joints_are_still_taken_in_time_for_the_joint_watch(tmp_path):
+    """The arm's and the table's joints are taken at each wrist sample (hil_common.polled), and without
+    samples by the watchdog. Its period must suit the table's joint watch too: with ``input_timeout_s``
+    (0.3 s) above the watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming must not be
+    judged stale while the wrist is silent."""
+    adm, table = graph_parameters()
+    scenario = load_scenario('envisat_capture')
+    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
+    model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
+    assert ({p.name: p.default for p in TABLE_PARAMS} | table)['joint_states_timeout_s'] < 0.3
+    path = tmp_path / 'servicer_hot_path.yaml'
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'input_timeout_s': 0.3}}}))
+    proc = start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path)))
+    kin = make_kinematics(table['robot'])
+    try:
+        with test_node('servicer_hot_path_probe') as (node, executor):
+            commands, statuses = [], []
+            node.create_subscription(Float64MultiArray, 'servicer/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
+            pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
+            pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
+            table_js = JointState(name=list(kin.joint_names), position=[float(v) for v in q_table_0], velocity=[0.0] * 6)
+            arm_js = JointState(name=list(model.joint_names), position=[float(v) for v in scenario.servicer.q_arm_0],
+                                velocity=[0.0] * len(scenario.servicer.q_arm_0))
+            sample = WrenchStamped()
+            sample.header.frame_id = adm['wrench_frame_id']
+            wrist = {'on': True}
+
+            def tick():
+                stamp = node.get_clock().now().to_msg()
+                arm_js.header.stamp = sample.header.stamp = stamp
+                pub_arm.publish(arm_js)
+                pub_table.publish(table_js)
+                if wrist['on']:
+                    pub_ft.publish(sample)
+            node.create_timer(1.0 / RATE_HZ, tick)
+            assert spin_until(executor, lambda: len(commands) >= 50, 30.0), f'{len(commands)} robot commands'
+            wrist['on'] = False
+            first = len(statuses)
+            # 1.5 s of wrist silence (five watchdog timeouts) while the joints keep coming
+            assert spin_until(executor, lambda: any('no wrist samples' in s.message for s in statuses[first:]), 5.0), \
+                [s.message for s in statuses[first:]]
+            spin_until(executor, lambda: False, 1.5)
+            said = [s.message for s in statuses[first:]]
+            assert not any('stale' in m for m in said), said
+            assert 'stale' not in statuses[-1].message and 'no wrist samples' in statuses[-1].message, said
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
