@@ -23,6 +23,8 @@ linear before angular (:mod:`hil_dynamics.se3`).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Callable, Union
 
 import numpy as np
@@ -51,6 +53,10 @@ def relative_mapping(pose_nominal_in_orbit: pin.SE3, twist_nominal_body,
     return pose_in_orbit, np.asarray(twist_rel_body, dtype=float) + delta
 
 
+#: per thread: body -> the integrator :func:`unforced_nominal` restarts (weak keys: a body no longer used goes)
+_free_integrators = threading.local()
+
+
 def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
                      dt_s: float) -> tuple[pin.SE3, np.ndarray]:
     """The nominal ``(g_n, V_n)`` ``duration_s`` later: the unforced motion of ``body`` (Eq. 4) from the
@@ -58,7 +64,17 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     duration_s, dt_s = float(duration_s), float(dt_s)
     if not (np.isfinite(duration_s) and duration_s >= 0.0) or not dt_s > 0.0:
         raise ConfigError(f'duration_s must be >= 0 and dt_s > 0, got {duration_s!r}, {dt_s!r}')
-    free = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
+    # One integrator per body and thread, restarted from the given state: a node that holds, or drops
+    # steps, calls this at every step, and building an admittance costs several of its steps
+    # (docs/performance.md, "Tenth session").
+    cache = getattr(_free_integrators, 'by_body', None)
+    if cache is None:
+        cache = _free_integrators.by_body = weakref.WeakKeyDictionary()
+    free = cache.get(body)
+    if free is None:
+        free = cache[body] = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
+    else:
+        free.restart(twist_nominal_body, pose_nominal_in_orbit)
     n = int(duration_s / dt_s + 1e-9)
     zero = np.zeros(6)
     for _ in range(n):
@@ -206,17 +222,10 @@ class ClientAdmittance:
 
     def __init__(self, body: RigidBody, twist_client_body_0, pose_client_in_orbit_0: pin.SE3 | None = None,
                  t0: float = 0.0):
-        twist0 = np.asarray(twist_client_body_0, dtype=float).reshape(6)
-        if not np.all(np.isfinite(twist0)):
-            raise ConfigError(f'twist_client_body_0 must be finite, got {twist0.tolist()}')
         self.body = body
         self._minv = body.mass_matrix_inv
         self._inertia = body.inertia
-        self._nominal = None       # a re-based nominal (hil_dynamics.rebase); None: the client's own (Eq. 4)
-        g0 = pin.SE3.Identity() if pose_client_in_orbit_0 is None else pin.SE3(pose_client_in_orbit_0)
-        self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
-        self._v_n = pin.Motion(twist0)
-        self._v_c = pin.Motion.Zero()
+        twist0 = self.restart(twist_client_body_0, pose_client_in_orbit_0, t0)
         # The compiled step (kernels.client_rkmk4_step) works on the state's arrays (RelativeState.of_arrays).
         self._mass = body.mass_kg
         self._inertia9 = np.ascontiguousarray(body.inertia_com_kgm2, dtype=float).reshape(9).copy()
@@ -226,6 +235,20 @@ class ClientAdmittance:
         kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
                                   self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3)
         self.state.load_kernels()           # and what the nodes and a re-basing call on the state
+
+    def restart(self, twist_client_body_0, pose_client_in_orbit_0: pin.SE3 | None = None,
+                t0: float = 0.0) -> np.ndarray:
+        """Start again from ``g_t(0) = g_n(0)``, ``V_t(0) = V_n(0)`` at ``t0``, as constructed (the client's
+        own nominal, at rest relative to it); returns ``V_t(0)``."""
+        twist0 = np.asarray(twist_client_body_0, dtype=float).reshape(6)
+        if not all_finite(twist0):
+            raise ConfigError(f'twist_client_body_0 must be finite, got {twist0.tolist()}')
+        self._nominal = None       # a re-based nominal (hil_dynamics.rebase); None: the client's own (Eq. 4)
+        g0 = pin.SE3.Identity() if pose_client_in_orbit_0 is None else pin.SE3(pose_client_in_orbit_0)
+        self.state = ClientState(float(t0), g0, twist0.copy(), pin.SE3.Identity(), np.zeros(6))
+        self._v_n = pin.Motion(twist0)
+        self._v_c = pin.Motion.Zero()
+        return twist0
 
     # -- Eq. (4) and Eq. (11) -----------------------------------------------------------
     def accelerations(self, pose_client_in_nominal: pin.SE3, twist_nominal: pin.Motion, twist_rel: pin.Motion,

@@ -64,6 +64,7 @@ class NominalBody:
 
     def __init__(self, inertia: pin.Inertia):
         self._inertia = pin.Inertia(inertia)
+        self._at_com = None      # the body about its CoM (free_motion's), built when first needed
         self.mass_kg = float(self._inertia.mass)
         self.mass_matrix = self._inertia.matrix()
         self.mass_matrix_inv = np.linalg.inv(self.mass_matrix)
@@ -73,7 +74,7 @@ class NominalBody:
         """The body from its 6x6 spatial inertia and its inverse (kept, not copied; the ramp's kernel
         :func:`hil_dynamics.kernels.compound_in_nominal` gives both); ``inertia`` is built when read."""
         body = cls.__new__(cls)
-        body._inertia = None
+        body._inertia = body._at_com = None
         body.mass_kg = float(mass_matrix[0, 0])
         body.mass_matrix, body.mass_matrix_inv = mass_matrix, mass_matrix_inv
         return body
@@ -243,7 +244,9 @@ def free_motion(body: NominalBody, pose_nominal_in_orbit: pin.SE3, twist_nominal
 
     inertia = body.inertia
     at_com = pin.SE3(np.eye(3), np.array(inertia.lever))
-    g, v = unforced_nominal(RigidBody(inertia.mass, inertia.inertia), pose_nominal_in_orbit * at_com,
+    if body._at_com is None:          # kept: a held node calls this at every step (unforced_nominal's integrator)
+        body._at_com = RigidBody(inertia.mass, inertia.inertia)
+    g, v = unforced_nominal(body._at_com, pose_nominal_in_orbit * at_com,
                             at_com.actInv(pin.Motion(np.asarray(twist_nominal_body, dtype=float))).vector,
                             duration_s, dt_s)
     return g * at_com.inverse(), at_com.act(pin.Motion(v)).vector

@@ -74,3 +74,35 @@ def test_bad_durations_are_refused():
         unforced_nominal(ENVISAT, pin.SE3.Identity(), SPIN_Y, -1.0, DT)
     with pytest.raises(ValueError, match='duration_s'):
         unforced_nominal(ENVISAT, pin.SE3.Identity(), SPIN_Y, 1.0, 0.0)
+
+
+def test_the_reused_free_integrator_gives_what_a_new_one_gives_from_any_state_and_thread():
+    """A held node moves its nominal on at every step with one integrator per body, restarted each time
+    (:func:`unforced_nominal`): each call must give what a new integrator from that state gives, bit for
+    bit, whatever was integrated before and in whichever thread; a non-finite twist is still refused."""
+    import threading
+
+    def fresh(g0, v0, duration):
+        free = ClientAdmittance(ENVISAT, v0, g0)
+        for _ in range(int(duration / DT + 1e-9)):
+            free.step(np.zeros(6), DT)
+        return free.state.pose_nominal_in_orbit, free.state.twist_nominal_body
+
+    rng = np.random.default_rng(7)
+    cases = [(pin.SE3.Random(), rng.normal(0.0, 0.05, 6), DT * rng.integers(1, 6)) for _ in range(6)]
+    got = [unforced_nominal(ENVISAT, g0, v0, d, DT) for g0, v0, d in cases]
+    other = []
+    worker = threading.Thread(target=lambda: other.extend(unforced_nominal(ENVISAT, g0, v0, d, DT) for g0, v0, d in cases))
+    worker.start()
+    worker.join()
+    for (g0, v0, d), (g, v), (g_t, v_t) in zip(cases, got, other):
+        g_ref, v_ref = fresh(g0, v0, d)
+        np.testing.assert_array_equal(g.homogeneous, g_ref.homogeneous)
+        np.testing.assert_array_equal(v, v_ref)
+        np.testing.assert_array_equal(g_t.homogeneous, g_ref.homogeneous)
+        np.testing.assert_array_equal(v_t, v_ref)
+    with pytest.raises(ValueError, match='finite'):
+        unforced_nominal(ENVISAT, pin.SE3.Identity(), np.array([0.0, np.nan, 0, 0, 0, 0]), DT, DT)
+    # and the next call after the refusal starts from its own state, not from the refused one
+    g, v = unforced_nominal(ENVISAT, cases[0][0], cases[0][1], cases[0][2], DT)
+    np.testing.assert_array_equal(v, fresh(*cases[0])[1])
