@@ -222,9 +222,10 @@ def relay_child(params_path: str) -> int:
 def servicer_relay_child(params_path: str) -> int:
     """rclpy's floor under the fused servicer hot path: its messages and nothing else.
 
-    As ``servicer_hot_path_node`` takes them: the wrist wrench, the arm's and the table's joint states as raw CDR,
-    decoded; the OBSW's base wrench and torques (100 Hz) as messages. Each wrist sample is answered as the node
-    answers it: the table command, the arm's efforts and the trace (raw CDR), and every ``state_decimation``-th
+    As ``servicer_hot_path_node`` takes them: the wrist wrench as raw CDR, decoded, and at each wrist sample the
+    arm's and the table's joint states and the OBSW's base wrench and torques (100 Hz) that came since, as raw CDR
+    from subscriptions no executor waits on (:mod:`hil_common.polled`), decoded. Each wrist sample is answered as
+    the node answers it: the table command, the arm's efforts and the trace (raw CDR), and every ``state_decimation``-th
     the four decimated messages (pose, twist, state, passivity; encoded once, sent as they are).
     """
     from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
@@ -234,7 +235,9 @@ def servicer_relay_child(params_path: str) -> int:
     from std_msgs.msg import Float64MultiArray, Header
 
     from hil_common.cdr import (Float64ArrayEncoder, JointStateDecoder, JointStateReader, OdometryEncoder,
-                                PoseStampedEncoder, TwistStampedEncoder, decode_wrench_stamped, encode_header)
+                                PoseStampedEncoder, TwistStampedEncoder, decode_float64_array, decode_wrench_stamped,
+                                encode_header)
+    from hil_common.polled import PolledSubscription
     from hil_common.params import declare_parameters
     from hil_common.realtime import make_realtime
     from hil_common.ros_main import run_node
@@ -267,16 +270,20 @@ def servicer_relay_child(params_path: str) -> int:
             self.pub_trace = self.create_publisher(Header, 'servicer/hot_path/trace', 100)
             self.decode_arm, self.read_table = JointStateDecoder(), JointStateReader(tuple(kin.joint_names))
             self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10, raw=True)
-            self.create_subscription(JointState, 'servicer_arm/joint_states', self.decode_arm, 10, raw=True)
-            self.create_subscription(JointState, 'servicer/joint_states', self.read_table, 10, raw=True)
-            self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', lambda msg: None, 10)
-            self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', lambda msg: None, 10)
+            self.polled = [(PolledSubscription(self, JointState, 'servicer/joint_states'), self.read_table),
+                           (PolledSubscription(self, JointState, 'servicer_arm/joint_states'), self.decode_arm),
+                           (PolledSubscription(self, WrenchStamped, 'servicer/base_wrench_cmd'), decode_wrench_stamped),
+                           (PolledSubscription(self, Float64MultiArray, 'servicer_arm/torque_cmd'),
+                            decode_float64_array)]
             cpus = [c for c in p.cpu_affinity if c >= 0]
             if p.realtime_priority or cpus:
                 ok, message = make_realtime(p.realtime_priority, cpus)
                 (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
         def on_wrench(self, buf):
+            for subscription, decode in self.polled:
+                for taken in subscription.take_all():
+                    decode(taken)
             sec, nanosec, _, _ = decode_wrench_stamped(buf)
             self.pub_cmd.publish(self.encode_cmd(self.q))
             self.pub_trace.publish(encode_header(sec, nanosec))

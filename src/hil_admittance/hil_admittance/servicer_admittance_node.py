@@ -62,8 +62,10 @@ from hil_common.ros_main import guarded
 from hil_admittance.overload_status import OverloadStatus
 from hil_admittance.servicer_side import ServicerSide
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
-                            TwistStampedEncoder)
-from hil_common.conversions import pose_from_msg, stamp_to_seconds, twist_from_msg, wrench_from_msg, xyz_rpy_to_pose
+                            TwistStampedEncoder, decode_float64_array, decode_odometry, decode_wrench_stamped)
+from hil_common.conversions import (pose_from_msg, pose_from_xyzquat, stamp_to_seconds, twist_from_msg, wrench_from_msg,
+                                    xyz_rpy_to_pose)
+from hil_common.errors import InputError
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
 from hil_common.polled import PolledSubscription
 from hil_common.overload import ERROR, overload_guard, overload_params
@@ -171,9 +173,9 @@ class ServicerAdmittanceNode(Node):
 
     #: the wrist wrench and the arm's joints taken as raw CDR (the fused hot path: its ``on_ft`` decodes)
     raw_inputs = False
-    #: the arm's joints not waited on by the executor but taken by the subclass (``arm_joints_in``, raw CDR,
-    #: for :meth:`on_joints_raw`): the fused hot path takes them at each wrist sample
-    polled_joints = False
+    #: the arm's joints, the OBSW's commands and the client's state not waited on by the executor but taken,
+    #: as raw CDR, by :meth:`take_inputs`: the fused hot path calls it at each wrist sample (hil_common.polled)
+    polled_inputs = False
 
     def __init__(self, name: str = 'servicer_admittance', params=PARAMS, timer: bool = True,
                  status_prefix: str = 'servicer/admittance'):
@@ -196,17 +198,23 @@ class ServicerAdmittanceNode(Node):
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.pick_joints = JointPicker(self.joint_names)
         self.decode_joints = JointStateDecoder()
-        if self.polled_joints:     # taken by the subclass when it needs them (hil_common.polled)
-            self.arm_joints_in = PolledSubscription(self, JointState, 'servicer_arm/joint_states', 10, raw=True)
-        else:
-            self.create_subscription(JointState, 'servicer_arm/joint_states',
-                                     self.on_joints_raw if self.raw_inputs else self.on_joints, 10, raw=self.raw_inputs)
-        self.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', self.on_base_wrench, 10)
-        self.create_subscription(Float64MultiArray, 'servicer_arm/torque_cmd', self.on_tau, 10)
+        # (topic, type, handler of a message, handler of its raw CDR) of the inputs that come at the control rates
+        inputs = [('servicer_arm/joint_states', JointState, self.on_joints, self.on_joints_raw),
+                  ('servicer/base_wrench_cmd', WrenchStamped, self.on_base_wrench, self.on_base_wrench_raw),
+                  ('servicer_arm/torque_cmd', Float64MultiArray, self.on_tau, self.on_tau_raw)]
+        if p.rebase_enabled:
+            inputs.append(('client/state', Odometry, self.on_client_state, self.on_client_state_raw))
+        self.polled = []           # (subscription, raw handler), taken in this order by take_inputs
+        for topic, msg_type, on_msg, on_raw in inputs:
+            if self.polled_inputs:
+                self.polled.append((PolledSubscription(self, msg_type, topic, 10, raw=True), on_raw))
+            elif msg_type is JointState and self.raw_inputs:
+                self.create_subscription(msg_type, topic, on_raw, 10, raw=True)
+            else:
+                self.create_subscription(msg_type, topic, on_msg, 10)
         self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)
         if p.rebase_enabled:
             self.create_subscription(String, 'obsw/phase', lambda m: self.side.set_phase(m.data, self._now_s()), FAULT_QOS)
-            self.create_subscription(Odometry, 'client/state', self.on_client_state, 10)
         self.pub_plan = self.create_publisher(Float64MultiArray, rebase_topic.TOPIC, rebase_topic.QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
@@ -252,6 +260,46 @@ class ServicerAdmittanceNode(Node):
     def on_tau(self, msg):
         self.side.set_tau(msg.data, self._now_s())
         self._report_rejections()
+
+    def take_inputs(self) -> None:
+        """The polled inputs' messages that arrived since the last call (``polled_inputs``), topic by topic,
+        each topic's in their order."""
+        for subscription, handle in self.polled:
+            for buf in subscription.take_all():
+                handle(buf)
+
+    def _raw(self, buf, decode, what: str):
+        """``decode(buf)``, or None after counting and reporting a malformed ``what``."""
+        try:
+            return decode(buf)
+        except CdrError as exc:
+            self.side.reject(f'malformed {what} ({exc})')
+            self._report_rejections()
+            return None
+
+    def on_base_wrench_raw(self, buf):
+        decoded = self._raw(buf, decode_wrench_stamped, 'base wrench command')
+        if decoded is not None:
+            self.side.set_wrench_base(decoded[3], self._now_s())
+            self._report_rejections()
+
+    def on_tau_raw(self, buf):
+        tau = self._raw(buf, decode_float64_array, 'torque command')
+        if tau is not None:
+            self.side.set_tau(tau, self._now_s())
+            self._report_rejections()
+
+    def on_client_state_raw(self, buf):
+        decoded = self._raw(buf, decode_odometry, 'client state')
+        if decoded is None:
+            return
+        try:
+            pose = pose_from_xyzquat(decoded[4])
+        except InputError as exc:
+            self.side.reject(f'client state: {exc}')
+            self._report_rejections()
+            return
+        self.side.set_client_state(pose, decoded[5], self._now_s())
 
     def on_fault(self, msg):
         if self.side.set_fault(msg.level >= DiagnosticStatus.ERROR):

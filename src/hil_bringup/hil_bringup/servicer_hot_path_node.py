@@ -21,7 +21,9 @@ controller keeps its last command: it gets the hold's gravity compensation; the 
 ``trace_sample_stamps`` (:mod:`hil_common.sample_trace`: ``servicer/hot_path/trace``, the stamp of the
 wrist sample each command came from, for latency measurements). Dropped steps are logged, as in
 ``servicer_admittance_node``. The wrist wrench, the arm's and the table's joints are taken, and the robot and
-effort commands sent, as raw CDR (:mod:`hil_common.cdr`).
+effort commands sent, as raw CDR (:mod:`hil_common.cdr`). Only the wrist samples wake the node: the arm's and the
+table's joints, the OBSW's commands and the client's state are taken, in the order they came, when a sample
+arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
 
 class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     raw_inputs = True          # the wrist wrench and the arm's joints as raw CDR (hil_common.cdr)
-    polled_joints = True       # the arm's and the table's joints taken at each wrist sample (hil_common.polled)
+    polled_inputs = True       # the joints, the OBSW's commands, the client's state taken at each wrist sample
 
     def __init__(self):
         super().__init__('servicer_hot_path', PARAMS, timer=False, status_prefix='servicer/hot_path')
@@ -129,20 +131,19 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)
 
-    def take_joints(self) -> None:
-        """The arm's and the table's joint states that arrived since the last call, in their order."""
+    def take_inputs(self) -> None:
+        """The table's joint states, then the admittance's polled inputs, that arrived since the last call."""
         for buf in self.table_joints_in.take_all():
             self.on_table_joints(buf)
-        for buf in self.arm_joints_in.take_all():
-            self.on_joints_raw(buf)
+        super().take_inputs()
 
     def destroy_node(self):
-        self.table_joints_in.destroy()
-        self.arm_joints_in.destroy()
+        for subscription in (self.table_joints_in, *(s for s, _ in self.polled)):
+            subscription.destroy()
         return super().destroy_node()
 
     def _on_ft(self, buf):
-        self.take_joints()
+        self.take_inputs()
         now = self.lab_now()
         if now <= 0.0:
             return
@@ -160,7 +161,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self._after(out, (sec, nanosec))
 
     def _watchdog(self) -> None:
-        self.take_joints()
+        self.take_inputs()
         now = self.lab_now()
         if now > 0.0:
             self._after(self.rule.watchdog(now, self._now_s()))

@@ -141,11 +141,13 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
 
 
-def test_without_wrist_samples_the_table_joints_are_still_taken_in_time_for_the_joint_watch(tmp_path):
-    """The arm's and the table's joints are taken at each wrist sample (hil_common.polled), and without
-    samples by the watchdog. Its period must suit the table's joint watch too: with ``input_timeout_s``
-    (0.3 s) above the watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming must not be
-    judged stale while the wrist is silent."""
+def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_for_the_joint_watch(tmp_path):
+    """The arm's and the table's joints and the OBSW's commands are taken at each wrist sample as raw CDR
+    (hil_common.polled): the OBSW's torques reach the effort command (the arm at rest, no wrench: only the
+    feed-forward of the base's reaction beside them), a malformed one is refused by name. Without samples the watchdog takes
+    them. Its period must suit the table's joint watch too: with ``input_timeout_s`` (0.3 s) above the
+    watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming must not be judged stale while the
+    wrist is silent."""
     adm, table = graph_parameters()
     scenario = load_scenario('envisat_capture')
     q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
@@ -157,9 +159,13 @@ def test_without_wrist_samples_the_table_joints_are_still_taken_in_time_for_the_
     kin = make_kinematics(table['robot'])
     try:
         with test_node('servicer_hot_path_probe') as (node, executor):
-            commands, statuses = [], []
+            commands, statuses, efforts = [], [], []
             node.create_subscription(Float64MultiArray, 'servicer/forward_position_controller/commands',
                                      lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
+                                     lambda m: efforts.append(np.array(m.data)), 1000)
+            pub_tau = node.create_publisher(Float64MultiArray, 'servicer_arm/torque_cmd', 10)
+            tau_obsw = Float64MultiArray(data=[0.5 * (k + 1) for k in range(len(scenario.servicer.q_arm_0))])
             node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
             pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
             pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
@@ -176,10 +182,15 @@ def test_without_wrist_samples_the_table_joints_are_still_taken_in_time_for_the_
                 arm_js.header.stamp = sample.header.stamp = stamp
                 pub_arm.publish(arm_js)
                 pub_table.publish(table_js)
+                pub_tau.publish(tau_obsw)
                 if wrist['on']:
                     pub_ft.publish(sample)
             node.create_timer(1.0 / RATE_HZ, tick)
             assert spin_until(executor, lambda: len(commands) >= 50, 30.0), f'{len(commands)} robot commands'
+            # the OBSW's torques (0.5 to 3.5 N m) plus the feed-forward of the base's reaction to them (hundredths)
+            np.testing.assert_allclose(efforts[-1], tau_obsw.data, atol=0.1)
+            pub_tau.publish(b'\x00\x01\x00\x00\x07')         # a malformed torque command, as raw CDR
+            spin_until(executor, lambda: False, 0.2)
             wrist['on'] = False
             first = len(statuses)
             # 1.5 s of wrist silence (five watchdog timeouts) while the joints keep coming
@@ -193,3 +204,4 @@ def test_without_wrist_samples_the_table_joints_are_still_taken_in_time_for_the_
     finally:
         out = stop_process(proc)
     assert alive, out
+    assert 'rejected malformed torque command' in out, out[-2000:]

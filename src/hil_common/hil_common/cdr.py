@@ -221,6 +221,25 @@ class TwistStampedEncoder(_StampedEncoder):
         return self._bytes(sec, nanosec)
 
 
+_ODOMETRY_DOUBLES = 7 + 36 + 6 + 36        # pose (position, orientation), its covariance, twist, its covariance
+
+
+def decode_odometry(buf) -> tuple[int, int, str, str, np.ndarray, np.ndarray]:
+    """``nav_msgs/Odometry`` -> ``(sec, nanosec, frame_id, child_frame_id, pose, twist)``, the pose as
+    ``[x, y, z, qx, qy, qz, qw]`` and the twist ``[v; w]`` (the covariances are skipped)."""
+    try:
+        _check(buf)
+        sec, nanosec, frame_id, pos = decode_header(buf)
+        child_frame_id, pos = _string(buf, _align(pos, 4))
+        pos = _align(pos, 8)
+        if pos + 8 * _ODOMETRY_DOUBLES > len(buf):
+            raise CdrError('odometry beyond the buffer')
+        values = np.frombuffer(buf, dtype='<f8', count=_ODOMETRY_DOUBLES, offset=pos)
+        return sec, nanosec, frame_id, child_frame_id, values[:7].copy(), values[43:49].copy()
+    except struct.error as exc:
+        raise CdrError(str(exc)) from exc
+
+
 def decode_float64_array(buf) -> np.ndarray:
     """``std_msgs/Float64MultiArray`` -> ``data`` (the layout's dimensions are skipped)."""
     try:

@@ -20,14 +20,20 @@ def pose_from_msg(msg) -> pin.SE3:
     """geometry_msgs/Pose -> SE3. Raises ValueError on a non-finite or zero quaternion."""
     q = msg.orientation
     p = msg.position
-    values = (q.x, q.y, q.z, q.w, p.x, p.y, p.z)
-    if not all(math.isfinite(v) for v in values):
+    return pose_from_xyzquat((p.x, p.y, p.z, q.x, q.y, q.z, q.w))
+
+
+def pose_from_xyzquat(values) -> pin.SE3:
+    """``[x, y, z, qx, qy, qz, qw]`` (a Pose's fields in order, as :mod:`hil_common.cdr` decodes them) -> SE3,
+    the quaternion normalised. Raises ValueError on a non-finite value or a zero quaternion."""
+    x, y, z, qx, qy, qz, qw = (float(v) for v in values)
+    if not all_finite((x, y, z, qx, qy, qz, qw)):
         raise InputError('pose has non-finite values')
-    norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
+    norm = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
     if norm < 1e-9:
         raise InputError('pose orientation is a zero quaternion')
-    quat = pin.Quaternion(q.w / norm, q.x / norm, q.y / norm, q.z / norm)
-    return pin.SE3(quat.toRotationMatrix(), np.array([p.x, p.y, p.z]))
+    quat = pin.Quaternion(qw / norm, qx / norm, qy / norm, qz / norm)
+    return pin.SE3(quat.toRotationMatrix(), np.array([x, y, z]))
 
 
 def pose_to_msg(g: pin.SE3, msg) -> None:

@@ -117,6 +117,55 @@ def test_odometry_and_pose_stamped_encode_what_rclpy_reads(frame_id, child_frame
         np.testing.assert_array_equal([p.x, p.y, p.z, o.x, o.y, o.z, o.w], pose)
 
 
+@pytest.mark.parametrize('frame_id, child_frame_id', [('orbit', 'client_com'), ('', ''), ('abc', 'de'), ('o', 'child_x'),
+                                                      ('abcd', 'abcdefg')])
+def test_odometry_decodes_as_rclpy_serialized_it(frame_id, child_frame_id):
+    """The client's state as the fused servicer takes it (every alignment of the frame ids, random covariances
+    that must be skipped); a truncated buffer is refused."""
+    from nav_msgs.msg import Odometry
+
+    from hil_common.cdr import decode_odometry
+    rng = np.random.default_rng(3 + len(frame_id) + 11 * len(child_frame_id))
+    msg = Odometry()
+    msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id = 1_795_000_001, 42, frame_id
+    msg.child_frame_id = child_frame_id
+    pose, twist = rng.normal(size=7), rng.normal(size=6)
+    p, o, v, w = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear, msg.twist.twist.angular
+    p.x, p.y, p.z, o.x, o.y, o.z, o.w = map(float, pose)
+    v.x, v.y, v.z, w.x, w.y, w.z = map(float, twist)
+    msg.pose.covariance = rng.normal(size=36).tolist()
+    msg.twist.covariance = rng.normal(size=36).tolist()
+    buf = serialize_message(msg)
+    sec, nanosec, frame, child, got_pose, got_twist = decode_odometry(buf)
+    assert (sec, nanosec, frame, child) == (1_795_000_001, 42, frame_id, child_frame_id)
+    np.testing.assert_array_equal(got_pose, pose)
+    np.testing.assert_array_equal(got_twist, twist)
+    for cut in (len(buf) - 8, len(buf) // 2, 10):
+        with pytest.raises(CdrError):
+            decode_odometry(buf[:cut])
+
+
+def test_a_pose_from_its_decoded_values_is_the_pose_from_its_message():
+    """pose_from_xyzquat (the raw path) against pose_from_msg (rclpy's message), bit for bit, an unnormalised
+    quaternion included; non-finite values and a zero quaternion are refused."""
+    from geometry_msgs.msg import Pose
+
+    from hil_common.conversions import pose_from_msg, pose_from_xyzquat
+    from hil_common.errors import InputError
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        values = np.r_[rng.normal(size=3), 3.0 * rng.normal(size=4)]
+        msg = Pose()
+        msg.position.x, msg.position.y, msg.position.z = map(float, values[:3])
+        msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = map(float, values[3:])
+        np.testing.assert_array_equal(pose_from_xyzquat(values).homogeneous, pose_from_msg(msg).homogeneous)
+        assert abs(np.linalg.det(pose_from_xyzquat(values).rotation) - 1.0) < 1e-12
+    with pytest.raises(InputError, match='non-finite'):
+        pose_from_xyzquat([0, 0, math.inf, 0, 0, 0, 1])
+    with pytest.raises(InputError, match='zero quaternion'):
+        pose_from_xyzquat([0, 0, 0, 0, 0, 0, 0])
+
+
 def test_a_raw_joint_state_stream_reads_in_the_expected_order():
     """JointStateReader: decoded and put in the expected joints' order; no velocities give dq None; a missing
     joint or a non-finite position gives q None."""
