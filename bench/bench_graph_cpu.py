@@ -12,19 +12,29 @@ stands in for the lab and every node runs at its real-time rate), lets each sett
 * each node process's CPU over the window (user + system time from ``/proc``, % of one core);
 * the warnings and errors each node logged in the window. The nodes log a step that ran late or was
   dropped (their overload guards, the pacers), a stale input and a hold; a window without any is a
-  window without a missed step that a node noticed.
+  window without a missed step that a node noticed;
+* the rate at which each F/T driver took records and published samples in the window (its ``/diagnostics``,
+  ``input_rate_hz``, ``publish_rate_hz``). A driver publishes the newest of the records that came since its last sample, so
+  when the twin's records come in bursts (its RDT thread waiting for the GIL its physics holds) it
+  publishes fewer than the sensor's rate, and a hot path driven by those samples runs fewer steps than
+  its ``rate_hz`` (tenth session: 550-620 of 1000 per second). ``./dev bench envisat`` measures the hot
+  paths on a steady 1 kHz stream.
 
 ``./dev bench graph_cpu``. The machine's other load counts against the figures: run it on an idle machine.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import re
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_envisat import cpu_seconds  # noqa: E402  (one reading of /proc CPU time for the benches)
@@ -56,12 +66,14 @@ def measure(name: str, graph, seconds: float) -> bool:
     # the teleop link's delay: the orbit side gets its first master command only after it
     delays = [float(n.parameters.get(k, 0.0)) for n in graph.nodes for k in ('uplink_delay_s', 'downlink_delay_s')]
     settle_s = SETTLE_S + sum(delays)
-    with RunningGraph(graph, workdir, say=lambda m: None) as running:
+    with RunningGraph(graph, workdir, say=lambda m: None) as running, DriverRates() as rates:
         time.sleep(settle_s)
         start = {spec.fqn: (proc, path, path.stat().st_size, cpu_seconds(proc.pid))
                  for spec, proc, path in running.procs if proc.poll() is None}
         t0 = time.monotonic()
+        rates.start()
         time.sleep(seconds)
+        published = rates.stop()
         wall = time.monotonic() - t0
         rows = []
         for spec, proc, path in running.procs:
@@ -91,10 +103,66 @@ def measure(name: str, graph, seconds: float) -> bool:
         for line in dict.fromkeys(logged).keys():
             print(f'        {line}', flush=True)
             break
+    for driver, values in sorted(published.items()):
+        taken, sent = np.array(values).T
+        print(f'    {driver}: {np.mean(taken):.0f} records/s in, {np.mean(sent):.0f} samples/s published in the '
+              f'window ({sent.min():.0f}-{sent.max():.0f} in {len(sent)} diagnostics)', flush=True)
     if dead:
         print(f'    DIED: {", ".join(dead)}', flush=True)
         ok = False
     return ok
+
+
+class DriverRates:
+    """The F/T drivers' ``publish_rate_hz`` from ``/diagnostics`` between :meth:`start` and :meth:`stop`, heard
+    by a small node of this process on its own thread (one message a second per driver: nothing to the load)."""
+
+    def __enter__(self):
+        import threading
+
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('bench_graph_cpu_rates', context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.listening, self.values = False, {}
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+        return self
+
+    def _spin(self):
+        with contextlib.suppress(Exception):        # the context shut down under a spin_once: the end
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.1)
+
+    def _on_diagnostics(self, msg):
+        if not self.listening:
+            return
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if 'publish_rate_hz' in values and status.name.endswith('F/T sensor'):
+                with contextlib.suppress(ValueError):
+                    rates = float(values['input_rate_hz']), float(values['publish_rate_hz'])
+                    if all(math.isfinite(r) for r in rates):
+                        self.values.setdefault(status.name.split(':')[0], []).append(rates)
+
+    def start(self):
+        self.listening = True
+
+    def stop(self) -> dict:
+        self.listening = False
+        return self.values
+
+    def __exit__(self, *exc):
+        self.context.try_shutdown()
+        self.thread.join(timeout=2.0)
+        self.node.destroy_node()
+        return False
 
 
 def main() -> None:
