@@ -17,8 +17,9 @@ stands in for the lab and every node runs at its real-time rate), lets each sett
   ``input_rate_hz``, ``publish_rate_hz``). A driver publishes the newest of the records that came since its last sample, so
   when its receive thread waits for a CPU (each graph needs about 1.9 of this machine's 2) it publishes
   fewer than the sensor's rate, and a hot path driven by those samples runs fewer steps than its
-  ``rate_hz`` (tenth session: 580-680 of 1000 per second; the twin's GIL was not the cause: a 0.5 ms
-  switch interval in the twin changed nothing). ``./dev bench envisat`` measures the hot
+  ``rate_hz`` (tenth session: 580-680 of 1000 per second; the servicer driver's receive thread waited on the
+  run queue 40 % of the wall time, 140 us per wake-up; a 0.5 ms GIL switch interval in the twin changed
+  nothing). ``./dev bench envisat`` measures the hot
   paths on a steady 1 kHz stream.
 
 ``./dev bench graph_cpu``. The machine's other load counts against the figures: run it on an idle machine.
