@@ -59,7 +59,8 @@ from (``<side>/hot_path/trace``, :mod:`hil_common.sample_trace`); the probe stam
 its own send time, so every sample gives a latency: sample published -> trace received (the trace
 goes out after the command, in the same callback: an upper bound of the command's). That the command
 of a sample carries the sample's wrench is tested on the rule
-(``test_servicer_hot_path_rule.py``). ``servicer_fused_rt_contact`` always traces (no pulses);
+(``test_servicer_hot_path_rule.py``). ``servicer_fused_rt_contact`` traces (no pulses) unless ``--no-servicer-trace``
+(the launch file's way, the trace off: the CPU without the trace's message, latency not measured);
 ``--trace`` adds the trace to the client's fused arrangements, beside the pulses, as a cross-check of
 the two methods. ``servicer_contact`` (two nodes) has no trace: its latency is not measured.
 
@@ -250,8 +251,9 @@ def servicer_relay_child(params_path: str) -> int:
     class ServicerRelay(Node):
         def __init__(self):
             super().__init__('bench_servicer_relay')
-            p = declare_parameters(self, [params[name] for name in (*RELAY_PARAMS, 'state_decimation', 'robot')])
-            self.decimation, self.k = p.state_decimation, 0
+            p = declare_parameters(self, [params[name] for name in (*RELAY_PARAMS, 'state_decimation', 'robot',
+                                                                    'trace_sample_stamps')])
+            self.decimation, self.k, self.traced = p.state_decimation, 0, p.trace_sample_stamps
             kin = make_kinematics(p.robot)
             self.q = np.asarray(kin.q_home, dtype=float)
             self.tau = np.zeros(7)
@@ -286,7 +288,8 @@ def servicer_relay_child(params_path: str) -> int:
                     decode(taken)
             sec, nanosec, _, _ = decode_wrench_stamped(buf)
             self.pub_cmd.publish(self.encode_cmd(self.q))
-            self.pub_trace.publish(encode_header(sec, nanosec))
+            if self.traced:
+                self.pub_trace.publish(encode_header(sec, nanosec))
             self.pub_effort.publish(self.encode_effort(self.tau))
             self.k += 1
             if self.k % self.decimation == 0:
@@ -512,8 +515,10 @@ def servicer_hot_path():
     return adm, table, cal.q_table_0['servicer'], list(model.joint_names), q_arm
 
 
-def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
-    """One arrangement; ``trace``: the client's fused hot paths also trace their samples' stamps."""
+def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_trace: bool = True) -> dict:
+    """One arrangement; ``trace``: the client's fused hot paths also trace their samples' stamps;
+    ``servicer_trace`` False: the servicer's fused hot path and relay do not (as the launch file runs it: its
+    CPU without the trace's message, its latency not measured)."""
     import rclpy
 
     from hil_common.ros_testing import start_node, stop_process
@@ -522,13 +527,14 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
     if name == 'servicer_relay':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU],
-              'state_decimation': s_adm.get('state_decimation', 1), 'robot': s_table['robot']}
+              'state_decimation': s_adm.get('state_decimation', 1), 'robot': s_table['robot'],
+              'trace_sample_stamps': servicer_trace}
         procs = {'bench_servicer_relay': subprocess.Popen(
             [sys.executable, __file__, '--child-servicer-relay', params_file(rt)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     elif name == 'servicer_fused_rt_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
-        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': True}
+        rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': servicer_trace}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':
@@ -599,7 +605,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False) -> dict:
         probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
         # no pulses: the commands' own variations hide them (module docstring); the fused node traces
         probe.pulses = False
-        if name in ('servicer_fused_rt_contact', 'servicer_relay'):
+        if name in ('servicer_fused_rt_contact', 'servicer_relay') and servicer_trace:
             probe.enable_trace('servicer')
     else:
         probe = Probe(node)
@@ -686,6 +692,8 @@ def main(argv=None) -> None:
                         help='run only this arrangement (repeat it for several, e.g. beside relay)')
     parser.add_argument('--trace', action='store_true', help="the client's fused arrangements also trace their "
                         "samples' stamps, beside the pulses (a cross-check of the two latency methods)")
+    parser.add_argument('--no-servicer-trace', action='store_true', help="the servicer's fused hot path and relay "
+                        'without the trace (as the launch file runs it): their CPU without its message, no latency')
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-relay', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-servicer-relay', metavar='PARAMS', help=argparse.SUPPRESS)
@@ -704,7 +712,7 @@ def main(argv=None) -> None:
           f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs', flush=True)
     results = []
     for name in (args.only or ARRANGEMENTS):
-        r = run_arrangement(name, args.seconds, args.trace)
+        r = run_arrangement(name, args.seconds, args.trace, not args.no_servicer_trace)
         results.append(r)
         cpu = ', '.join(f'{k} {v:.0f}%' for k, v in r['cpu_percent'].items())
         for method in ('pulse', 'trace'):
@@ -717,7 +725,8 @@ def main(argv=None) -> None:
                   f"{'met' if f['p99_ms'] <= TARGET_P99_MS else 'MISSED'}); {f['pulses']} {what}, {f['late']} late, "
                   f"{f['lost']} lost", flush=True)
         if r['method'] == 'none':
-            why = 'its commands do not move' if name == 'relay' else 'no pulses, no trace: two nodes'
+            why = ('its commands do not move' if name == 'relay' else 'no trace: --no-servicer-trace'
+                   if args.no_servicer_trace and name != 'servicer_contact' else 'no pulses, no trace: two nodes')
             print(f'  {name:9s}: latency not measured ({why})', flush=True)
         print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
               f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
