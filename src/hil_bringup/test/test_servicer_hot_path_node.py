@@ -2,6 +2,8 @@
 wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
 a hold while the table's joints are stale, and a hold (gravity compensation only) without samples."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pinocchio as pin
 import yaml
@@ -32,17 +34,24 @@ def graph_parameters():
     return adm, dict(graph.node('/servicer/motion_table').parameters)
 
 
-def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_stale_joints(tmp_path):
+def start_hot_path(tmp_path, **overrides):
+    """The fused node with the graph's parameters (and ``overrides``) started; what the tests need beside it."""
     adm, table = graph_parameters()
     scenario = load_scenario('envisat_capture')
-    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
-    model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
-    q_arm = np.array([float(v) for v in scenario.servicer.q_arm_0])
     path = tmp_path / 'servicer_hot_path.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'state_decimation': 1,
-                                                                       'trace_sample_stamps': True}}}))
-    proc = start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path)))
-    kin = make_kinematics(table['robot'])
+    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, **overrides}}}))
+    return SimpleNamespace(
+        adm=adm, table=table, scenario=scenario, kin=make_kinematics(table['robot']),
+        q_table_0=np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer']),
+        model=ServicerModel(adm['urdf_xml'], adm['ee_frame']),
+        q_arm=np.array([float(v) for v in scenario.servicer.q_arm_0]),
+        proc=start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path))))
+
+
+def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_stale_joints(tmp_path):
+    run = start_hot_path(tmp_path, state_decimation=1, trace_sample_stamps=True)
+    adm, table, q_table_0, model, q_arm, kin, proc = (run.adm, run.table, run.q_table_0, run.model, run.q_arm, run.kin,
+                                                      run.proc)
     force_sensor = np.array([300.0, 0.0, 0.0])
     try:
         with test_node('servicer_hot_path_probe') as (node, executor):
@@ -148,15 +157,10 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     them. Its period must suit the table's joint watch too: with ``input_timeout_s`` (0.3 s) above the
     watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming must not be judged stale while the
     wrist is silent."""
-    adm, table = graph_parameters()
-    scenario = load_scenario('envisat_capture')
-    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
-    model = ServicerModel(adm['urdf_xml'], adm['ee_frame'])
+    run = start_hot_path(tmp_path, input_timeout_s=0.3)
+    adm, table, q_table_0, model, scenario, kin, proc = (run.adm, run.table, run.q_table_0, run.model, run.scenario,
+                                                         run.kin, run.proc)
     assert ({p.name: p.default for p in TABLE_PARAMS} | table)['joint_states_timeout_s'] < 0.3
-    path = tmp_path / 'servicer_hot_path.yaml'
-    path.write_text(yaml.safe_dump({'/**': {'ros__parameters': {**adm, **table, 'input_timeout_s': 0.3}}}))
-    proc = start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path)))
-    kin = make_kinematics(table['robot'])
     try:
         with test_node('servicer_hot_path_probe') as (node, executor):
             commands, statuses, efforts = [], [], []
