@@ -181,8 +181,9 @@ def relay_child(params_path: str) -> int:
     """rclpy's floor under the client hot path: a node with the hot path's messages and nothing else.
 
     Started as the hot path is (``run_node``: the same executor, the same ``make_realtime``), it takes each
-    F/T sample as raw CDR and decodes it, takes ``client/joint_states`` as a message, and answers each
-    sample with a robot command sent as raw CDR (the start joints: no rule, no IK). Its CPU per sample is
+    F/T sample as raw CDR and decodes it, takes ``client/joint_states`` at each sample as the hot path does (raw
+    CDR, decoded, from a subscription no executor waits on: :mod:`hil_common.polled`), and answers each sample
+    with a robot command sent as raw CDR (the start joints: no rule, no IK). Its CPU per sample is
     what rclpy, Fast DDS and the thread hand-offs cost the hot path before any rule runs.
     """
     from geometry_msgs.msg import WrenchStamped
@@ -190,8 +191,9 @@ def relay_child(params_path: str) -> int:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from hil_common.cdr import Float64ArrayEncoder, decode_wrench_stamped
+    from hil_common.cdr import Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
     from hil_common.params import declare_parameters
+    from hil_common.polled import PolledSubscription
     from hil_common.realtime import make_realtime
     from hil_common.ros_main import run_node
 
@@ -206,7 +208,8 @@ def relay_child(params_path: str) -> int:
             self.q = np.array(UR10E_HOME)
             self.encode = Float64ArrayEncoder(len(self.q))
             self.pub = self.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
-            self.create_subscription(JointState, 'client/joint_states', lambda msg: None, 10)
+            self.joints_in = PolledSubscription(self, JointState, 'client/joint_states')
+            self.read_joints = JointStateReader(tuple(joint_names()))
             self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
             cpus = [c for c in p.cpu_affinity if c >= 0]
             if p.realtime_priority or cpus:
@@ -214,6 +217,8 @@ def relay_child(params_path: str) -> int:
                 (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
         def on_wrench(self, buf):
+            for taken in self.joints_in.take_all():
+                self.read_joints(taken)
             decode_wrench_stamped(buf)
             self.pub.publish(self.encode(self.q))
 

@@ -27,7 +27,10 @@ lab runs its control loop), and ``trace_sample_stamps`` (:mod:`hil_common.sample
 the position-controlled robot holds.
 
 The F/T samples are taken and the robot commands sent as raw CDR (:mod:`hil_common.cdr`):
-rclpy's message objects cost more per sample than the decode (measured there).
+rclpy's message objects cost more per sample than the decode (measured there). Only the F/T samples
+wake the node: ``client/joint_states`` is a subscription no executor waits on
+(:mod:`hil_common.polled`), whose messages the node takes, in order, at each sample, and every
+``joint_states_timeout_s / 2`` besides, so the joint watch stays fresh while the F/T stream is silent.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from hil_common.overload import overload_guard, overload_params
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder, PoseStampedEncoder,
                             decode_wrench_stamped)
 from hil_dynamics.kernels import pose_xyzquat
+from hil_common.polled import PolledSubscription
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -117,7 +121,9 @@ class ClientHotPathNode(Node):
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
-        self.create_subscription(JointState, 'client/joint_states', self.on_joints, 10, raw=True)
+        # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
+        self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', 10, raw=True)
+        self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
         rebase_topic.subscribe_rebase_plan(self, self.rule.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
@@ -130,6 +136,15 @@ class ClientHotPathNode(Node):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+
+    def take_joints(self) -> None:
+        """The joint states that arrived since the last call, in their order."""
+        for buf in self.joints_in.take_all():
+            self.on_joints(buf)
+
+    def destroy_node(self):
+        self.joints_in.destroy()
+        return super().destroy_node()
 
     def on_joints(self, buf):
         now = self.lab_now()
@@ -144,6 +159,7 @@ class ClientHotPathNode(Node):
         self.rule.joint_states(q, now, dq)
 
     def on_wrench(self, buf):
+        self.take_joints()
         now = self.lab_now()
         if now <= 0.0:
             return

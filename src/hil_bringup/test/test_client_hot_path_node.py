@@ -1,9 +1,11 @@
-"""The fused client hot path over DDS: one robot command per F/T sample, pushed the right way, silent without samples."""
+"""The fused client hot path over DDS: one robot command per F/T sample, pushed the right way, silent without
+samples, its joints (taken at each sample, hil_common.polled) still fresh then."""
 
 import os
 
 import numpy as np
 import yaml
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -27,7 +29,8 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
     spec = ur10e_spec()
     try:
         with test_node('hot_path_probe') as (node, executor):
-            commands, poses = [], []
+            commands, poses, statuses = [], [], []
+            node.create_subscription(DiagnosticStatus, 'client/hot_path/status', statuses.append, 100)
             node.create_subscription(Float64MultiArray, 'client/forward_position_controller/commands',
                                      lambda m: commands.append(np.array(m.data)), 100)
             node.create_subscription(PoseStamped, 'client/table/pose_cmd', lambda m: poses.append(pose_from_msg(m.pose)), 100)
@@ -47,10 +50,14 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
             assert spin_until(executor, lambda: len(commands) >= 100, 20.0), 'no robot commands'
             assert len(commands) <= sent['n']              # at most one command per sample
             sent['on'] = False
+            first = len(statuses)
             spin_until(executor, lambda: False, 0.5)
             n = len(commands)
-            spin_until(executor, lambda: False, 0.5)
+            spin_until(executor, lambda: False, 1.0)
             assert len(commands) == n                      # no samples, no commands: the robot holds
+            # the joints keep coming and are taken without samples too: not judged stale (two 0.5 s statuses)
+            said = [m.message for m in statuses[first:]]
+            assert len(said) >= 2 and not any('stale' in m for m in said), said
             # Pushed along +x: the client CoM moved along +x of the nominal frame, not sideways.
             p = poses[-1].translation
             assert p[0] > 0.0 and abs(p[1]) < 1e-3 * p[0] + 1e-12
