@@ -24,7 +24,6 @@ linear before angular (:mod:`hil_dynamics.se3`).
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Callable, Union
 
 import numpy as np
@@ -53,8 +52,10 @@ def relative_mapping(pose_nominal_in_orbit: pin.SE3, twist_nominal_body,
     return pose_in_orbit, np.asarray(twist_rel_body, dtype=float) + delta
 
 
-#: per thread: body -> the integrator :func:`unforced_nominal` restarts (weak keys: a body no longer used goes)
+#: per thread: ``id(body)`` -> the integrator :func:`unforced_nominal` restarts, at most
+#: ``_FREE_INTEGRATORS_KEPT`` of them (an integrator holds its body, so weak keys would never let one go)
 _free_integrators = threading.local()
+_FREE_INTEGRATORS_KEPT = 8
 
 
 def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
@@ -69,12 +70,15 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     # (docs/performance.md, "Tenth session").
     cache = getattr(_free_integrators, 'by_body', None)
     if cache is None:
-        cache = _free_integrators.by_body = weakref.WeakKeyDictionary()
-    free = cache.get(body)
-    if free is None:
-        free = cache[body] = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
-    else:
+        cache = _free_integrators.by_body = {}
+    free = cache.get(id(body))
+    if free is not None and free.body is body:     # (the entry keeps its body alive: its id is not reused)
         free.restart(twist_nominal_body, pose_nominal_in_orbit)
+    else:
+        free = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
+        if len(cache) >= _FREE_INTEGRATORS_KEPT:    # a re-basing ramp makes a new body every step: bounded
+            cache.clear()
+        cache[id(body)] = free
     n = int(duration_s / dt_s + 1e-9)
     zero = np.zeros(6)
     for _ in range(n):

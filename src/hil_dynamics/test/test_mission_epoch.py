@@ -106,3 +106,10 @@ def test_the_reused_free_integrator_gives_what_a_new_one_gives_from_any_state_an
     # and the next call after the refusal starts from its own state, not from the refused one
     g, v = unforced_nominal(ENVISAT, cases[0][0], cases[0][1], cases[0][2], DT)
     np.testing.assert_array_equal(v, fresh(*cases[0])[1])
+    # A re-basing ramp gives the nominal a new body at every step: the integrators kept stay bounded (an
+    # integrator holds its body, so a cache keyed weakly on the body kept all 200 of them)
+    from hil_dynamics import client
+
+    for k in range(200):
+        unforced_nominal(RigidBody(100.0 + k, [1.0, 2.0, 2.5]), pin.SE3.Identity(), SPIN_Y, DT, DT)
+    assert len(client._free_integrators.by_body) <= client._FREE_INTEGRATORS_KEPT
