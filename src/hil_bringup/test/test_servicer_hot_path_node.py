@@ -191,7 +191,9 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
                     pub_ft.publish(sample)
             node.create_timer(1.0 / RATE_HZ, tick)
             assert spin_until(executor, lambda: len(commands) >= 50, 30.0), f'{len(commands)} robot commands'
-            # the OBSW's torques (0.5 to 3.5 N m) plus the feed-forward of the base's reaction to them (hundredths)
+            # the OBSW's torques (0.5 to 3.5 N m, 0.5 apart) plus the feed-forward of the base's reaction to them
+            # (up to 0.035 N m measured). This checks the routing, not Eq. (22): 0.1 N m is below the torques' spacing,
+            # so torques dropped, scaled or given to the wrong joints fail; Eq. (22) itself is test_fast_paths'.
             np.testing.assert_allclose(efforts[-1], tau_obsw.data, atol=0.1)
             pub_tau.publish(b'\x00\x01\x00\x00\x07')         # a malformed torque command, as raw CDR
             spin_until(executor, lambda: False, 0.2)
