@@ -159,7 +159,8 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
     assert not mission._NO_WRENCH.any() and not rebase._ZERO_WRENCH.any()
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.free_floating_rkmk4_step, kernels.free_floating_inputs_step,
-                   kernels.lockstep_inputs_step, kernels.lockstep_shared_inputs_step, kernels.ee_wrench_as_fext,
+                   kernels.lockstep_inputs_step, kernels.lockstep_shared_inputs_step, kernels.lockstep_port_step,
+                   kernels.ee_wrench_as_fext,
                    kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.client_port_step,
                    kernels.relative_mapping_into, kernels.rebase_ramp_step, kernels.nominal_twist_change_into,

@@ -28,7 +28,8 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
            'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
            'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step',
-           'free_floating_inputs_step', 'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'ee_wrench_as_fext',
+           'free_floating_inputs_step', 'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'lockstep_port_step',
+           'ee_wrench_as_fext',
            'admittance_inputs_step', 'tool_jacobian_into', 'frame_pose_and_jacobian']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
@@ -1382,6 +1383,29 @@ def lockstep_shared_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_
 
 
 @njit(**_OPTS)
+def lockstep_port_step(acc, prev, port_m6, v_meas, wrench_port, dt, e_int, enabled, max_rate, threshold, wrench_pc,
+                       g_n, v_n, g_s, v_s, q, dq, f_b, f_e, tau, ee_joint, placement, fext_o, fext_g, co, lab_gravity,
+                       nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, work, work_ic, poses_out, x_out):
+    """The servicer's port observed, then the loop stepped under its damping, in one call: :func:`passivity_update`
+    with ``V_cmd = V_s`` (seed 004 Eq. 28, §VI), then :func:`lockstep_shared_inputs_step` under ``F_b + F_pc``
+    (the sum as NumPy forms it). Returns ``(E_obs, pending, status)``: status 0 done; 1 a non-finite port input,
+    nothing changed (:func:`passivity_update`'s ``(nan, -1)``); 2 the port observed but a loop input not finite,
+    the loop not stepped (the order and the state of the two calls made one after the other)."""
+    excess, pending = passivity_update(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, e_int, enabled, max_rate,
+                                       threshold, wrench_pc)
+    if pending < 0.0:
+        return excess, pending, 1
+    f_total = np.empty(6)
+    for i in range(6):
+        f_total[i] = f_b[i] + wrench_pc[i]
+    if not lockstep_shared_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_total, f_e, tau, ee_joint, placement, fext_o,
+                                       fext_g, co, lab_gravity, nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23,
+                                       w_grav, work, work_ic, poses_out, x_out):
+        return excess, pending, 2
+    return excess, pending, 0
+
+
+@njit(**_OPTS)
 def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out):
     """:meth:`hil_dynamics.servicer.ServicerAdmittance.step` (Eq. 18 with the arm samples held) as one
@@ -1667,6 +1691,9 @@ def warm_up() -> None:
         loop.step(1e-3, np.zeros(6), np.zeros(7), np.zeros(6))
     chains.ground_mode = mode
     loop.step(1e-3, [0.0] * 6, np.zeros(7), np.zeros(6))                         # checked first, then compiled
+    from hil_dynamics.passivity import ClientPort, PassivityController
+    loop.step_with_port(1e-3, np.zeros(6), np.zeros(7), np.zeros(6), PassivityController(np.eye(6), 1.0), np.zeros(6),
+                        np.zeros(6))                                            # the lockstep runners' port and step
     loop.step(1e-3, np.zeros(6), lambda t, q, dq: np.zeros(7), np.zeros(6))     # Pinocchio-fused lockstep
     adm, ff = loop.admittance, loop.feedforward
     s = adm.step(1e-3, np.zeros(7), np.zeros(7), np.zeros(7), np.zeros(6), np.zeros(6))     # samples as held
@@ -1685,7 +1712,6 @@ def warm_up() -> None:
     out = np.empty(7)
     xyzquat_into(pose_array(pin.SE3.Identity()), out)
     pose_mul_into(pose_array(pin.SE3.Identity()), pose_array(pin.SE3.Identity()), np.empty(12))   # CommandFrame
-    from hil_dynamics.passivity import ClientPort, PassivityController
     for n in (1, 6):
         PassivityController(np.ones(n), 1.0).update(np.ones(n), np.ones(n), np.ones(n), 1e-3)
     ClientPort(ClientAdmittance(body, np.full(6, 0.01)), 1.0).step(np.ones(6), 1e-3, np.zeros(6))

@@ -180,6 +180,13 @@ class PassivityController:
                                 (wrench, 'wrench')):
                 self._vec(value, name)
             raise InputError(f'integration_energy_j must be finite, got {integration_energy_j!r}')
+        return self.output(excess, pending, wrench_pc)
+
+    def output(self, excess: float, pending: float, wrench_pc: np.ndarray) -> PassivityOutput:
+        """The :class:`PassivityOutput` of the update that just ran in a compiled call (:meth:`update`, or one that
+        observes the port and steps the model together, ``ServicerHilLockstep.step_with_port``): ``excess`` and
+        ``pending`` as :func:`hil_dynamics.kernels.passivity_update` returned them, ``wrench_pc`` the array it wrote
+        (kept as :attr:`wrench_pc`)."""
         self.wrench_pc = wrench_pc
         acc = self._acc
         return PassivityOutput(excess, float(acc[0]), float(acc[1]), float(acc[2]) + pending, float(acc[3]),

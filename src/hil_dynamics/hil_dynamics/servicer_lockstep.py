@@ -257,6 +257,50 @@ class ServicerHilLockstep:
         self.dq_arm = x[12 + n:].copy()
         return self.state
 
+    def step_with_port(self, dt: float, wrench_base_com, tau_obsw, wrench_ee, port, twist_measured,
+                       wrench_port) -> tuple[LockstepState, 'PassivityOutput']:
+        """The servicer port's passivity observer/controller ``port`` (a 6-DOF
+        :class:`hil_dynamics.passivity.PassivityController`: seed 004 Eq. 28, §VI) over the coming step, then
+        :meth:`step` under ``F_b + F_pc``: ``port.update(twist_measured, V_s, wrench_port, dt)`` and
+        ``step(dt, F_b + out.wrench_pc, tau, F_e)`` (``V_s`` the state's relative base twist), as one compiled
+        call (:func:`hil_dynamics.kernels.lockstep_port_step`) for held float64 inputs and the shared chain
+        (``ground_mode`` 2); otherwise those two calls. Same state, output and errors (``test_fast_paths``).
+        Returns ``(state, out)``."""
+        n = self.n
+        w = self.__dict__.get('_chains')
+        s = self.admittance.state
+        v_s = s.twist_base_rel_body
+        f_b, f_e, tau, v_m, f_p, q, dq = (wrench_base_com, wrench_ee, tau_obsw, twist_measured, wrench_port,
+                                          self.q_arm, self.dq_arm)
+        if w and w.ground_mode == 2 and port.n == 6 and dt > 0.0 and \
+                self.feedforward.use_ff2 == self.feedforward.use_ff3 and \
+                type(f_b) is type(f_e) is type(tau) is type(v_m) is type(f_p) is type(q) is type(dq) is np.ndarray \
+                and f_b.dtype is f_e.dtype is tau.dtype is v_m.dtype is f_p.dtype is q.dtype is dq.dtype is F64_DTYPE \
+                and f_b.shape == f_e.shape == v_m.shape == f_p.shape == (6,) and tau.shape == q.shape == dq.shape == (n,) \
+                and v_m.flags.c_contiguous and f_p.flags.c_contiguous and type(v_s) is np.ndarray \
+                and v_s.dtype is F64_DTYPE and v_s.shape == (6,) and v_s.flags.c_contiguous:
+            ff = self.feedforward
+            nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
+            g_n, g_s = s.pose_arrays()
+            wrench_pc, poses, x = np.empty(6), np.empty((2, 12)), np.empty(12 + 2 * n)
+            excess, pending, status = kernels.lockstep_port_step(
+                port._acc, port._prev, port.mass_matrix, v_m, f_p, float(dt), 0.0, port.enabled, port.max_rate_per_s,
+                port.threshold_j, wrench_pc, g_n, s.twist_nominal_body, g_s, v_s, q, dq, f_b, f_e, tau, w.ee_joint_o,
+                w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv,
+                1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0, 1.0 if ff.use_gravity else 0.0,
+                w.work, w.work_ic, poses, x)
+            if status == 0:
+                out = port.output(excess, pending, wrench_pc)
+                # the new state owns the kernel's output arrays, as in _step_compiled
+                self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
+                self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]
+                return self.state, out
+            if status == 2:         # the port observed; the loop's inputs are refused as step() refuses them
+                out = port.output(excess, pending, wrench_pc)
+                return self.step(dt, f_b + wrench_pc, tau_obsw, wrench_ee), out    # raises, naming the input
+        out = port.update(twist_measured, v_s, wrench_port, dt)                    # names a bad port input
+        return self.step(dt, np.asarray(wrench_base_com, dtype=float) + out.wrench_pc, tau_obsw, wrench_ee), out
+
     def _fused_setup(self):
         """Work arrays and Pinocchio data of :meth:`_step_fused`, allocated once."""
         adm, ff, ground, n = self.admittance, self.feedforward, self.ground_arm, self.n

@@ -195,6 +195,55 @@ def test_servicer_lockstep_compiled_step_is_the_reference_for_every_ground_model
     assert worst < TOL
 
 
+def test_the_port_and_the_loop_in_one_call_are_the_two_calls_one_after_the_other():
+    """``ServicerHilLockstep.step_with_port`` (the servicer port's Eq. 28 observer/controller and the loop's step under
+    ``F_b + F_pc``, one compiled call) against ``port.update`` then ``step``, bit for bit, over random states and
+    inputs with the controller damping (a threshold below the observed energy, so ``beta > 0``), and on the
+    refusals: a non-finite port input is named and changes nothing; a non-finite loop input is named after the
+    port observed, as the two calls do it."""
+    from hil_dynamics.passivity import PassivityController
+
+    rng = np.random.default_rng(21)
+    loop = _lbr_lockstep(True)
+    n = loop.n
+    loop.step(1e-3, np.zeros(6), np.zeros(n), np.zeros(6))
+    assert loop._chains.ground_mode == 2
+    m6 = loop.admittance.model.mass_matrix(loop.q_arm)[:6, :6]
+    ports = [PassivityController(m6, 50.0, enabled=True) for _ in range(2)]
+    for port in ports:            # 100 J the integrator made: E_obs > 0, so the controller damps from the start
+        port.update(np.zeros(6), np.zeros(6), np.zeros(6), 1e-3, integration_energy_j=100.0)
+    damped = 0
+    for k in range(8):
+        state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
+        v_meas, f_port = rng.normal(0.0, 0.05, 6), rng.normal(0.0, 30.0, 6)
+        results = []
+        for fused, port in zip((True, False), ports):
+            loop.admittance.state, loop.q_arm, loop.dq_arm = copy.deepcopy(state), q0.copy(), dq0.copy()
+            if fused:
+                s, out = loop.step_with_port(2e-3, f_b, tau, f_e, port, v_meas, f_port)
+            else:
+                out = port.update(v_meas, state.twist_base_rel_body, f_port, 2e-3)
+                s = loop.step(2e-3, f_b + out.wrench_pc, tau, f_e)
+            results.append((_snapshot(loop), np.array(out.as_list()), out.wrench_pc, port._acc.copy(),
+                            port._prev.copy()))
+        for a, b in zip(*results):
+            np.testing.assert_array_equal(a, b, err_msg=f'case {k}')
+        damped += results[0][1][4] > 0.0
+    assert damped >= 6                                  # beta > 0: the damping went into the step
+    port = ports[0]
+    before, acc = _snapshot(loop), port._acc.copy()
+    with pytest.raises(ValueError, match='twist_measured'):
+        loop.step_with_port(1e-3, np.zeros(6), np.zeros(n), np.zeros(6), port, np.full(6, np.nan), np.zeros(6))
+    np.testing.assert_array_equal(_snapshot(loop), before)
+    np.testing.assert_array_equal(port._acc, acc)
+    bad = np.zeros(6)
+    bad[3] = np.inf
+    with pytest.raises(ValueError, match='wrench_ee'):
+        loop.step_with_port(1e-3, np.zeros(6), np.zeros(n), bad, port, np.zeros(6), np.zeros(6))
+    np.testing.assert_array_equal(_snapshot(loop), before)
+    assert port._acc[5] > 0.0 and not np.array_equal(port._acc, acc)   # observed, as port.update before step does
+
+
 def test_servicer_admittance_fused_step_matches_reference_step():
     """The node's Eq. (18) step with held samples: fused against readable."""
     from hil_dynamics.servicer import ServicerState
@@ -411,7 +460,7 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
     kernels.warm_up()
     for kernel in (kernels.lockstep_rkmk4_step, kernels.admittance_rkmk4_step, kernels.free_floating_rkmk4_step,
                    kernels.free_floating_inputs_step, kernels.lockstep_inputs_step, kernels.ee_wrench_as_fext,
-                   kernels.lockstep_shared_inputs_step,
+                   kernels.lockstep_shared_inputs_step, kernels.lockstep_port_step,
                    kernels.admittance_inputs_step,
                    kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_ramp_step,
                    kernels.frame_pose_and_jacobian,

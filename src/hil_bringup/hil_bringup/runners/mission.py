@@ -396,10 +396,12 @@ class HilMission(MissionLoop):
             known = self.port_wrench
             wrench_port_s = (known[2] if known is not None and known[0] is q and known[1] is wrench_flange
                              else self.model.ee_jacobian(q)[:, :6].T @ wrench_flange)
-        out_s = self.passivity_servicer.update(measured_s, ss.twist_base_rel_body, wrench_port_s, self.dt)
+        # the client's port and step, then the servicer's port and the loop's step under its damping (one compiled
+        # call each; the servicer's observer sees the step's start, as it did before the client's step)
         self.client_port.step(wrench_client_com, self.dt, measured_c)
+        _, out_s = self.servicer.step_with_port(self.dt, wrench_base_com, tau_arm, wrench_flange,
+                                                self.passivity_servicer, measured_s, wrench_port_s)
         self._passivity_out = (self.client_port.out, out_s)
-        self.servicer.step(self.dt, np.asarray(wrench_base_com, dtype=float) + out_s.wrench_pc, tau_arm, wrench_flange)
 
     def rebase_update(self, t: float):
         """This step's re-basing increment on both sides (the client's :class:`RebaseStep`, or None)."""
