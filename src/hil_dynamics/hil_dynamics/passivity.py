@@ -262,6 +262,7 @@ class ClientPort:
         self.controller = PassivityController(admittance.body.mass_matrix, max_rate_per_s, enabled, threshold_j)
         self.integration_j = 0.0          # what the integrator created in the last step [J]
         self.out = PassivityOutput(0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(6))
+        self._out_args = None             # the compiled step's (E_obs, pending, F_pc), until out is read
         self._after = (None, None, None)  # (state, g_t, V_t) after the last step: its Eq. 23 map, reused
         # Load the compiled step now (cached on disk; ./dev compiles it), not in a node's first tick: on copies,
         # nothing of the port or the admittance changes
@@ -294,12 +295,27 @@ class ClientPort:
         if pending < 0.0:                 # a non-finite input: nothing changed; the reference names it
             return self.step_reference(wrench_com, dt, twist_measured)
         c.wrench_pc = wrench_pc
-        acc = c._acc
-        self.out = PassivityOutput(excess, float(acc[0]), float(acc[1]), float(acc[2]) + pending, float(acc[3]),
-                                   wrench_pc.copy())
+        self._out, self._out_args = None, (excess, pending, wrench_pc)    # out is built when read
         self.integration_j = integration_j
         self._after = (None, None, None)
         return adm.finish_step(dt, arrays)
+
+    @property
+    def out(self) -> PassivityOutput:
+        """The observer's latest :class:`PassivityOutput`. After a compiled :meth:`step` it is built when read (a
+        lockstep runner records one step in fifty, a node publishes one in four) from what the step returned and
+        the controller's sums, which only this port's next step changes."""
+        out = self._out
+        if out is None:
+            excess, pending, wrench_pc = self._out_args
+            acc = self.controller._acc
+            out = self._out = PassivityOutput(excess, float(acc[0]), float(acc[1]), float(acc[2]) + pending,
+                                              float(acc[3]), wrench_pc.copy())
+        return out
+
+    @out.setter
+    def out(self, value: PassivityOutput) -> None:
+        self._out = value
 
     def step_reference(self, wrench_com, dt: float, twist_measured=None):
         """:meth:`step` composed of its parts: :meth:`PassivityController.update`, the admittance's own

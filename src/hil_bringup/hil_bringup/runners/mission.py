@@ -401,7 +401,7 @@ class HilMission(MissionLoop):
         self.client_port.step(wrench_client_com, self.dt, measured_c)
         _, out_s = self.servicer.step_with_port(self.dt, wrench_base_com, tau_arm, wrench_flange,
                                                 self.passivity_servicer, measured_s, wrench_port_s)
-        self._passivity_out = (self.client_port.out, out_s)
+        self._passivity_out = out_s        # the client port's output is read from it when recorded
 
     def rebase_update(self, t: float):
         """This step's re-basing increment on both sides (the client's :class:`RebaseStep`, or None)."""
@@ -422,7 +422,7 @@ class HilMission(MissionLoop):
     def passivity_record(self):
         if self._passivity_out is None:
             return np.zeros(5), np.zeros(5)
-        return tuple(np.array(out.as_list()) for out in self._passivity_out)
+        return np.array(self.client_port.out.as_list()), np.array(self._passivity_out.as_list())
 
 
 class AbsoluteMission(MissionLoop):
