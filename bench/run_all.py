@@ -2,7 +2,9 @@
 
 Benchmarks print measurements and targets; they never fail on a missed target (that is
 what the printed figure is for) and are not part of the test suite.
-Usage: ./dev bench [name-substring ...]; the long soak (bench_soak, 30 min) only when named.
+Usage: ./dev bench [name-substring ...] [--option ...]; the long soak (bench_soak, 30 min) only when named.
+The names are the words before the first option; the options and their values (``--only relay``) are the
+benchmarks' own (each parses what it knows from ``sys.argv``) and select no benchmark.
 """
 
 import importlib.util
@@ -17,6 +19,8 @@ LONG = {'bench_soak': '30 min (HIL_SOAK_MINUTES)'}
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    first_option = next((i for i, a in enumerate(argv) if a.startswith('-')), len(argv))
+    argv = argv[:first_option]          # the names: '--only relay' selects an arrangement, not bench_rcl_relay
     here = Path(__file__).resolve().parent
     failures = 0
     for path in sorted(here.glob('bench_*.py')):
