@@ -6,9 +6,11 @@
  * (the ROS wheels ship rcl's headers in .venv/include and librcl in .venv/lib) and loaded with ctypes
  * into a process that imported rclpy first, which loads rcl's dependencies.
  *
- * relay_main(in_topic, out_topic, warm_s, seconds, result): relays for warm_s from the first sample,
- * then measures for seconds; result = {samples, CPU seconds of the process, wall seconds}. Returns 0, or 1 with the
- * rcl error printed on stderr.
+ * relay_main(in_topic, out_topic, warm_s, seconds, on_sample, result): relays for warm_s from the first sample,
+ * then measures for seconds; result = {samples, CPU seconds of the process, wall seconds}. on_sample NULL: the
+ * wrench is copied in C; else on_sample(wrench_in, out) makes the output's six doubles (a Python function through
+ * ctypes: what a node with its plumbing in C and its rule in Python pays to enter Python once per sample) and a
+ * non-zero return stops the relay. Returns 0, or 1 with the rcl error printed on stderr.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +39,10 @@ static double monotonic_s(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-int relay_main(const char *in_topic, const char *out_topic, double warm_s, double seconds, double *result) {
+typedef int (*on_sample_t)(const double *wrench_in, double *out);
+
+int relay_main(const char *in_topic, const char *out_topic, double warm_s, double seconds, on_sample_t on_sample,
+               double *result) {
   rcl_allocator_t allocator = rcl_get_default_allocator();
   rcl_init_options_t init_options = rcl_get_zero_initialized_init_options();
   CHECK(rcl_init_options_init(&init_options, allocator));
@@ -101,7 +106,17 @@ int relay_main(const char *in_topic, const char *out_topic, double warm_s, doubl
         fprintf(stderr, "rcl_relay: a wrench of %zu bytes\n", in.buffer_length);
         return 1;
       }
-      memcpy(out_buffer + 4 + 16, in.buffer + in.buffer_length - 48, 48);   /* the wrench: the last six doubles */
+      if (on_sample == NULL) {
+        memcpy(out_buffer + 4 + 16, in.buffer + in.buffer_length - 48, 48);   /* the wrench: the last six doubles */
+      } else {
+        double wrench[6], out_values[6];
+        memcpy(wrench, in.buffer + in.buffer_length - 48, 48);
+        if (on_sample(wrench, out_values) != 0) {
+          fprintf(stderr, "rcl_relay: on_sample stopped the relay\n");
+          return 1;
+        }
+        memcpy(out_buffer + 4 + 16, out_values, 48);
+      }
       CHECK(rcl_publish_serialized_message(&pub, &out, NULL));
       samples++;
     }
