@@ -269,23 +269,25 @@ class ServicerHilLockstep:
         n = self.n
         w = self.__dict__.get('_chains')
         s = self.admittance.state
-        v_s = s.twist_base_rel_body
+        v_n, v_s = s.twist_nominal_body, s.twist_base_rel_body
         f_b, f_e, tau, v_m, f_p, q, dq = (wrench_base_com, wrench_ee, tau_obsw, twist_measured, wrench_port,
                                           self.q_arm, self.dq_arm)
+        # the inputs, the port's vectors and the state's twists as the kernel takes them (float64, one layout: one
+        # compiled specialisation); anything else takes the two calls, which check and name it
         if w and w.ground_mode == 2 and port.n == 6 and dt > 0.0 and \
                 self.feedforward.use_ff2 == self.feedforward.use_ff3 and \
-                type(f_b) is type(f_e) is type(tau) is type(v_m) is type(f_p) is type(q) is type(dq) is np.ndarray \
-                and f_b.dtype is f_e.dtype is tau.dtype is v_m.dtype is f_p.dtype is q.dtype is dq.dtype is F64_DTYPE \
-                and f_b.shape == f_e.shape == v_m.shape == f_p.shape == (6,) and tau.shape == q.shape == dq.shape == (n,) \
-                and v_m.flags.c_contiguous and f_p.flags.c_contiguous and type(v_s) is np.ndarray \
-                and v_s.dtype is F64_DTYPE and v_s.shape == (6,) and v_s.flags.c_contiguous:
+                type(f_b) is type(f_e) is type(tau) is type(v_m) is type(f_p) is type(q) is type(dq) is type(v_n) \
+                is type(v_s) is np.ndarray and f_b.dtype is f_e.dtype is tau.dtype is v_m.dtype is f_p.dtype is q.dtype \
+                is dq.dtype is v_n.dtype is v_s.dtype is F64_DTYPE and f_b.shape == f_e.shape == v_m.shape == f_p.shape \
+                == v_n.shape == v_s.shape == (6,) and tau.shape == q.shape == dq.shape == (n,) \
+                and v_m.flags.c_contiguous and f_p.flags.c_contiguous and v_s.flags.c_contiguous:
             ff = self.feedforward
             nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
             g_n, g_s = s.pose_arrays()
             wrench_pc, poses, x = np.empty(6), np.empty((2, 12)), np.empty(12 + 2 * n)
             excess, pending, status = kernels.lockstep_port_step(
                 port._acc, port._prev, port.mass_matrix, v_m, f_p, float(dt), 0.0, port.enabled, port.max_rate_per_s,
-                port.threshold_j, wrench_pc, g_n, s.twist_nominal_body, g_s, v_s, q, dq, f_b, f_e, tau, w.ee_joint_o,
+                port.threshold_j, wrench_pc, g_n, v_n, g_s, v_s, q, dq, f_b, f_e, tau, w.ee_joint_o,
                 w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv,
                 1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0, 1.0 if ff.use_gravity else 0.0,
                 w.work, w.work_ic, poses, x)
