@@ -9,7 +9,10 @@ flush, ``metadata.yaml`` written early; ``hil_bag_recover`` rebuilds a bag cut b
 Like ``ros2 bag record``, it finds each topic's type in the graph (every
 ``discovery_period_s`` until all are found) and subscribes with the publishers' QoS:
 transient-local when every publisher offers it (latched topics), best-effort when one
-publisher is best-effort. On SIGINT/SIGTERM it finalises the bag and logs the counts.
+publisher is best-effort. It subscribes to a topic only once it sees a publisher of it: a topic
+known only through another node's subscription has no QoS to copy, and a volatile guess would
+miss a latched message that is already out (it did on a loaded machine, discovery sending the
+other recorder's subscription first). On SIGINT/SIGTERM it finalises the bag and logs the counts.
 
 Parameters: ``bag_path`` (required), ``topics`` (relative names resolve in the node's
 namespace) or ``all_topics`` (every topic that appears, as ``ros2 bag record --all``),
@@ -105,8 +108,10 @@ class RecorderNode(Node):
                 self.get_logger().error(f'{resolved}: type {type_name} is not installed here; not recorded')
                 del self.pending[name]
                 continue
-            qos = subscription_qos(self.get_publishers_info_by_topic(resolved))
-            self.recorder.add(name, msg_class, qos)
+            publishers = self.get_publishers_info_by_topic(resolved)
+            if not publishers:        # no QoS to copy yet (seen through a subscription): look again next time
+                continue
+            self.recorder.add(name, msg_class, subscription_qos(publishers))
             del self.pending[name]
             self.get_logger().info(f'recording {resolved} ({type_name})')
         if not self.pending and not self.all_topics and self._discovery is not None:

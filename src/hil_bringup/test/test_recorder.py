@@ -164,14 +164,18 @@ def test_recorder_node_records_what_the_graph_publishes_with_the_publishers_qos(
     with test_node('probe_recorder') as (node, executor):
         latched = node.create_publisher(DiagnosticStatus, 'probe/fault', LATCHED_QOS)
         latched.publish(DiagnosticStatus(level=DiagnosticStatus.ERROR, message='latched before the recorder'))
-        pub = node.create_publisher(Float64, 'probe/value', 100)
+        # deep enough for all 200: a recorder whose subscription the publisher matched before the recorder's side
+        # matched the publisher gets the samples again from the writer's history (a loaded machine lost the first
+        # 62 with a depth of 100)
+        pub = node.create_publisher(Float64, 'probe/value', 1000)
         proc = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag}',
                           'topics:=[probe/value, probe/fault, probe/never]', 'flush_period_s:=0.1')
         # and one that records every topic, as `ros2 bag record --all` (what the launch files run)
         proc_all = start_node('hil_bringup', 'recorder_node', f'bag_path:={bag_all}', 'all_topics:=true',
                               'discovery_period_s:=0.1', ros_args=('-r', '__node:=recorder_all'))
         try:
-            assert spin_until(executor, lambda: pub.get_subscription_count() > 1, 30.0), 'recorders did not subscribe'
+            assert spin_until(executor, lambda: pub.get_subscription_count() > 1 and latched.get_subscription_count() > 1,
+                              30.0), 'recorders did not subscribe'
             assert (bag / 'metadata.yaml').exists()
             for i in range(200):
                 pub.publish(Float64(data=float(i)))
