@@ -284,29 +284,30 @@ def test_compiled_client_port_step_matches_the_reference(enabled):
 
 
 def test_the_client_ports_output_read_late_is_the_one_of_its_latest_step():
-    """``ClientPort.out`` after a compiled step is built when read: read after every step, or only every fifth step
-    (as the lockstep runners record and the nodes publish it), it is the same output bit for bit, with the
-    controller damping; a reference step in between gives the reference's output."""
+    """``ClientPort.out`` after a compiled step is built when read. Read only every fifth step (as the lockstep
+    runners record it and the nodes publish it) it is the output of the latest step: that of a port read after
+    every step, bit for bit, and that of the readable path (``step_reference``, whose output is made eagerly) to
+    1e-12, with the controller damping; after a readable step in between, that step's output."""
     from hil_dynamics.passivity import ClientPort
     rng = np.random.default_rng(31)
     body = RigidBody(800.0, [300.0, 500.0, 650.0])
     twist0 = np.array([0.01, -0.02, 0.0, 0.05, -0.03, 0.08])
-    every, late = (ClientPort(ClientAdmittance(body, twist0), 50.0, True) for _ in range(2))
+    every, late, ref = (ClientPort(ClientAdmittance(body, twist0), 50.0, True) for _ in range(3))
     damped = 0
     for k in range(60):
         f = 40.0 * rng.normal(size=6)
-        measured = every.admittance.state.twist_client_rel_body + 1e-3 * rng.normal(size=6)
-        if k == 30:                     # the readable path once: its output is set, not built
-            every.step_reference(f, DT, measured)
-            late.step_reference(f, DT, measured)
-        else:
-            every.step(f, DT, measured)
-            late.step(f, DT, measured)
+        measured = ref.admittance.state.twist_client_rel_body + 1e-3 * rng.normal(size=6)
+        for port in (every, late):
+            (port.step_reference if k == 30 else port.step)(f, DT, measured)   # k == 30: the readable path once
+        ref.step_reference(f, DT, measured)
         read = every.out
         if k % 5 == 4 or k == 30:
-            got = late.out
+            got, want = late.out, ref.out
             assert got.as_list() == read.as_list(), k
             np.testing.assert_array_equal(got.wrench_pc, read.wrench_pc)
+            scale = 1.0 + abs(want.energy_port_j) + abs(want.energy_dissipated_j)
+            np.testing.assert_allclose(got.as_list(), want.as_list(), rtol=0.0, atol=1e-12 * scale, err_msg=str(k))
+            np.testing.assert_allclose(got.wrench_pc, want.wrench_pc, rtol=0.0, atol=1e-12 * scale)
             assert got is late.out          # built once
-            damped += read.rate_per_s > 0.0
+            damped += want.rate_per_s > 0.0
     assert damped >= 5
