@@ -212,10 +212,10 @@ class ServicerHilLockstep:
         """:meth:`step_reference` with held inputs as one compiled call
         (:func:`hil_dynamics.kernels.lockstep_rkmk4_step`: Pinocchio's ``rnea``/``crba`` recursions
         on the three chains, the Eq. 18/22/20 solve and the RKMK4 stages)."""
-        n, ff, ground = self.n, self.feedforward, self.ground_arm
+        n, ground = self.n, self.ground_arm
         s = self.admittance.state
         nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
-        weights = (1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0, 1.0 if ff.use_gravity else 0.0)
+        weights = self._ff_weights()
         f_b, f_e, tau, v_n, v_s, q, dq = (wrench_base_com, wrench_ee, tau_obsw, s.twist_nominal_body,
                                           s.twist_base_rel_body, self.q_arm, self.dq_arm)
         if type(f_b) is type(f_e) is type(v_n) is type(v_s) is type(tau) is type(q) is type(dq) is np.ndarray \
@@ -235,10 +235,7 @@ class ServicerHilLockstep:
                                                  w.zero_fext, w.co, w.cf, w.cg, w.lab_gravity, w.ground_gravity,
                                                  w.nominal_in_lab, nom_m6, nom_m6_inv, *weights, w.same_ff,
                                                  w.ground_mode, w.work, w.work_ic, poses, x)):
-                # the new state owns the kernel's output arrays: views into them (nothing writes them again)
-                self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
-                self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]
-                return self.state
+                return self._adopt(s.t + dt, poses, x)
         buf = w.inputs                          # views taken here: a copied object keeps no views
         f_b, f_e, tau = buf[:6], buf[6:12], buf[12:]
         finite_into(buf, (f_b, wrench_base_com, 'wrench_base_com'), (f_e, wrench_ee, 'wrench_ee'),
@@ -255,6 +252,20 @@ class ServicerHilLockstep:
                                                         x[6:12].copy())
         self.q_arm = x[12:12 + n].copy()
         self.dq_arm = x[12 + n:].copy()
+        return self.state
+
+    def _ff_weights(self) -> tuple[float, float, float]:
+        """The compiled steps' Eq. (22) switches: ``(tau_ff1, tau_ff2 + tau_ff3, G)`` as 1.0 or 0.0."""
+        ff = self.feedforward
+        return (1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0,
+                1.0 if ff.use_gravity else 0.0)
+
+    def _adopt(self, t: float, poses: np.ndarray, x: np.ndarray) -> LockstepState:
+        """The state a compiled step wrote (``poses``: ``g_n, g_s``; ``x``: ``V_n, V_s, q, dq``) at ``t``, owning
+        those arrays: views into them (nothing writes them again)."""
+        n = self.n
+        self.admittance.state = ServicerState.of_arrays(t, poses[0], x[:6], poses[1], x[6:12])
+        self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]
         return self.state
 
     def step_with_port(self, dt: float, wrench_base_com, tau_obsw, wrench_ee, port, twist_measured,
@@ -281,7 +292,6 @@ class ServicerHilLockstep:
                 is dq.dtype is v_n.dtype is v_s.dtype is F64_DTYPE and f_b.shape == f_e.shape == v_m.shape == f_p.shape \
                 == v_n.shape == v_s.shape == (6,) and tau.shape == q.shape == dq.shape == (n,) \
                 and v_m.flags.c_contiguous and f_p.flags.c_contiguous and v_s.flags.c_contiguous:
-            ff = self.feedforward
             nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
             g_n, g_s = s.pose_arrays()
             wrench_pc, poses, x = np.empty(6), np.empty((2, 12)), np.empty(12 + 2 * n)
@@ -289,14 +299,10 @@ class ServicerHilLockstep:
                 port._acc, port._prev, port.mass_matrix, v_m, f_p, float(dt), 0.0, port.enabled, port.max_rate_per_s,
                 port.threshold_j, wrench_pc, g_n, v_n, g_s, v_s, q, dq, f_b, f_e, tau, w.ee_joint_o,
                 w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv,
-                1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0, 1.0 if ff.use_gravity else 0.0,
-                w.work, w.work_ic, poses, x)
+                *self._ff_weights(), w.work, w.work_ic, poses, x)
             if status == 0:
                 out = port.output(excess, pending, wrench_pc)
-                # the new state owns the kernel's output arrays, as in _step_compiled
-                self.admittance.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:12])
-                self.q_arm, self.dq_arm = x[12:12 + n], x[12 + n:]
-                return self.state, out
+                return self._adopt(s.t + dt, poses, x), out
             if status == 2:         # the port observed; the loop's inputs are refused as step() refuses them
                 out = port.output(excess, pending, wrench_pc)
                 return self.step(dt, f_b + wrench_pc, tau_obsw, wrench_ee), out    # raises, naming the input
@@ -339,15 +345,13 @@ class ServicerHilLockstep:
         w = getattr(self, '_fused', None)
         if w is None:
             w = self._fused = self._fused_setup()
-        n, ff, ground = self.n, self.feedforward, self.ground_arm
+        n, ground = self.n, self.ground_arm
         crba, rnea, nle, gravity = pin.crba, pin.rnea, pin.nonLinearEffects, pin.computeGeneralizedGravity
         stage_kin, solve, xyzquat, pose_mul = (kernels.servicer_stage_kinematics, kernels.lockstep_solve,
                                                kernels.xyzquat_into, kernels.pose_mul_into)
         nominal_acc = kernels.nominal_acceleration_into
         nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
-        w_ff1 = 1.0 if ff.use_ff1 else 0.0
-        w_ff23 = 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0
-        w_grav = 1.0 if ff.use_gravity else 0.0
+        w_ff1, w_ff23, w_grav = self._ff_weights()
         at = self._at
         const_f_b = None if callable(wrench_base_com) else finite_vector(wrench_base_com, 6, 'wrench_base_com')
         const_f_e = None if callable(wrench_ee) else finite_vector(wrench_ee, 6, 'wrench_ee')
