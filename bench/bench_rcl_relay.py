@@ -152,7 +152,7 @@ def _role(argv: list[str]) -> int:
                 end = time.monotonic() + duration_s
                 while time.monotonic() < end:
                     wait_set.clear_entities()
-                    wait_set.add_subscription(polled._impl)
+                    wait_set.add_subscription(polled.handle)
                     wait_set.wait(200_000_000)
                     for buffer in polled.take_all():
                         relay(buffer)

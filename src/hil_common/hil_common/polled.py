@@ -42,6 +42,12 @@ class PolledSubscription:
         self.taken = 0           # messages taken so far
 
     @property
+    def handle(self):
+        """rclpy's subscription handle, for a wait set of one's own (``_rclpy.WaitSet.add_subscription``; the
+        relay of ``bench/bench_rcl_relay.py``)."""
+        return self._impl
+
+    @property
     def topic_name(self) -> str:
         """The fully resolved topic (after the node's namespace and remappings)."""
         with self._impl:
