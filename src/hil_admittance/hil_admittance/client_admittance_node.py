@@ -24,7 +24,9 @@ Topics (relative names, so a launch file can namespace or remap them):
 
 * out ``client/admittance/status`` (diagnostic_msgs/DiagnosticStatus), service
   ``client/admittance/reset``: whether the node keeps up with its clock
-  (:class:`hil_common.overload.OverloadGuard`; :mod:`hil_admittance.overload_status`).
+  (:class:`hil_common.overload.OverloadGuard`; :mod:`hil_admittance.overload_status`), and WARN
+  while it integrates without a measured wrench: before the first ``client/ft/wrench`` sample
+  (logged when it comes) and while the stream is stale.
 
 The policy is :class:`hil_admittance.client_side.ClientSide`: Eq. (11) in fixed steps of
 ``1/rate_hz`` on the node clock (a late timer callback runs the steps that are due, beyond
@@ -46,7 +48,7 @@ from rclpy.time import Time
 
 from hil_common.conversions import pose_to_msg, twist_from_msg, twist_to_msg, wrench_from_msg, xyz_rpy_to_pose
 from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
-from hil_common.overload import overload_guard, overload_params
+from hil_common.overload import WARN, overload_guard, overload_params
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
 from hil_admittance import rebase_topic
@@ -121,7 +123,8 @@ class ClientAdmittanceNode(Node):
         self.pub_twist = self.create_publisher(TwistStamped, 'client/table/twist_cmd', 10)
         self.pub_state = self.create_publisher(Odometry, 'client/state', 10)
         self.pub_passivity = self.create_publisher(Float64MultiArray, 'client/passivity', 10)
-        self.status = OverloadStatus(self, self.overload, 'client/admittance', 'client_admittance')
+        self.status = OverloadStatus(self, self.overload, 'client/admittance', 'client_admittance',
+                                     override=self.wrench_status)
         self.msg_pose, self.msg_twist, self.msg_state = PoseStamped(), TwistStamped(), Odometry()
         self.msg_passivity = Float64MultiArray()
         self.msg_pose.header.frame_id = self.frames[1]
@@ -150,8 +153,21 @@ class ClientAdmittanceNode(Node):
             self.get_logger().warn(f"refused a wrench in frame '{frame}' (expected '{self.wrench_frame_id}'; "
                                    f'{self.refused_frame} so far)', throttle_duration_sec=1.0)
             return
+        first = self.side.wrench_com.stamp_s is None
         if not self.side.set_wrench_sensor(wrench_from_msg(msg.wrench), now_s):
             self.get_logger().warn(f'rejected non-finite wrench ({self.side.rejected} so far)', throttle_duration_sec=1.0)
+        elif first:
+            self.get_logger().info(f'client wrench stream began ({now_s:.3f} s after the node clock started)')
+            self.status.publish()
+
+    def wrench_status(self):
+        """(WARN, why) while the Eq. (11) steps run without a measured wrench: before the first sample
+        of ``client/ft/wrench`` and while it is stale (older than ``wrench_timeout_s``); else None."""
+        if self.side is None or self.side.wrench_com.stamp_s is None:
+            return WARN, 'no client/ft/wrench yet: integrating unforced'
+        if self.side.stale:
+            return WARN, 'client/ft/wrench stale: integrating with zero wrench'
+        return None
 
     def on_twist_measured(self, msg):
         now_s = self._now_s()
@@ -162,6 +178,7 @@ class ClientAdmittanceNode(Node):
         now_s = self._now_s()
         if now_s is None:          # the lab twin's /clock has not arrived yet (use_sim_time)
             return
+        was_stale = self.side.stale
         out = self.side.tick(now_s)
         self.status.after_tick()
         pacer = self.side.pacer
@@ -173,6 +190,10 @@ class ClientAdmittanceNode(Node):
             return
         if out.stale_began:
             self.get_logger().warn('client wrench stream is stale: integrating with zero wrench')
+        if self.side.stale != was_stale:
+            if was_stale:
+                self.get_logger().info('client wrench stream fresh again')
+            self.status.publish()
         state = out.state
         stamp = Time(nanoseconds=self.t0_ns + int(round(out.step_time_s * 1e9))).to_msg()
         self.msg_pose.header.stamp = self.msg_twist.header.stamp = self.msg_state.header.stamp = stamp

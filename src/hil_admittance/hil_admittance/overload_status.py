@@ -6,8 +6,9 @@ service and its log lines (one definition for the admittance nodes).
   ``dropped_steps``, ``max_late_ms``, ``mean_late_ms``, ``holds``, ``holding``, ``policy``);
 * service ``<prefix>/reset`` (std_srvs/Trigger): clears an overload hold (the ``latch`` policy's way out).
 
-``override()`` (optional) returns ``(level, message)`` of another reason the node holds (the
-servicer's latched wrist F/T fault), reported instead of the guard's while it lasts.
+``override()`` (optional) returns ``(level, message)`` of another state of the node (the servicer's
+latched wrist F/T fault, the client's missing or stale wrench stream), reported instead of the guard's
+while it lasts, unless the guard's level is the more severe.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class OverloadStatus:
     def publish(self) -> None:
         level, message = self.guard.level, self.guard.message()
         other = self.override() if self.override is not None else None
-        if other is not None:
+        if other is not None and other[0] >= level:
             level, message = other
         self.msg.level = _LEVELS[level]
         self.msg.message = message

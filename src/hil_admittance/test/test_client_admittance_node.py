@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 
@@ -41,11 +42,16 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
                       'twist_client_body_0:=[0.,0.,0.,0.,0.,0.]', 'pose_sensor_in_client_xyz_rpy:=[0.,0.,0.,0.,0.,0.]',
                       'rate_hz:=200.0', 'wrench_timeout_s:=0.2')
     try:
-        poses, states = [], []
+        poses, states, statuses = [], [], []
         node.create_subscription(PoseStamped, 'client/table/pose_cmd', poses.append, 100)
         node.create_subscription(Odometry, 'client/state', states.append, 100)
+        node.create_subscription(DiagnosticStatus, 'client/admittance/status', statuses.append, 100)
         pub = node.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
-        assert spin_until(executor, lambda: len(poses) > 5, 20.0), 'no pose command from the node'
+        assert spin_until(executor, lambda: len(poses) > 5 and statuses, 20.0), 'no pose command or status'
+        # Before its first wrench the node says that it integrates unforced
+        assert statuses[-1].level == DiagnosticStatus.WARN and 'no client/ft/wrench yet' in statuses[-1].message
+        assert spin_until(executor, lambda: pub.get_subscription_count() > 0, 10.0)
+        statuses.clear()
         # Unforced and not tumbling: the command stays at the identity.
         assert all(abs(m.pose.position.x) < 1e-12 and abs(m.pose.orientation.w - 1.0) < 1e-12 for m in poses)
         # Push 20 N along x through the CoM, streamed for ~0.5 s, then a non-finite sample.
@@ -64,6 +70,11 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
         assert spin_until(executor, lambda: len(poses) > 40 and len(states) > 40, 20.0)
     finally:
         out = stop_process(proc)
+    # the stream's start and its end, each reported at once: OK while fresh, WARN once stale
+    levels = [(m.level, m.message) for m in statuses]
+    first_ok = next(i for i, (level, _) in enumerate(levels) if level == DiagnosticStatus.OK)
+    assert any(level == DiagnosticStatus.WARN and 'stale' in message for level, message in levels[first_ok:]), levels
+    assert 'client wrench stream began' in out and 'client wrench stream is stale' in out
     v = np.array([twist_from_msg(s.twist.twist) for s in states])
     assert v[0, 0] > 0.001, f'the push must have moved the client (v = {v[0]})\n{out}'
     # Force along x only: the velocity stays along x, constant once the push is over.
