@@ -55,7 +55,7 @@ from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
 from hil_dynamics.kernels import array_pose, pose_array
 from hil_dynamics.se3 import wrench_transform_matrix
-from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState, load_port_step, port_step
 
 
 @dataclass
@@ -85,6 +85,7 @@ class ServicerSide:
                  table_pose_from_start: bool = False, epoch_s: float | None = None,
                  overload: OverloadGuard | None = None, rebase: RebaseSchedule | None = None):
         self.adm, self.ff, self.passivity = adm, ff, passivity
+        load_port_step(adm, ff, passivity)            # the step's compiled call, loaded now (not in the first tick)
         self.rebase = rebase
         self.follower = RebaseFollower(dt_s)
         self.client_body = adm.nominal_body           # the client's mass properties (its unforced motion: Eq. 4)
@@ -208,14 +209,6 @@ class ServicerSide:
         return self.fault or (self.overload is not None and self.overload.holding)
 
     # -- the step ----------------------------------------------------------------------------
-    def _passivity_wrench(self, s: ServicerState, wrench_ee: np.ndarray, now_s: float) -> np.ndarray:
-        """Observe the table port over the coming step; the damping to add to ``F_b`` (seed 004 §VI)."""
-        v_cmd = s.twist_base_rel_body
-        jac_b = self.adm.model.ee_jacobian(self.q)[:, :6]
-        self.passivity_out = self.passivity.update(self.twist_measured.get(now_s, self.timeout_s, v_cmd), v_cmd,
-                                                   jac_b.T @ wrench_ee, self.dt_s)
-        return self.passivity_out.wrench_pc
-
     def _start(self, now_s: float) -> None:
         """The first step: with a mission epoch, the nominal moves on from it to the step grid's last
         instant before ``now_s`` (:meth:`ServicerAdmittance.advance_nominal`) and the steps run on that
@@ -257,15 +250,15 @@ class ServicerSide:
             wrench_ee = self.wrench_ee.get(now_s, timeout, np.zeros(6))
             wrench_base = self.wrench_base_com.get(now_s, timeout, np.zeros(6))
             tau_obsw = self.tau_obsw.get(now_s, timeout, np.zeros(self.n))
+            twist_measured = self.twist_measured.get(now_s, timeout, None)    # None: the commanded V_s stands in
             try:
+                last = self.pacer.steps_done - 1
                 for k in range(self.pacer.steps_done - steps, self.pacer.steps_done):
-                    if self.follower.before_step(self.pacer.step_time(k), self.adm) is not None:
-                        s = self.adm.state
-                    vn_dot = self.adm.nominal_acceleration(s.twist_nominal_body)
-                    wrench_pc = self._passivity_wrench(s, wrench_ee, now_s)
-                    s = self.adm.step(self.dt_s, self.q, self.dq, self.ddq, wrench_base + wrench_pc, wrench_ee)
-                tau_q = self.ff.torque_command(tau_obsw, self.q, self.dq, s.pose_arrays()[1], s.twist_base_rel_body,
-                                               s.twist_nominal_body, vn_dot)
+                    self.follower.before_step(self.pacer.step_time(k), self.adm)
+                    # the port observed over the step, Eq. (18) under F_b + F_pc, and (last step) Eq. (22)'s torques
+                    s, self.passivity_out, tau_q = port_step(self.adm, self.ff, self.passivity, self.dt_s, self.q,
+                                                             self.dq, self.ddq, wrench_base, wrench_ee, twist_measured,
+                                                             tau_obsw if k == last else None)
             except ValueError as exc:            # e.g. joint angles the model refuses: counted, no output
                 self.reject(str(exc))
                 return None

@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from hil_common.errors import InputError
 from hil_admittance.servicer_side import ServicerSide
 from hil_dynamics.models import servicer_lbr_urdf
 from hil_dynamics.passivity import PassivityController
@@ -273,7 +274,7 @@ def test_the_servicer_plans_the_rebase_and_the_client_side_keeps_one_nominal_thr
     assert off > 0.5 * moved
 
 
-def test_a_rebase_plan_made_at_a_refused_tick_is_handed_out_with_the_next_output():
+def test_a_rebase_plan_made_at_a_refused_tick_is_handed_out_with_the_next_output(monkeypatch):
     """The plan is made once; if that tick's steps are refused (the model refuses the joint angles) the
     plan must still reach an output, or the client's node never gets it and the nominals part."""
     from hil_dynamics.rebase import RebaseParams, RebaseSchedule
@@ -283,9 +284,13 @@ def test_a_rebase_plan_made_at_a_refused_tick_is_handed_out_with_the_next_output
     side.set_phase('post_grasp', DT)
     side.set_client_state(pin.SE3.Identity(), TWIST_N0, DT)
     assert side.tick(2 * DT) is None                       # the first tick starts the step grid
-    side.adm.step = lambda *a, **k: (_ for _ in ()).throw(ValueError('joint angles refused'))   # this tick fails
+    import hil_admittance.servicer_side as servicer_side
+
+    def refused(*args, **kwargs):
+        raise InputError('joint angles refused')
+    monkeypatch.setattr(servicer_side, 'port_step', refused)                # this tick's step fails
     assert side.tick(3 * DT) is None and side.rebase.plan is not None and side.rejected == 1
-    del side.adm.step                                      # the model's own step again
+    monkeypatch.undo()                                                      # the side's own step again
     out = side.tick(4 * DT)
     assert out is not None and out.rebase_plan is side.rebase.plan
     assert side.tick(5 * DT).rebase_plan is None           # handed out once

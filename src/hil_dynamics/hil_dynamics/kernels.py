@@ -29,7 +29,7 @@ __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_fina
            'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
            'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step',
            'free_floating_inputs_step', 'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'lockstep_port_step',
-           'ee_wrench_as_fext',
+           'side_port_step', 'ee_wrench_as_fext',
            'admittance_inputs_step', 'tool_jacobian_into', 'frame_pose_and_jacobian']
 
 _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
@@ -1406,6 +1406,51 @@ def lockstep_port_step(acc, prev, port_m6, v_meas, wrench_port, dt, e_int, enabl
 
 
 @njit(**_OPTS)
+def side_port_step(acc, prev, port_m6, v_meas, dt, enabled, max_rate, threshold, wrench_pc,
+                   ee_parents, ee_placements, ee_kind, ee_axis, ee_frame_joint, ee_frame_in_joint, ee_xs, ee_tmp,
+                   g_n, v_n, g_s, v_s, q, dq, ddq, f_b, f_e, tau, ee_joint, placement, fext, zero_fext, co, nom_m6,
+                   nom_m6_inv, work, work_ic, poses_out, x_out, ff_co, lab_gravity, nominal_in_lab, w_ff1, w_ff23,
+                   w_grav, ff_work, ff_work_ic, tw, tau_q):
+    """One step of the live servicer side (:func:`hil_dynamics.servicer.port_step` with the torques), in one call:
+    ``V_n_dot`` of Eq. (4) at the state before the step; the table port's observer over the step
+    (:func:`passivity_update` with ``V_cmd = V_s`` and the port wrench ``J_b^T F_e``, ``J`` by
+    :func:`frame_pose_and_jacobian`, seed 004 Eq. 28, §VI); Eq. (18) under ``F_b + F_pc`` with the samples as held
+    (:func:`admittance_inputs_step`); Eq. (22)'s ``tau_q`` at the new state (:func:`arm_torque_command`). Returns
+    ``(E_obs, pending, status)``: 0 done; 1 a non-finite port input, nothing changed; 2 the port observed, a step
+    input not finite, the state not stepped; 3 stepped, ``tau`` not finite, no torque (each as the separate calls
+    leave things when they refuse)."""
+    vn_dot = np.empty(6)
+    nominal_acceleration_into(v_n, nom_m6, nom_m6_inv, vn_dot)
+    nv = tw.shape[1]
+    jac = np.empty((6, nv))
+    pose_ee = np.empty(12)
+    frame_pose_and_jacobian(ee_parents, ee_placements, ee_kind, ee_axis, q, ee_frame_joint, ee_frame_in_joint, ee_xs,
+                            pose_ee, jac, ee_tmp)
+    wrench_port = np.empty(6)
+    for i in range(6):
+        t = 0.0
+        for j in range(6):
+            t += jac[j, i] * f_e[j]
+        wrench_port[i] = t
+    excess, pending = passivity_update(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, 0.0, enabled, max_rate,
+                                       threshold, wrench_pc)
+    if pending < 0.0:
+        return excess, pending, 1
+    f_total = np.empty(6)
+    for i in range(6):
+        f_total[i] = f_b[i] + wrench_pc[i]
+    if not admittance_inputs_step(g_n, v_n, g_s, v_s, dt, q, dq, ddq, f_total, f_e, ee_joint, placement, fext,
+                                  zero_fext, co, nom_m6, nom_m6_inv, work, work_ic, poses_out, x_out):
+        return excess, pending, 2
+    if not _finite3(tau, tau, tau):
+        return excess, pending, 3
+    arm_torque_command(poses_out[1], x_out[:6], x_out[6:], vn_dot, q, dq, tau, ff_co[0], ff_co[1], ff_co[2],
+                       ff_co[3], ff_co[4], lab_gravity, nominal_in_lab, w_ff1, w_ff23, w_grav, ff_work, ff_work_ic, tw,
+                       tau_q)
+    return excess, pending, 0
+
+
+@njit(**_OPTS)
 def admittance_rkmk4_step(poses, x, h, q, dq, ddq, f_b, fext_o, zero_fext, co, nom_m6, nom_m6_inv, work, work_ic,
                           poses_out, x_out):
     """:meth:`hil_dynamics.servicer.ServicerAdmittance.step` (Eq. 18 with the arm samples held) as one
@@ -1703,6 +1748,9 @@ def warm_up() -> None:
                s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
     ff.torque_command(np.zeros(7), np.zeros(7), np.zeros(7), s.pose_arrays()[1], s.twist_base_rel_body,
                       s.twist_nominal_body, adm.nominal_acceleration(s.twist_nominal_body))
+    from hil_dynamics.passivity import PassivityController as _Port
+    from hil_dynamics.servicer import load_port_step
+    load_port_step(adm, ff, _Port(np.eye(6), 1.0))                              # the live servicer side's step
     rk = FusedRKMK4(1, 6)
 
     def derivative(t, poses, x, twists_out, rates_out):

@@ -824,3 +824,95 @@ class ArmFeedForward:
         gravity = self.gravity_torque(pose_base_in_nominal, q_arm) if self.use_gravity else zero
         tau_q = tau_obsw - gravity + tau_ff1 + tau_ff2 + tau_ff3
         return ArmTorques(tau_q, tau_ff1, tau_ff2, tau_ff3, gravity)
+
+
+def _held_f64(*arrays_and_sizes) -> bool:
+    """Each array is a C-contiguous float64 vector of its size (what the compiled steps take as they are)."""
+    for a, size in arrays_and_sizes:
+        if not (type(a) is np.ndarray and a.dtype is F64_DTYPE and a.shape == (size,) and a.flags.c_contiguous):
+            return False
+    return True
+
+
+def _side_port_call(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, tau):
+    """:func:`hil_dynamics.kernels.side_port_step` on ``adm``'s state, its and ``ff``'s work arrays and the port's
+    accumulators ``acc``, ``prev``: ``(E_obs, pending, status, F_pc, poses, x, tau_q)``."""
+    s, fused, command, n = adm.state, adm._fused, ff._command, adm.model.n
+    g_n, g_s = s.pose_arrays()
+    nom_m6, nom_m6_inv = adm.nominal_matrices()
+    wrench_pc, poses, x, tau_q = np.empty(6), np.empty((2, 12)), np.empty(12), np.empty(n)
+    excess, pending, status = kernels.side_port_step(
+        acc, prev, port.mass_matrix, v_meas, dt, port.enabled, port.max_rate_per_s, port.threshold_j, wrench_pc,
+        *adm.model.ee_chain, g_n, s.twist_nominal_body, g_s, s.twist_base_rel_body, q, dq, ddq, f_b, f_e, tau,
+        fused.ee_joint, fused.placement, fused.fext, fused.zero_fext, fused.chain, nom_m6, nom_m6_inv, fused.work,
+        fused.work_ic, poses, x, command.chain, command.lab_gravity, command.nominal_in_lab, 1.0 if ff.use_ff1 else 0.0,
+        1.0 if ff.use_ff2 else 0.0, 1.0 if ff.use_gravity else 0.0, command.work, command.work_ic, command.tw, tau_q)
+    return excess, pending, status, wrench_pc, poses, x, tau_q
+
+
+def load_port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port) -> None:
+    """Load :func:`port_step`'s compiled call now (where the rule is built, not in a node's first sample), on copies
+    of the port's accumulators: nothing of ``adm``, ``ff`` or ``port`` changes (the work arrays are scratch)."""
+    if adm.__dict__.get('_fused') is None:
+        adm._fused = adm._fused_setup()
+    if ff.__dict__.get('_command') is None:
+        ff._command = ff._command_setup()
+    if adm._fused.chain is None or ff._command is False or adm.model.ee_chain is None or port.n != 6:
+        return
+    n = adm.model.n
+    _side_port_call(adm, ff, port, port._acc.copy(), port._prev.copy(), 1e-3, np.zeros(n), np.zeros(n), np.zeros(n),
+                    np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(n))
+
+
+def port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com,
+              wrench_ee, twist_measured=None, tau_obsw=None):
+    """One step of the live servicer side (``servicer_admittance_node``, the fused hot path) with its table port.
+
+    * ``V_n_dot`` of Eq. (4) at the state before the step;
+    * the port's passivity observer/controller ``port`` (a 6-DOF
+      :class:`hil_dynamics.passivity.PassivityController`, seed 004 Eq. 28, §VI) over the step:
+      ``port.update(twist_measured or V_s, V_s, J_b^T F_e, dt)``, ``V_s`` the relative base twist before the step;
+    * :meth:`ServicerAdmittance.step` under ``F_b + F_pc`` (Eq. 18, the samples as held);
+    * with ``tau_obsw``, Eq. (22)'s ``tau_q`` at the new state (:meth:`ArmFeedForward.torque_command` with that
+      ``V_n_dot``), else None.
+
+    Returns ``(state, port_output, tau_q)``. For held float64 inputs, a free-flyer chain and ``tau_ff2`` switched as
+    ``tau_ff3``, one compiled call (:func:`hil_dynamics.kernels.side_port_step`); otherwise the calls above one after
+    the other. Both give the same results (to 1e-12: the port wrench's sum) and refuse the same inputs with the
+    same errors, after the same changes (``test_fast_paths``)."""
+    s = adm.state
+    v_n, v_s = s.twist_nominal_body, s.twist_base_rel_body
+    v_m = v_s if twist_measured is None else twist_measured
+    n = adm.model.n
+    fused, command, kin = adm.__dict__.get('_fused'), ff.__dict__.get('_command'), adm.model.ee_chain
+    if fused is None:
+        fused = adm._fused = adm._fused_setup()
+    if command is None:
+        command = ff._command = ff._command_setup()
+    if tau_obsw is not None and fused.chain is not None and command is not False and kin is not None \
+            and ff.use_ff2 == ff.use_ff3 and port.n == 6 and dt > 0.0 \
+            and _held_f64((q_arm, n), (dq_arm, n), (ddq_arm, n), (tau_obsw, n), (wrench_base_com, 6), (wrench_ee, 6),
+                          (v_m, 6), (v_n, 6), (v_s, 6)):
+        excess, pending, status, wrench_pc, poses, x, tau_q = _side_port_call(
+            adm, ff, port, port._acc, port._prev, float(dt), q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, v_m,
+            tau_obsw)
+        if status != 1:
+            out = port.output(excess, pending, wrench_pc)
+            if status == 2:         # the port observed; the step's inputs refused as step() refuses them (it raises)
+                state = adm.step(dt, q_arm, dq_arm, ddq_arm, wrench_base_com + wrench_pc, wrench_ee)
+            else:
+                # the new state owns the kernel's output arrays (nothing writes them again)
+                state = adm.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:])
+            if status == 0:
+                return state, out, tau_q
+            vn_dot = adm.nominal_acceleration(v_n)
+            return state, out, ff.torque_command(tau_obsw, q_arm, dq_arm, state.pose_arrays()[1],
+                                                 state.twist_base_rel_body, state.twist_nominal_body, vn_dot)
+    vn_dot = adm.nominal_acceleration(v_n)
+    jac_b = adm.model.ee_jacobian(q_arm)[:, :6]
+    out = port.update(v_m, v_s, jac_b.T @ np.asarray(wrench_ee, dtype=float), dt)
+    state = adm.step(dt, q_arm, dq_arm, ddq_arm, np.asarray(wrench_base_com, dtype=float) + out.wrench_pc, wrench_ee)
+    if tau_obsw is None:
+        return state, out, None
+    return state, out, ff.torque_command(tau_obsw, q_arm, dq_arm, state.pose_arrays()[1], state.twist_base_rel_body,
+                                         state.twist_nominal_body, vn_dot)

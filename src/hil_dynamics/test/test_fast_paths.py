@@ -244,6 +244,63 @@ def test_the_port_and_the_loop_in_one_call_are_the_two_calls_one_after_the_other
     assert port._acc[5] > 0.0 and not np.array_equal(port._acc, acc)   # observed, as port.update before step does
 
 
+def test_the_live_sides_port_step_and_torques_in_one_call_are_the_calls_one_after_the_other():
+    """``servicer.port_step`` (the live servicer side's step: Eq. 4's ``V_n_dot``, the table port's Eq. 28
+    observer/controller, Eq. 18 under ``F_b + F_pc`` and Eq. 22's torques) in one compiled call, against the same
+    calls one after the other (its path for inputs that are not held float64 arrays: here lists), over random
+    states and inputs with the controller damping, with a measured twist and without one; and on the refusals,
+    the same error after the same changes: a non-finite port input changes nothing, a non-finite step input is
+    named after the port observed, a non-finite ``tau`` after the state stepped."""
+    from hil_dynamics.passivity import PassivityController
+    from hil_dynamics.servicer import port_step
+
+    rng = np.random.default_rng(23)
+    loop = _lbr_lockstep(False)
+    adm, ff, n = loop.admittance, loop.feedforward, loop.n
+    m6 = adm.model.mass_matrix(loop.q_arm)[:6, :6]
+    ports = [PassivityController(m6, 50.0, enabled=True) for _ in range(2)]
+    for port in ports:            # 100 J the integrator made: E_obs > 0, so the controller damps from the start
+        port.update(np.zeros(6), np.zeros(6), np.zeros(6), 1e-3, integration_energy_j=100.0)
+
+    def run(fused, port, state, *args):
+        adm.state = copy.deepcopy(state)
+        args = [a if fused or a is None else a.tolist() for a in args]
+        try:
+            s, out, tau_q = port_step(adm, ff, port, 2e-3, *args)
+            result = (np.array(out.as_list()), out.wrench_pc, tau_q if tau_q is not None else np.zeros(0))
+        except ValueError as exc:
+            result = (str(exc),)
+        return (_snapshot(adm), port._acc.copy(), port._prev.copy(), *result)
+
+    damped, worst = 0, 0.0
+    for k in range(8):
+        state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
+        ddq, v_meas = rng.normal(0.0, 0.3, n), (rng.normal(0.0, 0.05, 6) if k % 2 else None)
+        for with_tau in (True, False):
+            a, b = (run(fused, port, state, q0, dq0, ddq, f_b, f_e, v_meas, tau if with_tau else None)
+                    for fused, port in zip((True, False), ports))
+            for x, y in zip(a, b):
+                worst = max(worst, float(np.abs(x - y).max(initial=0.0)) / max(1.0, float(np.abs(y).max(initial=0.0))))
+            damped += a[3][4] > 0.0
+    assert worst < TOL
+    assert damped >= 12                                 # beta > 0: the damping went into the step
+    state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
+    nan = np.full(n, np.nan)
+    refusals = {'twist_measured': (q0, dq0, np.zeros(n), f_b, f_e, np.full(6, np.nan), tau),
+                'ddq_arm': (q0, dq0, nan, f_b, f_e, None, tau),
+                'tau_obsw': (q0, dq0, np.zeros(n), f_b, f_e, None, nan)}
+    for name, args in refusals.items():
+        adm.state = copy.deepcopy(state)
+        start = (_snapshot(adm), ports[0]._acc.copy())
+        a, b = (run(fused, port, state, *args) for fused, port in zip((True, False), ports))
+        assert name in a[3] and a[3] == b[3], (a[3], b[3])
+        for x, y in zip(a[:3], b[:3]):
+            np.testing.assert_allclose(x, y, rtol=TOL, atol=TOL, err_msg=name)
+        stepped, observed = not np.array_equal(a[0], start[0]), not np.array_equal(a[1], start[1])
+        assert stepped == (name == 'tau_obsw'), name          # the state steps only before the torques refuse
+        assert observed == (name != 'twist_measured'), name   # the port observes unless its own input is refused
+
+
 def test_servicer_admittance_fused_step_matches_reference_step():
     """The node's Eq. (18) step with held samples: fused against readable."""
     from hil_dynamics.servicer import ServicerState
