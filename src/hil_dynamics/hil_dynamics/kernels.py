@@ -1383,6 +1383,21 @@ def lockstep_shared_inputs_step(g_n, v_n, g_s, v_s, q, dq, h, f_b, f_e, tau, ee_
 
 
 @njit(**_OPTS)
+def _port_damping(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, e_int, enabled, max_rate, threshold, wrench_pc, f_b,
+                  f_total):
+    """The servicer's table port observed over the coming step with ``V_cmd = V_s`` (:func:`passivity_update`, seed
+    004 Eq. 28, §VI) and ``F_b + F_pc`` into ``f_total`` (the sum as NumPy forms it): what the steps with a port
+    (:func:`lockstep_port_step`, :func:`side_port_step`) do first. Returns :func:`passivity_update`'s pair
+    (``pending < 0``: a non-finite port input, nothing changed and ``f_total`` not written)."""
+    excess, pending = passivity_update(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, e_int, enabled, max_rate,
+                                       threshold, wrench_pc)
+    if pending >= 0.0:
+        for i in range(6):
+            f_total[i] = f_b[i] + wrench_pc[i]
+    return excess, pending
+
+
+@njit(**_OPTS)
 def lockstep_port_step(acc, prev, port_m6, v_meas, wrench_port, dt, e_int, enabled, max_rate, threshold, wrench_pc,
                        g_n, v_n, g_s, v_s, q, dq, f_b, f_e, tau, ee_joint, placement, fext_o, fext_g, co, lab_gravity,
                        nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23, w_grav, work, work_ic, poses_out, x_out):
@@ -1391,13 +1406,11 @@ def lockstep_port_step(acc, prev, port_m6, v_meas, wrench_port, dt, e_int, enabl
     (the sum as NumPy forms it). Returns ``(E_obs, pending, status)``: status 0 done; 1 a non-finite port input,
     nothing changed (:func:`passivity_update`'s ``(nan, -1)``); 2 the port observed but a loop input not finite,
     the loop not stepped (the order and the state of the two calls made one after the other)."""
-    excess, pending = passivity_update(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, e_int, enabled, max_rate,
-                                       threshold, wrench_pc)
+    f_total = np.empty(6)
+    excess, pending = _port_damping(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, e_int, enabled, max_rate,
+                                    threshold, wrench_pc, f_b, f_total)
     if pending < 0.0:
         return excess, pending, 1
-    f_total = np.empty(6)
-    for i in range(6):
-        f_total[i] = f_b[i] + wrench_pc[i]
     if not lockstep_shared_inputs_step(g_n, v_n, g_s, v_s, q, dq, dt, f_total, f_e, tau, ee_joint, placement, fext_o,
                                        fext_g, co, lab_gravity, nominal_in_lab, nom_m6, nom_m6_inv, w_ff1, w_ff23,
                                        w_grav, work, work_ic, poses_out, x_out):
@@ -1432,13 +1445,11 @@ def side_port_step(acc, prev, port_m6, v_meas, dt, enabled, max_rate, threshold,
         for j in range(6):
             t += jac[j, i] * f_e[j]
         wrench_port[i] = t
-    excess, pending = passivity_update(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, 0.0, enabled, max_rate,
-                                       threshold, wrench_pc)
+    f_total = np.empty(6)
+    excess, pending = _port_damping(acc, prev, port_m6, v_meas, v_s, wrench_port, dt, 0.0, enabled, max_rate,
+                                    threshold, wrench_pc, f_b, f_total)
     if pending < 0.0:
         return excess, pending, 1
-    f_total = np.empty(6)
-    for i in range(6):
-        f_total[i] = f_b[i] + wrench_pc[i]
     if not admittance_inputs_step(g_n, v_n, g_s, v_s, dt, q, dq, ddq, f_total, f_e, ee_joint, placement, fext,
                                   zero_fext, co, nom_m6, nom_m6_inv, work, work_ic, poses_out, x_out):
         return excess, pending, 2
