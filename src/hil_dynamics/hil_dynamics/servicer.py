@@ -776,9 +776,14 @@ class ArmFeedForward:
             pose = pose_base_in_nominal
         tau_q = np.empty(n)
         kernels.arm_torque_command(pose, v_n, v_s, vn_dot, q, dq, tau, *w.chain, w.lab_gravity, w.nominal_in_lab,
-                                   1.0 if self.use_ff1 else 0.0, 1.0 if self.use_ff2 else 0.0,
-                                   1.0 if self.use_gravity else 0.0, w.work, w.work_ic, w.tw, tau_q)
+                                   *self.kernel_weights(), w.work, w.work_ic, w.tw, tau_q)
         return tau_q
+
+    def kernel_weights(self) -> tuple[float, float, float]:
+        """The compiled Eq. (22) steps' switches, ``(tau_ff1, tau_ff2 + tau_ff3, G)`` as 1.0 or 0.0 (they take
+        ``tau_ff2`` and ``tau_ff3`` together: callers with the two switched differently take the readable path)."""
+        return (1.0 if self.use_ff1 else 0.0, 1.0 if (self.use_ff2 and self.use_ff3) else 0.0,
+                1.0 if self.use_gravity else 0.0)
 
     def _command_setup(self):
         """Work arrays of :meth:`torque_command` (False: the model is no free-flyer chain)."""
@@ -845,8 +850,8 @@ def _side_port_call(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, 
         acc, prev, port.mass_matrix, v_meas, dt, port.enabled, port.max_rate_per_s, port.threshold_j, wrench_pc,
         *adm.model.ee_chain, g_n, s.twist_nominal_body, g_s, s.twist_base_rel_body, q, dq, ddq, f_b, f_e, tau,
         fused.ee_joint, fused.placement, fused.fext, fused.zero_fext, fused.chain, nom_m6, nom_m6_inv, fused.work,
-        fused.work_ic, poses, x, command.chain, command.lab_gravity, command.nominal_in_lab, 1.0 if ff.use_ff1 else 0.0,
-        1.0 if ff.use_ff2 else 0.0, 1.0 if ff.use_gravity else 0.0, command.work, command.work_ic, command.tw, tau_q)
+        fused.work_ic, poses, x, command.chain, command.lab_gravity, command.nominal_in_lab, *ff.kernel_weights(),
+        command.work, command.work_ic, command.tw, tau_q)
     return excess, pending, status, wrench_pc, poses, x, tau_q
 
 

@@ -215,7 +215,7 @@ class ServicerHilLockstep:
         n, ground = self.n, self.ground_arm
         s = self.admittance.state
         nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
-        weights = self._ff_weights()
+        weights = self.feedforward.kernel_weights()
         f_b, f_e, tau, v_n, v_s, q, dq = (wrench_base_com, wrench_ee, tau_obsw, s.twist_nominal_body,
                                           s.twist_base_rel_body, self.q_arm, self.dq_arm)
         if type(f_b) is type(f_e) is type(v_n) is type(v_s) is type(tau) is type(q) is type(dq) is np.ndarray \
@@ -253,12 +253,6 @@ class ServicerHilLockstep:
         self.q_arm = x[12:12 + n].copy()
         self.dq_arm = x[12 + n:].copy()
         return self.state
-
-    def _ff_weights(self) -> tuple[float, float, float]:
-        """The compiled steps' Eq. (22) switches: ``(tau_ff1, tau_ff2 + tau_ff3, G)`` as 1.0 or 0.0."""
-        ff = self.feedforward
-        return (1.0 if ff.use_ff1 else 0.0, 1.0 if (ff.use_ff2 and ff.use_ff3) else 0.0,
-                1.0 if ff.use_gravity else 0.0)
 
     def _adopt(self, t: float, poses: np.ndarray, x: np.ndarray) -> LockstepState:
         """The state a compiled step wrote (``poses``: ``g_n, g_s``; ``x``: ``V_n, V_s, q, dq``) at ``t``, owning
@@ -299,7 +293,7 @@ class ServicerHilLockstep:
                 port._acc, port._prev, port.mass_matrix, v_m, f_p, float(dt), 0.0, port.enabled, port.max_rate_per_s,
                 port.threshold_j, wrench_pc, g_n, v_n, g_s, v_s, q, dq, f_b, f_e, tau, w.ee_joint_o,
                 w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab, nom_m6, nom_m6_inv,
-                *self._ff_weights(), w.work, w.work_ic, poses, x)
+                *self.feedforward.kernel_weights(), w.work, w.work_ic, poses, x)
             if status == 0:
                 out = port.output(excess, pending, wrench_pc)
                 return self._adopt(s.t + dt, poses, x), out
@@ -351,7 +345,7 @@ class ServicerHilLockstep:
                                                kernels.xyzquat_into, kernels.pose_mul_into)
         nominal_acc = kernels.nominal_acceleration_into
         nom_m6, nom_m6_inv = self.admittance.nominal_matrices()
-        w_ff1, w_ff23, w_grav = self._ff_weights()
+        w_ff1, w_ff23, w_grav = self.feedforward.kernel_weights()
         at = self._at
         const_f_b = None if callable(wrench_base_com) else finite_vector(wrench_base_com, 6, 'wrench_base_com')
         const_f_e = None if callable(wrench_ee) else finite_vector(wrench_ee, 6, 'wrench_ee')
