@@ -68,6 +68,28 @@ def test_inputs_apply_while_fresh_and_count_as_zero_once_stale_with_the_differen
     _same_state(out.state, expected)
 
 
+def test_the_steps_take_the_one_compiled_call_on_the_inputs_as_the_nodes_hold_them(monkeypatch):
+    """The nodes hand the side lists and decoded arrays; the side holds them so that each tick's last step (the one
+    with Eq. 22's torques) is one compiled call (``servicer.port_step``'s ``kernels.side_port_step``), with and
+    without a measured twist. (Its results against the separate calls: ``test_fast_paths``.)"""
+    from hil_dynamics import kernels
+
+    calls = []
+    real = kernels.side_port_step
+    monkeypatch.setattr(kernels, 'side_port_step', lambda *args: calls.append(len(args)) or real(*args))
+    side = _side(max_catch_up=1000)
+    assert len(calls) == 1                              # loaded where the side is built (nothing of it changed)
+    calls.clear()
+    side.set_joints(list(Q0), [0.01] * 7, 0.0)
+    side.set_joints(list(Q0), [0.02] * 7, 0.004)
+    side.set_wrench_sensor([1.0, 2.0, -4.0, 0.1, -0.2, 0.05], 0.004)
+    side.set_wrench_base([3.0, -1.0, 2.0, 0.5, 0.2, -0.4], 0.004)
+    side.set_tau([0.5] * 7, 0.004)
+    assert side.tick(0.0045) is not None and len(calls) == 1      # 4 steps due: the torques with the last one
+    side.set_twist_measured([0.001, 0.0, 0.0, 0.0, 0.0, 0.002], 0.005)
+    assert side.tick(0.0051) is not None and len(calls) == 2
+
+
 def test_ddq_is_differenced_over_the_measurements_stamps_not_the_jittery_receipt_times():
     """A constant joint acceleration sampled every 4 ms (the stamps), received at times that jitter
     by whole steps as on the lab twin's stepped clock (two samples at one clock reading, then one

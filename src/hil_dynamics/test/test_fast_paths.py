@@ -244,7 +244,7 @@ def test_the_port_and_the_loop_in_one_call_are_the_two_calls_one_after_the_other
     assert port._acc[5] > 0.0 and not np.array_equal(port._acc, acc)   # observed, as port.update before step does
 
 
-def test_the_live_sides_port_step_and_torques_in_one_call_are_the_calls_one_after_the_other():
+def test_the_live_sides_port_step_and_torques_in_one_call_are_the_calls_one_after_the_other(monkeypatch):
     """``servicer.port_step`` (the live servicer side's step: Eq. 4's ``V_n_dot``, the table port's Eq. 28
     observer/controller, Eq. 18 under ``F_b + F_pc`` and Eq. 22's torques) in one compiled call, against the same
     calls one after the other (its path for inputs that are not held float64 arrays: here lists), over random
@@ -254,6 +254,9 @@ def test_the_live_sides_port_step_and_torques_in_one_call_are_the_calls_one_afte
     from hil_dynamics.passivity import PassivityController
     from hil_dynamics.servicer import port_step
 
+    calls = []                      # the compiled call ran (a path that never took it would compare the calls to
+    real = kernels.side_port_step   # themselves)
+    monkeypatch.setattr(kernels, 'side_port_step', lambda *args: calls.append(1) or real(*args))
     rng = np.random.default_rng(23)
     loop = _lbr_lockstep(False)
     adm, ff, n = loop.admittance, loop.feedforward, loop.n
@@ -284,6 +287,7 @@ def test_the_live_sides_port_step_and_torques_in_one_call_are_the_calls_one_afte
             damped += a[3][4] > 0.0
     assert worst < TOL
     assert damped >= 12                                 # beta > 0: the damping went into the step
+    assert len(calls) == 8                              # the fused runs with the torques; the others are the calls
     state, q0, dq0, f_b, tau, f_e = _random_lockstep_case(rng, loop)
     nan = np.full(n, np.nan)
     refusals = {'twist_measured': (q0, dq0, np.zeros(n), f_b, f_e, np.full(6, np.nan), tau),
