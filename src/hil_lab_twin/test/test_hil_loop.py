@@ -197,5 +197,13 @@ def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
     assert run['tracking']['tracking_median_position_m'] < 1e-3
     assert np.linalg.norm(moved - commanded) < 1e-2
     # along the push, by about F t^2 / 2m
-    assert moved[1] == pytest.approx(free_body, rel=0.1), run['outputs'][2][-2000:]   # measured 47 of 50 mm
+    # on failure: the push the sensor measured (its impulse) against the command's onset, and the admittance's log
+    measured = run['measured_force']
+    push = (measured[:, 0] >= run['onset']) & (measured[:, 0] <= run['t_state'])
+    impulse = float(np.trapezoid(np.linalg.norm(measured[push, 1:], axis=1), measured[push, 0]))
+    moving = run['commanded_y'][np.abs(run['commanded_y'][:, 1]) > 1e-4]
+    assert moved[1] == pytest.approx(free_body, rel=0.1), (
+        f"measured impulse {impulse:.1f} N s (push {PUSH_N * elapsed:.1f}); the command moved from "
+        f"{(moving[0, 0] - run['onset']) if len(moving) else math.nan:.3f} s after the onset",
+        run['outputs'][2][-2000:])   # measured 47 of 50 mm
     assert math.hypot(moved[0], moved[2]) < 0.1 * moved[1]
