@@ -72,7 +72,8 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
         out = stop_process(proc)
     # the stream's start and its end, each reported at once: OK while fresh, WARN once stale
     levels = [(m.level, m.message) for m in statuses]
-    first_ok = next(i for i, (level, _) in enumerate(levels) if level == DiagnosticStatus.OK)
+    first_ok = next((i for i, (level, _) in enumerate(levels) if level == DiagnosticStatus.OK), None)
+    assert first_ok is not None, f'the status never became OK while the wrench streamed: {levels}'
     assert any(level == DiagnosticStatus.WARN and 'stale' in message for level, message in levels[first_ok:]), levels
     assert 'client wrench stream began' in out and 'client wrench stream is stale' in out
     v = np.array([twist_from_msg(s.twist.twist) for s in states])

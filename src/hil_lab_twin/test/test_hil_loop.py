@@ -161,7 +161,8 @@ def run_push(ros, free_udp_port) -> dict:
         'moved_y': np.array([(t, (flange_in_world(m) - start_position)[1])
                              for t, m in states if t_push < t <= t_state]),
         # the measured force (stamps, simulated time; sensor frame), for the failure messages
-        'measured_force': np.array([(stamp_s(m), *force(m)) for m in wrenches if stamp_s(m) >= t_push - 0.2]),
+        'measured_force': np.array([(stamp_s(m), *force(m)) for m in wrenches
+                                    if stamp_s(m) >= t_push - 0.2]).reshape(-1, 4),   # (0, 4) if none came
         'outputs': outputs,
     }
 
