@@ -173,21 +173,27 @@ def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage
     twin = cisas_twin_config(scenario, ServoConfig(bandwidth_hz=float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0)))
     lab = NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
         'layout': 'config', 'twin_config_yaml': config_to_yaml(twin), 'publish_rate_hz': rate_hz,
-        'rdt_ports': [f'{CHASER_SENSOR}:{port}'], 'publish_wrench': False,
+        'rdt_ports': [f'{CHASER_SENSOR}:{port}'], 'publish_wrench': False, 'command_stamps': True,
         **simulated_clock_twin(['/facility/ft/wrench'])})
     io = []
     for node in cisas_lab_nodes({**args, 'ft_host': '127.0.0.1'}, path, scenario):
         extra = {}
         if node.executable == 'ft_sensor_node':
-            # sequence stamps: the docking node steps on the samples' stamps, which must advance one period each
-            extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True, 'sequence_stamps': True}
+            # the docking node steps on the samples' stamps: each carries the twin's time of its sample (its
+            # ft_sequence), not the driver's clock when it read it, so the loop is the same in every run
+            extra = {'sensor_rate_hz': 1000.0, 'publish_rate_hz': rate_hz, 'deadband.enabled': True,
+                     'sensor_clock_stamps': True}
         elif node.executable == 'motion_table_node':
             # On the twin's clock a gap in the arm's joint states is the table's own stall (the twin publishes
             # them every step and waits for the table once it commands): the table rides through it, as the
             # snare and teleop graphs' tables do, instead of holding for joint_states_recover_s. Before its
             # first command the twin does not wait for it; a table held up then had judged its first
             # command stale and held the arm still for 0.5 s of the approach.
-            extra = {'period_s': scenario.control_period_s, 'trajectory_lead_s': scenario.control_period_s,
+            # Stamped single-point trajectories (ros2_control's joint_trajectory_controller, as in the snare and
+            # teleop twins): the twin steps from t once the arm's command stamped t has come (command_stamps),
+            # never on one still in flight from the step before, so the loop's delay is the same in every run.
+            extra = {'output': 'joint_trajectory', 'period_s': scenario.control_period_s,
+                     'trajectory_lead_s': scenario.control_period_s,
                      'joint_states_timeout_s': 1.0, 'joint_states_recover_s': 0.02}
         io.append(dataclasses.replace(node, parameters={**node.parameters, **extra}, use_sim_time=True))
     return Graph('cisas_docking', (

@@ -64,6 +64,7 @@ from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, Se
                                 teleop_facility_config)
 from hil_lab_twin.scene import config_from_yaml
 from hil_lab_twin.twin import LabTwin
+from hil_sensors.rdt import ft_sequence_at
 
 PARAMS = [
     Param('tables', ['client:ur10e'], "Motion tables as 'namespace:model' (model: ur10e, kr120r2500pro, hexapod); "
@@ -103,6 +104,11 @@ PARAMS = [
           "robot but must step with the twin (e.g. the teleop master's uplink and the delay line's release): each is "
           'waited for once per step like a robot\'s command, from its first message on (its node must publish at '
           'least once per publish_rate_hz step)', type='str[]'),
+    Param('command_stamps', False, "clock 'simulated': the robots' joint trajectories carry in header.stamp the "
+          'simulated time the stack computed them for (the motion table stamps them with its pose command\'s); one '
+          'answers the step from t only when stamped at or after t. One stamped earlier is a command still in flight '
+          'from an earlier step: taken, it would add a control period to the loop in some runs and not in others. '
+          'Needs a stack that stamps each command with the time it is for (the docking node does)'),
     Param('barrier_timeout_s', 2.0, "clock 'simulated': wall time to wait for the stack's commands before the "
           'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded); '
           'a stall of the twin itself (the whole machine) does not count [s]',
@@ -166,6 +172,7 @@ class LabTwinNode(Node):
         self.twin = LabTwin(config_from(p))
         self.render_path = p.render_png
         self.simulated_clock = p.clock == 'simulated'
+        self.command_stamps = p.command_stamps
         self.publishes_clock = self.simulated_clock      # hil_common.ros_main.node_executor: single-threaded
         lab = self.stepped_lab(self.twin)
         self.pacer = None if self.simulated_clock else RealTimePacer(lab, clock=time.time)
@@ -238,15 +245,14 @@ class LabTwinNode(Node):
         self._rejected(ns, self.twin.command_positions(ns, list(msg.data)))
         self._answered(ns)
 
-    def _answered(self, ns: str) -> None:
-        if self.simulated_clock:
-            self.clock.answered(ns)
+    def _answered(self, ns: str, stamp_s: float | None = None) -> None:
+        if self.simulated_clock and self.clock.answered(ns, stamp_s):
             self.try_step()
 
     def on_trajectory(self, ns: str, msg: JointTrajectory) -> None:
         points = [(stamp_to_seconds(pt.time_from_start), list(pt.positions)) for pt in msg.points]
         self._rejected(ns, self.twin.command_trajectory(ns, list(msg.joint_names), points))
-        self._answered(ns)
+        self._answered(ns, stamp_to_seconds(msg.header.stamp) if self.command_stamps else None)
 
     def on_efforts(self, ns: str, msg: Float64MultiArray) -> None:
         self._rejected(ns, self.twin.command_efforts(ns, list(msg.data)))
@@ -292,12 +298,14 @@ class LabTwinNode(Node):
         self.clock_pub.publish(msg)
 
     def collect_samples(self, samples) -> None:
-        """After each physics step: the F/T samples it made, one RDT record each."""
+        """After each physics step: the F/T samples it made, one RDT record each, with the sample's
+        time on the simulated clock as its ``ft_sequence`` (:func:`hil_sensors.rdt.ft_sequence_at`):
+        a driver with ``sensor_clock_stamps`` stamps it exactly, whenever it reads it."""
         for (server, source), out in zip(self.rdt_channels, samples):
-            wrench, _, sequence = source()
+            wrench, stamp_s, sequence = source()
             if sequence != getattr(server, 'twin_sequence', None):
                 server.twin_sequence = sequence
-                out.append(tuple(float(v) for v in wrench))
+                out.append((tuple(float(v) for v in wrench), ft_sequence_at(stamp_s, server.rate_hz)))
 
     def publish_outputs(self, samples=()) -> None:
         """Without ``clock_after_topics``: /clock first, so the stack's clocks read the new time when
@@ -306,8 +314,8 @@ class LabTwinNode(Node):
         (:meth:`try_step`), so the stack's timers fire on this period's measurements."""
         if not any(self.clock_waits.values()):
             self.publish_clock()
-        for (server, _), wrenches in zip(self.rdt_channels, samples):
-            server.emit(wrenches)
+        for (server, _), taken in zip(self.rdt_channels, samples):
+            server.emit([w for w, _ in taken], [k for _, k in taken])
         self.publish_states(self.twin.time, lambda t_sample: t_sample)
         if any(self.clock_waits.values()):
             self.clock_seen.clear()
@@ -323,7 +331,8 @@ class LabTwinNode(Node):
         flat = {'time_s': values['time_s'], 'steps': values['steps'], 'real_time_factor': values['real_time_factor'],
                 'waiting_for': ' '.join(values['waiting_for']),
                 'stalls': values['stalls'] + self.clock_after_wait.stalls,
-                **{f'misses.{ns}': n for ns, n in values['misses'].items()}}
+                **{f'misses.{ns}': n for ns, n in values['misses'].items()},
+                **{f'stale_answers.{ns}': n for ns, n in values['stale_answers'].items()}}
         msg.values = [KeyValue(key=k, value=str(v)) for k, v in flat.items()]
         self.status_pub.publish(msg)
 

@@ -126,13 +126,24 @@ class SimulatedLabClock:
         self.engaged: set[str] = set()
         self._answered: set[str] = set()
         self.misses: dict[str, int] = {}
+        self.stale_answers: dict[str, int] = {}
         self.steps = 0
         self.wait = WatchedWait(wall_clock)
 
-    def answered(self, robot: str) -> None:
-        """The stack commanded ``robot``."""
+    def answered(self, robot: str, stamp_s: float | None = None) -> bool:
+        """The stack commanded ``robot``; True when that answers the step from the current time.
+
+        ``stamp_s``: the simulated time the stack computed the command for (a stamped joint trajectory).
+        It answers only the step from that time on: a command stamped earlier is one still in flight from
+        an earlier step (the stack answered that step with a newer one, or the twin stepped before it
+        came), so it engages the robot but does not answer (``stale_answers``). Taking it would add a
+        control period to the loop in some runs and not in others."""
         self.engaged.add(robot)
+        if stamp_s is not None and stamp_s < self.twin.time - 1e-3 * self.period_s:
+            self.stale_answers[robot] = self.stale_answers.get(robot, 0) + 1
+            return False
         self._answered.add(robot)
+        return True
 
     def waiting_for(self) -> list[str]:
         return sorted(self.engaged - self._answered)
@@ -164,5 +175,6 @@ class SimulatedLabClock:
     def counters(self) -> dict:
         elapsed = self.wall_clock() - self._first_wall
         return {'time_s': self.twin.time, 'steps': self.steps, 'misses': dict(self.misses), 'stalls': self.wait.stalls,
+                'stale_answers': dict(self.stale_answers),
                 'waiting_for': self.waiting_for(),
                 'real_time_factor': (self.twin.time - self._sim0) / elapsed if elapsed > 0 else float('nan')}

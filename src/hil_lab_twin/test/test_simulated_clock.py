@@ -97,3 +97,27 @@ def test_a_stall_of_the_twin_itself_is_not_a_miss(twin):
     assert wall.now - t_step == pytest.approx(2.0, abs=0.015)
     clock.step()
     assert clock.misses == {'client': 1}
+
+
+def test_a_command_stamped_for_an_earlier_step_does_not_answer_this_one(twin):
+    """``command_stamps``: the stack stamps each command with the simulated time it is for. At time t the
+    twin takes only a command stamped t or later as the answer for its step from t; one stamped earlier
+    (still in flight from the step before, or the twin stepped before it came) engages the robot but does
+    not release the step. Taking it would run the loop one control period later in some runs than in
+    others (the CISAS twin's restitution moved by 1.4 % between runs that way)."""
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    wall.now += 0.004
+    t = twin.time
+    assert clock.answered('client', t) and clock.step_due()   # the command for now: answers
+    clock.step()
+    wall.now += 0.004
+    t = twin.time
+    assert not clock.answered('client', t - 0.004)             # the previous step's, arriving late
+    assert clock.waiting_for() == ['client'] and not clock.step_due()
+    assert clock.stale_answers == {'client': 1} and clock.counters()['stale_answers'] == {'client': 1}
+    assert clock.answered('client', t) and clock.step_due()   # this step's command
+    clock.step()
+    wall.now += 0.004
+    assert clock.answered('client') and clock.step_due()      # unstamped (forward_position): any command answers
+    assert clock.misses == {}

@@ -89,10 +89,10 @@ PARAMS: tuple[Param, ...] = (
     Param('rate_measure_s', 0.25, 'stream time over which the rate is measured at start', min=0.01, max=60.0),
     Param('publish_rate_hz', 0.0, 'maximum publication rate of the wrench topics; 0 publishes every new sample',
           min=0.0, max=100000.0),
-    Param('sequence_stamps', False, 'stamp each record one sensor period after the one before by its RDT sequence, '
-          "from the first record's arrival, instead of by its own arrival (needs sensor_rate_hz > 0). For the lab "
-          "twin's simulated clock: a record arrives before the twin's /clock names its step, so an arrival stamp "
-          'can repeat the last one (a stamp-driven consumer then drops that sample)'),
+    Param('sensor_clock_stamps', False, "stamp each record with its ft_sequence times the sensor period "
+          '(needs sensor_rate_hz > 0) instead of its arrival: for a sensor that counts its samples on the node\'s '
+          "clock from t = 0, i.e. the lab twin on its simulated clock (use_sim_time; refused otherwise). Each "
+          'sample then carries the time it was taken, however late the driver reads it'),
     Param('sensor_frame', 'ft_sensor', 'frame_id of the raw wrench (and of the processed one without target_frame)',
           check=check_nonempty),
     Param('calibration.source', 'parameters',
@@ -159,9 +159,9 @@ PARAMS: tuple[Param, ...] = (
 def check_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a full parameter set (defaults for missing ones); errors name the parameter."""
     cfg = validate(PARAMS, values)
-    if cfg['sequence_stamps'] and not cfg['sensor_rate_hz'] > 0:
-        raise ParameterError("parameter 'sequence_stamps': needs a declared sensor_rate_hz > 0 (the period between two "
-                             'sequence numbers)')
+    if cfg['sensor_clock_stamps'] and not cfg['sensor_rate_hz'] > 0:
+        raise ParameterError("parameter 'sensor_clock_stamps': needs a declared sensor_rate_hz > 0 (the period the "
+                             "sensor's ft_sequence counts)")
     if cfg['low_pass.enabled'] and cfg['sensor_rate_hz'] > 0 and not cfg['low_pass.cutoff_hz'] < 0.5 * cfg['sensor_rate_hz']:
         raise ParameterError(
             f"parameter 'low_pass.cutoff_hz': {cfg['low_pass.cutoff_hz']} Hz must be below half of "
@@ -348,10 +348,9 @@ class FtDriver:
         self.restart_ns = max(self.stale_ns, 500_000_000)
         self.last_start_ns = 0
         self.tracker = rdt.SequenceTracker(rate_hz=declared or MAX_RDT_RATE_HZ)
-        self.sequence_stamps = bool(self.cfg.get('sequence_stamps', False))
-        if self.sequence_stamps and not declared:
-            raise ConfigError("sequence_stamps needs a declared sensor_rate_hz (the period between two sequence numbers)")
-        self._stamp_anchor: tuple[int, int] | None = None       # (sequence, stamp_ns) of sequence stamping
+        self.sensor_clock_stamps = bool(self.cfg.get('sensor_clock_stamps', False))
+        if self.sensor_clock_stamps and not declared:
+            raise ConfigError("sensor_clock_stamps needs a declared sensor_rate_hz (the period the ft_sequence counts)")
         self.chain = wrench_chain(self.cfg, declared)
         self.filter_pending = self.cfg['low_pass.enabled'] and not declared   # designed once the rate is measured
         self.output_frame = self.cfg['target_frame.frame_id'] if self.chain.transform else self.cfg['sensor_frame']
@@ -544,8 +543,8 @@ class FtDriver:
             return
         if kind is rdt.SEQ_RESYNC:
             self.rate_meter.reset()
-        if self.sequence_stamps:
-            stamp_ns = self._sequence_stamp(seq, stamp_ns, kind is rdt.SEQ_RESYNC)
+        if self.sensor_clock_stamps:
+            stamp_ns = rdt.time_of_ft_sequence(rec[1], self.cfg['sensor_rate_hz'])
         if self.rate_meter.rate_hz is None and self.rate_meter.add(seq, stamp_ns) is not None:
             self._rate_measured(self.rate_meter.rate_hz, arrival_ns)
         if status:
@@ -578,23 +577,6 @@ class FtDriver:
         self.watch.sample(arrival_ns * 1e-9)
         self.newest = Sample(seq, status, stamp_ns, arrival_ns, raw, processed)
         self.has_new_sample = True
-
-    def _sequence_stamp(self, seq: int, arrival_stamp_ns: int, resync: bool) -> int:
-        """``sequence_stamps``: the anchor's stamp plus one declared period per RDT sequence step (modulo 2^32).
-
-        A record never arrives before it was measured, so each arrival bounds the anchor's time from below
-        (its arrival less its periods since the anchor); the anchor takes the latest bound. A clock that
-        lags some records then moves no stamp, and the stamps settle on the least lag seen. The first
-        record, and the first after a resynchronisation, anchor at their arrival."""
-        if self._stamp_anchor is None or resync:
-            self._stamp_anchor = (seq, arrival_stamp_ns)
-            return arrival_stamp_ns
-        anchor_seq, anchor_ns = self._stamp_anchor
-        periods = ((seq - anchor_seq) % 2**32) * self.period_ns
-        if arrival_stamp_ns - periods > anchor_ns:
-            anchor_ns = arrival_stamp_ns - periods
-            self._stamp_anchor = (anchor_seq, anchor_ns)
-        return anchor_ns + periods
 
     # ----------------------------------------------------------------- safety
     def _trip(self, reason: str, detail: str, now_ns: int) -> None:

@@ -93,6 +93,10 @@ class FtSensorNode(LifecycleNode):
         super().__init__(node_name, **kwargs)
         # Validated at start-up: a bad value raises ParameterError naming the parameter.
         self.cfg = check_parameters(declare_parameters(self, PARAMS))
+        if self.cfg['sensor_clock_stamps'] and not uses_sim_time(self):
+            raise ParameterError("parameter 'sensor_clock_stamps': only for a sensor that counts its samples on this "
+                                 "node's clock, i.e. the lab twin on its simulated clock (use_sim_time); a real Net "
+                                 "F/T's ft_sequence counts from its power-on")
         self.autostart = self.cfg['autostart']
         self.lock = threading.RLock()
         self.driver: FtDriver | None = None

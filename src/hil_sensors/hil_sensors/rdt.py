@@ -20,6 +20,8 @@ configured or read from the sensor's page ``http://<ip>/netftapi2.xml`` (``cfgcp
 
 from __future__ import annotations
 
+import fractions
+import functools
 import math
 import struct
 import urllib.error
@@ -103,6 +105,27 @@ class RdtRecord:
     ft_sequence: int
     status: int
     counts: tuple[int, int, int, int, int, int]
+
+
+def ft_sequence_at(t_s: float, rate_hz: float) -> int:
+    """The ``ft_sequence`` of a sample taken at ``t_s`` by a sensor that counts its samples on the lab's
+    clock from ``t = 0`` (the lab twin on its simulated clock): sample ``k`` is at ``k / rate_hz``
+    (modulo 2**32: 49 days at 1 kHz). The inverse is :func:`time_of_ft_sequence`; a real Net F/T's
+    ``ft_sequence`` counts its internal samples since power-on and is not on any lab clock."""
+    return int(round(t_s * rate_hz)) & UINT32_MASK
+
+
+def time_of_ft_sequence(ft_sequence: int, rate_hz: float) -> int:
+    """The lab-clock time [ns] of a sample whose ``ft_sequence`` counts the sensor's samples at ``rate_hz``
+    from ``t = 0`` (:func:`ft_sequence_at`), in integers (no rounding that grows with the count)."""
+    num, den = _rate_fraction(rate_hz)
+    return (ft_sequence & UINT32_MASK) * 1_000_000_000 * den // num
+
+
+@functools.lru_cache(maxsize=8)
+def _rate_fraction(rate_hz: float) -> tuple[int, int]:
+    rate = fractions.Fraction(rate_hz).limit_denominator(1_000_000)
+    return rate.numerator, rate.denominator
 
 
 def encode_record(record: RdtRecord) -> bytes:

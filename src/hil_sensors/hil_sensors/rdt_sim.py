@@ -130,6 +130,7 @@ class RdtSimulator:
         self._running = False
         self._held: list[list] = []   # [packets_to_wait, datagram]
         self._k = 0                   # records generated since start
+        self._ft_sequence: int | None = None   # emit(): the owner's sample count of the record being made
         self._seq = self.start_sequence
         self._remaining = 0           # records left (sample_count), 0 = unlimited
         self._next_deadline = 0.0
@@ -285,22 +286,27 @@ class RdtSimulator:
         elif req.command == rdt.CMD_SET_HARDWARE_BIAS:
             self.hardware_bias_counts = list(self.last_counts)
 
-    def emit(self, wrenches) -> int:
+    def emit(self, wrenches, ft_sequences=None) -> int:
         """Send one record per wrench of ``wrenches`` now, one per datagram (``paced=False``: the
         owner's clock made these samples due; each record carries its wrench instead of the
-        source's); nothing while not streaming or paused. Returns how many were sent."""
+        source's); nothing while not streaming or paused. Returns how many were sent.
+
+        ``ft_sequences`` (one per wrench): the records' ``ft_sequence``, the owner's sample count on
+        its clock (:func:`hil_sensors.rdt.ft_sequence_at`), instead of the records since the start."""
         sent = 0
         with self._lock:
             source = self.source
             try:
-                for wrench in wrenches:
+                for i, wrench in enumerate(wrenches):
                     if not self.streaming or self.paused:
                         break
                     self.source = lambda t, w=wrench: w
+                    self._ft_sequence = None if ft_sequences is None else ft_sequences[i]
                     self._send_packet(1)
                     sent += 1
             finally:
                 self.source = source
+                self._ft_sequence = None
         return sent
 
     def _emit_due(self) -> None:
@@ -350,7 +356,8 @@ class RdtSimulator:
         seq = self._seq
         if self.status_fn is not None:
             status |= self.status_fn(seq) & rdt.UINT32_MASK
-        rec = rdt.RdtRecord(seq, (self._k + 1) & rdt.UINT32_MASK, status, tuple(counts))
+        ft_sequence = self._k + 1 if self._ft_sequence is None else self._ft_sequence
+        rec = rdt.RdtRecord(seq, ft_sequence & rdt.UINT32_MASK, status, tuple(counts))
         self._k += 1
         self._seq = (self._seq + 1) & rdt.UINT32_MASK
         return rec

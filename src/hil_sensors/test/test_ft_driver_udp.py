@@ -525,39 +525,49 @@ def test_declared_rate_that_mismatches_the_stream_latches_a_fault_naming_both(si
     assert d.processed_output(d.newest) is None
 
 
-@pytest.mark.parametrize('sequence_stamps', [False, True])
-def test_sequence_stamps_advance_one_period_per_record_whatever_the_clock_did(sim_factory, sequence_stamps):
-    """On the lab twin's simulated clock a record can arrive before the clock names its step. Here the
-    driver's clock stands still at every third record and catches up at the next: arrival stamps then
-    repeat (the control), while ``sequence_stamps`` stamps record ``k`` at the first one's stamp plus
-    ``k`` periods, over real RDT/UDP. A first record that arrived late (the clock two periods behind)
-    is corrected by the first on time: from then on the stamps are the on-time ones."""
+@pytest.mark.parametrize('sensor_clock_stamps', [False, True])
+def test_sensor_clock_stamps_are_the_sample_times_whatever_the_driver_clock_read(sim_factory, sensor_clock_stamps):
+    """The lab twin on its simulated clock sends sample ``k`` (taken at ``k`` ms) with ``ft_sequence = k``
+    (:func:`rdt.ft_sequence_at`), over real RDT/UDP. The driver's clock reads each record at a time that
+    depends on the machine: one period behind (the record precedes the twin's ``/clock``), standing still,
+    or ahead when the driver read records that waited while the clock ran on (a busy driver). With
+    ``sensor_clock_stamps`` every stamp is the sample's time exactly; the arrival stamps (the control)
+    repeat and run late, which on a loop that steps on stamps is a loop delay that changes from run to run."""
     make, drivers = sim_factory
     sim = make(lambda t: [0.0] * 6, rate_hz=1000.0, paced=False)
-    ls = Lockstep(sim.port, sequence_stamps=sequence_stamps)
+    ls = Lockstep(sim.port, sensor_clock_stamps=sensor_clock_stamps)
     d = ls.driver
     drivers.append(d)
     ls.start(sim)
-    stamps = []
-    ls.now_ns -= 2 * ls.period_ns            # the first record: the clock two periods behind
-    ls.step()
-    stamps.append(d.take_sample().stamp_ns)
-    ls.now_ns += 2 * ls.period_ns
-    for k in range(30):
-        if k % 3 == 1:
-            ls.now_ns -= ls.period_ns        # the clock lags this record ...
-        elif k % 3 == 2:
-            ls.now_ns += ls.period_ns        # ... and catches up at the next
-        ls.step()
-        stamps.append(d.take_sample().stamp_ns)
-    steps = np.diff(stamps)
-    if sequence_stamps:
-        assert steps[0] == 3 * ls.period_ns                      # the late first one corrected by the next
-        assert np.all(steps[1:] == ls.period_ns), steps
+    period = ls.period_ns
+    clock_at_read = {k: (k - 1) * period for k in range(1, 11)}          # one period behind
+    clock_at_read.update({k: 10 * period for k in range(11, 16)})        # standing still
+    clock_at_read.update({k: 24 * period for k in range(16, 21)})        # read late: the clock ran on
+    stamps = {}
+    for k, now_ns in clock_at_read.items():
+        ls.now_ns = now_ns
+        expected = d.counters['datagrams'] + sim.emit([[0.0] * 6], [rdt.ft_sequence_at(k * 1e-3, 1000.0)])
+        end = time.monotonic() + 10.0
+        while d.counters['datagrams'] < expected and time.monotonic() < end:
+            d.poll(0.5)
+        stamps[k] = d.take_sample().stamp_ns
+    errors = np.array([stamps[k] - k * period for k in stamps])
+    if sensor_clock_stamps:
+        assert np.all(errors == 0), errors
     else:
-        assert np.any(steps == 0), steps     # what a stamp-driven consumer cannot use
+        assert errors.min() <= -period and errors.max() >= 3 * period, errors
 
 
-def test_sequence_stamps_need_a_declared_rate():
-    with pytest.raises(ParameterError, match='sequence_stamps'):
-        check_parameters({'sequence_stamps': True, 'sensor_rate_hz': 0.0})
+def test_sensor_clock_stamps_count_in_integers():
+    """``time_of_ft_sequence`` inverts ``ft_sequence_at`` to within half a period, also at 7 kHz (a period
+    that is no whole number of nanoseconds) and a day into a run, where a rounded period drifts."""
+    for rate in (1000.0, 7000.0):
+        for t_s in (0.0, 1.0, 123.456, 3600.0 * 24):
+            k = rdt.ft_sequence_at(t_s, rate)
+            assert abs(rdt.time_of_ft_sequence(k, rate) - t_s * 1e9) <= 0.5e9 / rate
+    assert rdt.time_of_ft_sequence(2**32 - 1, 7000.0) == (2**32 - 1) * 10**9 // 7000
+
+
+def test_sensor_clock_stamps_need_a_declared_rate():
+    with pytest.raises(ParameterError, match='sensor_clock_stamps'):
+        check_parameters({'sensor_clock_stamps': True, 'sensor_rate_hz': 0.0})

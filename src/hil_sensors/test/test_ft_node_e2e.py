@@ -424,6 +424,11 @@ def test_start_up_errors_name_the_parameter(tmp_path):
     assert bad.wait_exit(20.0) == 2, bad.log()
     assert "parameter 'sensor_ip'" in bad.log()
     bad.stop()
+    # stamps by the sensor's sample count are the lab twin's, on its simulated clock only
+    bad = DriverProcess({'sensor_clock_stamps': True, 'sensor_rate_hz': 1000.0}, namespace='/e2e_bad')
+    assert bad.wait_exit(20.0) == 2, bad.log()
+    assert "parameter 'sensor_clock_stamps'" in bad.log() and 'use_sim_time' in bad.log()
+    bad.stop()
     # the calibration page cannot be read: configure fails loudly, the process exits 1
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
