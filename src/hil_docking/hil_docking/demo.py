@@ -280,14 +280,17 @@ def main(argv=None) -> int:
     if args.no_live:
         say('done (live stage skipped)')
         return 0
-    ok = live_stage(sc, args.scenario, out, args.live_timeout_s, say, lockstep=run.summary, lab=args.lab)
+    ok = live_stage(sc, args.scenario, out, args.live_timeout_s, say, lockstep=run.summary, lab=args.lab,
+                    twin_lockstep=twin if args.lab == 'twin' else None)
     say('done' if ok else 'done: THE LIVE STAGE FAILED (see above)')
     return 0 if ok else 1
 
 
 def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeout_s: float, say,
-               lockstep: dict | None = None, lab: str = 'emulated') -> bool:
-    """The graph of ``cisas_docking.launch.py`` live (:func:`hil_docking.live.run_live`); True when it did its job."""
+               lockstep: dict | None = None, lab: str = 'emulated', twin_lockstep: dict | None = None) -> bool:
+    """The graph of ``cisas_docking.launch.py`` live (:func:`hil_docking.live.run_live`); True when it did its job.
+    ``twin_lockstep`` (``lab='twin'``): :func:`hil_docking.twin_mission.run_twin_mission` of the same scenario,
+    whose restitution the live loop must give again (the same loop on the same timeline)."""
     from hil_common.network import apply_network_profile, demo_domain_id
     from hil_docking.live import measured_contact, run_live
     from hil_docking.scenario import scenario_path
@@ -298,7 +301,8 @@ def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeo
         f'{sc.approach_duration_s + sc.post_impact_duration_s:g} s of simulated mission plus the contact')
     try:
         summary = run_live(scenario_file or scenario_path(), out, say=lambda m: say(m), wall_timeout_s=timeout_s,
-                           record=True, launch_arguments={'lab': lab})
+                           record=True, launch_arguments={'lab': lab},
+                           lockstep_restitution=twin_lockstep['restitution'] if twin_lockstep else None)
         if lab == 'twin':       # the contact happened in the twin: what its sensor measured against k_L x + b_L x'
             summary['measured_contact'] = contact = measured_contact(out / 'live', sc)
             if not contact['ok']:
@@ -311,6 +315,8 @@ def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeo
     if summary.get('restitution') is not None:
         ref = (f" (lockstep runner, robot velocity given: {lockstep['restitution_at_separation']:.4f}; the node "
                'differences the stamped positions)') if lockstep else ''
+        if twin_lockstep:
+            ref = f" (the lockstep loop through the twin on the graph's timeline: {twin_lockstep['restitution']:.4f})"
         say(f"  live: restitution {summary['restitution']:.4f}{ref}, orbital {summary['restitution_orbital']:.4f}; "
             f"impulse {summary['impulse_n_s']:.4g} N s; approach off the CW arc by at most "
             f"{summary.get('approach_max_off_arc_m', float('nan')):.2g} m; post-impact leg off the free CW motion by "
@@ -319,6 +325,9 @@ def live_stage(sc: DockingScenario, scenario_file: Path | None, out: Path, timeo
         f"late robot sample {summary.get('late_sample_steps')}, held samples {summary.get('pose_sample_misses')}, "
         f"dropped steps {summary.get('dropped_steps')}; recorded {sum(summary['recording'].values())} messages to "
         f"{out / 'live'}")
+    if summary.get('twin_clock'):
+        say(f"  live, the twin's clock: {summary['twin_clock']} (misses: steps taken without the arm's command; "
+            'stale answers: commands for an earlier step, not taken for this one)')
     contact = summary.get('measured_contact')
     if contact and contact['ok']:
         say(f"  live, the contact in the twin: peak {contact['peak_force_n']:.2f} N measured by the F/T sensor against "

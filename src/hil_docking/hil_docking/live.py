@@ -56,6 +56,14 @@ ON_ARC_TOL_M = 1e-9
 #:   scenario, +4.0 % in one; the lockstep twin +0.2 %; without compensation the facility is off by +14 %).
 TWIN_ON_ARC_TOL_M = 1e-4
 TWIN_RESTITUTION_TOL = 0.06
+#: The live twin graph against the lockstep loop through the twin on the graph's timeline
+#: (:func:`hil_docking.twin_mission.run_twin_mission`). The twin's simulated clock makes the live loop the
+#: same in every run: the F/T samples carry the twin's time (``sensor_clock_stamps``) and the twin steps on
+#: the arm's command stamped for its time (``command_stamps``). What differs is the sensor noise the live
+#: run drew before the mission (the driver's tare, the dead band's edges): measured within 0.04 % over 16
+#: runs (idle, beside two busy loops, each node stopped for 30 ms every 0.1 s). One control period more or
+#: less in the loop moves the restitution by 1.4 %.
+TWIN_LOCKSTEP_TOL = 0.005
 OBSERVER = 'hil_docking_live'      # the live run's observer node
 DRAIN_S = 20.0                     # wall time for the commands still queued once the mission is complete [s]
 
@@ -99,9 +107,12 @@ def _distance_to_arc(points: np.ndarray, arc: np.ndarray) -> np.ndarray:
 
 
 def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: float = RESTITUTION_TOL,
-               on_arc_tol_m: float = ON_ARC_TOL_M) -> dict:
+               on_arc_tol_m: float = ON_ARC_TOL_M, lockstep_restitution: float | None = None) -> dict:
     """The verdict of a live run: a summary with ``problems`` (empty: the mission did its job).
-    ``on_arc_tol_m`` bounds how far the commands may leave the CW arcs and miss the port."""
+    ``on_arc_tol_m`` bounds how far the commands may leave the CW arcs and miss the port.
+    ``lockstep_restitution``: the lockstep loop of the same lab on the graph's timeline (the twin's:
+    :func:`hil_docking.twin_mission.run_twin_mission`), which the live restitution must equal within
+    :data:`TWIN_LOCKSTEP_TOL`."""
     problems = []
     cw = CWModel.at_altitude(sc.altitude_m)
     axis, dt = sc.docking_axis_lvlh, sc.control_period_s
@@ -157,6 +168,13 @@ def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: flo
             problems.append(f'impact: impulse {impulse:.4g} N s, Eq. (30) gives m (1 + gamma) v_in = {want:.4g} N s')
         if last.get('contact_start_s') is not None and last.get('separation_s') is not None:
             summary['contact_duration_s'] = last['separation_s'] - last['contact_start_s']
+        if lockstep_restitution is not None:
+            summary['restitution_lockstep'] = lockstep_restitution
+            summary['restitution_vs_lockstep'] = gamma / lockstep_restitution - 1.0
+            if abs(summary['restitution_vs_lockstep']) > TWIN_LOCKSTEP_TOL:
+                problems.append(f"impact: restitution {gamma:.5f} differs from the lockstep loop's {lockstep_restitution:.5f} "
+                                f"on the same timeline by {summary['restitution_vs_lockstep'] * 100:+.2f} % (tolerance "
+                                f'{TWIN_LOCKSTEP_TOL * 100:g} %): the live loop was not the one the graph defines')
 
     # post-impact leg: free CW motion of the separation state
     sep = last.get('separation_state_lvlh')
@@ -186,7 +204,8 @@ def judge_live(sc: DockingScenario, seen: LiveObservations, restitution_tol: flo
 
 
 def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict | None = None,
-             wall_timeout_s: float = 300.0, record: bool = False, on_running=None) -> dict:
+             wall_timeout_s: float = 300.0, record: bool = False, on_running=None,
+             lockstep_restitution: float | None = None) -> dict:
     """Start the graph of ``cisas_docking.launch.py`` for ``scenario_path`` and judge the mission.
 
     Runs until the docking node reports the mission complete (the post-impact leg has lasted
@@ -194,7 +213,10 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     (MCAP). Returns :func:`judge_live`'s summary plus the node exits and warnings
     (:class:`hil_bringup.live_report.LiveReport`); ``ok`` is False when anything failed.
     ``on_running(running_graph)`` is called once the graph has started (the load test starts
-    its busy loops there).
+    its busy loops there). ``lockstep_restitution``: see :func:`judge_live`. With ``lab:=twin`` the twin's
+    clock counters (``lab_twin/status``) go into the summary, and a step the twin took without the arm's
+    command for it (a barrier miss, after ``barrier_timeout_s`` of wall time) is a problem: the loop then
+    was not the one the graph defines.
     """
     from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import PoseStamped
@@ -230,6 +252,9 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
             seen.statuses.append(values)
         node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 1000)
         node.create_subscription(DiagnosticStatus, CISAS_STATUS_TOPIC, on_status, LATCHED_QOS)
+        twin_clock = {}
+        node.create_subscription(DiagnosticStatus, '/lab_twin/status',
+                                 lambda msg: twin_clock.update({kv.key: kv.value for kv in msg.values}), 10)
         recorder = None
         if record:
             recorder = TopicRecorder(node, out / 'live', [(n, message_class(t)) for n, t in graph.record_topics],
@@ -283,7 +308,14 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
                 seen.late_commands = int(found[-1].rsplit(':', 1)[1])
     twin = (launch_arguments or {}).get('lab') == 'twin'
     verdict = judge_live(sc, seen, TWIN_RESTITUTION_TOL if twin else RESTITUTION_TOL,
-                         TWIN_ON_ARC_TOL_M if twin else ON_ARC_TOL_M)
+                         TWIN_ON_ARC_TOL_M if twin else ON_ARC_TOL_M, lockstep_restitution)
+    if twin:
+        clock_counts = {k: int(v) for k, v in twin_clock.items() if k.startswith(('misses.', 'stale_answers.'))}
+        verdict['twin_clock'] = {'steps': int(twin_clock.get('steps', 0)), **clock_counts}
+        misses = {k: n for k, n in clock_counts.items() if k.startswith('misses.') and n}
+        if misses:
+            verdict['problems'].append(f'the twin stepped without the stack\'s answer ({misses}): the loop was not the '
+                                       'one the graph defines')
     nodes = report.finish(wall_s, results, log_levels)
     summary = {**verdict, 'wall_s': round(wall_s, 2), 'nodes': nodes['nodes'],
                'problems': nodes['problems'] + unfinished + verdict['problems'], 'recording': counts,

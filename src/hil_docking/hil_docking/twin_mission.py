@@ -13,10 +13,13 @@ the graph's node specs, :func:`hil_docking.graph.cisas_graph`) and the same rule
 * the arm's motion table (:func:`hil_motion_table.motion_table_node.build_table`,
   :class:`~hil_motion_table.motion_table_node.CommandFrame`) commanding the twin's position servo.
 
-Each control period: the twin advances one period, the rule reads the sensor and the joints of that
-instant, and its command goes to the table and the twin (which delays it by its transport delay).
-What it gives: a deterministic reference for the live twin graph, the pictures of the docking in the
-twin (``frame_every_s``), and the impact measured by a real sensor model.
+Each control period, on the graph's timeline (the live graph on the twin's simulated clock runs the
+same, and its restitution is this one's within the sensor's noise): the twin advances one period to
+``t``; the rule steps on the sensor and the joints of ``t - dt`` (the docking node runs the step for
+``t - dt`` once its clock reads ``t``), and its command goes to the table and from ``t`` on to the twin
+(which delays it by its transport delay), as the table sends it (``output``: stamped single-point
+trajectories in this graph). What it gives: a deterministic reference for the live twin graph, the
+pictures of the docking in the twin (``frame_every_s``), and the impact measured by a real sensor model.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from typing import Callable
 
 import numpy as np
 import pinocchio as pin
+
+
+#: How long the arm holds the start command before the mission starts [s]. The live graph holds it until the
+#: arm's table answers (seconds); the transient it settles, the arm moving from its initial joints to the
+#: table's solution for the start (0.4 N of probe ringing beyond the dead band), is over in well under this
+#: (the servo's 5.3 ms time constant, the probe's 32 Hz at a damping ratio of 0.5).
+HOLD_S = 0.5
 
 
 class TwinDockingLab:
@@ -61,6 +71,8 @@ class TwinDockingLab:
         self.read = self.twin.wrench_source(CHASER_SENSOR)
         values = validate(table_node.PARAMS, self.graph.node('/chaser/motion_table').parameters)
         self.table = table_node.build_table(values, clock=lambda: self.twin.time)
+        # the table's output as the node sends it: positions, or single-point trajectories trajectory_lead_s ahead
+        self.trajectory_lead_s = values['trajectory_lead_s'] if values['output'] == 'joint_trajectory' else None
         self.frame = table_node.CommandFrame(SimpleNamespace(**values), self.table.kin)
         self.mockup = MockupPose(self.table.kin, sc.dock_position_in_base_m)
         self.compensation = self.graph.node('/docking_facility').parameters['compensation'] or None
@@ -80,12 +92,13 @@ class TwinDockingLab:
         self.table.initialize(q)
         self.t0 = self.twin.time
 
-    def measure(self) -> tuple[float, np.ndarray, float]:
-        """One control period of the lab: the twin advances, then ``(f_L, mock-up position in LVLH axes,
-        time since start)`` as the driver and the pose node give them."""
+    def measure(self, advance: bool = True) -> tuple[float, np.ndarray, float]:
+        """One control period of the lab (with ``advance``: the twin advances), then ``(f_L, mock-up position in
+        LVLH axes, time since start)`` as the driver and the pose node give them."""
         from hil_docking.lab_twin import CHASER_NS
 
-        self.twin.advance_to(self.twin.time + self.dt)
+        if advance:
+            self.twin.advance_to(self.twin.time + self.dt)
         wrench = self.chain.process(self.read()[0])
         force = 0.0 if wrench is None else -float(np.asarray(wrench[:3]) @ self.axis)
         self.q = self.twin.joint_state(CHASER_NS).positions
@@ -97,7 +110,11 @@ class TwinDockingLab:
 
         target = self.frame.target(pin.SE3(np.eye(3), np.asarray(dr_lvlh, dtype=float)))
         twist = self.frame.twist(np.concatenate([np.asarray(dv_lvlh, dtype=float), np.zeros(3)]))
-        self.twin.command_positions(CHASER_NS, self.table.step(target, q_measured=self.q, twist_ff_body=twist).q_command)
+        q_command = self.table.step(target, q_measured=self.q, twist_ff_body=twist).q_command
+        if self.trajectory_lead_s is None:
+            self.twin.command_positions(CHASER_NS, q_command)
+        else:
+            self.twin.command_trajectory(CHASER_NS, self.table.kin.joint_names, [(self.trajectory_lead_s, q_command)])
 
     def close(self) -> None:
         self.twin.close()
@@ -116,8 +133,19 @@ def run_twin_mission(scenario_file: Path, launch_arguments: dict | None = None,
     try:
         lab.start()
         series = {'t_s': [], 'penetration_m': [], 'force_n': [], 'command_lvlh': []}
+        # the docking node holds the start command until its robot side answers (seconds in the live graph):
+        # the arm moves from its initial joints to the table's solution for it, and the probe rings
+        lab.measure(advance=False)
+        for _ in range(int(round(HOLD_S / lab.dt))):
+            lab.command(rule.state_lvlh[0:3], rule.state_lvlh[3:6])
+            lab.measure()
+        # the graph's timeline: the docking node's step for t runs when the clock reads t + dt (its period
+        # is over), with the samples stamped t, and its command moves the arm from t + dt
+        sample = lab.measure(advance=False)
+        lab.command(rule.state_lvlh[0:3], rule.state_lvlh[3:6])
         while not rule.complete and (max_time_s is None or rule.t < max_time_s):
-            force, position, t_s = lab.measure()
+            force, position, t_s = sample
+            sample = lab.measure()
             rule.step(force, position, sample_time_s=t_s)
             state = rule.begin_tick()
             lab.command(state[0:3], state[3:6])
