@@ -37,10 +37,15 @@ class FtChannel:
     steps read 5e-4 N. With one step per sample (the Envisat twin: 1 ms steps, 1 kHz) nothing changes.
     """
 
-    def __init__(self, name: str, config: FtConfig):
+    def __init__(self, name: str, config: FtConfig, step_s: float | None = None):
         self.name = name
         self.config = config
         self.period = 1.0 / config.rate_hz
+        # ``step_s``: the physics step that calls :meth:`sample`. A sample instant is reached within half a
+        # step: MuJoCo adds its time step to ``time`` in floating point, and at 0.25 ms the sum drifts from
+        # k * 0.25 ms by more than 1e-12 s after about 10 s (then a 1 kHz channel skipped one sample at
+        # 10.267 s and took two at 18.868 s, and a twin waiting for that sample stalled).
+        self._tolerance = 0.5 * step_s if step_s else 1e-12
         self._rng = np.random.default_rng(config.seed)
         self._std = np.array([config.noise_force_std] * 3 + [config.noise_torque_std] * 3)
         self._bias = np.array(config.bias, dtype=float)
@@ -54,7 +59,7 @@ class FtChannel:
     def sample(self, t: float, wrench_true_in_sensor) -> bool:
         self._sum += np.asarray(wrench_true_in_sensor, dtype=float)
         self._count += 1
-        if t + 1e-12 < self._next:
+        if t + self._tolerance < self._next:
             return False
         noise = self._rng.standard_normal(6) * self._std
         # the mean of one sample is the sample (x / 1 == x exactly): no division at one step per sample

@@ -184,7 +184,7 @@ class LabTwin:
             site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, f'{sensor}_site')
             force = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_force')]
             torque = self.model.sensor_adr[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, f'{sensor}_torque')]
-            self._ft[sensor] = (FtChannel(sensor, ft_cfg), site, force, torque)
+            self._ft[sensor] = (FtChannel(sensor, ft_cfg, step_s=self.dt), site, force, torque)
             self._ft_channels.append((self._ft[sensor][0], int(force), int(torque)))   # what the step samples
 
     def _set_gains(self) -> None:

@@ -196,6 +196,32 @@ def test_a_reading_is_the_mean_of_the_steps_of_its_sample_period():
         assert value == pytest.approx(np.mean([1.0 + (0.3 if k % 2 else -0.3) + 0.001 * k for k in steps]), abs=1e-12)
 
 
+def test_a_channel_takes_one_sample_per_period_on_mujocos_accumulated_time():
+    """MuJoCo adds its time step to ``time`` in floating point. At 0.25 ms steps and 1 kHz the sum drifts from
+    k * 0.25 ms by more than 1e-12 s within 10 s: a channel that compared with that tolerance skipped the
+    sample of 10.267 s and took two at 18.868 s, and the CISAS twin, waiting for each F/T sample to pass the
+    driver before its /clock, stalled for its 10 s barrier timeout. With the physics step known the channel
+    takes exactly one sample per period (the first period: its own step at t = 0 and the one at 1 ms)."""
+    from hil_lab_twin.ft import FtChannel
+
+    dt = 0.00025
+    wrench = np.zeros(6)
+    old = FtChannel('ft', FtConfig(rate_hz=1000.0, noise_force_std=0.0, noise_torque_std=0.0))
+    new = FtChannel('ft', FtConfig(rate_hz=1000.0, noise_force_std=0.0, noise_torque_std=0.0), step_s=dt)
+    t, per_period_old, per_period_new = 0.0, [], []
+    for _ in range(20000):
+        taken_old = taken_new = 0
+        for _ in range(4):
+            t += dt                                       # as mj_step does
+            taken_old += old.sample(t, wrench)
+            taken_new += new.sample(t, wrench)
+        per_period_old.append(taken_old)
+        per_period_new.append(taken_new)
+    assert per_period_new[0] == 2 and set(per_period_new[1:]) == {1}
+    assert per_period_old[10266] == 0 and per_period_old[18867] == 2        # the control: the skip and the double
+    assert new.stamp == pytest.approx(20.0, abs=1e-9) and new.sequence == 20001
+
+
 def test_pacer_follows_an_injected_wall_clock():
     twin = LabTwin(facility_config('serial'))
     now = [100.0]
