@@ -253,8 +253,14 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
         node.create_subscription(PoseStamped, 'chaser/pose_cmd', on_command, 1000)
         node.create_subscription(DiagnosticStatus, CISAS_STATUS_TOPIC, on_status, LATCHED_QOS)
         twin_clock = {}
-        node.create_subscription(DiagnosticStatus, '/lab_twin/status',
-                                 lambda msg: twin_clock.update({kv.key: kv.value for kv in msg.values}), 10)
+
+        def on_twin_status(msg):
+            # the counters as of the mission's end: once complete the docking node stops commanding, and the twin
+            # then waits barrier_timeout_s for the arm before it steps on (a miss that is no fault of the loop)
+            if not twin_clock.get('at_complete'):
+                twin_clock.update({kv.key: kv.value for kv in msg.values})
+                twin_clock['at_complete'] = bool(seen.statuses) and seen.statuses[-1].get('complete') is True
+        node.create_subscription(DiagnosticStatus, '/lab_twin/status', on_twin_status, 10)
         recorder = None
         if record:
             recorder = TopicRecorder(node, out / 'live', [(n, message_class(t)) for n, t in graph.record_topics],
