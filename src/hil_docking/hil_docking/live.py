@@ -49,20 +49,18 @@ ON_ARC_TOL_M = 1e-9
 #:   which moves the 75 kg equivalent mass by ~1/2 (1 N / 75 kg) (0.1 s)^2 = 7e-5 m: 0.1 mm, 2 % of the
 #:   impact's 5.6 mm penetration;
 #: * the twin's loop delay is its servo's and its sensor's (4 ms transport, a 30 Hz position loop, the
-#:   F/T filter), not exactly the scenario's ``Delta`` that the compensation is designed for, and live
-#:   the F/T stamps' alignment to the twin's time varies by one control period between runs (the
-#:   driver's clock lags the records by one or two periods on the simulated clock), which moves the
-#:   restitution by about 2 %: held to 6 % (measured +1.7 to +1.9 % in four runs of the short
-#:   scenario, +4.0 % in one; the lockstep twin +0.2 %; without compensation the facility is off by +14 %).
+#:   F/T filter, one control period through the graph), not exactly the scenario's ``Delta`` that the
+#:   compensation is designed for: held to 6 % (measured +2.4 % on the short scenario, +3.0 % on the
+#:   shipped one, the same live and lockstep; without compensation the facility is off by +14 %).
 TWIN_ON_ARC_TOL_M = 1e-4
 TWIN_RESTITUTION_TOL = 0.06
 #: The live twin graph against the lockstep loop through the twin on the graph's timeline
 #: (:func:`hil_docking.twin_mission.run_twin_mission`). The twin's simulated clock makes the live loop the
 #: same in every run: the F/T samples carry the twin's time (``sensor_clock_stamps``) and the twin steps on
 #: the arm's command stamped for its time (``command_stamps``). What differs is the sensor noise the live
-#: run drew before the mission (the driver's tare, the dead band's edges): measured within 0.04 % over 16
-#: runs (idle, beside two busy loops, each node stopped for 30 ms every 0.1 s). One control period more or
-#: less in the loop moves the restitution by 1.4 %.
+#: run drew before the mission (the driver's tare, the dead band's edges): measured within 0.04 % over 23
+#: runs of the short scenario (idle, beside two busy loops, a node stopped for 30 ms every 0.1 s). One
+#: control period more or less in the loop moves the restitution by 1.4 %.
 TWIN_LOCKSTEP_TOL = 0.005
 OBSERVER = 'hil_docking_live'      # the live run's observer node
 DRAIN_S = 20.0                     # wall time for the commands still queued once the mission is complete [s]
