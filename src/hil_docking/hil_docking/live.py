@@ -212,9 +212,9 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     (:class:`hil_bringup.live_report.LiveReport`); ``ok`` is False when anything failed.
     ``on_running(running_graph)`` is called once the graph has started (the load test starts
     its busy loops there). ``lockstep_restitution``: see :func:`judge_live`. With ``lab:=twin`` the twin's
-    clock counters (``lab_twin/status``) go into the summary, and a step the twin took without the arm's
-    command for it (a barrier miss, after ``barrier_timeout_s`` of wall time) is a problem: the loop then
-    was not the one the graph defines.
+    clock counters (``lab_twin/status``, as of the mission's end) go into the summary: steps it took without
+    the arm's command for it (barrier misses, after ``barrier_timeout_s`` of wall time) and commands for an
+    earlier step it did not take (stale answers).
     """
     from diagnostic_msgs.msg import DiagnosticStatus
     from geometry_msgs.msg import PoseStamped
@@ -316,10 +316,8 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     if twin:
         clock_counts = {k: int(v) for k, v in twin_clock.items() if k.startswith(('misses.', 'stale_answers.'))}
         verdict['twin_clock'] = {'steps': int(twin_clock.get('steps', 0)), **clock_counts}
-        misses = {k: n for k, n in clock_counts.items() if k.startswith('misses.') and n}
-        if misses:
-            verdict['problems'].append(f'the twin stepped without the stack\'s answer ({misses}): the loop was not the '
-                                       'one the graph defines')
+        # counted and reported, like the node's own deadline misses: a step the twin took without the arm's
+        # command holds the arm one period, a degradation the restitution against the lockstep loop judges
     nodes = report.finish(wall_s, results, log_levels)
     summary = {**verdict, 'wall_s': round(wall_s, 2), 'nodes': nodes['nodes'],
                'problems': nodes['problems'] + unfinished + verdict['problems'], 'recording': counts,

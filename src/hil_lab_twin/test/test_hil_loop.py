@@ -77,6 +77,9 @@ def run_push(ros, free_udp_port) -> dict:
     admittance_status = []  # OK once the client admittance integrates the measured wrench
     subs.append(node.create_subscription(DiagnosticStatus, '/client/admittance/status', admittance_status.append, 10))
     subs.append(node.create_subscription(Float64MultiArray, '/client/table/tracking_error', tracking_errors.append, 10))
+    twin_clock = {}    # the twin's counters (every second): steps it took without the stack's answer are misses
+    subs.append(node.create_subscription(DiagnosticStatus, '/lab_twin/status',
+                                         lambda m: twin_clock.update({kv.key: kv.value for kv in m.values}), 10))
     pub_push = node.create_publisher(WrenchStamped, '/client/payload/push', 10)
 
     def flange_in_world(msg):
@@ -131,6 +134,8 @@ def run_push(ros, free_udp_port) -> dict:
         pub_push.publish(WrenchStamped())
         statuses.clear()
         spin_until(executor, lambda: statuses, 60.0)  # the tracking statistics, every 0.5 s (simulated)
+        twin_clock.clear()
+        spin_until(executor, lambda: twin_clock, 30.0)  # the twin's counters as of now (every second of wall time)
     finally:
         outputs = [stop_process(p) for p in reversed(procs)][::-1]  # the stack first, then the lab
         for sub in subs:
@@ -150,8 +155,12 @@ def run_push(ros, free_udp_port) -> dict:
                       math.nan),
         'elapsed': t_state - t_push,
         't_state': t_state,
+        # what this test received (its readers, and the writers' 10-deep histories, lose messages while this
+        # process is held up on a busy machine); that the stack answered every step is the twin's count
         'pose_rate': sum(1 for t, _ in poses if t_push < t <= t_push + PUSH_S) / PUSH_S,
         'state_rate': sum(1 for t, _ in states if t_push < t <= t_push + PUSH_S) / PUSH_S,
+        'twin_steps': int(twin_clock.get('steps', 0)),
+        'twin_misses': {k: int(v) for k, v in twin_clock.items() if k.startswith('misses.')},
         'in_step': abs(t_state - t_pose) < 0.03,
         'tracking': {kv.key: float(kv.value) for kv in statuses[-1].values} if statuses else None,
         # along the push (received times): the commanded and the measured displacement along the push (+y)
@@ -168,11 +177,16 @@ def run_push(ros, free_udp_port) -> dict:
 
 
 def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
-    # On the twin's simulated clock a busy machine only slows the run down: one attempt, and every
-    # step of the push answered (pose commands and joint states at the full 250 Hz of simulated time)
+    # On the twin's simulated clock a busy machine only slows the run down: one attempt, and every step
+    # answered (the twin took none without the table's command: no barrier miss). The rates this test
+    # received are reported: in a fresh-clone suite run its own readers lost 14 % of the push's messages
+    # (214 of 250 a second) while the twin missed nothing.
     run = run_push(ros, free_udp_port)
-    assert run['pose_rate'] >= 0.95 * 250 and run['state_rate'] >= 0.95 * 250 and run['in_step'] \
-        and run['tracking'] is not None, {k: run[k] for k in ('pose_rate', 'state_rate', 'in_step', 'tracking')}
+    info = {k: run[k] for k in ('pose_rate', 'state_rate', 'in_step', 'tracking', 'twin_steps', 'twin_misses')}
+    assert run['twin_steps'] > 0 and not any(run['twin_misses'].values()) and run['in_step'] \
+        and run['tracking'] is not None, info
+    print(f"received during the push: {run['pose_rate']:.0f} pose commands and {run['state_rate']:.0f} joint states a "
+          f"second of simulated time (250 sent); the twin: {run['twin_steps']} steps, misses {run['twin_misses']}")
     moved, commanded = run['moved'], run['commanded']
     elapsed = run['t_state'] - run['onset']   # from the push's first measured sample in the lab
     print(f"the push met the mock-up {run['onset'] - (run['t_state'] - run['elapsed']):.3f} s after this test sent it")
@@ -194,7 +208,7 @@ def test_pushed_mockup_yields_like_the_simulated_client(ros, free_udp_port):
           f'max {np.abs(residual_m).max() * 1e3:.2f} mm, {misses} of {residual_m.size} samples over 1 mm; '
           f"motion table's median tracking error over the run {run['tracking']['tracking_median_position_m'] * 1e3:.2f} mm")
     assert abs(lag_s - expected_lag_s) <= 0.004, (lag_s, expected_lag_s)
-    assert residual_m.size > 0.9 * 250 * PUSH_S and misses == 0
+    assert residual_m.size > 0.5 * 250 * PUSH_S and misses == 0     # enough received samples for the fit
     assert run['tracking']['tracking_median_position_m'] < 1e-3
     assert np.linalg.norm(moved - commanded) < 1e-2
     # along the push, by about F t^2 / 2m
