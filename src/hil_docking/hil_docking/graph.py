@@ -160,7 +160,11 @@ def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage
 
     The twin steps at the docking node's control rate (one joint state and one F/T sample per step),
     and publishes ``/clock`` once the F/T driver has passed the step's sample on, so every step of
-    the docking node uses the pose and the wrench of its own time, as the emulated lab gives them."""
+    the docking node uses the pose and the wrench of its own time, as the emulated lab gives them.
+    Two settings differ from ``lab:=cisas`` so that the loop is the same in every run: the driver
+    stamps each sample with the twin's time of it (``sensor_clock_stamps``), and the arm's table sends
+    stamped single-point trajectories (``joint_trajectory``, not ``forward_position``), of which the twin
+    takes for its step from ``t`` only the one stamped ``t`` (``command_stamps``)."""
     import dataclasses
 
     from hil_bringup.graphs import int_arg
