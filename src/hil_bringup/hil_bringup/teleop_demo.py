@@ -277,8 +277,11 @@ def run_graph(scenario: TeleopScenario, duration_s: float, bag: Path | None = No
                'finished': seconds >= duration_s and (until is None or until(data)),
                'real_time_factor': seconds / wall_s if wall_s > 0 else float('nan')}
     if sim_clock:
-        account['misses'] = {k.removeprefix('misses.'): int(v) for k, v in status.items() if k.startswith('misses.')}
-        account['twin_real_time_factor'] = float(status.get('real_time_factor', 'nan'))
+        from hil_lab_twin.pacing import counters_from_status
+
+        counters = counters_from_status(status)
+        account['misses'] = counters['misses']
+        account['twin_real_time_factor'] = counters['real_time_factor']
     data['_lab_clock'] = account
     if bag is not None:
         from hil_bringup.recorder import McapWriter

@@ -314,8 +314,10 @@ def run_live(scenario_path: Path, out: Path, say=print, launch_arguments: dict |
     verdict = judge_live(sc, seen, TWIN_RESTITUTION_TOL if twin else RESTITUTION_TOL,
                          TWIN_ON_ARC_TOL_M if twin else ON_ARC_TOL_M, lockstep_restitution)
     if twin:
-        clock_counts = {k: int(v) for k, v in twin_clock.items() if k.startswith(('misses.', 'stale_answers.'))}
-        verdict['twin_clock'] = {'steps': int(twin_clock.get('steps', 0)), **clock_counts}
+        from hil_lab_twin.pacing import counters_from_status
+
+        counters = counters_from_status({k: v for k, v in twin_clock.items() if k != 'at_complete'})
+        verdict['twin_clock'] = {k: counters[k] for k in ('steps', 'misses', 'stale_answers')}
         # counted and reported, like the node's own deadline misses: a step the twin took without the arm's
         # command holds the arm one period, a degradation the restitution against the lockstep loop judges
     nodes = report.finish(wall_s, results, log_levels)

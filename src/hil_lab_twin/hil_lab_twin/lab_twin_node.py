@@ -58,7 +58,7 @@ from trajectory_msgs.msg import JointTrajectory
 from hil_common.conversions import pose_to_msg, seconds_to_stamp, stamp_to_seconds, wrench_from_msg, wrench_to_msg
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.ros_main import run_node
-from hil_lab_twin.pacing import RealTimePacer, SimulatedLabClock, WatchedWait
+from hil_lab_twin.pacing import RealTimePacer, SimulatedLabClock, WatchedWait, status_values
 from hil_lab_twin.rdt_bridge import rdt_server
 from hil_lab_twin.scene import (ArmConfig, FtConfig, GripConfig, RobotConfig, ServoConfig, TwinConfig, facility_config,
                                 teleop_facility_config)
@@ -328,12 +328,7 @@ class LabTwinNode(Node):
         msg = DiagnosticStatus(level=DiagnosticStatus.OK if misses == 0 else DiagnosticStatus.WARN, name='lab_twin',
                                message=f"simulated clock: t = {values['time_s']:.3f} s, real-time factor "
                                        f"{values['real_time_factor']:.2f}, {misses} barrier misses")
-        flat = {'time_s': values['time_s'], 'steps': values['steps'], 'real_time_factor': values['real_time_factor'],
-                'waiting_for': ' '.join(values['waiting_for']),
-                'stalls': values['stalls'] + self.clock_after_wait.stalls,
-                **{f'misses.{ns}': n for ns, n in values['misses'].items()},
-                **{f'stale_answers.{ns}': n for ns, n in values['stale_answers'].items()}}
-        msg.values = [KeyValue(key=k, value=str(v)) for k, v in flat.items()]
+        msg.values = [KeyValue(key=k, value=v) for k, v in status_values(values, self.clock_after_wait.stalls).items()]
         self.status_pub.publish(msg)
 
     # -- clock 'wall' -------------------------------------------------------------------------

@@ -178,3 +178,24 @@ class SimulatedLabClock:
                 'stale_answers': dict(self.stale_answers),
                 'waiting_for': self.waiting_for(),
                 'real_time_factor': (self.twin.time - self._sim0) / elapsed if elapsed > 0 else float('nan')}
+
+
+def status_values(counters: dict, stalls: int = 0) -> dict[str, str]:
+    """The key-values of ``lab_twin/status`` (strings) for :meth:`SimulatedLabClock.counters` (``stalls``: more
+    stalls the node watched, e.g. while waiting for the F/T drivers). :func:`counters_from_status` reads them."""
+    flat = {'time_s': counters['time_s'], 'steps': counters['steps'], 'real_time_factor': counters['real_time_factor'],
+            'waiting_for': ' '.join(counters['waiting_for']), 'stalls': counters['stalls'] + stalls,
+            **{f'misses.{ns}': n for ns, n in counters['misses'].items()},
+            **{f'stale_answers.{ns}': n for ns, n in counters['stale_answers'].items()}}
+    return {k: str(v) for k, v in flat.items()}
+
+
+def counters_from_status(values: dict[str, str]) -> dict:
+    """The twin's clock counters from ``lab_twin/status`` key-values (:func:`status_values`): ``steps``,
+    ``real_time_factor``, ``stalls``, and per robot ``misses`` (steps taken without its command) and
+    ``stale_answers`` (commands for an earlier step, not taken). Empty values (no status yet) read as zero."""
+    def per_robot(prefix):
+        return {k.removeprefix(prefix): int(v) for k, v in values.items() if k.startswith(prefix)}
+    return {'steps': int(values.get('steps', 0)), 'real_time_factor': float(values.get('real_time_factor', 'nan')),
+            'stalls': int(values.get('stalls', 0)), 'misses': per_robot('misses.'),
+            'stale_answers': per_robot('stale_answers.')}

@@ -26,6 +26,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_common.ros_testing import spin_until, start_node, stop_process
+from hil_lab_twin.pacing import counters_from_status
 from hil_motion_table.kinematics_helpers import make_kinematics
 
 MASS_KG, PUSH_N, PUSH_S = 500.0, 50.0, 1.0
@@ -159,8 +160,8 @@ def run_push(ros, free_udp_port) -> dict:
         # process is held up on a busy machine); that the stack answered every step is the twin's count
         'pose_rate': sum(1 for t, _ in poses if t_push < t <= t_push + PUSH_S) / PUSH_S,
         'state_rate': sum(1 for t, _ in states if t_push < t <= t_push + PUSH_S) / PUSH_S,
-        'twin_steps': int(twin_clock.get('steps', 0)),
-        'twin_misses': {k: int(v) for k, v in twin_clock.items() if k.startswith('misses.')},
+        'twin_steps': counters_from_status(twin_clock)['steps'],
+        'twin_misses': counters_from_status(twin_clock)['misses'],
         'in_step': abs(t_state - t_pose) < 0.03,
         'tracking': {kv.key: float(kv.value) for kv in statuses[-1].values} if statuses else None,
         # along the push (received times): the commanded and the measured displacement along the push (+y)

@@ -9,7 +9,7 @@ a stall of the twin itself (of the whole machine) is not the stack's silence.
 
 import pytest
 
-from hil_lab_twin.pacing import SimulatedLabClock
+from hil_lab_twin.pacing import SimulatedLabClock, counters_from_status, status_values
 from hil_lab_twin.scene import RobotConfig, TwinConfig
 from hil_lab_twin.twin import LabTwin
 
@@ -121,3 +121,7 @@ def test_a_command_stamped_for_an_earlier_step_does_not_answer_this_one(twin):
     wall.now += 0.004
     assert clock.answered('client') and clock.step_due()      # unstamped (forward_position): any command answers
     assert clock.misses == {}
+    # what lab_twin/status carries, read back as numbers (the live runs and the teleop demo read it so)
+    back = counters_from_status(status_values(clock.counters(), stalls=2))
+    assert back['stale_answers'] == {'client': 1} and back['misses'] == {} and back['steps'] == clock.steps
+    assert back['stalls'] == clock.wait.stalls + 2
