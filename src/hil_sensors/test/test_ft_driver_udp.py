@@ -565,7 +565,10 @@ def test_sensor_clock_stamps_count_in_integers():
         for t_s in (0.0, 1.0, 123.456, 3600.0 * 24):
             k = rdt.ft_sequence_at(t_s, rate)
             assert abs(rdt.time_of_ft_sequence(k, rate) - t_s * 1e9) <= 0.5e9 / rate
-    assert rdt.time_of_ft_sequence(2**32 - 1, 7000.0) == (2**32 - 1) * 10**9 // 7000
+    # the last count before the wrap at 7 kHz: 4294967295 / 7000 s = 613566 s + 5295/7000 s (long division),
+    # 613566.756428571... s; a period rounded to 142857 ns would put it 0.61 s earlier
+    assert rdt.time_of_ft_sequence(2**32 - 1, 7000.0) == 613_566_756_428_571
+    assert (2**32 - 1) * round(1e9 / 7000.0) < 613_566_756_428_571 - 600_000_000
 
 
 def test_sensor_clock_stamps_need_a_declared_rate():
