@@ -339,6 +339,10 @@ class ServicerAdmittanceNode(Node):
             self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
                                    throttle_duration_sec=1.0)
 
+    def send_effort(self, tau_q) -> None:
+        """The arm's effort command (raw CDR through rclpy; the fused hot path may send it from compiled code)."""
+        self.pub_effort.publish(self.encode_effort(tau_q))
+
     # -- the rule --------------------------------------------------------------------------
     def tick(self):
         guarded(self._tick, self.context)
@@ -361,7 +365,7 @@ class ServicerAdmittanceNode(Node):
             self.pub_plan.publish(rebase_topic.plan_message(plan, self.t0_ns * 1e-9))   # t_start on the ROS clock
             self.get_logger().info(f're-basing the nominal onto the stack: plan published, ramp from t = '
                                    f'{plan.t_start:.3f} s over {plan.ramp_s:g} s (compound {plan.mass_kg:.0f} kg)')
-        self.pub_effort.publish(self.encode_effort(out.tau_q))
+        self.send_effort(out.tau_q)
         self.outputs += 1
         if self.outputs % self.decimation:
             return

@@ -21,7 +21,9 @@ controller keeps its last command: it gets the hold's gravity compensation; the 
 ``trace_sample_stamps`` (:mod:`hil_common.sample_trace`: ``servicer/hot_path/trace``, the stamp of the
 wrist sample each command came from, for latency measurements). Dropped steps are logged, as in
 ``servicer_admittance_node``. The wrist wrench, the arm's and the table's joints are taken, and the robot and
-effort commands sent, as raw CDR (:mod:`hil_common.cdr`). Only the wrist samples wake the node: the arm's and the
+effort commands sent, as raw CDR (:mod:`hil_common.cdr`); with ``compiled_io`` (the default) the joints are taken
+and decoded, and the two commands encoded and sent, through rcl from compiled code (:mod:`hil_common.rcl_io`: no
+Python per message). Only the wrist samples wake the node: the arm's and the
 table's joints, the OBSW's commands and the client's state are taken, in the order they came, when a sample
 arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
 """
@@ -44,6 +46,7 @@ from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.polled import PolledSubscription
+from hil_common import rcl_io
 from hil_common.realtime import make_realtime
 from hil_common.ros_main import run_node
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -58,6 +61,9 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
                 min=0, max=99),
           Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
+          Param('compiled_io', True, "Take the arm's and the table's joint states and send the robot and effort "
+                'commands through rcl from compiled code (hil_common.rcl_io: no Python per message); false: '
+                'through rclpy'),
           TRACE_PARAM]
 
 
@@ -87,6 +93,15 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
+        self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
+        if p.compiled_io:
+            if rcl_io.available():
+                raise ParameterError(f"parameter 'compiled_io': {rcl_io.available()} (set it false to use rclpy)")
+            arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
+            self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
+                                rcl_io.JointStateStream(arm_in.handle, self.joint_names),
+                                rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
+                                rcl_io.Float64ArrayPublisher(self.pub_effort, len(self.joint_names)))
         self.last_holding = None
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
@@ -133,11 +148,58 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
 
     def take_inputs(self) -> None:
         """The table's joint states, then the admittance's polled inputs, that arrived since the last call."""
-        for buf in self.table_joints_in.take_all():
-            self.on_table_joints(buf)
-        super().take_inputs()
+        if self.compiled_io is None:
+            for buf in self.table_joints_in.take_all():
+                self.on_table_joints(buf)
+            super().take_inputs()
+            return
+        table, arm = self.compiled_io[:2]
+        self._table_joints_taken(table, table.take())
+        self._arm_joints_taken(arm, arm.take())
+        for subscription, handle in self.polled[1:]:          # the OBSW's commands (and the client's state)
+            for buf in subscription.take_all():
+                handle(buf)
+
+    def _table_joints_taken(self, stream, n: int) -> None:
+        """:meth:`on_table_joints` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
+        if n == 0:
+            return
+        now = self.lab_now()
+        if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        for k in range(n):
+            flags = int(stream.flags[k])
+            if flags & rcl_io.MALFORMED:
+                self.rule.counters['refused_joint_states'] += 1
+                self.get_logger().warn(f'malformed table joint state dropped ({rcl_io.malformed_reason(flags)})',
+                                       throttle_duration_sec=1.0)
+                continue
+            self.rule.table_joints(stream.q[k].copy() if flags & rcl_io.Q_OK else None,
+                                   stream.dq[k].copy() if flags & rcl_io.DQ_OK else None, now, self._now_s())
+
+    def _arm_joints_taken(self, stream, n: int) -> None:
+        """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
+        whole = rcl_io.Q_OK | rcl_io.DQ_OK | rcl_io.POSITIONS_FULL
+        for k in range(n):
+            flags = int(stream.flags[k])
+            if flags & rcl_io.MALFORMED:
+                self.side.reject(f'malformed joint state ({rcl_io.malformed_reason(flags)})')
+                self._report_rejections()
+                continue
+            sec, nanosec = stream.stamps[k]
+            self._joints((stream.q[k].copy(), stream.dq[k].copy()) if flags & whole == whole else None,
+                         int(sec) + int(nanosec) * 1e-9)
+
+    def send_effort(self, tau_q) -> None:
+        if self.compiled_io is None:
+            super().send_effort(tau_q)
+        else:
+            self.compiled_io[3].publish(tau_q)
 
     def destroy_node(self):
+        if self.compiled_io is not None:
+            for stream in self.compiled_io[:2]:
+                stream.release()
         for subscription in (self.table_joints_in, *(s for s, _ in self.polled)):
             subscription.destroy()
         return super().destroy_node()
@@ -172,7 +234,10 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.report_dropped_steps()
         if out is None:
             return
-        self.pub_cmd.publish(self.encode_cmd(out.q_command))
+        if self.compiled_io is None:
+            self.pub_cmd.publish(self.encode_cmd(out.q_command))
+        else:
+            self.compiled_io[2].publish(out.q_command)
         if sample_stamp is not None:
             self.trace.publish(*sample_stamp)
         self.publish_output(out.side)

@@ -5,6 +5,7 @@ a hold while the table's joints are stale, and a hold (gravity compensation only
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import pinocchio as pin
 import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -150,14 +151,17 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
 
 
-def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_for_the_joint_watch(tmp_path):
+@pytest.mark.parametrize('compiled_io', [True, False])
+def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_for_the_joint_watch(tmp_path,
+                                                                                                   compiled_io):
     """The arm's and the table's joints and the OBSW's commands are taken at each wrist sample as raw CDR
-    (hil_common.polled): the OBSW's torques reach the effort command (the arm at rest, no wrench: only the
-    feed-forward of the base's reaction beside them), a malformed one is refused by name. Without samples the watchdog takes
-    them. Its period must suit the table's joint watch too: with ``input_timeout_s`` (0.3 s) above the
-    watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming must not be judged stale while the
-    wrist is silent."""
-    run = start_hot_path(tmp_path, input_timeout_s=0.3)
+    (hil_common.polled; the joints and the commands through rcl from compiled code with ``compiled_io``, the
+    default, else through rclpy): the OBSW's torques reach the effort command (the arm at rest, no wrench: only
+    the feed-forward of the base's reaction beside them), malformed torques and joint states are refused by
+    name. Without samples the watchdog takes them. Its period must suit the table's joint watch too: with
+    ``input_timeout_s`` (0.3 s) above the watch's ``joint_states_timeout_s`` (0.1 s), joints that keep coming
+    must not be judged stale while the wrist is silent."""
+    run = start_hot_path(tmp_path, input_timeout_s=0.3, compiled_io=compiled_io)
     adm, table, q_table_0, model, scenario, kin, proc = (run.adm, run.table, run.q_table_0, run.model, run.scenario,
                                                          run.kin, run.proc)
     assert ({p.name: p.default for p in TABLE_PARAMS} | table)['joint_states_timeout_s'] < 0.3
@@ -196,6 +200,9 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             # so torques dropped, scaled or given to the wrong joints fail; Eq. (22) itself is test_fast_paths'.
             np.testing.assert_allclose(efforts[-1], tau_obsw.data, atol=0.1)
             pub_tau.publish(b'\x00\x01\x00\x00\x07')         # a malformed torque command, as raw CDR
+            spin_until(executor, lambda: False, 1.1)         # (the refusals' log is throttled to one a second)
+            pub_arm.publish(b'\x00\x01\x00\x00\x07')         # malformed joint states of the arm and of the table
+            pub_table.publish(b'\x00\x01\x00\x00\x07')
             spin_until(executor, lambda: False, 0.2)
             wrist['on'] = False
             first = len(statuses)
@@ -211,3 +218,5 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
         out = stop_process(proc)
     assert alive, out
     assert 'rejected malformed torque command' in out, out[-2000:]
+    assert 'rejected malformed joint state (' in out, out[-2000:]
+    assert 'malformed table joint state dropped (' in out, out[-2000:]

@@ -1,0 +1,438 @@
+"""Takes and publishes on rcl from compiled code: a hot path's inputs and outputs with no Python per message.
+
+The fused servicer hot path takes two joint-state streams (the arm's, the table's) at each wrist sample and
+sends two 1 kHz commands (the table's joints, the arm's efforts). Through rclpy each of these costs Python:
+the take loop (:class:`hil_common.polled.PolledSubscription`) and rclpy's ``take_message`` with its tuple and
+dict per message, the decoder (:class:`hil_common.cdr.JointStateDecoder`, :class:`~hil_common.conversions.JointOrder`),
+the encoder and rclpy's ``publish``. Here each stream is one compiled call (Numba) that calls rcl's C functions
+itself, on the handles rclpy created:
+
+* :class:`JointStateStream` -- ``rcl_take_serialized_message`` until the subscription is empty, each
+  ``sensor_msgs/JointState`` decoded in place (the layout of :mod:`hil_common.cdr`: XCDR1 little endian) and its
+  positions and velocities picked in the node's joint order, with what :class:`~hil_common.cdr.JointStateReader`
+  and :class:`hil_admittance.node_common.JointPicker` judge (a missing joint, too few or non-finite values, no
+  velocities) as flags; the index of the node's joints among the message's is worked out again only when the
+  names' bytes change;
+* :class:`Float64ArrayPublisher` -- a ``std_msgs/Float64MultiArray`` (empty layout) written into a buffer built
+  once and sent with ``rcl_publish_serialized_message``.
+
+The C functions are declared to Numba by name (:func:`_rcl_take`, :func:`_rcl_publish`) and resolved in the
+``librcl`` that rclpy loaded into this process (found in ``/proc/self/maps``), so the compiled code is cached on
+disk like the rules' kernels (``./dev`` compiles it at install: ``python -m hil_common.rcl_io``). The readable
+definitions stay in :mod:`hil_common.cdr`; ``test_rcl_io`` holds these to them and to rclpy's own serializer.
+:func:`available` says why not when this process cannot use them (no ``librcl`` found): the nodes then take
+and send through rclpy.
+
+Only the thread that spins the node may call these (as with rclpy's own takes), and not after the node's
+handles are destroyed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from pathlib import Path
+
+import numpy as np
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  # noqa: F401 - loads librcl
+
+from hil_common.cdr import HEADER, CdrError
+from hil_common.errors import StartError
+
+RCL_RET_OK = 0
+RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
+
+# JointStateStream's flags, per message
+Q_OK = 1            # every joint of the node's order present, enough positions, all finite
+DQ_OK = 2           # as many velocities as names, every one of the node's finite
+POSITIONS_FULL = 4  # as many positions as names
+MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
+#: the decode error of a MALFORMED message, by the code in its row: the texts of hil_common.cdr's CdrError
+MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
+                     4: 'sequence beyond the buffer', 5: 'buffer too short'}
+
+
+def _loaded(name: str) -> str | None:
+    """The path of the shared library ``name`` (e.g. ``librcl.so``) this process has loaded, or None."""
+    try:
+        maps = Path('/proc/self/maps').read_text()
+    except OSError:
+        return None
+    for line in maps.splitlines():
+        path = line.split()[-1] if line.split() else ''
+        if path.startswith('/') and Path(path).name == name:
+            return path
+    return None
+
+
+_LIBRCL = _loaded('librcl.so')
+_LIBRCUTILS = _loaded('librcutils.so')
+_WHY_NOT = '' if _LIBRCL and _LIBRCUTILS else 'librcl.so or librcutils.so is not loaded in this process'
+
+if not _WHY_NOT:
+    import llvmlite.binding as _llvm
+    from llvmlite import ir as _ir
+    from numba import njit, types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    _llvm.load_library_permanently(_LIBRCL)       # the same library rclpy uses: dlopen gives its handle
+    _rcutils = ctypes.CDLL(_LIBRCUTILS)
+
+    _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
+    _I64 = _ir.IntType(64)
+
+    @intrinsic
+    def _rcl_take(typingctx, subscription, message, info):
+        """``rcl_take_serialized_message(subscription, message, info, NULL)`` (the addresses as integers)."""
+        sig = types.int32(types.intp, types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * 4)
+            fn = cgutils.get_or_insert_function(builder.module, fnty, 'rcl_take_serialized_message')
+            return builder.call(fn, [*args, _ir.Constant(_I64, 0)])
+        return sig, codegen
+
+    @intrinsic
+    def _rcl_publish(typingctx, publisher, message):
+        """``rcl_publish_serialized_message(publisher, message, NULL)`` (the addresses as integers)."""
+        sig = types.int32(types.intp, types.intp)
+
+        def codegen(context, builder, signature, args):
+            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * 3)
+            fn = cgutils.get_or_insert_function(builder.module, fnty, 'rcl_publish_serialized_message')
+            return builder.call(fn, [*args, _ir.Constant(_I64, 0)])
+        return sig, codegen
+
+    @intrinsic
+    def _bytes_at(typingctx, address):
+        """A ``uint8*`` at ``address`` (for ``numba.carray``)."""
+        sig = types.CPointer(types.uint8)(types.intp)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], _ir.IntType(8).as_pointer())
+        return sig, codegen
+
+    from numba import carray as _carray
+
+    @njit(**_OPTS)
+    def _u32(buf, pos):
+        return np.uint32(buf[pos]) | (np.uint32(buf[pos + 1]) << 8) | (np.uint32(buf[pos + 2]) << 16) | \
+            (np.uint32(buf[pos + 3]) << 24)
+
+    @njit(**_OPTS)
+    def _align(pos, size):
+        return pos + (-(pos - 4) % size)
+
+    @njit(**_OPTS)
+    def _f64(buf, pos, scratch):
+        """The little-endian double at ``pos``, through the 8-byte ``scratch`` (CDR aligns doubles from the
+        stream's start, 4 bytes into the buffer: in memory they are not 8-aligned)."""
+        for i in range(8):
+            scratch[i] = buf[pos + i]
+        return scratch.view(np.float64)[0]
+
+    @njit(**_OPTS)
+    def decode_joint_state(buf, n_buf, expected, expected_ends, known, known_len, index, needs, row_q, row_dq,
+                           stamp, scratch):
+        """One ``sensor_msgs/JointState`` in ``buf[:n_buf]``: its stamp into ``stamp[0:2]``, the positions and
+        velocities of the ``expected`` names (their UTF-8 bytes back to back, ``expected_ends[i]`` the end of
+        name ``i``) into ``row_q``, ``row_dq``. ``known[:known_len[0]]`` holds the names' bytes of the message
+        the ``index`` (the expected names' positions among its names, -1: missing) and ``needs[0]`` (values
+        a message must have) were worked out for; both are worked out again when a message's names differ.
+        ``scratch``: 8 bytes of work space.
+        Returns ``flags`` (:data:`Q_OK`, :data:`DQ_OK`, :data:`POSITIONS_FULL`) or ``MALFORMED | code << 8``."""
+        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
+            return MALFORMED | (1 << 8)
+        if n_buf < 16:
+            return MALFORMED | (5 << 8)
+        stamp[0] = np.int32(_u32(buf, 4))
+        stamp[1] = _u32(buf, 8)
+        n = _u32(buf, 12)                                    # frame_id
+        end = 16 + n
+        if n == 0 or end > n_buf or buf[end - 1] != 0:
+            return MALFORMED | (2 << 8)
+        pos = _align(end, 4)
+        if pos + 4 > n_buf:
+            return MALFORMED | (5 << 8)
+        start = pos
+        count = _u32(buf, pos)
+        ends = pos + 4
+        for _ in range(count):                               # the names' bytes
+            ends = _align(ends, 4)
+            if ends + 4 > n_buf:
+                return MALFORMED | (3 << 8)
+            ends += 4 + _u32(buf, ends)
+            if ends > n_buf:
+                return MALFORMED | (3 << 8)
+        length = ends - start
+        same = length == known_len[0] and length <= known.shape[0]
+        if same:
+            for i in range(length):
+                if buf[start + i] != known[i]:
+                    same = False
+                    break
+        if not same:                                         # new names: check them, find the expected ones
+            p = start + 4
+            for i in range(index.shape[0]):
+                index[i] = -1
+            for j in range(count):
+                p = _align(p, 4)
+                n = _u32(buf, p)
+                p += 4
+                if n == 0 or buf[p + n - 1] != 0:
+                    return MALFORMED | (2 << 8)
+                for i in range(index.shape[0]):
+                    a = 0 if i == 0 else expected_ends[i - 1]
+                    b = expected_ends[i]
+                    if index[i] < 0 and b - a == n - 1:
+                        equal = True
+                        for c in range(n - 1):
+                            if buf[p + c] != expected[a + c]:
+                                equal = False
+                                break
+                        if equal:
+                            index[i] = j
+                p += n
+            needs[0] = 0
+            for i in range(index.shape[0]):
+                if index[i] < 0:
+                    needs[0] = -1
+                    break
+                needs[0] = max(needs[0], index[i] + 1)
+            if length <= known.shape[0]:
+                known[:length] = buf[start:ends]
+                known_len[0] = length
+            else:
+                known_len[0] = -1                            # too long to keep: worked out for every message
+        flags = 0
+        pos = ends
+        n_pos = n_vel = 0
+        for which in range(2):                               # position, velocity
+            pos = _align(pos, 4)
+            if pos + 4 > n_buf:
+                return MALFORMED | (5 << 8)
+            m = _u32(buf, pos)
+            pos += 4
+            if m > 0:
+                pos = _align(pos, 8)
+                if pos + 8 * m > n_buf:
+                    return MALFORMED | (4 << 8)
+            row = row_q if which == 0 else row_dq
+            ok = needs[0] >= 0 and needs[0] <= m
+            if ok:
+                for i in range(index.shape[0]):
+                    v = _f64(buf, pos + 8 * index[i], scratch)
+                    row[i] = v
+                    if not np.isfinite(v):
+                        ok = False
+            if which == 0:
+                n_pos = m
+                if ok:
+                    flags |= Q_OK
+            else:
+                n_vel = m
+                if ok and m == count:
+                    flags |= DQ_OK
+            pos += 8 * m
+        if n_pos == count:
+            flags |= POSITIONS_FULL
+        return flags
+
+    @njit(**_OPTS)
+    def take_joint_states(subscription, message, info, expected, expected_ends, known, known_len, index, needs,
+                          q, dq, stamps, flags):
+        """Every ``sensor_msgs/JointState`` waiting on the rcl ``subscription`` (its address), oldest first, at
+        most ``q.shape[0]``: row ``k`` of ``q``, ``dq``, ``stamps`` (sec, nanosec) and ``flags`` as
+        :func:`decode_joint_state` gives them. ``message`` is an ``rcl_serialized_message_t`` (as 8 words) that
+        rcl may grow. Returns the count, or ``-(rcl's return)`` after an rcl error (the rows before it filled)."""
+        taken = 0
+        scratch = np.empty(8, dtype=np.uint8)
+        while taken < q.shape[0]:
+            ret = _rcl_take(subscription, message.ctypes.data, info.ctypes.data)
+            if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+                break
+            if ret != RCL_RET_OK:
+                return -ret
+            buf = _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
+            flags[taken] = decode_joint_state(buf, buf.shape[0], expected, expected_ends, known, known_len, index,
+                                              needs, q[taken], dq[taken], stamps[taken], scratch)
+            taken += 1
+        return taken
+
+    @njit(**_OPTS)
+    def publish_float64_array(publisher, message, data, values):
+        """``values`` into ``data`` (the message's doubles, a view of its buffer) and the message sent on the rcl
+        ``publisher`` (its address): rcl's return."""
+        for i in range(values.shape[0]):
+            data[i] = values[i]
+        return _rcl_publish(publisher, message.ctypes.data)
+
+
+def available() -> str:
+    """'' when this process can take and publish through :mod:`hil_common.rcl_io`, else why not."""
+    return _WHY_NOT
+
+
+def _rcl_error(what: str, ret: int) -> StartError:
+    """rcl's error message for ``ret`` (then reset), as the error raised."""
+    class _ErrorString(ctypes.Structure):          # rcutils_error_string_t, returned by value
+        _fields_ = [('str', ctypes.c_char * 1024)]
+    get = _rcutils.rcutils_get_error_string
+    get.restype = _ErrorString
+    text = get().str.decode('utf-8', 'replace')
+    _rcutils.rcutils_reset_error()
+    return StartError(f'{what} failed (rcl {ret}): {text}')
+
+
+class _SerializedMessage:
+    """An ``rcl_serialized_message_t`` (``rcutils_uint8_array_t``: buffer, length, capacity, allocator) in a
+    ``uint64[8]``, its buffer allocated by rcutils' default allocator (rcl grows it for a larger message)."""
+
+    def __init__(self, capacity: int = 1024):
+        class _Allocator(ctypes.Structure):
+            _fields_ = [(name, ctypes.c_void_p) for name in ('allocate', 'deallocate', 'reallocate', 'zero_allocate',
+                                                               'state')]
+        self.words = np.zeros(8, dtype=np.uint64)
+        get_allocator = _rcutils.rcutils_get_default_allocator
+        get_allocator.restype = _Allocator
+        allocator = get_allocator()
+        init = _rcutils.rcutils_uint8_array_init
+        init.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        if init(self.words.ctypes.data, int(capacity), ctypes.addressof(allocator)) != 0:
+            raise _rcl_error('allocating a serialized message', -1)
+
+    def release(self) -> None:
+        if self.words[0]:
+            fini = _rcutils.rcutils_uint8_array_fini
+            fini.argtypes = [ctypes.c_void_p]
+            fini(self.words.ctypes.data)
+            self.words[:] = 0
+
+
+class JointStateStream:
+    """The joint states waiting on a subscription, taken and decoded in one compiled call
+    (:func:`take_joint_states`) in ``joint_names`` order. ``subscription`` is rclpy's handle (a
+    :class:`hil_common.polled.PolledSubscription`'s ``handle``), which must outlive this stream."""
+
+    def __init__(self, subscription, joint_names, depth: int = 10):
+        if _WHY_NOT:
+            raise StartError(f'hil_common.rcl_io: {_WHY_NOT}')
+        names = [name.encode('utf-8') for name in joint_names]
+        self.joint_names = tuple(joint_names)
+        self._handle = subscription
+        self._pointer = int(subscription.pointer)
+        self._expected = np.frombuffer(b''.join(names) or b'\0', dtype=np.uint8).copy()
+        self._expected_ends = np.cumsum([len(name) for name in names]).astype(np.intp)
+        self._known = np.zeros(4096, dtype=np.uint8)
+        self._known_len = np.full(1, -1, dtype=np.intp)
+        self._index = np.full(len(names), -1, dtype=np.intp)
+        self._needs = np.full(1, -1, dtype=np.intp)
+        rows = 2 * int(depth)
+        self.q = np.zeros((rows, len(names)))
+        self.dq = np.zeros((rows, len(names)))
+        self.stamps = np.zeros((rows, 2), dtype=np.int64)
+        self.flags = np.zeros(rows, dtype=np.int64)
+        self._message = _SerializedMessage()
+        self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
+        self.taken = 0
+        # the compiled call loaded now, not in a callback: on no subscription (rcl refuses; nothing is taken)
+        if take_joint_states(0, self._message.words, self._info, self._expected, self._expected_ends, self._known,
+                             self._known_len, self._index, self._needs, self.q, self.dq, self.stamps, self.flags) >= 0:
+            raise StartError('hil_common.rcl_io: rcl took from no subscription')
+        _rcutils.rcutils_reset_error()
+
+    def take(self) -> int:
+        """The messages waiting, decoded into rows ``0..n-1`` of :attr:`q`, :attr:`dq`, :attr:`stamps`,
+        :attr:`flags`; returns ``n``. Raises :class:`hil_common.errors.StartError` with rcl's message on an rcl
+        error (a take that failed for another reason than an empty subscription)."""
+        n = take_joint_states(self._pointer, self._message.words, self._info, self._expected, self._expected_ends,
+                              self._known, self._known_len, self._index, self._needs, self.q, self.dq, self.stamps,
+                              self.flags)
+        if n < 0:
+            raise _rcl_error('taking a joint state', -n)
+        self.taken += n
+        return n
+
+    def release(self) -> None:
+        """Free the take buffer (when the node is destroyed)."""
+        self._message.release()
+
+
+def malformed_reason(flags: int) -> str:
+    """The decode error of a row whose flags have :data:`MALFORMED`."""
+    return MALFORMED_REASONS.get(int(flags) >> 8, 'malformed')
+
+
+class Float64ArrayPublisher:
+    """``std_msgs/Float64MultiArray`` of ``n`` doubles (empty layout) sent on rclpy's publisher ``publisher``
+    (``Publisher``; its handle must outlive this) from compiled code (:func:`publish_float64_array`)."""
+
+    def __init__(self, publisher, n: int):
+        if _WHY_NOT:
+            raise StartError(f'hil_common.rcl_io: {_WHY_NOT}')
+        self.n = int(n)
+        self._publisher = publisher
+        self._pointer = int(publisher.handle.pointer)
+        self._buf = np.frombuffer(bytearray(HEADER + struct.pack('<III', 0, 0, self.n) + bytes(4) + bytes(8 * self.n)),
+                                  dtype=np.uint8)
+        self._data = self._buf[20:].view(np.float64)
+        self._message = np.zeros(8, dtype=np.uint64)         # buffer, length, capacity; no allocator (not grown)
+        self._message[0] = self._buf.ctypes.data
+        self._message[1] = self._message[2] = self._buf.shape[0]
+        # the compiled call loaded now, not in a callback: on no publisher (rcl refuses; nothing is sent)
+        if publish_float64_array(0, self._message, self._data, np.zeros(self.n)) == RCL_RET_OK:
+            raise StartError('hil_common.rcl_io: rcl published on no publisher')
+        _rcutils.rcutils_reset_error()
+
+    def publish(self, values) -> None:
+        """Send ``values`` (float64, ``n`` of them; C-contiguous). Raises :class:`hil_common.errors.StartError`
+        with rcl's message when rcl refuses (e.g. its context shut down)."""
+        values = np.ascontiguousarray(values, dtype=float)
+        if values.shape != (self.n,):
+            raise CdrError(f'expected {self.n} values, got shape {values.shape}')
+        ret = publish_float64_array(self._pointer, self._message, self._data, values)
+        if ret != RCL_RET_OK:
+            raise _rcl_error(f'publishing on {self._publisher.topic_name}', ret)
+
+
+def warm_up() -> None:
+    """Compile (or load) the kernels: a joint state and a command through a private topic on loopback."""
+    import time
+
+    import rclpy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from hil_common.network import apply_network_profile
+    from hil_common.polled import PolledSubscription
+
+    apply_network_profile()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node('hil_rcl_io_warm_up', context=context)
+        polled = PolledSubscription(node, JointState, 'hil_rcl_io_warm_up/joints', 10)
+        stream = JointStateStream(polled.handle, ['a', 'b'])
+        pub = node.create_publisher(JointState, 'hil_rcl_io_warm_up/joints', 10)
+        pub.publish(JointState(name=['b', 'a'], position=[2.0, 1.0], velocity=[0.0, 0.0]))
+        deadline = time.monotonic() + 5.0
+        while stream.take() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        Float64ArrayPublisher(node.create_publisher(Float64MultiArray, 'hil_rcl_io_warm_up/out', 10), 2).publish(
+            np.zeros(2))
+        stream.release()
+        polled.destroy()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+if __name__ == '__main__':
+    import time as _time
+
+    _t0 = _time.process_time()
+    if _WHY_NOT:
+        raise SystemExit(f'hil_common.rcl_io: {_WHY_NOT}')
+    warm_up()
+    print(f'hil_common.rcl_io: compiled kernels ready ({_time.process_time() - _t0:.1f} s CPU)')

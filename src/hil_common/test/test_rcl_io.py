@@ -1,0 +1,188 @@
+"""Compiled takes and publishes on rcl (hil_common.rcl_io) over loopback DDS, held to the readable codecs
+(hil_common.cdr's JointStateReader, hil_admittance's JointPicker, Float64ArrayEncoder) and to rclpy's own
+serializer: every joint-state case the readers judge, names that change between messages, malformed buffers,
+more messages than one call takes, and rcl's refusal after a shutdown."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from hil_admittance.node_common import JointPicker
+from hil_common import rcl_io
+from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateDecoder, JointStateReader
+from hil_common.errors import StartError
+from hil_common.polled import PolledSubscription
+
+ORDER = ('j2', 'j0', 'j1')      # the node's joint order
+
+
+@pytest.fixture()
+def node():
+    assert rcl_io.available() == '', rcl_io.available()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('rcl_io_test', context=ctx)
+    try:
+        yield node
+    finally:
+        node.destroy_node()
+        ctx.try_shutdown()
+
+
+def wait_for(predicate, timeout_s: float = 10.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, 'timed out'
+        time.sleep(0.01)
+
+
+def matched(pub, sub):
+    wait_for(lambda: pub.get_subscription_count() > 0 and sub.get_publisher_count() > 0)
+
+
+def cases():
+    """(name, JointState) covering what the readers judge; the stamp tells them apart."""
+    out = []
+
+    def js(names, position, velocity, sec):
+        m = JointState(name=list(names), position=[float(v) for v in position], velocity=[float(v) for v in velocity])
+        m.header.stamp.sec, m.header.stamp.nanosec, m.header.frame_id = sec, 1000 * sec + 7, 'base'
+        return m
+    out.append(('in order', js(('j0', 'j1', 'j2'), [0.0, 1.0, 2.0], [10.0, 11.0, 12.0], 1)))
+    out.append(('same names again', js(('j0', 'j1', 'j2'), [0.5, 1.5, 2.5], [10.5, 11.5, 12.5], 2)))
+    out.append(('permuted, an extra joint', js(('x', 'j2', 'j1', 'j0'), [9.0, 2.0, 1.0, 0.0], [9, 12, 11, 10], 3)))
+    out.append(('a missing joint', js(('j0', 'j1'), [0.0, 1.0], [0.0, 0.0], 4)))
+    out.append(('no velocities', js(('j0', 'j1', 'j2'), [0.0, 1.0, 2.0], [], 5)))
+    out.append(('a NaN position', js(('j0', 'j1', 'j2'), [0.0, math.nan, 2.0], [0.0, 0.0, 0.0], 6)))
+    out.append(('an infinite velocity', js(('j0', 'j1', 'j2'), [0.0, 1.0, 2.0], [0.0, math.inf, 0.0], 7)))
+    out.append(('fewer positions than names', js(('j2', 'j0', 'j1', 'x'), [2.0, 0.0, 1.0], [1, 2, 3, 4], 8)))
+    out.append(('a NaN of another joint', js(('j0', 'j1', 'j2', 'x'), [0.0, 1.0, 2.0, math.nan], [0, 0, 0, 0], 9)))
+    out.append(('a name that only starts like one', js(('j0', 'j1', 'j20'), [0.0, 1.0, 2.0], [0, 0, 0], 10)))
+    out.append(('back to the first names', js(('j0', 'j1', 'j2'), [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], 11)))
+    return out
+
+
+def test_joint_states_decode_as_the_readable_readers_judge_them(node):
+    polled = PolledSubscription(node, JointState, 'rcl_io/joints', 100)
+    stream = rcl_io.JointStateStream(polled.handle, ORDER, depth=50)
+    pub = node.create_publisher(JointState, 'rcl_io/joints', 100)
+    matched(pub, polled)
+    messages = cases()
+    for _, msg in messages:
+        pub.publish(msg)
+    got = 0
+    deadline = time.monotonic() + 10.0
+    rows = []
+    while got < len(messages) and time.monotonic() < deadline:
+        n = stream.take()
+        rows += [(stream.stamps[k].copy(), int(stream.flags[k]), stream.q[k].copy(), stream.dq[k].copy())
+                 for k in range(n)]
+        got += n
+        time.sleep(0.01)
+    assert got == len(messages), got
+    reader, picker, decode = JointStateReader(ORDER), JointPicker(ORDER), JointStateDecoder()
+    for (what, msg), (stamp, flags, q, dq) in zip(messages, rows):
+        buf = serialize_message(msg)
+        assert tuple(stamp) == (msg.header.stamp.sec, msg.header.stamp.nanosec), what
+        q_ref, dq_ref = reader(buf)                     # the table's reader
+        assert (flags & rcl_io.Q_OK != 0) == (q_ref is not None), what
+        assert (flags & rcl_io.DQ_OK != 0) == (dq_ref is not None), what
+        if q_ref is not None:
+            assert np.array_equal(q, q_ref), what
+        if dq_ref is not None:
+            assert np.array_equal(dq, dq_ref), what
+        _, _, names, position, velocity = decode(buf)
+        picked = picker(names, position, velocity)        # the arm's picker
+        arm = flags & rcl_io.Q_OK and flags & rcl_io.DQ_OK and flags & rcl_io.POSITIONS_FULL
+        assert bool(arm) == (picked is not None), what
+        if picked is not None:
+            assert np.array_equal(q, picked[0]) and np.array_equal(dq, picked[1]), what
+    # the cases above cover every outcome (a check of the test itself)
+    outcomes = {(f & rcl_io.Q_OK != 0, f & rcl_io.DQ_OK != 0, f & rcl_io.POSITIONS_FULL != 0) for _, f, _, _ in rows}
+    assert {(True, True, True), (False, True, True), (True, False, True), (True, True, False)} <= outcomes, outcomes
+    stream.release()
+    polled.destroy()
+
+
+def test_malformed_buffers_are_flagged_where_the_readable_decoder_raises(node):
+    polled = PolledSubscription(node, JointState, 'rcl_io/bad', 100)
+    stream = rcl_io.JointStateStream(polled.handle, ORDER, depth=50)
+    pub = node.create_publisher(JointState, 'rcl_io/bad', 100)
+    matched(pub, polled)
+    good = serialize_message(JointState(name=['j0', 'j1', 'j2'], position=[1.0, 2.0, 3.0], velocity=[0.0] * 3))
+    bad = [b'\x01\x00\x00\x00' + good[4:],                    # big-endian encapsulation
+           good[:14],                                          # cut in the header
+           good[:12] + b'\x00\x00\x00\x00' + good[16:],        # a frame_id of length 0
+           good[:40],                                          # cut in the names
+           good[:-30]]                                         # cut in the velocities
+    for buf in bad:
+        with pytest.raises(CdrError):
+            JointStateDecoder()(buf)
+        pub.publish(buf)
+    pub.publish(good)
+    rows, last_q = [], None
+    deadline = time.monotonic() + 10.0
+    while len(rows) < len(bad) + 1 and time.monotonic() < deadline:
+        n = stream.take()
+        rows += [int(stream.flags[k]) for k in range(n)]
+        last_q = stream.q[n - 1].copy() if n else last_q
+        time.sleep(0.01)
+    assert len(rows) == len(bad) + 1, rows
+    assert all(f & rcl_io.MALFORMED for f in rows[:-1]), rows
+    assert [rcl_io.malformed_reason(f) for f in rows[:-1]] == [
+        'not little-endian CDR', 'buffer too short', 'bad string', 'names beyond the buffer',
+        'sequence beyond the buffer'], rows
+    assert rows[-1] == rcl_io.Q_OK | rcl_io.DQ_OK | rcl_io.POSITIONS_FULL     # and the stream goes on
+    assert np.array_equal(last_q, [3.0, 1.0, 2.0])
+    stream.release()
+    polled.destroy()
+
+
+def test_one_call_takes_at_most_its_rows_and_the_next_takes_the_rest_in_order(node):
+    polled = PolledSubscription(node, JointState, 'rcl_io/many', 100)
+    stream = rcl_io.JointStateStream(polled.handle, ORDER, depth=5)          # 10 rows
+    pub = node.create_publisher(JointState, 'rcl_io/many', 100)
+    matched(pub, polled)
+    for k in range(25):
+        pub.publish(JointState(name=list(ORDER), position=[float(k)] * 3, velocity=[0.0] * 3))
+    time.sleep(0.3)
+    seen = []
+    for _ in range(4):
+        n = stream.take()
+        assert n <= 10
+        seen += [stream.q[k, 0] for k in range(n)]
+    assert seen == [float(k) for k in range(25)], seen
+    assert stream.taken == 25
+    stream.release()
+    polled.destroy()
+
+
+def test_the_compiled_command_is_the_readable_encoders_bytes_and_is_refused_after_a_shutdown():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node('rcl_io_pub_test', context=ctx)
+    try:
+        pub = node.create_publisher(Float64MultiArray, 'rcl_io/cmd', 10)
+        raw = PolledSubscription(node, Float64MultiArray, 'rcl_io/cmd', 10, raw=True)
+        matched(pub, raw)
+        sender = rcl_io.Float64ArrayPublisher(pub, 4)
+        values = np.array([1.0, -2.5, math.pi, 1e300])
+        sender.publish(values)
+        received = []
+        wait_for(lambda: received.extend(raw.take_all()) or received)
+        assert received == [Float64ArrayEncoder(4)(values)]
+        with pytest.raises(CdrError):
+            sender.publish(np.zeros(3))
+        ctx.try_shutdown()
+        with pytest.raises(StartError, match='context is invalid'):
+            sender.publish(values)
+        raw.destroy()
+    finally:
+        node.destroy_node()
+        ctx.try_shutdown()
