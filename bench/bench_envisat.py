@@ -521,11 +521,11 @@ def servicer_hot_path():
 
 
 def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_trace: bool = True,
-                    servicer_compiled_io: bool = True) -> dict:
+                    compiled_io: bool = True) -> dict:
     """One arrangement; ``trace``: the client's fused hot paths also trace their samples' stamps;
     ``servicer_trace`` False: the servicer's fused hot path and relay do not (as the launch file runs it: its
-    CPU without the trace's message, its latency not measured); ``servicer_compiled_io`` False: the servicer's
-    fused hot path takes its joints and sends its commands through rclpy (its ``compiled_io`` parameter)."""
+    CPU without the trace's message, its latency not measured); ``compiled_io`` False: the fused hot paths take
+    their joints and send their commands through rclpy (their ``compiled_io`` parameter)."""
     import rclpy
 
     from hil_common.ros_testing import start_node, stop_process
@@ -542,7 +542,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     elif name == 'servicer_fused_rt_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': servicer_trace,
-              'compiled_io': servicer_compiled_io}
+              'compiled_io': compiled_io}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':
@@ -573,6 +573,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
         if name == 'fused_rt_contact':
             rt['passivity_control'] = os.environ.get('HIL_BENCH_CONTACT_PC', '1') == '1'
         rt['trace_sample_stamps'] = trace
+        rt['compiled_io'] = compiled_io
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     # The probe stands in for the sensor and the robot, i.e. hardware: its own Python scheduling
@@ -702,8 +703,8 @@ def main(argv=None) -> None:
                         "samples' stamps, beside the pulses (a cross-check of the two latency methods)")
     parser.add_argument('--no-servicer-trace', action='store_true', help="the servicer's fused hot path and relay "
                         'without the trace (as the launch file runs it): their CPU without its message, no latency')
-    parser.add_argument('--servicer-rclpy-io', action='store_true', help="the servicer's fused hot path takes its "
-                        'joints and sends its commands through rclpy (compiled_io false), for a comparison')
+    parser.add_argument('--rclpy-io', action='store_true', help='the fused hot paths take their joints and send their '
+                        'commands through rclpy (compiled_io false), for a comparison')
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-relay', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-servicer-relay', metavar='PARAMS', help=argparse.SUPPRESS)
@@ -720,10 +721,10 @@ def main(argv=None) -> None:
     demo_domain_id()       # a domain of its own (ROS_DOMAIN_ID if set): a test or demo beside it does not cross it
     print(f'Envisat hot path F/T sample -> client admittance (1 kHz) -> UR10e motion table -> command, '
           f'{args.seconds:.0f} s per arrangement, {os.cpu_count()} CPUs'
-          + ("; the servicer's joints and commands through rclpy" if args.servicer_rclpy_io else ''), flush=True)
+          + ("; the hot paths' joints and commands through rclpy" if args.rclpy_io else ''), flush=True)
     results = []
     for name in (args.only or ARRANGEMENTS):
-        r = run_arrangement(name, args.seconds, args.trace, not args.no_servicer_trace, not args.servicer_rclpy_io)
+        r = run_arrangement(name, args.seconds, args.trace, not args.no_servicer_trace, not args.rclpy_io)
         results.append(r)
         cpu = ', '.join(f'{k} {v:.0f}%' for k, v in r['cpu_percent'].items())
         for method in ('pulse', 'trace'):

@@ -56,6 +56,7 @@ from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, Odo
                             decode_wrench_stamped)
 from hil_dynamics.kernels import pose_xyzquat
 from hil_common.polled import PolledSubscription
+from hil_common import rcl_io
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
@@ -78,6 +79,7 @@ PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not
                 min=1e-6),
           Param('wrench_frame_id', 'ft_sensor', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame); "
                 'other frames are refused and counted, an empty one is accepted and counted'),
+          rcl_io.COMPILED_IO_PARAM,
           TRACE_PARAM]
 
 
@@ -123,6 +125,10 @@ class ClientHotPathNode(Node):
         self.create_timer(0.5, self.publish_status)
         # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
         self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', 10, raw=True)
+        self.compiled_io = None         # (the joint states, the robot command) in compiled code (hil_common.rcl_io)
+        if rcl_io.check_compiled_io(p.compiled_io):
+            self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names),
+                                rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
         self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
@@ -139,10 +145,30 @@ class ClientHotPathNode(Node):
 
     def take_joints(self) -> None:
         """The joint states that arrived since the last call, in their order."""
-        for buf in self.joints_in.take_all():
-            self.on_joints(buf)
+        if self.compiled_io is None:
+            for buf in self.joints_in.take_all():
+                self.on_joints(buf)
+            return
+        stream = self.compiled_io[0]
+        n = stream.take()
+        if n == 0:
+            return
+        now = self.lab_now()
+        if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
+            return
+        for k in range(n):   # on_joints, for the rows the compiled call decoded
+            flags = int(stream.flags[k])
+            if flags & rcl_io.MALFORMED:
+                self.rule.counters['refused_joint_states'] += 1
+                self.get_logger().warn(f'malformed joint state dropped ({rcl_io.malformed_reason(flags)})',
+                                       throttle_duration_sec=1.0)
+                continue
+            self.rule.joint_states(stream.q[k].copy() if flags & rcl_io.Q_OK else None, now,
+                                   stream.dq[k].copy() if flags & rcl_io.DQ_OK else None)
 
     def destroy_node(self):
+        if self.compiled_io is not None:
+            self.compiled_io[0].release()
         self.joints_in.destroy()
         return super().destroy_node()
 
@@ -172,7 +198,10 @@ class ClientHotPathNode(Node):
         out = self.rule.wrench(wrench, frame_id, now)
         if out is None:
             return
-        self.pub_cmd.publish(self.encode_cmd(out.q_command))
+        if self.compiled_io is None:
+            self.pub_cmd.publish(self.encode_cmd(out.q_command))
+        else:
+            self.compiled_io[1].publish(out.q_command)
         self.trace.publish(sec, nanosec)
         status = (out.holding, out.reason, self.rule.latched)
         if status != self.last_status:

@@ -61,9 +61,7 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 'a lab uses 50, like ros2_control); refused without CAP_SYS_NICE, then it runs on and warns',
                 min=0, max=99),
           Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
-          Param('compiled_io', True, "Take the arm's and the table's joint states and send the robot and effort "
-                'commands through rcl from compiled code (hil_common.rcl_io: no Python per message); false: '
-                'through rclpy'),
+          rcl_io.COMPILED_IO_PARAM,
           TRACE_PARAM]
 
 
@@ -94,9 +92,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
-        if p.compiled_io:
-            if rcl_io.available():
-                raise ParameterError(f"parameter 'compiled_io': {rcl_io.available()} (set it false to use rclpy)")
+        if rcl_io.check_compiled_io(p.compiled_io):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),

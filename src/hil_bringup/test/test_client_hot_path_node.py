@@ -1,9 +1,11 @@
 """The fused client hot path over DDS: one robot command per F/T sample, pushed the right way, silent without
-samples, its joints (taken at each sample, hil_common.polled) still fresh then."""
+samples, its joints (taken at each sample, hil_common.polled) still fresh then, a malformed one refused by name;
+with its joints and commands through rcl from compiled code (``compiled_io``, the default) and through rclpy."""
 
 import os
 
 import numpy as np
+import pytest
 import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -18,11 +20,12 @@ from hil_common.ros_testing import spin_until, start_node, stop_process, test_no
 from hil_motion_table.robot_models import ur10e_spec
 
 
-def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
+@pytest.mark.parametrize('compiled_io', [True, False])
+def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path, compiled_io):
     scenario = load_scenario('envisat_capture')
     params = {**client_admittance_parameters(scenario), 'robot': 'ur10e', 'command_frame': 'home',
               'pose_body_in_flange_xyz_rpy': xyz_rpy(scenario.client.pose_sensor_in_client.inverse()), 'state_decimation': 1,
-              'realtime_priority': 50}
+              'realtime_priority': 50, 'compiled_io': compiled_io}
     path = tmp_path / 'hot_path.yaml'
     path.write_text(yaml.safe_dump({'/**': {'ros__parameters': params}}))
     proc = start_node('hil_bringup', 'client_hot_path_node', ros_args=('--params-file', str(path)))
@@ -48,6 +51,7 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
                     sent['n'] += 1
             node.create_timer(0.005, tick)
             assert spin_until(executor, lambda: len(commands) >= 100, 20.0), 'no robot commands'
+            pub_js.publish(b'\x00\x01\x00\x00\x07')          # a malformed joint state, as raw CDR
             assert len(commands) <= sent['n']              # at most one command per sample
             sent['on'] = False
             first = len(statuses)
@@ -69,6 +73,7 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path):
         out = stop_process(proc)
     assert alive, out
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
+    assert 'malformed joint state dropped (' in out, out[-2000:]
     # realtime_priority: every thread at SCHED_FIFO, or (without the permission) a warning.
     if 'refused' in out:
         assert 'SCHED_FIFO priority 50 refused' in out and policies == {os.SCHED_OTHER}

@@ -38,6 +38,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  
 
 from hil_common.cdr import HEADER, CdrError
 from hil_common.errors import StartError
+from hil_common.params import Param, ParameterError
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
@@ -272,6 +273,19 @@ if not _WHY_NOT:
 def available() -> str:
     """'' when this process can take and publish through :mod:`hil_common.rcl_io`, else why not."""
     return _WHY_NOT
+
+
+#: The fused hot paths' switch between these compiled calls and rclpy (one definition for both nodes).
+COMPILED_IO_PARAM = Param('compiled_io', True, 'Take the joint states and send the robot commands (and the arm\'s '
+                          'efforts) through rcl from compiled code (hil_common.rcl_io: no Python per message); false: '
+                          'through rclpy')
+
+
+def check_compiled_io(value: bool) -> bool:
+    """``compiled_io``'s value, after refusing ``true`` by name where this process cannot use these calls."""
+    if value and _WHY_NOT:
+        raise ParameterError(f"parameter 'compiled_io': {_WHY_NOT} (set it false to take and send through rclpy)")
+    return bool(value)
 
 
 def _rcl_error(what: str, ret: int) -> StartError:
