@@ -66,7 +66,7 @@ from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, Od
 from hil_common.conversions import (pose_from_msg, pose_from_xyzquat, stamp_to_seconds, twist_from_msg, wrench_from_msg,
                                     xyz_rpy_to_pose)
 from hil_common.errors import InputError
-from hil_common.lab_clock import MISSION_EPOCH_PARAM, mission_epoch, uses_sim_time
+from hil_common.lab_clock import MISSION_EPOCH_PARAM, clock_ns, mission_epoch, uses_sim_time
 from hil_common.polled import PolledSubscription
 from hil_common.overload import ERROR, overload_guard, overload_params
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
@@ -184,7 +184,8 @@ class ServicerAdmittanceNode(Node):
         super().__init__(name)
         p = self.p = declare_parameters(self, params)
         # Seconds since start on the node clock (absolute epoch seconds would lose sub-microsecond precision).
-        self.t0_ns = self.get_clock().now().nanoseconds
+        self.clock_ns = clock_ns(self)
+        self.t0_ns = self.clock_ns()
         epoch_s = mission_epoch(self, p.mission_epoch_s)
         self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.side = build_side(p, self.overload, None if epoch_s is None else epoch_s - self.t0_ns * 1e-9)
@@ -237,7 +238,7 @@ class ServicerAdmittanceNode(Node):
 
     # -- inputs --------------------------------------------------------------------------
     def _now_s(self) -> float:
-        return (self.get_clock().now().nanoseconds - self.t0_ns) * 1e-9
+        return (self.clock_ns() - self.t0_ns) * 1e-9
 
     def _report_rejections(self) -> None:
         if self.side.rejected > self.rejected_reported:

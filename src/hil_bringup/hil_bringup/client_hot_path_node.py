@@ -60,7 +60,7 @@ from hil_common import rcl_io
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
-from hil_common.lab_clock import lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
+from hil_common.lab_clock import clock_ns, lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
@@ -88,6 +88,7 @@ class ClientHotPathNode(Node):
         super().__init__('client_hot_path')
         p = declare_parameters(self, PARAMS)
         self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
+        self.clock_ns = clock_ns(self)      # the ROS clock, for stamps
         admittance, pose_sensor_in_client = client_node.build_rule(p)
         self.table = table_node.build_table(p, clock=self.lab_now)
         self.frame = table_node.CommandFrame(p, self.table.kin)   # g_c in the lab's nominal frame, or 'home'
@@ -212,7 +213,7 @@ class ClientHotPathNode(Node):
         state = out.state
         self.samples += 1
         if self.samples % self.decimation == 0:      # raw CDR (hil_common.cdr)
-            sec, nanosec = divmod(self.get_clock().now().nanoseconds, 1_000_000_000)
+            sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
             g_t, v_t = state.absolute_arrays()
             self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
             self.pub_passivity.publish(self.encode_passivity(self.rule.port.out.as_list()))

@@ -23,12 +23,21 @@ def uses_sim_time(node) -> bool:
     return bool(node.has_parameter('use_sim_time') and node.get_parameter('use_sim_time').value)
 
 
+def clock_ns(node) -> Callable[[], int]:
+    """The node clock's ``now()`` in integer nanoseconds (ROS time: ``/clock`` under ``use_sim_time``), read from
+    rclpy's clock handle: ``Clock.now()`` builds and checks an rclpy ``Time`` around the same reading, which made it
+    four times the reading's cost (8.3 us against 2.0 us on the fifteenth session's slow day); the hot paths read it
+    several times a sample."""
+    handle = node.get_clock().handle
+    return lambda: handle.get_now().nanoseconds
+
+
 def lab_seconds(node) -> Callable[[], float]:
     """``now()`` in seconds on the lab's clock: ROS time under ``use_sim_time``, else monotonic."""
     if not uses_sim_time(node):
         return time.monotonic
-    clock = node.get_clock()
-    return lambda: clock.now().nanoseconds * 1e-9
+    handle = node.get_clock().handle
+    return lambda: handle.get_now().nanoseconds * 1e-9
 
 
 #: The parameter of every node that integrates a part of the mission relative to the nominal
