@@ -157,15 +157,12 @@ class ClientHotPathNode(Node):
         now = self.lab_now()
         if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        for k in range(n):   # on_joints, for the rows the compiled call decoded
-            flags = int(stream.flags[k])
-            if flags & rcl_io.MALFORMED:
+        for q, dq, malformed in stream.readings(n):     # on_joints, for the rows the compiled call decoded
+            if malformed:
                 self.rule.counters['refused_joint_states'] += 1
-                self.get_logger().warn(f'malformed joint state dropped ({rcl_io.malformed_reason(flags)})',
-                                       throttle_duration_sec=1.0)
-                continue
-            self.rule.joint_states(stream.q[k].copy() if flags & rcl_io.Q_OK else None, now,
-                                   stream.dq[k].copy() if flags & rcl_io.DQ_OK else None)
+                self.get_logger().warn(f'malformed joint state dropped ({malformed})', throttle_duration_sec=1.0)
+            else:
+                self.rule.joint_states(q, now, dq)
 
     def destroy_node(self):
         if self.compiled_io is not None:

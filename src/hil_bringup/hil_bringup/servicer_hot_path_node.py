@@ -163,28 +163,22 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        for k in range(n):
-            flags = int(stream.flags[k])
-            if flags & rcl_io.MALFORMED:
+        for q, dq, malformed in stream.readings(n):
+            if malformed:
                 self.rule.counters['refused_joint_states'] += 1
-                self.get_logger().warn(f'malformed table joint state dropped ({rcl_io.malformed_reason(flags)})',
-                                       throttle_duration_sec=1.0)
-                continue
-            self.rule.table_joints(stream.q[k].copy() if flags & rcl_io.Q_OK else None,
-                                   stream.dq[k].copy() if flags & rcl_io.DQ_OK else None, now, self._now_s())
+                self.get_logger().warn(f'malformed table joint state dropped ({malformed})', throttle_duration_sec=1.0)
+            else:
+                self.rule.table_joints(q, dq, now, self._now_s())
 
     def _arm_joints_taken(self, stream, n: int) -> None:
         """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
-        whole = rcl_io.Q_OK | rcl_io.DQ_OK | rcl_io.POSITIONS_FULL
-        for k in range(n):
-            flags = int(stream.flags[k])
-            if flags & rcl_io.MALFORMED:
-                self.side.reject(f'malformed joint state ({rcl_io.malformed_reason(flags)})')
+        for k, (q, dq, malformed) in enumerate(stream.readings(n)):
+            if malformed:
+                self.side.reject(f'malformed joint state ({malformed})')
                 self._report_rejections()
                 continue
             sec, nanosec = stream.stamps[k]
-            self._joints((stream.q[k].copy(), stream.dq[k].copy()) if flags & whole == whole else None,
-                         int(sec) + int(nanosec) * 1e-9)
+            self._joints((q, dq) if stream.whole(k) else None, int(sec) + int(nanosec) * 1e-9)
 
     def send_effort(self, tau_q) -> None:
         if self.compiled_io is None:

@@ -83,27 +83,24 @@ if not _WHY_NOT:
     _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
     _I64 = _ir.IntType(64)
 
+    def _rcl_call(symbol: str, n_args: int):
+        """The signature and code of a compiled call of rcl's ``rcl_ret_t symbol(pointer, ..., NULL)``: ``n_args``
+        addresses given as integers, then NULL for its allocation argument (an intrinsic's return)."""
+        def codegen(context, builder, signature, values):
+            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * (n_args + 1))
+            fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+            return builder.call(fn, [*values, _ir.Constant(_I64, 0)])
+        return types.int32(*([types.intp] * n_args)), codegen
+
     @intrinsic
     def _rcl_take(typingctx, subscription, message, info):
         """``rcl_take_serialized_message(subscription, message, info, NULL)`` (the addresses as integers)."""
-        sig = types.int32(types.intp, types.intp, types.intp)
-
-        def codegen(context, builder, signature, args):
-            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * 4)
-            fn = cgutils.get_or_insert_function(builder.module, fnty, 'rcl_take_serialized_message')
-            return builder.call(fn, [*args, _ir.Constant(_I64, 0)])
-        return sig, codegen
+        return _rcl_call('rcl_take_serialized_message', 3)
 
     @intrinsic
     def _rcl_publish(typingctx, publisher, message):
         """``rcl_publish_serialized_message(publisher, message, NULL)`` (the addresses as integers)."""
-        sig = types.int32(types.intp, types.intp)
-
-        def codegen(context, builder, signature, args):
-            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * 3)
-            fn = cgutils.get_or_insert_function(builder.module, fnty, 'rcl_publish_serialized_message')
-            return builder.call(fn, [*args, _ir.Constant(_I64, 0)])
-        return sig, codegen
+        return _rcl_call('rcl_publish_serialized_message', 2)
 
     @intrinsic
     def _bytes_at(typingctx, address):
@@ -367,6 +364,23 @@ class JointStateStream:
             raise _rcl_error('taking a joint state', -n)
         self.taken += n
         return n
+
+    def readings(self, n: int):
+        """Rows ``0..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
+        None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error ('' if
+        none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
+        :data:`POSITIONS_FULL` (:meth:`whole`)."""
+        for k in range(n):
+            flags = int(self.flags[k])
+            if flags & MALFORMED:
+                yield None, None, malformed_reason(flags)
+            else:
+                yield (self.q[k].copy() if flags & Q_OK else None, self.dq[k].copy() if flags & DQ_OK else None, '')
+
+    def whole(self, k: int) -> bool:
+        """Row ``k`` has every joint's position and velocity, as many of each as names
+        (:class:`hil_admittance.node_common.JointPicker`'s judgement)."""
+        return int(self.flags[k]) & (Q_OK | DQ_OK | POSITIONS_FULL) == Q_OK | DQ_OK | POSITIONS_FULL
 
     def release(self) -> None:
         """Free the take buffer (when the node is destroyed)."""

@@ -81,26 +81,25 @@ def test_joint_states_decode_as_the_readable_readers_judge_them(node):
     rows = []
     while got < len(messages) and time.monotonic() < deadline:
         n = stream.take()
-        rows += [(stream.stamps[k].copy(), int(stream.flags[k]), stream.q[k].copy(), stream.dq[k].copy())
-                 for k in range(n)]
+        rows += [(stream.stamps[k].copy(), int(stream.flags[k]), reading, stream.whole(k))
+                 for k, reading in enumerate(stream.readings(n))]
         got += n
         time.sleep(0.01)
     assert got == len(messages), got
     reader, picker, decode = JointStateReader(ORDER), JointPicker(ORDER), JointStateDecoder()
-    for (what, msg), (stamp, flags, q, dq) in zip(messages, rows):
+    for (what, msg), (stamp, flags, (q, dq, malformed), whole) in zip(messages, rows):
         buf = serialize_message(msg)
         assert tuple(stamp) == (msg.header.stamp.sec, msg.header.stamp.nanosec), what
+        assert malformed == '', what
         q_ref, dq_ref = reader(buf)                     # the table's reader
-        assert (flags & rcl_io.Q_OK != 0) == (q_ref is not None), what
-        assert (flags & rcl_io.DQ_OK != 0) == (dq_ref is not None), what
+        assert (q is None) == (q_ref is None) and (dq is None) == (dq_ref is None), what
         if q_ref is not None:
             assert np.array_equal(q, q_ref), what
         if dq_ref is not None:
             assert np.array_equal(dq, dq_ref), what
         _, _, names, position, velocity = decode(buf)
         picked = picker(names, position, velocity)        # the arm's picker
-        arm = flags & rcl_io.Q_OK and flags & rcl_io.DQ_OK and flags & rcl_io.POSITIONS_FULL
-        assert bool(arm) == (picked is not None), what
+        assert whole == (picked is not None), what
         if picked is not None:
             assert np.array_equal(q, picked[0]) and np.array_equal(dq, picked[1]), what
     # the cases above cover every outcome (a check of the test itself)
@@ -130,8 +129,10 @@ def test_malformed_buffers_are_flagged_where_the_readable_decoder_raises(node):
     deadline = time.monotonic() + 10.0
     while len(rows) < len(bad) + 1 and time.monotonic() < deadline:
         n = stream.take()
-        rows += [int(stream.flags[k]) for k in range(n)]
-        last_q = stream.q[n - 1].copy() if n else last_q
+        for flags, (q, dq, malformed) in zip(stream.flags[:n], stream.readings(n)):
+            rows.append(int(flags))
+            assert (malformed != '') == bool(flags & rcl_io.MALFORMED) and (q is None) == bool(malformed)
+            last_q = q if q is not None else last_q
         time.sleep(0.01)
     assert len(rows) == len(bad) + 1, rows
     assert all(f & rcl_io.MALFORMED for f in rows[:-1]), rows
