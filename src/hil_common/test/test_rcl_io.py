@@ -164,6 +164,26 @@ def test_one_call_takes_at_most_its_rows_and_the_next_takes_the_rest_in_order(no
     polled.destroy()
 
 
+def test_a_message_larger_than_the_take_buffer_grows_it_and_decodes(node):
+    """rcl grows the serialized message's buffer (rcutils' allocator) for a message beyond its 1024 bytes: the
+    compiled call reads the grown buffer, and names too long to keep are worked out for every message."""
+    polled = PolledSubscription(node, JointState, 'rcl_io/big', 10)
+    stream = rcl_io.JointStateStream(polled.handle, ORDER)
+    pub = node.create_publisher(JointState, 'rcl_io/big', 10)
+    matched(pub, polled)
+    names = [f'padding_joint_with_a_long_name_{k:04d}' for k in range(150)] + list(ORDER)
+    msg = JointState(name=names, position=[float(k) for k in range(len(names))], velocity=[0.5] * len(names))
+    assert len(serialize_message(msg)) > 4096 + 1024         # beyond the buffer and the kept names' 4096 bytes
+    for _ in range(2):
+        pub.publish(msg)
+    got = []
+    wait_for(lambda: got.extend(stream.readings(stream.take())) or len(got) >= 2)
+    for q, dq, malformed in got:
+        assert malformed == '' and np.array_equal(q, [150.0, 151.0, 152.0]) and np.array_equal(dq, [0.5] * 3)
+    stream.release()
+    polled.destroy()
+
+
 def test_the_compiled_command_is_the_readable_encoders_bytes_and_is_refused_after_a_shutdown():
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
