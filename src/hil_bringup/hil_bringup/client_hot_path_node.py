@@ -127,7 +127,7 @@ class ClientHotPathNode(Node):
         # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
         self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', 10, raw=True)
         self.compiled_io = None         # (the joint states, the robot command) in compiled code (hil_common.rcl_io)
-        if rcl_io.check_compiled_io(p.compiled_io):
+        if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
         self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)

@@ -92,7 +92,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
-        if rcl_io.check_compiled_io(p.compiled_io):
+        if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),

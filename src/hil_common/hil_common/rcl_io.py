@@ -38,7 +38,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  
 
 from hil_common.cdr import HEADER, CdrError
 from hil_common.errors import StartError
-from hil_common.params import Param, ParameterError
+from hil_common.params import Param
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
@@ -275,13 +275,16 @@ def available() -> str:
 #: The fused hot paths' switch between these compiled calls and rclpy (one definition for both nodes).
 COMPILED_IO_PARAM = Param('compiled_io', True, 'Take the joint states and send the robot commands (and the arm\'s '
                           'efforts) through rcl from compiled code (hil_common.rcl_io: no Python per message); false: '
-                          'through rclpy')
+                          'through rclpy (also where librcl.so is not found, with a warning)')
 
 
-def check_compiled_io(value: bool) -> bool:
-    """``compiled_io``'s value, after refusing ``true`` by name where this process cannot use these calls."""
+def use_compiled_io(value: bool, warn) -> bool:
+    """Whether a node with ``compiled_io`` = ``value`` takes and sends through these calls: not where this process
+    cannot use them (no ``librcl.so`` found, e.g. another platform), which ``warn(text)`` then says; the node runs on
+    through rclpy, as with ``compiled_io`` false."""
     if value and _WHY_NOT:
-        raise ParameterError(f"parameter 'compiled_io': {_WHY_NOT} (set it false to take and send through rclpy)")
+        warn(f'compiled_io: {_WHY_NOT}; taking and sending through rclpy')
+        return False
     return bool(value)
 
 

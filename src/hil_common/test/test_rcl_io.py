@@ -207,3 +207,15 @@ def test_the_compiled_command_is_the_readable_encoders_bytes_and_is_refused_afte
     finally:
         node.destroy_node()
         ctx.try_shutdown()
+
+
+def test_without_librcl_the_nodes_run_on_through_rclpy_and_say_so(monkeypatch):
+    warnings = []
+    assert rcl_io.use_compiled_io(True, warnings.append) and rcl_io.use_compiled_io(False, warnings.append) is False
+    assert warnings == []
+    monkeypatch.setattr(rcl_io, '_WHY_NOT', 'librcl.so or librcutils.so is not loaded in this process')
+    assert rcl_io.use_compiled_io(True, warnings.append) is False
+    assert warnings == ['compiled_io: librcl.so or librcutils.so is not loaded in this process; taking and sending '
+                        'through rclpy']
+    with pytest.raises(StartError, match='not loaded'):
+        rcl_io.JointStateStream(None, ORDER)
