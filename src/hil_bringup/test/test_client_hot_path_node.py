@@ -51,7 +51,12 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path, c
                     sent['n'] += 1
             node.create_timer(0.005, tick)
             assert spin_until(executor, lambda: len(commands) >= 100, 20.0), 'no robot commands'
-            pub_js.publish(b'\x00\x01\x00\x00\x07')          # a malformed joint state, as raw CDR
+            # a malformed joint state, as raw CDR, taken with the samples that follow (once they stop, the joints are
+            # taken every joint_states_timeout_s / 2 only, and ten valid ones at 200 Hz could push it out of the
+            # subscription's history of ten first)
+            pub_js.publish(b'\x00\x01\x00\x00\x07')
+            taken_by = len(commands) + 10
+            assert spin_until(executor, lambda: len(commands) >= taken_by, 20.0), 'no robot commands after it'
             assert len(commands) <= sent['n']              # at most one command per sample
             sent['on'] = False
             first = len(statuses)
