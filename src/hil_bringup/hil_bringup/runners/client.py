@@ -21,6 +21,9 @@ from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
 
 
+ZERO_WRENCH = np.zeros(6)     # a held zero wrench (the compiled steps only read it)
+
+
 def push_in_orbit(force_orbit_n, start_s: float, duration_s: float) -> Callable[[float], np.ndarray]:
     """A force of fixed direction in the orbit frame, on during ``[start, start + duration)``."""
     force = np.asarray(force_orbit_n, dtype=float)
@@ -93,9 +96,11 @@ def run_client(scenario: MissionScenario, duration_s: float, force_orbit_at_gras
                 progress(s.t)
         if k < n_steps:
             held['force_orbit'] = np.asarray(force_fn((k + 0.5) * dt), dtype=float)
-            rule.step(wrench_com, dt)
+            # no force: the wrench is zero at every stage, a held zero that runs the compiled step
+            wrench = wrench_com if held['force_orbit'].any() else ZERO_WRENCH
+            rule.step(wrench, dt)
             if with_absolute:
-                absolute.step(wrench_com, dt)
+                absolute.step(wrench, dt)
     cols = list(zip(*rows))
     return ClientRun(*(np.array(c) for c in cols))
 
