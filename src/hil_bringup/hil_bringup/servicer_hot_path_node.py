@@ -94,6 +94,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
+            self.polled_others = tuple(self.polled[1:])      # the OBSW's commands (and the client's state)
             self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
@@ -152,7 +153,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         table, arm = self.compiled_io[:2]
         self._table_joints_taken(table, table.take())
         self._arm_joints_taken(arm, arm.take())
-        for subscription, handle in self.polled[1:]:          # the OBSW's commands (and the client's state)
+        for subscription, handle in self.polled_others:
             for buf in subscription.take_all():
                 handle(buf)
 
