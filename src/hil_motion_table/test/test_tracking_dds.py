@@ -44,17 +44,17 @@ def horizon():
     return DELAY_S + 1.0 / (2 * math.pi * BANDWIDTH_HZ)
 
 
-def run_stream(ros, tables, attempt=0):
+def run_stream(ros, tables):
     """One run of the streams on the twin's simulated clock: the twin publishes ``/clock`` and steps once
     both tables answered, the tables run on it (``use_sim_time``), and the test sends each table its pose
     command for every ``/clock`` step. A busy machine stretches the wall time, not the timeline (on the
     wall clock, beside two busy loops, the twin sent 20-85 % of its 125 Hz joint states).
 
-    The tables' namespaces are ``<name>_<robot>_<attempt>``, new for every run: a later attempt's service
-    client matched the server of the attempt before it, stopped but not yet forgotten by discovery, and its
-    requests went unanswered."""
+    The tables' namespaces are ``<name>_<robot>``, new for every run of the module: a run's service client
+    matched the server of the run before it in the same namespace, stopped but not yet forgotten by
+    discovery, and its requests went unanswered."""
     node, executor = ros
-    space = {ns: f'{ns}_{robot}_{attempt}' for ns, (robot, _, _) in tables.items()}
+    space = {ns: f'{ns}_{robot}' for ns, (robot, _, _) in tables.items()}
     entries = '[' + ','.join(f'"{space[ns]}:{robot}"' for ns, (robot, _, _) in tables.items()) + ']'
     procs = [start_node('hil_lab_twin', 'lab_twin_node', f'tables:={entries}', f'delay_s:={DELAY_S}',
                         'publish_wrench:=false', f'servo_bandwidth_hz:={BANDWIDTH_HZ}', f'publish_rate_hz:={1 / PERIOD_S}',
