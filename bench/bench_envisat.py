@@ -84,6 +84,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import StealWindow  # noqa: E402  (what the hypervisor took during a window)
+
 PERIOD_S = 0.001
 PULSE_EVERY = 50            # samples between pulses
 PULSE_SAMPLES = 3
@@ -641,6 +644,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     spin.start()
     time.sleep(5.0)                                   # discovery, IK initialisation
     cpu0 = {k: cpu_seconds(p.pid) for k, p in procs.items()}
+    steal = StealWindow().start()
     t0 = time.perf_counter()
     probe.recording = True
     while time.perf_counter() - t0 < seconds and not probe.unstable:
@@ -652,6 +656,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     gc.unfreeze()
     wall = time.perf_counter() - t0
     cpu = {k: 100.0 * (cpu_seconds(p.pid) - cpu0[k]) / wall for k, p in procs.items()}
+    steal.stop()
     probe.stop.set()
     executor.shutdown()
     node.destroy_node()
@@ -676,7 +681,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
         'arrangement': name, 'seconds': wall, 'method': 'pulses' if pulses else 'trace' if trace else 'none',
         'pulse_figures': pulses, 'trace_figures': trace, **main_figures,
         'commands': len(probe.cmd_times), 'command_rate_hz': len(probe.cmd_times) / wall,
-        'gaps_over_2ms': int(np.sum(gaps > 2.0)), 'cpu_percent': cpu,
+        'gaps_over_2ms': int(np.sum(gaps > 2.0)), 'cpu_percent': cpu, 'steal': steal.text(),
         'contact_n': (float(np.mean(probe.contact_norms)), float(np.min(probe.contact_norms)),
                       float(np.max(probe.contact_norms))) if probe.contact_norms else None,
         'unstable': probe.unstable,
@@ -741,7 +746,7 @@ def main(argv=None) -> None:
                    if args.no_servicer_trace and name != 'servicer_contact' else 'no pulses, no trace: two nodes')
             print(f'  {name:9s}: latency not measured ({why})', flush=True)
         print(f"             commands {r['command_rate_hz']:.0f} Hz, {r['gaps_over_2ms']} gaps > 2 ms in "
-              f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}", flush=True)
+              f"{r['seconds']:.0f} s; CPU (% of one core): {cpu}; {r['steal']}", flush=True)
         if r['contact_n'] is not None:
             mean, low, high = r['contact_n']
             print(f"             in contact: grip force mean {mean:.0f} N, min {low:.0f} N, max {high:.0f} N"

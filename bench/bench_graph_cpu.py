@@ -40,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_envisat import cpu_seconds  # noqa: E402  (one reading of /proc CPU time for the benches)
+from machine import StealWindow  # noqa: E402
 
 TARGET_PERCENT = 30.0
 SETTLE_S = 8.0
@@ -73,10 +74,12 @@ def measure(name: str, graph, seconds: float) -> bool:
         start = {spec.fqn: (proc, path, path.stat().st_size, cpu_seconds(proc.pid))
                  for spec, proc, path in running.procs if proc.poll() is None}
         t0 = time.monotonic()
+        steal = StealWindow().start()
         rates.start()
         time.sleep(seconds)
         published = rates.stop()
         wall = time.monotonic() - t0
+        steal.stop()
         rows = []
         for spec, proc, path in running.procs:
             if spec.fqn not in start or proc.poll() is not None:
@@ -90,6 +93,7 @@ def measure(name: str, graph, seconds: float) -> bool:
             rows.append((spec, percent, logged))
         dead = running.dead()
     exits = {r.spec.fqn: r for r in running.results}
+    print(f'    over the window {steal.text()}', flush=True)
     for spec, percent, logged in rows:
         target = spec.name in TARGET_NODES
         verdict = ''
