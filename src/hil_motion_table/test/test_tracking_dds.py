@@ -21,7 +21,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
-from hil_common.conversions import pose_to_msg, seconds_to_stamp
+from hil_common.conversions import pose_to_msg, seconds_to_stamp, stamp_to_seconds
 from hil_motion_table.kinematics_helpers import home_pose, make_kinematics, sinusoid_pose
 from hil_motion_table.table import FAULTS
 from hil_common.ros_testing import spin_until, start_node, stop_process
@@ -69,11 +69,8 @@ def run_stream(ros, tables):
     subs = []
     clock = {'t': None, 't0': None}                # the twin's newest /clock; the stream's start on it
 
-    def stamp_s(stamp):
-        return stamp.sec + 1e-9 * stamp.nanosec
-
     def on_clock(msg):
-        t = clock['t'] = stamp_s(msg.clock)
+        t = clock['t'] = stamp_to_seconds(msg.clock)
         if clock['t0'] is None:
             return
         for ns, pub_pose in pubs.items():      # the pose for this step, stamped with it
@@ -86,7 +83,7 @@ def run_stream(ros, tables):
 
     for ns in tables:
         subs.append(node.create_subscription(JointState, f'/{space[ns]}/joint_states',
-                                             lambda m, ns=ns: stamps[ns].append(stamp_s(m.header.stamp)), 100))
+                                             lambda m, ns=ns: stamps[ns].append(stamp_to_seconds(m.header.stamp)), 100))
         subs.append(node.create_subscription(DiagnosticStatus, f'/{space[ns]}/table/status',
                                              lambda m, ns=ns: status.__setitem__(ns, m), 10))
     subs.append(node.create_subscription(Clock, '/clock', on_clock, 10))
