@@ -14,7 +14,9 @@ Topics (relative names):
 * out ``servicer/gripper_cmd`` (std_msgs/Bool): close the gripper;
 * out ``obsw/phase`` (std_msgs/String, transient-local): the phase, on every change.
 
-If an input is missing or older than ``input_timeout_s`` the controller does not run and
+The inputs are read at each tick, newest value only (:meth:`hil_common.polled.PolledSubscription.take_latest`,
+their receipt time the tick's): the node wakes for its ticks, not for each message (the arm's joints come at
+1 kHz). If an input is missing or older than ``input_timeout_s`` the controller does not run and
 commands zero (a silent OBSW: thrusters off, arm limp); the condition is logged. So does a node that
 cannot keep up (``obsw/status``, ``obsw/reset``: :class:`hil_common.overload.OverloadGuard`, off on
 the simulated clock). The policy is :class:`hil_admittance.obsw_side.ObswSide`.
@@ -42,6 +44,7 @@ from hil_common.lab_clock import uses_sim_time
 from hil_common.overload import overload_guard, overload_params
 from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_to_msg, xyz_rpy_to_pose
 from hil_common.params import REQUIRED, Param, ParameterError, declare_parameters
+from hil_common.polled import PolledSubscription
 from hil_common.ros_main import run_node
 from hil_dynamics.servicer import ServicerModel
 
@@ -113,9 +116,11 @@ class ObswControllerNode(Node):
         self.overload = overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self))
         self.side = ObswSide(self.rule, p.rate_hz, p.input_timeout_s, self.overload)
         self.silent_reported = ''
-        self.create_subscription(Odometry, 'client/state', lambda m: self._on_state('client', m), 10)
-        self.create_subscription(Odometry, 'servicer/state', lambda m: self._on_state('servicer', m), 10)
-        self.create_subscription(JointState, 'servicer_arm/joint_states', self.on_joints, 10)
+        # Read at each tick, newest value only (the arm's joints come at 1 kHz, the states at the admittances'
+        # decimated rate): no wake-up per message (hil_common.polled)
+        self.inputs = (PolledSubscription(self, Odometry, 'client/state', 1, raw=False),
+                       PolledSubscription(self, Odometry, 'servicer/state', 1, raw=False),
+                       PolledSubscription(self, JointState, 'servicer_arm/joint_states', 1, raw=False))
         self.pub_wrench = self.create_publisher(WrenchStamped, 'servicer/base_wrench_cmd', 10)
         self.pub_tau = self.create_publisher(Float64MultiArray, 'servicer_arm/torque_cmd', 10)
         self.pub_grip = self.create_publisher(Bool, 'servicer/gripper_cmd', 10)
@@ -127,26 +132,43 @@ class ObswControllerNode(Node):
     def _now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _on_state(self, which: str, msg):
+    def _on_state(self, which: str, msg, now_s: float):
         try:
             pose, twist = pose_from_msg(msg.pose.pose), twist_from_msg(msg.twist.twist)
         except ValueError:
             self.side.rejected += 1     # one count of refused inputs (ObswSide.rejected)
             return
-        self.side.set_state(which, pose, twist, self._now_s())      # a non-finite one is counted there
+        self.side.set_state(which, pose, twist, now_s)      # a non-finite one is counted there
 
-    def on_joints(self, msg):
+    def on_joints(self, msg, now_s: float):
         joints = arm_joints(msg, self.joint_names)
         if joints is None:
             self.side.rejected += 1     # one count of refused inputs (ObswSide.rejected)
             return
-        self.side.set_joints(*joints, self._now_s())
+        self.side.set_joints(*joints, now_s)
 
     def tick(self):
         guarded(self._tick, self.context)
 
+    def take_inputs(self, now_s: float) -> None:
+        """The newest states and joints since the last tick, received at ``now_s``."""
+        client, servicer, joints = (subscription.take_latest() for subscription in self.inputs)
+        if client is not None:
+            self._on_state('client', client, now_s)
+        if servicer is not None:
+            self._on_state('servicer', servicer, now_s)
+        if joints is not None:
+            self.on_joints(joints, now_s)
+
+    def destroy_node(self):
+        for subscription in self.inputs:
+            subscription.destroy()
+        return super().destroy_node()
+
     def _tick(self):
-        out = self.side.tick(self._now_s())
+        now_s = self._now_s()
+        self.take_inputs(now_s)
+        out = self.side.tick(now_s)
         self.status.after_tick()
         if out is None:
             return

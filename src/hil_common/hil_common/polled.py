@@ -6,7 +6,8 @@ receive thread hands it to the executor's thread, which runs its callback (docs/
 servicer hot path reads the arm's and the table's joints at each wrist sample) can take it then
 instead. Its messages wait in the subscription's history (KEEP_LAST ``depth``) and
 :meth:`PolledSubscription.take_all` returns them in the order they arrived. One wake-up per wrist
-sample instead of three.
+sample instead of three. A node that needs only the newest value of a fast stream, at a lower rate of its
+own (the live view's scene at 4 Hz, the OBSW at its period), takes it with :meth:`PolledSubscription.take_latest`.
 
 The subscription belongs to the node (its rcl handle is created on the node's, so the node's
 remappings and namespace apply, and graph introspection lists it under the node), but it is not
@@ -69,6 +70,12 @@ class PolledSubscription:
                 out.append(taken[0])
         self.taken += len(out)
         return out
+
+    def take_latest(self):
+        """The newest message waiting (the others are dropped), or None if none arrived since the last take: a
+        latest-value input read at the reader's own rate (with ``depth=1`` DDS keeps only that one)."""
+        messages = self.take_all()
+        return messages[-1] if messages else None
 
     def destroy(self) -> None:
         """Release the rcl subscription (before the node's own handle goes)."""

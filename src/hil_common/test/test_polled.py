@@ -97,3 +97,21 @@ def test_the_nodes_remappings_apply_and_a_bad_depth_is_refused_by_name():
         with pytest.raises(ConfigError, match="'counts'.*depth"):
             PolledSubscription(listener, Int32, 'counts', depth=0)
         polled.destroy()
+
+
+def test_take_latest_gives_the_newest_value_once_and_none_until_another_arrives():
+    """The live view and the OBSW read fast streams at their own rate: the newest message, none twice."""
+    with two_nodes('single') as (listener, talker, executor):
+        polled = PolledSubscription(listener, Int32, 'joints', depth=1, raw=False)
+        pub = talker.create_publisher(Int32, 'joints', 10)
+        wait_matched(executor, pub, polled)
+        assert polled.take_latest() is None
+        for k in range(5):
+            pub.publish(Int32(data=k))
+        spin_for(executor, 0.3)
+        assert polled.take_latest().data == 4
+        assert polled.take_latest() is None
+        pub.publish(Int32(data=11))
+        spin_for(executor, 0.2)
+        assert polled.take_latest().data == 11
+        polled.destroy()
