@@ -92,8 +92,18 @@ def _metadata(topics, files: list[str], start_ns: int | None, end_ns: int | None
     }}
 
 
+#: libyaml's emitter where PyYAML has it: the same text as the pure-Python one (the Envisat graph's metadata.yaml,
+#: 21 kB: 6.7 against 37.5 ms of CPU), and a recorder writes it at each flush (twice a second)
+_DUMPER = getattr(yaml, 'CSafeDumper', yaml.SafeDumper)
+
+
+def _dump(data, stream=None, **options):
+    """``yaml.safe_dump`` through :data:`_DUMPER`."""
+    return yaml.dump(data, stream, Dumper=_DUMPER, **options)
+
+
 def _qos_text(qos) -> str:
-    return yaml.safe_dump(list(qos), default_flow_style=False, sort_keys=False) if qos else ''
+    return _dump(list(qos), default_flow_style=False, sort_keys=False) if qos else ''
 
 
 def _qos_list(channel_metadata) -> list:
@@ -109,7 +119,7 @@ def write_metadata(bag: Path, metadata: dict, fsync: bool = False) -> None:
     path = Path(bag) / METADATA
     tmp = path.with_suffix('.yaml.tmp')
     with open(tmp, 'w') as f:
-        yaml.safe_dump(metadata, f, default_flow_style=False, sort_keys=False)
+        _dump(metadata, f, default_flow_style=False, sort_keys=False)
         if fsync:
             f.flush()
             os.fsync(f.fileno())
@@ -353,7 +363,7 @@ class BagWriter:
         if not self.closed:
             info = self.metadata()
             self._mcap.add_metadata('rosbag2', {
-                'serialized_metadata': yaml.safe_dump(info['rosbag2_bagfile_information'], sort_keys=False),
+                'serialized_metadata': _dump(info['rosbag2_bagfile_information'], sort_keys=False),
                 'ROS_DISTRO': ROS_DISTRO})
             self._mcap.finish()
             self._stream.flush()
@@ -480,7 +490,7 @@ def recover(bag: Path, output: Path | None = None) -> dict:
                 writer.add_message(topic.channel_id, topic.count, log_time, publish_time, data)
                 topic.count += 1
         info = _metadata(topics_all.values(), [target.name], writer.start_ns, writer.end_ns)
-        writer.add_metadata('rosbag2', {'serialized_metadata': yaml.safe_dump(info['rosbag2_bagfile_information'],
+        writer.add_metadata('rosbag2', {'serialized_metadata': _dump(info['rosbag2_bagfile_information'],
                                                                              sort_keys=False),
                                         'ROS_DISTRO': ROS_DISTRO})
         writer.finish()
