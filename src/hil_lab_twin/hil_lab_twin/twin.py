@@ -36,6 +36,7 @@ from hil_lab_twin.scene import RobotBuild, TwinConfig, build_scene
 from hil_lab_twin.servo import (CommandRejected, DelayLine, FirstOrderServo, TrajectoryFollower, validate_command,
                                 validate_trajectory)
 from hil_common.errors import ConfigError, InputError
+from hil_dynamics.se3 import cross3
 
 
 def _index(adr: np.ndarray) -> slice | np.ndarray:
@@ -329,7 +330,7 @@ class LabTwin:
             force = sign * (frame.T @ local[:3])
             torque = sign * (frame.T @ local[3:])
             total[:3] += force
-            total[3:] += torque + np.cross(c.pos - origin, force)
+            total[3:] += torque + cross3(c.pos - origin, force)
         return total
 
     def joint_state(self, ns: str) -> JointState:
@@ -444,7 +445,7 @@ class LabTwin:
         for body, (force, couple, point_in_body) in self._pushes.items():
             point = self.data.xpos[body] + self.data.xmat[body].reshape(3, 3) @ point_in_body
             self.data.xfrc_applied[body, :3] = force
-            self.data.xfrc_applied[body, 3:] = couple + np.cross(point - self.data.xipos[body], force)
+            self.data.xfrc_applied[body, 3:] = couple + cross3(point - self.data.xipos[body], force)
 
     # -- the grip between two robots (seed 001's HIL) ----------------------------------------
     def _init_grip(self) -> None:
@@ -506,7 +507,7 @@ class LabTwin:
         w_g, v_g = vel[:3].copy(), vel[3:].copy()
         mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_SITE, site_p, vel, 0)
         w_p, v_p = vel[:3].copy(), vel[3:].copy()
-        v_target = v_g + np.cross(w_g, target.translation - grip.translation)
+        v_target = v_g + cross3(w_g, target.translation - grip.translation)
         e = np.concatenate((r_g.T @ (target.translation - payload.translation),
                             r_g.T @ pin.log3(target.rotation @ payload.rotation.T)))
         e_dot = np.concatenate((r_g.T @ (v_target - v_p), r_g.T @ (w_g - w_p)))
@@ -516,7 +517,7 @@ class LabTwin:
         point = payload.translation
         for body, sign in ((self._grip_bodies[1], 1.0), (self._grip_bodies[0], -1.0)):
             d.xfrc_applied[body, :3] += sign * force
-            d.xfrc_applied[body, 3:] += sign * (torque + np.cross(point - d.xipos[body], force))
+            d.xfrc_applied[body, 3:] += sign * (torque + cross3(point - d.xipos[body], force))
 
     def grip_wrench(self) -> np.ndarray:
         """The grip's wrench on the payload mock-up in the last step: world axes, about the grapple point

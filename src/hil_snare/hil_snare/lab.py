@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics.se3 import cross3
 from hil_snare.mount import CompliantMount, MountedWires
 from hil_snare.runner import DEG, HtvCaptureConfig, lee_snare
 from hil_snare.system import Grapple, SnareSystem
@@ -250,7 +251,7 @@ class SnareWires:
         d = twin.data
         for body, pose, w in ((self._bodies[0], pose_lee, w_lee), (self._bodies[1], pose_gs, w_gf)):
             f = pose.rotation @ w[:3]
-            tau = pose.rotation @ w[3:] + np.cross(pose.translation - d.xipos[body], f)
+            tau = pose.rotation @ w[3:] + cross3(pose.translation - d.xipos[body], f)
             d.xfrc_applied[body, :3] = f
             d.xfrc_applied[body, 3:] = tau
 
