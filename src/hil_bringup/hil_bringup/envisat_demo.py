@@ -406,7 +406,8 @@ def ros_graph_part(scenario, out: Path, seconds: float, expectations=None, launc
     # however long that takes on this machine, within a generous wall-time budget.
     sim_clock = any(n.parameters.get('clock') == 'simulated' for n in graph.nodes if n.executable == 'lab_twin_node')
     wall_budget_s = max(300.0, 40.0 * seconds)
-    with test_node('hil_envisat_recorder') as (node, executor):
+    # the events executor: this node only watches and records the graph (the twin paces the run)
+    with test_node('hil_envisat_recorder', 'events') as (node, executor):
         t0 = [None]
         lab_time = [None if sim_clock else 0.0]
 

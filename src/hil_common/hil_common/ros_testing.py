@@ -28,6 +28,8 @@ import threading
 import time
 from pathlib import Path
 
+from hil_common.errors import ConfigError
+
 PR_SET_PDEATHSIG = 1          # linux/prctl.h
 _LIBC = None
 
@@ -163,17 +165,27 @@ def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
 
 
 @contextlib.contextmanager
-def test_node(name: str):
-    """``with test_node('probe') as (node, executor): ...`` in a private rclpy context."""
+def test_node(name: str, executor_kind: str = 'single'):
+    """``with test_node('probe') as (node, executor): ...`` in a private rclpy context.
+
+    ``executor_kind`` 'single' (the default): rclpy's ``SingleThreadedExecutor``: the demos' and tests' nodes that
+    pace simulated-clock runs (pushes, the master's pull) by their own ``spin_once`` loop need it (with the events
+    executor two such tests failed in one run). 'events': rclpy's ``EventsExecutor``, about a quarter of the CPU per
+    message (:func:`hil_common.ros_main.node_executor`), for a node that only watches and records a graph."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
+    if executor_kind not in ('single', 'events'):
+        raise ConfigError(f"test_node: executor_kind must be 'single' or 'events', got {executor_kind!r}")
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(name, context=ctx)
-    # single-threaded: the demos' and tests' nodes pace simulated-clock runs (pushes, the master's
-    # pull) by their own spin_once loop; with the events executor two such tests failed in one run
-    executor = SingleThreadedExecutor(context=ctx)
+    if executor_kind == 'events':
+        from rclpy.experimental import EventsExecutor
+
+        executor = EventsExecutor(context=ctx)
+    else:
+        executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     try:
         yield node, executor
