@@ -34,7 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from hil_common.conversions import pose_to_msg
+from hil_common.conversions import pose_to_msg, wrench_from_msg
 from hil_common.params import Param, declare_parameters
 from hil_common.polled import PolledSubscription
 from hil_common.ros_main import run_node
@@ -215,10 +215,9 @@ class LiveViewNode(Node):
             if msg is not None:
                 self.on_joints(who, msg)
         for who, subscription in self.wrench_in.items():
-            m = subscription.take_latest()
-            if m is not None:
-                self.view.wrench_in_sensor(who, [m.wrench.force.x, m.wrench.force.y, m.wrench.force.z,
-                                                 m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z])
+            msg = subscription.take_latest()
+            if msg is not None:
+                self.view.wrench_in_sensor(who, wrench_from_msg(msg.wrench))
 
     def publish(self) -> None:
         self.take_inputs()
