@@ -4,6 +4,8 @@ The test node plays the rest of the graph: it publishes the Eq. (23) states and 
 joints, or acts as a replacement controller in the OBSW slot.
 """
 
+import time
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -104,6 +106,51 @@ def test_obsw_node_goes_through_the_phases(tmp_path):
         out = stop_process(proc)
     assert alive, out
 
+
+
+def test_obsw_node_reads_its_inputs_at_its_ticks_falls_silent_when_one_stops_and_resumes(tmp_path):
+    """The OBSW takes its inputs at each tick, newest value only (no wake-up per message): an input that stops
+    arriving is judged stale on its last tick's receipt time, and the node commands zero until it comes back."""
+    proc = start_node('hil_admittance', 'obsw_controller_node', ros_args=params_file(tmp_path, 'obsw', {
+        'urdf_xml': URDF, 'rate_hz': 200.0, 'input_timeout_s': 0.1, 'gains.sync_duration_s': 600.0}))
+    try:
+        with test_node('obsw_probe') as (node, executor):
+            wrenches = []        # (time received, |F_b|)
+            node.create_subscription(WrenchStamped, 'servicer/base_wrench_cmd', lambda m: wrenches.append(
+                (time.monotonic(), float(np.linalg.norm([m.wrench.force.x, m.wrench.force.y, m.wrench.force.z])))), 100)
+            pubs = [node.create_publisher(Odometry, 'client/state', 10),
+                    node.create_publisher(Odometry, 'servicer/state', 10),
+                    node.create_publisher(JointState, 'servicer_arm/joint_states', 10)]
+            g_b = BASE_IN_CLIENT
+            v_b = g_b.actInv(pin.SE3.Identity()).act(pin.Motion(TWIST_CLIENT)).vector
+            feeding = {'joints': True}
+
+            def feed():
+                pubs[0].publish(odometry(node, pin.SE3.Identity(), TWIST_CLIENT))
+                pubs[1].publish(odometry(node, g_b, v_b))
+                if feeding['joints']:
+                    pubs[2].publish(joint_state(node, Q0))
+            node.create_timer(0.01, feed)
+
+            def commanding():      # the co-rotation of the sync phase needs a centripetal force
+                return bool(wrenches) and wrenches[-1][1] > 1.0
+            assert spin_until(executor, commanding, 20.0), 'no OBSW output during sync'
+            feeding['joints'] = False
+            stopped = time.monotonic()
+            assert spin_until(executor, lambda: wrenches[-1][1] == 0.0 and wrenches[-1][0] > stopped, 5.0), \
+                'the OBSW kept commanding without joint states'
+            silent_after = next(t for t, f in wrenches if t > stopped and f == 0.0) - stopped
+            # stale after input_timeout_s (0.1 s) on the tick's receipt time: one tick (5 ms) and the last
+            # message's delivery later, plus this busy machine's scheduling
+            assert silent_after >= 0.1 - 0.02, silent_after
+            feeding['joints'] = True
+            resumed = time.monotonic()
+            assert spin_until(executor, lambda: commanding() and wrenches[-1][0] > resumed, 5.0), \
+                'the OBSW did not resume when the joint states came back'
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
 
 def test_servicer_node_follows_a_replacement_controller_and_holds_on_a_sensor_fault(tmp_path):
     """The OBSW slot is any publisher of F_b/tau; a latched wrist F/T fault freezes the table command."""
