@@ -243,10 +243,14 @@ RECORD_ARGS = (Arg('record', 'false', "record the graph's topics (ros2 bag where
 
 def simulated_clock_twin(clock_after_topics) -> dict:
     """The twin's parameters on its simulated clock in a mission graph: ``/clock`` once the F/T drivers
-    passed the step's samples on (``clock_after_topics``: the timers fire on that step's data), and a
+    passed the step's samples on (``clock_after_topics``: the timers fire on that step's data), a
     barrier timeout long enough that a node held up for seconds on a busy machine is waited for, so
-    the simulated timeline stays the lockstep one (a miss changes it: CI's failed live capture)."""
-    return {'clock': 'simulated', 'clock_after_topics': list(clock_after_topics), 'barrier_timeout_s': 10.0}
+    the simulated timeline stays the lockstep one (a miss changes it: CI's failed live capture), and
+    ``command_stamps``: a table's stamped joint trajectory answers the step from ``t`` only when it was
+    computed for ``t``, never one still in flight from the step before (which added a control period to
+    the loop in some runs; unstamped position commands answer as they come)."""
+    return {'clock': 'simulated', 'clock_after_topics': list(clock_after_topics), 'barrier_timeout_s': 10.0,
+            'command_stamps': True}
 
 
 def twin_and_clock(args: Mapping[str, str]) -> tuple[bool, bool]:

@@ -177,7 +177,7 @@ def cisas_twin_graph(args: Mapping[str, str], path: Path, scenario, stack: Stage
     twin = cisas_twin_config(scenario, ServoConfig(bandwidth_hz=float_arg(args, 'servo_bandwidth_hz', 0.1, 500.0)))
     lab = NodeSpec('hil_lab_twin', 'lab_twin_node', 'lab_twin', parameters={
         'layout': 'config', 'twin_config_yaml': config_to_yaml(twin), 'publish_rate_hz': rate_hz,
-        'rdt_ports': [f'{CHASER_SENSOR}:{port}'], 'publish_wrench': False, 'command_stamps': True,
+        'rdt_ports': [f'{CHASER_SENSOR}:{port}'], 'publish_wrench': False,
         **simulated_clock_twin(['/facility/ft/wrench'])})
     io = []
     for node in cisas_lab_nodes({**args, 'ft_host': '127.0.0.1'}, path, scenario):
