@@ -60,6 +60,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_common.consumers import fully_qualified_names_check, listening_nodes, missing_consumers
 from hil_common.conversions import seconds_to_stamp, stamp_to_seconds
 from hil_common.pacing import StepPacer
+from hil_common.polled import PolledSubscription
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
 from hil_docking.contact import COMPENSATIONS
@@ -106,7 +107,10 @@ class DockingFacilityNode(Node):
         self.answer = RobotAnswer(bool(p.robot_answer_topic))
         self._answer_sub = None
         if p.robot_answer_topic:
-            self._answer_sub = self.create_subscription(Float64MultiArray, p.robot_answer_topic, self.on_answer, 10)
+            # taken by hand while the node waits to start (hil_common.polled), never woken for: nothing is
+            # added to or removed from the executor's entities once the mission runs (it was destroyed at
+            # the start, the suspected cause of a rare stall there: docs/docking.md)
+            self._answer_sub = PolledSubscription(self, Float64MultiArray, p.robot_answer_topic, 10, raw=False)
             self.answer_topic_name = self._answer_sub.topic_name
         self._answer_reported = False
         self.status_every = max(1, int(round(p.status_period_s / self.scenario.control_period_s)))
@@ -153,12 +157,18 @@ class DockingFacilityNode(Node):
         if len(msg.data):
             self.answer.answer(float(msg.data[-1]))
 
+    def destroy_node(self):
+        if self._answer_sub is not None:
+            self._answer_sub.destroy()
+        return super().destroy_node()
+
     def robot_answers(self) -> bool:
-        """Whether the robot side has answered a command of this node (:class:`RobotAnswer`)."""
+        """Whether the robot side has answered a command of this node (:class:`RobotAnswer`); the answers
+        that came are taken now, until one does (the mission's own timeline judges from there)."""
+        if self._answer_sub is not None and not self.answer.answered:
+            for msg in self._answer_sub.take_all():
+                self.on_answer(msg)
         if self.answer.answered:
-            if self._answer_sub is not None:   # once: the mission's own timeline judges from here
-                self.destroy_subscription(self._answer_sub)
-                self._answer_sub = None
             return True
         if not self._answer_reported:
             self._answer_reported = True
