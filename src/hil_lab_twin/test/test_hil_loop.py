@@ -8,8 +8,8 @@ into joint commands, and the twin moves the mock-up. Every node is its installed
 executable; none knows it drives a simulation.
 
 Checks: the table carries the mock-up where the admittance node commands it: the flange
-repeats the commanded displacement after the loop's delay (fitted, the twin servo's response delay
-within one step) within 1 mm at every sample, along the push; and the distance is ``F t^2 / (2 m)`` within 10 % for
+repeats the commanded displacement after the loop's delay (fitted: the single-point trajectory's lead plus
+the twin servo's response delay, within half a step) within 1 mm at every sample, along the push; and the distance is ``F t^2 / (2 m)`` within 10 % for
 a free body of mass m. The lab runs on the twin's simulated clock (every node and this test
 on its /clock, series by their stamps): a busy machine slows the run down and the loop's
 timing stays the lab's (on the wall clock, beside two busy loops, 48 of 190 samples were more
