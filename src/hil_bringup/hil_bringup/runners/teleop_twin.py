@@ -46,7 +46,7 @@ from hil_lab_twin.scene import GRAPPLE_IN_MOCKUP_M, SENSOR_HEIGHT_M, GripConfig,
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
-from hil_sensors.processing import Tare
+from hil_sensors.processing import LowPassFilter, Tare
 from hil_teleop.config import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.coordinates import x_from_pose
 from hil_teleop.slave_law import SlaveSide
@@ -70,6 +70,35 @@ def twin_config_for(config: TeleopConfig) -> TwinConfig:
                                                   tuple(config.grip_contact_d), engaged=False))
 
 
+@dataclass(frozen=True)
+class GraphLoopSettings:
+    """What the live graph (``TeleopScenario.twin_node_parameters``) sets beyond this runner's defaults, so the
+    lockstep loop can be run as the graph runs it: the twin's grip, each F/T driver's low-pass (run on every
+    sensor sample, as the driver does; None: none) and the payload table's trajectory lead. The twin's servo and
+    F/T noise are the lab twin node's defaults in both."""
+
+    grip_k: tuple
+    grip_d: tuple
+    low_pass: dict              # sensor -> (cutoff_hz, sample_rate_hz, order) or None
+    payload_lead_s: float
+
+
+def graph_settings(params: dict) -> GraphLoopSettings:
+    """The settings of the teleop graph's node parameters ``params`` (``TeleopScenario.twin_node_parameters``):
+    one definition for the live graph and this runner."""
+    from hil_sensors.ft_driver import check_parameters
+
+    def low_pass(node):
+        cfg = check_parameters(params[node])
+        return ((cfg['low_pass.cutoff_hz'], cfg['sensor_rate_hz'], cfg['low_pass.order'])
+                if cfg['low_pass.enabled'] else None)
+    twin = params['lab_twin']
+    return GraphLoopSettings(tuple(float(v) for v in twin['grip_stiffness']),
+                             tuple(float(v) for v in twin['grip_damping']),
+                             {'slave_ft': low_pass('slave_ft'), 'payload_ft': low_pass('payload_ft')},
+                             float(params['payload_table']['trajectory_lead_s']))
+
+
 @dataclass
 class TwinSlaveSide:
     """The orbit side wired to a twin: what the ROS graph's nodes hold, as plain objects."""
@@ -83,17 +112,36 @@ class TwinSlaveSide:
     payload_tare: Tare
     pose_payload_flange_start: pin.SE3
     pose_slave_base_in_world: pin.SE3
+    low_pass: dict | None = None      # sensor -> LowPassFilter run on every sample (GraphLoopSettings), or None
+    _filtered: dict | None = None     # sensor -> (sequence, the filter's latest output)
+
+    def reading(self, sensor: str) -> np.ndarray:
+        """The sensor's latest sample, tared; through its low-pass when it has one (fed by :meth:`sense`)."""
+        tare = self.slave_tare if sensor == 'slave_ft' else self.payload_tare
+        if self.low_pass is not None and self.low_pass.get(sensor) is not None:
+            return self._filtered[sensor][1]
+        return self.twin.wrench_source(sensor)()[0] - np.asarray(tare.offset)
+
+    def sense(self) -> None:
+        """After each physics step: a new sample of a sensor with a low-pass goes through it, as the F/T
+        driver filters every sample it reads."""
+        for sensor, lp in (self.low_pass or {}).items():
+            if lp is None:
+                continue
+            wrench, _, sequence = self.twin.wrench_source(sensor)()
+            if self._filtered.get(sensor, (None,))[0] != sequence:
+                tare = self.slave_tare if sensor == 'slave_ft' else self.payload_tare
+                self._filtered[sensor] = (sequence, np.asarray(lp.step(np.asarray(wrench) - np.asarray(tare.offset))))
 
     def slave_wrench(self) -> np.ndarray:
         """``f_s``: wrist reading, tared, rotated to the slave base, sign of Eq. (3) (about the grip point)."""
-        reading = self.twin.wrench_source('slave_ft')()[0] - np.asarray(self.slave_tare.offset)
+        reading = self.reading('slave_ft')
         rotation = self.slave.kin.forward(self.twin.joint_state('slave').positions).rotation  # sensor axes = flange axes
         return SLAVE_FT_SIGN * np.concatenate((rotation @ reading[:3], rotation @ reading[3:]))
 
     def payload_wrench_com(self) -> np.ndarray:
         """Payload reading, tared, as the body wrench about the payload CoM (the grapple)."""
-        reading = self.twin.wrench_source('payload_ft')()[0] - np.asarray(self.payload_tare.offset)
-        return transform_wrench(POSE_SENSOR_IN_GRAPPLE, reading)
+        return transform_wrench(POSE_SENSOR_IN_GRAPPLE, self.reading('payload_ft'))
 
     def payload_grip_in_slave_base(self) -> pin.SE3:
         """Ground truth of the grapple, in the slave base (for the records)."""
@@ -101,8 +149,12 @@ class TwinSlaveSide:
 
 
 def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None, settle_s: float = 0.3,
-                    tare_samples: int = 100) -> TwinSlaveSide:
-    """Twin, tables, admittance; settle with the gripper open, tare both sensors, close the gripper."""
+                    tare_samples: int = 100, settings: GraphLoopSettings | None = None) -> TwinSlaveSide:
+    """Twin, tables, admittance; settle with the gripper open, tare both sensors, close the gripper.
+    With ``settings`` the twin's grip and the sensors' low-pass are the graph's."""
+    if settings is not None and twin_config is None:
+        twin_config = twin_config_for(dataclasses.replace(config, grip_contact_k=settings.grip_k,
+                                                          grip_contact_d=settings.grip_d))
     twin = LabTwin(twin_config or twin_config_for(config))
     steps = int(round(config.dt / twin.dt))
     slave_kin, payload_kin = make_kinematics('kr120r2500pro'), make_kinematics('ur10e')
@@ -127,13 +179,19 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
     body = RigidBody(config.payload_mass_kg, config.payload_inertia())
     base = dict((r.ns, r) for r in twin.config.robots)['slave']
     slave_base = pin.SE3(pin.rpy.rpyToMatrix(*base.base_rpy), np.array(base.base_xyz, dtype=float))
-    return TwinSlaveSide(twin, slave, tables[0], tables[1], ClientAdmittance(body, np.zeros(6)),
+    side = TwinSlaveSide(twin, slave, tables[0], tables[1], ClientAdmittance(body, np.zeros(6)),
                          tares['slave_ft'], tares['payload_ft'], payload_kin.forward(q_payload), slave_base)
+    if settings is not None:
+        side.low_pass = {sensor: None if lp is None else LowPassFilter(*lp) for sensor, lp in settings.low_pass.items()}
+        side._filtered = {}
+        side.sense()                 # each filter starts in steady state on the first tared sample
+    return side
 
 
 def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray], duration_s: float,
                     twin_config: TwinConfig | None = None, slave_blocked: Callable[[float], bool] | None = None,
-                    on_step: Callable[[float, LabTwin], None] | None = None) -> TeleopRun:
+                    on_step: Callable[[float, LabTwin], None] | None = None,
+                    settings: GraphLoopSettings | None = None) -> TeleopRun:
     """Run the closed loop with the twin for ``duration_s``; records as :func:`~hil_bringup.runners.teleop.run_teleop`.
 
     ``on_step(t, twin)`` is called after every control period (e.g. to render the twin).
@@ -144,8 +202,12 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
     ``f_payload`` (payload F/T wrench about the CoM, body axes), ``f_grip`` (the twin's grip wrench on
     the payload, world axes, ground truth) and ``tracking_error_m`` (slave
     flange, measured versus commanded).
+
+    ``settings`` (:func:`graph_settings`): the loop as the live graph runs it (its grip, the F/T drivers'
+    low-pass on every sample, the payload table's trajectory lead), for comparing the two.
     """
-    side = build_twin_side(config, twin_config)
+    side = build_twin_side(config, twin_config, settings=settings)
+    payload_lead_s = config.dt if settings is None else settings.payload_lead_s
     twin, dt = side.twin, config.dt
     steps = int(round(dt / twin.dt))
     if abs(steps * twin.dt - dt) > 1e-12 or steps < 1:
@@ -196,8 +258,13 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
         target = flange_target_from_body_motion(side.pose_payload_flange_start, POSE_GRAPPLE_IN_FLANGE,
                                                 state.pose_client_in_nominal)
         out_p = side.payload_table.step(target, q_measured=twin.joint_state('payload').positions, t=t0 + t)
-        twin.command_trajectory('payload', side.payload_table.kin.joint_names, [(dt, out_p.q_command)])
-        twin.step(steps)
+        twin.command_trajectory('payload', side.payload_table.kin.joint_names, [(payload_lead_s, out_p.q_command)])
+        if side.low_pass is None:
+            twin.step(steps)
+        else:
+            for _ in range(steps):
+                twin.step(1)
+                side.sense()
         downlink.send(t, (meas.x_s, f_s))
         for _, (xs_msg, _) in downlink.receive(t + 1e-9):
             x_s_earth = xs_msg
