@@ -72,6 +72,15 @@ def test_twin_graph_parameters_are_valid_and_start_the_virtual_arm_at_the_measur
                                atol=1e-6)
     assert params['teleop_master']['x0'] == params['slave_law']['x_s0']
     assert params['lab_twin']['rdt_ports'] == ['slave_ft:50001', 'payload_ft:50002']
+    # the lockstep twin runner's reading of these settings (the live test's reference) takes what the nodes get
+    from hil_bringup.runners.teleop_twin import graph_settings
+    settings = graph_settings(params)
+    assert list(settings.grip_k) == params['lab_twin']['grip_stiffness']
+    assert list(settings.grip_d) == params['lab_twin']['grip_damping']
+    for sensor in ('slave_ft', 'payload_ft'):
+        assert settings.low_pass[sensor] == (params[sensor]['low_pass.cutoff_hz'], params[sensor]['sensor_rate_hz'], 2)
+    assert settings.low_pass['payload_ft'] != settings.low_pass['slave_ft']
+    assert settings.payload_lead_s == params['payload_table']['trajectory_lead_s'] != params['slave_table']['period_s']
 
 
 @pytest.mark.parametrize('edit, field', [
