@@ -46,7 +46,7 @@ from hil_lab_twin.scene import GRAPPLE_IN_MOCKUP_M, SENSOR_HEIGHT_M, GripConfig,
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import flange_target_from_body_motion, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
-from hil_sensors.processing import LowPassFilter, Tare
+from hil_sensors.processing import Tare
 from hil_teleop.config import TeleopConfig, TeleopRun, earth_and_link
 from hil_teleop.coordinates import x_from_pose
 from hil_teleop.slave_law import SlaveSide
@@ -73,13 +73,13 @@ def twin_config_for(config: TeleopConfig) -> TwinConfig:
 @dataclass(frozen=True)
 class GraphLoopSettings:
     """What the live graph (``TeleopScenario.twin_node_parameters``) sets beyond this runner's defaults, so the
-    lockstep loop can be run as the graph runs it: the twin's grip, each F/T driver's low-pass (run on every
-    sensor sample, as the driver does; None: none) and the payload table's trajectory lead. The twin's servo and
-    F/T noise are the lab twin node's defaults in both."""
+    lockstep loop can be run as the graph runs it: the twin's grip, each F/T driver's parameters (its processing
+    chain, :func:`hil_sensors.ft_driver.wrench_chain`, run on every sensor sample as the driver runs it) and the
+    payload table's trajectory lead. The twin's servo and F/T noise are the lab twin node's defaults in both."""
 
     grip_k: tuple
     grip_d: tuple
-    low_pass: dict              # sensor -> (cutoff_hz, sample_rate_hz, order) or None
+    drivers: dict               # sensor -> the F/T driver's validated parameters (check_parameters)
     payload_lead_s: float
 
 
@@ -88,14 +88,10 @@ def graph_settings(params: dict) -> GraphLoopSettings:
     one definition for the live graph and this runner."""
     from hil_sensors.ft_driver import check_parameters
 
-    def low_pass(node):
-        cfg = check_parameters(params[node])
-        return ((cfg['low_pass.cutoff_hz'], cfg['sensor_rate_hz'], cfg['low_pass.order'])
-                if cfg['low_pass.enabled'] else None)
     twin = params['lab_twin']
     return GraphLoopSettings(tuple(float(v) for v in twin['grip_stiffness']),
                              tuple(float(v) for v in twin['grip_damping']),
-                             {'slave_ft': low_pass('slave_ft'), 'payload_ft': low_pass('payload_ft')},
+                             {sensor: check_parameters(params[sensor]) for sensor in ('slave_ft', 'payload_ft')},
                              float(params['payload_table']['trajectory_lead_s']))
 
 
@@ -112,26 +108,25 @@ class TwinSlaveSide:
     payload_tare: Tare
     pose_payload_flange_start: pin.SE3
     pose_slave_base_in_world: pin.SE3
-    low_pass: dict | None = None      # sensor -> LowPassFilter run on every sample (GraphLoopSettings), or None
-    _filtered: dict | None = None     # sensor -> (sequence, the filter's latest output)
+    chains: dict | None = None        # sensor -> the F/T driver's WrenchChain (GraphLoopSettings), or None
+    _processed: dict | None = None    # sensor -> (sequence, the chain's latest output)
 
     def reading(self, sensor: str) -> np.ndarray:
-        """The sensor's latest sample, tared; through its low-pass when it has one (fed by :meth:`sense`)."""
+        """The sensor's latest sample, tared; with the driver's chain, its latest output (fed by :meth:`sense`)."""
+        if self.chains is not None:
+            return self._processed[sensor][1]
         tare = self.slave_tare if sensor == 'slave_ft' else self.payload_tare
-        if self.low_pass is not None and self.low_pass.get(sensor) is not None:
-            return self._filtered[sensor][1]
         return self.twin.wrench_source(sensor)()[0] - np.asarray(tare.offset)
 
     def sense(self) -> None:
-        """After each physics step: a new sample of a sensor with a low-pass goes through it, as the F/T
-        driver filters every sample it reads."""
-        for sensor, lp in (self.low_pass or {}).items():
-            if lp is None:
-                continue
+        """With the drivers' chains, after each physics step: each new sample goes through its driver's chain
+        (tare, low-pass, dead band, ... as the graph's driver is set), as the driver processes every sample."""
+        for sensor, chain in (self.chains or {}).items():
             wrench, _, sequence = self.twin.wrench_source(sensor)()
-            if self._filtered.get(sensor, (None,))[0] != sequence:
-                tare = self.slave_tare if sensor == 'slave_ft' else self.payload_tare
-                self._filtered[sensor] = (sequence, np.asarray(lp.step(np.asarray(wrench) - np.asarray(tare.offset))))
+            if self._processed.get(sensor, (None,))[0] != sequence:
+                out = chain.process(wrench)
+                if out is not None:
+                    self._processed[sensor] = (sequence, np.asarray(out))
 
     def slave_wrench(self) -> np.ndarray:
         """``f_s``: wrist reading, tared, rotated to the slave base, sign of Eq. (3) (about the grip point)."""
@@ -151,7 +146,7 @@ class TwinSlaveSide:
 def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None, settle_s: float = 0.3,
                     tare_samples: int = 100, settings: GraphLoopSettings | None = None) -> TwinSlaveSide:
     """Twin, tables, admittance; settle with the gripper open, tare both sensors, close the gripper.
-    With ``settings`` the twin's grip and the sensors' low-pass are the graph's."""
+    With ``settings`` the twin's grip and the sensors' processing (the drivers' chains, tared here) are the graph's."""
     if settings is not None and twin_config is None:
         twin_config = twin_config_for(dataclasses.replace(config, grip_contact_k=settings.grip_k,
                                                           grip_contact_d=settings.grip_d))
@@ -162,13 +157,20 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
             twin.joint_names('payload'):
         raise ConfigError('twin robots must be the KR 120 slave and the UR10e payload table')
     twin.step(int(round(settle_s / twin.dt)))
-    tares = {name: Tare() for name in ('slave_ft', 'payload_ft')}
+    chains = None
+    if settings is not None:
+        from hil_sensors.ft_driver import wrench_chain
+        chains = {name: wrench_chain(cfg, cfg['sensor_rate_hz']) for name, cfg in settings.drivers.items()}
+    tares = {name: chains[name].tare if chains else Tare() for name in ('slave_ft', 'payload_ft')}
     for tare in tares.values():
         tare.start(tare_samples)
     while any(t.collecting for t in tares.values()):
         twin.step(steps)
         for name, tare in tares.items():
-            tare.add(twin.wrench_source(name)()[0])
+            if chains:                   # the chain adds the sample to its tare and restarts its filter at the end
+                chains[name].process(twin.wrench_source(name)()[0])
+            else:
+                tare.add(twin.wrench_source(name)()[0])
     twin.engage_grip()
     q_slave = twin.joint_state('slave').positions
     slave = MeasuredSlave.aligned_at(slave_kin, q_slave, (0.0, 0.0, SENSOR_HEIGHT_M))
@@ -181,9 +183,8 @@ def build_twin_side(config: TeleopConfig, twin_config: TwinConfig | None = None,
     slave_base = pin.SE3(pin.rpy.rpyToMatrix(*base.base_rpy), np.array(base.base_xyz, dtype=float))
     side = TwinSlaveSide(twin, slave, tables[0], tables[1], ClientAdmittance(body, np.zeros(6)),
                          tares['slave_ft'], tares['payload_ft'], payload_kin.forward(q_payload), slave_base)
-    if settings is not None:
-        side.low_pass = {sensor: None if lp is None else LowPassFilter(*lp) for sensor, lp in settings.low_pass.items()}
-        side._filtered = {}
+    if chains is not None:
+        side.chains, side._processed = chains, {}
         side.sense()                 # each filter starts in steady state on the first tared sample
     return side
 
@@ -259,7 +260,7 @@ def run_teleop_twin(config: TeleopConfig, operator: Callable[[float], np.ndarray
                                                 state.pose_client_in_nominal)
         out_p = side.payload_table.step(target, q_measured=twin.joint_state('payload').positions, t=t0 + t)
         twin.command_trajectory('payload', side.payload_table.kin.joint_names, [(payload_lead_s, out_p.q_command)])
-        if side.low_pass is None:
+        if side.chains is None:
             twin.step(steps)
         else:
             for _ in range(steps):
