@@ -111,6 +111,9 @@ class ServicerSide:
         self.rejected = 0
         self.last_rejection = ''
         self.passivity_out: PassivityOutput | None = None
+        #: what runs the last step of a tick that does not hold (with Eq. 22's torques), ``port_step``'s signature
+        #: and result: None for ``port_step`` itself (the fused hot path also commands its table in that call)
+        self.last_step = None
 
     # -- inputs ----------------------------------------------------------------------------
     def _finite(self, what: str, value, size: int) -> np.ndarray | None:
@@ -256,9 +259,10 @@ class ServicerSide:
                 for k in range(self.pacer.steps_done - steps, self.pacer.steps_done):
                     self.follower.before_step(self.pacer.step_time(k), self.adm)
                     # the port observed over the step, Eq. (18) under F_b + F_pc, and (last step) Eq. (22)'s torques
-                    s, self.passivity_out, tau_q = port_step(self.adm, self.ff, self.passivity, self.dt_s, self.q,
-                                                             self.dq, self.ddq, wrench_base, wrench_ee, twist_measured,
-                                                             tau_obsw if k == last else None)
+                    step = port_step if k != last or self.last_step is None else self.last_step
+                    s, self.passivity_out, tau_q = step(self.adm, self.ff, self.passivity, self.dt_s, self.q, self.dq,
+                                                        self.ddq, wrench_base, wrench_ee, twist_measured,
+                                                        tau_obsw if k == last else None)
             except ValueError as exc:            # e.g. joint angles the model refuses: counted, no output
                 self.reject(str(exc))
                 return None

@@ -36,7 +36,10 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
   false joint accelerations, and the table clamped 83 % of the commands away from their IK
   solution (none on the grid; ``test_servicer_hot_path_rule``). A late sample's catch-up steps
   move the grid on by as many steps, so the limits still hold over the time the poses span. The
-  measurement's age (on ``now_s``) gives the table its own stale check.
+  measurement's age (on ``now_s``) gives the table its own stale check;
+* **one compiled call**: the tick's last step and the table's command for its pose are one call
+  (:mod:`hil_bringup.servicer_hot_path_kernel`, ``ServicerSide.last_step``) where the side, the table and the
+  command frame have their compiled paths (``fused=False``: the separate calls, the reference).
 """
 
 from __future__ import annotations
@@ -48,8 +51,11 @@ from typing import Callable
 import numpy as np
 
 from hil_admittance.servicer_side import ServicerOutput, ServicerSide
+from hil_bringup.servicer_hot_path_kernel import TABLE_INVALID_COMMAND, TABLE_NOT_RUN, TABLE_STALE_MEASUREMENT, \
+    side_and_table_step
 from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
+from hil_dynamics.servicer import port_step, port_step_args, port_step_outcome, side_port_args
 from hil_motion_table.table import MotionTable
 
 
@@ -66,7 +72,7 @@ class ServicerCommand:
 class ServicerHotPath:
     def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
                  twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
-                 auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05):
+                 auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05, fused: bool = True):
         self.side, self.table = side, table
         self.lead_s = float(lead_s)
         self.sample_timeout_s = float(sample_timeout_s)
@@ -81,6 +87,19 @@ class ServicerHotPath:
         self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'not_due': 0, 'no_joint_states': 0,
                          'refused_joint_states': 0}
         self.last: ServicerCommand | None = None
+        # the tick's last step and the table's command in one compiled call: a serial table, a CommandFrame's
+        # target and twist, the side's table pose g_s itself (not from its start)
+        frame = getattr(target, '__self__', None)
+        self._frame = frame if fused and self._target_array is not None and hasattr(frame, 'kernel_args') \
+            and getattr(twist, '__self__', None) is frame and table._chain is not None \
+            and side.pose_start_inv is None else None
+        self._table_command = None       # the command the tick's last step made (fused), for _step
+        self._age = math.inf             # the joints' age at this tick (the table's stale check)
+        self._twist_ff, self._cmd = np.empty(6), np.empty(12)
+        if self._frame is not None:
+            side.last_step = self._last_step
+            self._load_kernel()
+        self.fused_steps = 0             # ticks whose last step and command were the one call
 
     def table_joints(self, q, dq, now_s: float, side_now_s: float) -> bool:
         """The table's measured joints (its order; None if the message lacked them) at ``now_s`` (the
@@ -125,16 +144,21 @@ class ServicerHotPath:
         pacer = self.side.pacer
         t_next = pacer.step_time(pacer.steps_done + 1)      # the grid's next step (side's clock)
         early = self.side.started and side_now_s < t_next <= side_now_s + self.lead_s
+        self._age = now_s - self.joints.last_s if self.joints.usable else math.inf   # recovering: still holding
+        self._table_command = None
         out = self.side.tick(t_next if early else side_now_s)
+        fused, self._table_command = self._table_command, None
         if out is None:
             self.counters['not_due'] += 1
             return None
         if self.q_measured is None:
             self.counters['no_joint_states'] += 1
             return None
-        age = now_s - self.joints.last_s if self.joints.usable else math.inf   # recovering: still holding
-        twist_ff = None if out.holding else self.twist(out.twist_table_cmd)
-        if self._target_array is not None:
+        age = self._age
+        twist_ff = None if out.holding or fused is not None else self.twist(out.twist_table_cmd)
+        if fused is not None:             # made in the tick's last step (_last_step)
+            table = fused
+        elif self._target_array is not None:
             table = self.table.step_array(self._target_array(out.pose_table_cmd_array), q_measured=self.q_measured,
                                           twist_ff_body=twist_ff, t=out.step_time_s, measurement_age=age)
         else:
@@ -148,6 +172,61 @@ class ServicerHotPath:
         self.counters['held'] += holding
         self.last = ServicerCommand(out, table.q_command, holding, reason)
         return self.last
+
+    def _last_step(self, adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
+                   tau_obsw):
+        """The tick's last step (``ServicerSide.last_step``, :func:`hil_dynamics.servicer.port_step`'s signature
+        and result) and the table's command for its pose in one compiled call, kept for :meth:`_step`. The
+        separate calls where the side's step or the table has no compiled path (the table not yet initialized,
+        or latched), or no measured joints yet."""
+        table, q_measured = self.table, self.q_measured
+        call = None
+        if q_measured is not None and table.initialized and not table.latched_faults:
+            call = port_step_args(adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee,
+                                  twist_measured, tau_obsw)
+        if call is None:
+            return port_step(adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
+                             tau_obsw)
+        side_args, outputs = call
+        t = self.side.pacer.step_time(self.side.pacer.steps_done)     # the step's time, as _step gives the table
+        table_dt, _ = table.dt_at(t)
+        motion_args, motion_out = table.motion_args(True, table_dt, q_measured)
+        excess, pending, status, flags = side_and_table_step(
+            side_args, outputs[1], outputs[2], *self._frame.kernel_args(), self._age,
+            table.limits.max_measurement_age, motion_args, self._cmd, self._twist_ff)
+        done = port_step_outcome(adm, ff, port, dt, (q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, tau_obsw),
+                                 (excess, pending, status), outputs)
+        if done is None:              # the port refused its input: the separate calls raise its error
+            return port_step(adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
+                             tau_obsw)
+        if flags != TABLE_NOT_RUN:    # the table's command cycle, as MotionTable.step_array runs it
+            table.begin_step(t)
+            if flags == TABLE_INVALID_COMMAND:
+                self._table_command = table.hold_for(('invalid_command',))
+            elif flags == TABLE_STALE_MEASUREMENT:
+                self._table_command = table.hold_for(('stale_measurement',))
+            else:
+                self._table_command = table.motion_outcome(flags, motion_out)
+            self.fused_steps += 1
+        return done
+
+    def _load_kernel(self) -> None:
+        """Load the one call (Numba's cache) now, not in the first sample: on the port's accumulators copied and a
+        scratch copy of the table (nothing of this rule changes; the side's work arrays are scratch)."""
+        import copy
+
+        side, table = self.side, copy.deepcopy(self.table)
+        q_table = np.clip(np.zeros(table.kin.dof), table.q_lo, table.q_hi)
+        table.initialize(q_table)
+        z, z6 = np.zeros(side.n), np.zeros(6)
+        if port_step_args(side.adm, side.ff, side.passivity, side.dt_s, z, z, z, z6, z6, None, z) is None:
+            return
+        port = side.passivity
+        side_args, outputs = side_port_args(side.adm, side.ff, port, port._acc.copy(), port._prev.copy(), side.dt_s,
+                                            z, z, z, z6, z6, side.adm.state.twist_base_rel_body, z)
+        motion_args, _ = table.motion_args(True, table.period, q_table)
+        side_and_table_step(side_args, outputs[1], outputs[2], *self._frame.kernel_args(), 0.0, 1.0, motion_args,
+                            np.empty(12), np.empty(6))
 
     def reset(self, now_s: float) -> tuple[bool, str]:
         """Clear the table's latched faults and (manual policy) the joint watch."""

@@ -839,19 +839,26 @@ def _held_f64(*arrays_and_sizes) -> bool:
     return True
 
 
-def _side_port_call(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, tau):
-    """:func:`hil_dynamics.kernels.side_port_step` on ``adm``'s state, its and ``ff``'s work arrays and the port's
-    accumulators ``acc``, ``prev``: ``(E_obs, pending, status, F_pc, poses, x, tau_q)``."""
+def side_port_args(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, tau) -> tuple[tuple, tuple]:
+    """The arguments of :func:`hil_dynamics.kernels.side_port_step` on ``adm``'s state, its and ``ff``'s work arrays
+    and the port's accumulators ``acc``, ``prev``, and the arrays it writes ``(F_pc, poses, x, tau_q)``."""
     s, fused, command, n = adm.state, adm._fused, ff._command, adm.model.n
     g_n, g_s = s.pose_arrays()
     nom_m6, nom_m6_inv = adm.nominal_matrices()
     wrench_pc, poses, x, tau_q = np.empty(6), np.empty((2, 12)), np.empty(12), np.empty(n)
-    excess, pending, status = kernels.side_port_step(
-        acc, prev, port.mass_matrix, v_meas, dt, port.enabled, port.max_rate_per_s, port.threshold_j, wrench_pc,
-        *adm.model.ee_chain, g_n, s.twist_nominal_body, g_s, s.twist_base_rel_body, q, dq, ddq, f_b, f_e, tau,
-        fused.ee_joint, fused.placement, fused.fext, fused.zero_fext, fused.chain, nom_m6, nom_m6_inv, fused.work,
-        fused.work_ic, poses, x, command.chain, command.lab_gravity, command.nominal_in_lab, *ff.kernel_weights(),
-        command.work, command.work_ic, command.tw, tau_q)
+    args = (acc, prev, port.mass_matrix, v_meas, dt, port.enabled, port.max_rate_per_s, port.threshold_j, wrench_pc,
+            *adm.model.ee_chain, g_n, s.twist_nominal_body, g_s, s.twist_base_rel_body, q, dq, ddq, f_b, f_e, tau,
+            fused.ee_joint, fused.placement, fused.fext, fused.zero_fext, fused.chain, nom_m6, nom_m6_inv, fused.work,
+            fused.work_ic, poses, x, command.chain, command.lab_gravity, command.nominal_in_lab, *ff.kernel_weights(),
+            command.work, command.work_ic, command.tw, tau_q)
+    return args, (wrench_pc, poses, x, tau_q)
+
+
+def _side_port_call(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, tau):
+    """:func:`hil_dynamics.kernels.side_port_step` on :func:`side_port_args`: ``(E_obs, pending, status, F_pc, poses,
+    x, tau_q)``."""
+    args, (wrench_pc, poses, x, tau_q) = side_port_args(adm, ff, port, acc, prev, dt, q, dq, ddq, f_b, f_e, v_meas, tau)
+    excess, pending, status = kernels.side_port_step(*args)
     return excess, pending, status, wrench_pc, poses, x, tau_q
 
 
@@ -885,6 +892,29 @@ def port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, q_ar
     ``tau_ff3``, one compiled call (:func:`hil_dynamics.kernels.side_port_step`); otherwise the calls above one after
     the other. Both give the same results (to 1e-12: the port wrench's sum) and refuse the same inputs with the
     same errors, after the same changes (``test_fast_paths``)."""
+    inputs = (q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, tau_obsw)
+    call = port_step_args(adm, ff, port, dt, *inputs[:5], twist_measured, tau_obsw)
+    if call is not None:
+        done = port_step_outcome(adm, ff, port, dt, inputs, kernels.side_port_step(*call[0]), call[1])
+        if done is not None:
+            return done
+    s = adm.state
+    v_n, v_s = s.twist_nominal_body, s.twist_base_rel_body
+    v_m = v_s if twist_measured is None else twist_measured
+    vn_dot = adm.nominal_acceleration(v_n)
+    jac_b = adm.model.ee_jacobian(q_arm)[:, :6]
+    out = port.update(v_m, v_s, jac_b.T @ np.asarray(wrench_ee, dtype=float), dt)
+    state = adm.step(dt, q_arm, dq_arm, ddq_arm, np.asarray(wrench_base_com, dtype=float) + out.wrench_pc, wrench_ee)
+    if tau_obsw is None:
+        return state, out, None
+    return state, out, ff.torque_command(tau_obsw, q_arm, dq_arm, state.pose_arrays()[1], state.twist_base_rel_body,
+                                         state.twist_nominal_body, vn_dot)
+
+
+def port_step_args(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com,
+                   wrench_ee, twist_measured, tau_obsw) -> tuple[tuple, tuple] | None:
+    """:func:`port_step`'s compiled call prepared (:func:`side_port_args`), or None where it takes the calls one
+    after the other (no torques wanted, inputs that are not held float64 vectors, no free-flyer chain, ...)."""
     s = adm.state
     v_n, v_s = s.twist_nominal_body, s.twist_base_rel_body
     v_m = v_s if twist_measured is None else twist_measured
@@ -898,26 +928,31 @@ def port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, q_ar
             and ff.use_ff2 == ff.use_ff3 and port.n == 6 and dt > 0.0 \
             and _held_f64((q_arm, n), (dq_arm, n), (ddq_arm, n), (tau_obsw, n), (wrench_base_com, 6), (wrench_ee, 6),
                           (v_m, 6), (v_n, 6), (v_s, 6)):
-        excess, pending, status, wrench_pc, poses, x, tau_q = _side_port_call(
-            adm, ff, port, port._acc, port._prev, float(dt), q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, v_m,
-            tau_obsw)
-        if status != 1:
-            out = port.output(excess, pending, wrench_pc)
-            if status == 2:         # the port observed; the step's inputs refused as step() refuses them (it raises)
-                state = adm.step(dt, q_arm, dq_arm, ddq_arm, wrench_base_com + wrench_pc, wrench_ee)
-            else:
-                # the new state owns the kernel's output arrays (nothing writes them again)
-                state = adm.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:])
-            if status == 0:
-                return state, out, tau_q
-            vn_dot = adm.nominal_acceleration(v_n)
-            return state, out, ff.torque_command(tau_obsw, q_arm, dq_arm, state.pose_arrays()[1],
-                                                 state.twist_base_rel_body, state.twist_nominal_body, vn_dot)
-    vn_dot = adm.nominal_acceleration(v_n)
-    jac_b = adm.model.ee_jacobian(q_arm)[:, :6]
-    out = port.update(v_m, v_s, jac_b.T @ np.asarray(wrench_ee, dtype=float), dt)
-    state = adm.step(dt, q_arm, dq_arm, ddq_arm, np.asarray(wrench_base_com, dtype=float) + out.wrench_pc, wrench_ee)
-    if tau_obsw is None:
-        return state, out, None
+        return side_port_args(adm, ff, port, port._acc, port._prev, float(dt), q_arm, dq_arm, ddq_arm, wrench_base_com,
+                              wrench_ee, v_m, tau_obsw)
+    return None
+
+
+def port_step_outcome(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, inputs: tuple, result: tuple,
+                      outputs: tuple):
+    """:func:`port_step`'s result after its compiled call returned ``result`` = ``(E_obs, pending, status)`` on
+    :func:`port_step_args`' output arrays; ``inputs`` = ``(q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee,
+    tau_obsw)``. None when the port refused its input (status 1, nothing changed): the calls one after the other
+    then raise the error."""
+    excess, pending, status = result
+    if status == 1:
+        return None
+    q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, tau_obsw = inputs
+    wrench_pc, poses, x, tau_q = outputs
+    s = adm.state
+    out = port.output(excess, pending, wrench_pc)
+    if status == 2:         # the port observed; the step's inputs refused as step() refuses them (it raises)
+        state = adm.step(dt, q_arm, dq_arm, ddq_arm, wrench_base_com + wrench_pc, wrench_ee)
+    else:
+        # the new state owns the kernel's output arrays (nothing writes them again)
+        state = adm.state = ServicerState.of_arrays(s.t + dt, poses[0], x[:6], poses[1], x[6:])
+    if status == 0:
+        return state, out, tau_q
+    vn_dot = adm.nominal_acceleration(s.twist_nominal_body)
     return state, out, ff.torque_command(tau_obsw, q_arm, dq_arm, state.pose_arrays()[1], state.twist_base_rel_body,
                                          state.twist_nominal_body, vn_dot)

@@ -142,6 +142,7 @@ class CommandFrame:
         self._ad_body_from_flange = (None if isinstance(kin, HexapodKinematics)
                                      else self.pose_body_in_flange.toActionMatrixInverse())
         self._ad_flange_from_body = self.pose_body_in_flange.toActionMatrix()     # Ad_Y of flange_twist_from_body_twist
+        self._ad_flange_from_body_c = np.ascontiguousarray(self._ad_flange_from_body, dtype=float)   # kernel_args
         self.target_array(pose_array(pin.SE3.Identity()))      # load the compiled product now, not in a first command
 
     def _set_home_arrays(self) -> None:
@@ -168,6 +169,12 @@ class CommandFrame:
         pose_mul_into(self._home_y, pose, partial)
         pose_mul_into(partial, self._y_inv, out)
         return out
+
+    def kernel_args(self) -> tuple:
+        """:meth:`target_array` and :meth:`twist` for a compiled caller: ``(has_home, home Y, Y^-1, Ad_Y)`` (the
+        arrays unused without a home; ``hil_bringup.servicer_hot_path_kernel``)."""
+        home = self._home_y is not None
+        return home, (self._home_y if home else self._y_inv), self._y_inv, self._ad_flange_from_body_c
 
     def twist(self, twist_body):
         """The flange's twist feed-forward for the body's (identity in ``command_frame`` 'base')."""

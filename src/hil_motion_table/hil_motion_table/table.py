@@ -255,10 +255,20 @@ class MotionTable:
         return TableCommand(q_command=self._q_cmd.copy(), pose_target_in_base=pose, holding=True,
                             faults=faults, ik_error=ik_error, sigma_min=sigma)
 
+    def hold_for(self, faults: tuple[str, ...]) -> TableCommand:
+        """The hold a failed check of a command calls for (``invalid_command``, ``stale_measurement``), as
+        :meth:`step` holds: for a caller that checked the command in compiled code."""
+        return self._hold(faults)
+
     def _dt(self, t: float | None) -> float:
         """Time step of the limits: the time since the previous command, on the table's own
         ``clock`` when it has one (then ``t`` is ignored: no stamp, sim time or replay can loosen
         a limit), else on the caller's ``t``; one ``period`` if unknown or not in (0, 10 period)."""
+        dt, self._t_prev = self.dt_at(t)
+        return dt
+
+    def dt_at(self, t: float | None) -> tuple[float, float | None]:
+        """:meth:`_dt` without moving on: ``(dt, the time the next step's dt counts from)``."""
         if self.clock is not None:
             t = self.clock()
         if t is None or self._t_prev is None or not math.isfinite(t):
@@ -267,9 +277,7 @@ class MotionTable:
             dt = t - self._t_prev
             if not 0.0 < dt < 10.0 * self.period:
                 dt = self.period
-        if t is not None and math.isfinite(t):
-            self._t_prev = t
-        return dt
+        return dt, (t if t is not None and math.isfinite(t) else self._t_prev)
 
     def _predict(self, pose_cmd: pin.SE3, twist_ff, dt: float) -> pin.SE3:
         if self._pose_prev_cmd is not None:
@@ -319,34 +327,48 @@ class MotionTable:
         checked = self._check(rotation, translation, q_measured, twist_ff_body, t, measurement_age)
         if checked.__class__ is TableCommand:
             return checked
-        dt = float(checked)
-        chain, kin, n = self._chain, self.kin, self.kin.dof
         has_ff = twist_ff_body is not None
         twist = np.ascontiguousarray(twist_ff_body, dtype=float) if has_ff else self._zeros_6
+        args, out = self.motion_args(has_ff, float(checked), q_measured)
+        return self.motion_outcome(table_motion(cmd, twist, *args), out)
+
+    def motion_args(self, has_ff: bool, dt: float, q_measured) -> tuple[tuple, tuple]:
+        """Steps 2-7 of a checked command, prepared: the arguments of ``table_kernel.table_motion`` after its
+        command and twist, and the arrays it writes (the prediction's new ones among them), for
+        :meth:`motion_outcome`. Nothing of the table changes until the kernel runs. (A hot path that computes the
+        command in compiled code calls the kernel there: ``hil_bringup.servicer_hot_path_kernel``.)"""
+        chain, kin, n = self._chain, self.kin, self.kin.dof
         had_prev_cmd = self._pose_prev_cmd is not None
-        if not had_prev_cmd:
-            self._pose_prev_cmd = np.empty(12)
+        prev_cmd = self._pose_prev_cmd if had_prev_cmd else np.empty(12)
         had_twist_prev = self._twist_prev is not None
+        twist_prev = self._twist_prev
         if has_ff and self.prediction_horizon > 0.0 and not had_twist_prev:
-            self._twist_prev = np.empty(6)
+            twist_prev = np.empty(6)
         seed = self._q_cmd if q_measured is None else np.ascontiguousarray(q_measured, dtype=float)
         if seed.shape != self._q_cmd.shape:
             seed = self._q_cmd
         hint = kin._sigma_hint
         q_ik, q_next, qd_next, ik_step = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         ik_prev, ik_last = self._q_ik_prev, self._q_ik_step
-        flags = table_motion(cmd, twist, has_ff, dt, self._par, self._pose_prev_cmd, had_prev_cmd, self._twist_est,
-                             self._zeros_6 if self._twist_prev is None else self._twist_prev, had_twist_prev,
-                             self._pose_safe,
-                             self.workspace_min, self.workspace_max, seed, self._q_cmd, self._qd_cmd,
-                             self._zeros_n if ik_prev is None else ik_prev, self._zeros_n if ik_last is None else ik_last,
-                             ik_prev is not None, ik_last is not None, chain.placements, chain.kind, chain.axis,
-                             chain.frame_placement, chain.poses, chain.jac, -1.0 if hint is None else hint[0],
-                             chain.hint_q if hint is None else hint[1], self.q_lo, self.q_hi, kin.qd_max, kin.qdd_max,
-                             self._target, q_ik, q_next, qd_next, ik_step, chain.result)
+        args = (has_ff, dt, self._par, prev_cmd, had_prev_cmd, self._twist_est,
+                self._zeros_6 if twist_prev is None else twist_prev, had_twist_prev, self._pose_safe,
+                self.workspace_min, self.workspace_max, seed, self._q_cmd, self._qd_cmd,
+                self._zeros_n if ik_prev is None else ik_prev, self._zeros_n if ik_last is None else ik_last,
+                ik_prev is not None, ik_last is not None, chain.placements, chain.kind, chain.axis,
+                chain.frame_placement, chain.poses, chain.jac, -1.0 if hint is None else hint[0],
+                chain.hint_q if hint is None else hint[1], self.q_lo, self.q_hi, kin.qd_max, kin.qdd_max,
+                self._target, q_ik, q_next, qd_next, ik_step, chain.result)
+        return args, (q_ik, q_next, qd_next, ik_step, ik_prev, prev_cmd, twist_prev)
+
+    def motion_outcome(self, flags: int, out: tuple) -> TableCommand:
+        """The command after ``table_motion`` returned ``flags`` on :meth:`motion_args`' arrays ``out``: a fault's
+        hold, or the table's state moved on (:meth:`motion_args` changes nothing of it: a caller whose command fails
+        its checks after that leaves the table as it was)."""
+        q_ik, q_next, qd_next, ik_step, ik_prev, self._pose_prev_cmd, self._twist_prev = out
+        kin = self.kin
         if flags & WORKSPACE_EXIT:
             return self._hold(('workspace_exit',), array_pose(self._target))
-        error, sigma, _ = chain.result.tolist()
+        error, sigma, _ = self._chain.result.tolist()
         kin._sigma_hint = (sigma, q_ik)                       # as SerialKinematics.inverse leaves it
         if flags & _FAULT_MASK:
             for bit, fault in _FAULT_BITS:
@@ -361,6 +383,11 @@ class MotionTable:
             self.stats.clamp_counts[name] += 1
         return TableCommand(q_next.copy(), self._target.copy(), False, (), clamps, error, sigma)
 
+    def begin_step(self, t: float | None) -> float:
+        """A command cycle begins (counted): its ``dt`` (:meth:`_dt`)."""
+        self.stats.steps += 1
+        return self._dt(t)
+
     def _check(self, rotation, translation, q_measured, twist_ff_body, t, measurement_age) -> TableCommand | float:
         """Step 1 (and the latch) for the command ``(rotation, translation)``: the hold it calls for, or the
         step's ``dt``."""
@@ -368,8 +395,7 @@ class MotionTable:
             if q_measured is None:
                 raise InputError('MotionTable.step before initialize() and without measured joints')
             self.initialize(q_measured)
-        self.stats.steps += 1
-        dt = self._dt(t)
+        dt = self.begin_step(t)
         if self._latched:
             return self._hold(())
         # 1. the command: one compiled check (table_kernel.command_ok; is_rotation is its definition)
