@@ -8,7 +8,7 @@ checks and its steps 2-7, :class:`hil_motion_table.table.MotionTable`). Each was
 Python around it. :func:`side_and_table_step` makes them one call, on the same arguments the separate calls get
 (``servicer.port_step_args``, ``CommandFrame.kernel_args``, ``MotionTable.motion_args``), and the Python before
 and after stays that of the separate calls (``servicer.port_step_outcome``, ``MotionTable.motion_outcome``): one
-definition of each. ``test_servicer_hot_path_kernel`` drives the hot path both ways with the same random sample
+definition of each. ``test_servicer_hot_path_rule`` drives the hot path both ways with the same random sample
 streams (jitter, late and dropped samples, faults, stale joints, table faults) and requires the same commands.
 
 This is a step of the plan in docs/performance.md ("The servicer's sample with no Python"): the rule's compiled
