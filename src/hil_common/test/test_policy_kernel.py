@@ -1,0 +1,136 @@
+"""The compiled policies (``hil_common.policy_kernel``) against their classes: random call sequences drive a class
+and its compiled form side by side, and after every call the whole state is the same (to the bit), including
+what the class says (the guard's level, hold and reason text). The states' copies into arrays and back are part
+of it: the sequences copy the class's state into arrays, and the arrays' back into the class, midway."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hil_common import policy_kernel as pk
+from hil_common.freshness import HeldInput, InputWatch
+from hil_common.overload import OverloadGuard
+from hil_common.pacing import StepPacer
+
+
+def _pacer_view(p: StepPacer):
+    return (p.t0_s, p.dt_s, p.steps_done, p.overruns, p.last_late_s, p.last_dropped, p.max_catch_up)
+
+
+def test_the_compiled_pacer_is_the_step_pacer():
+    rng = np.random.default_rng(3)
+    for max_catch_up in (1, 5, 20):
+        ref = StepPacer(1e-3, 0.25, max_catch_up)
+        fast = pk.PacerState(StepPacer(1e-3, 0.25, max_catch_up))
+        t, dropped = 0.2, 0
+        for k in range(3000):
+            t += float(rng.choice([0.0, 1e-3, 2.5e-3, 0.03], p=[0.05, 0.8, 0.1, 0.05])) + rng.uniform(-4e-4, 4e-4)
+            if rng.random() < 0.05:
+                a, b = ref.skip_to(t), pk.pacer_skip_to(fast.pf, fast.pi, t)
+            else:
+                a, b = ref.due(t), pk.pacer_due(fast.pf, fast.pi, t)
+            dropped += ref.last_dropped
+            view = StepPacer(1.0, 0.0)
+            fast.store(view)
+            assert a == b and _pacer_view(view) == _pacer_view(ref), k
+            assert pk.pacer_step_time(fast.pf, ref.steps_done + 1) == ref.step_time(ref.steps_done + 1)
+            if k == 1500:                      # into the class and back midway
+                fast = pk.PacerState(view)
+        assert dropped > 0 or max_catch_up == 20
+
+
+def _watch_view(w: InputWatch):
+    return (w.state, w.started_s, w.last_s, w._healthy_since, w.stale_events, w.recoveries, w.start_timeouts,
+            w.samples, w.timeout_s, w.start_timeout_s, w.recover_after_s, w.auto_recover)
+
+
+@pytest.mark.parametrize('auto_recover', [True, False])
+def test_the_compiled_input_watch_is_the_input_watch(auto_recover):
+    rng = np.random.default_rng(5)
+    ref = InputWatch('joints', 0.1, start_timeout_s=0.5, recover_after_s=0.2, auto_recover=auto_recover)
+    fast = pk.WatchState(InputWatch('joints', 0.1, start_timeout_s=0.5, recover_after_s=0.2,
+                                    auto_recover=auto_recover))
+    states = set()
+    t = 0.0
+    ref.update(t)
+    pk.watch_update(fast.wf, fast.wi, t)
+    t += 0.7                                   # past the start timeout before the first sample: no_data
+    for k in range(4000):
+        if rng.random() < 0.6:
+            ref.sample(t)
+            pk.watch_sample(fast.wf, fast.wi, t)
+        else:
+            a = ref.update(t)
+            b = pk.watch_update(fast.wf, fast.wi, t)
+            assert pk.WATCH_STATES[b] == a, k
+        if rng.random() < 0.01 and not auto_recover:
+            view = InputWatch('joints', 1.0)
+            fast.store(view)
+            view.reset(t)                      # the manual recovery: in Python, then back into arrays
+            ref.reset(t)
+            fast = pk.WatchState(view)
+        view = InputWatch('joints', 1.0)
+        fast.store(view)
+        assert _watch_view(view) == _watch_view(ref), k
+        states.add(ref.state)
+        t += float(rng.choice([4e-3, 0.05, 0.15, 0.4], p=[0.85, 0.08, 0.05, 0.02]))
+    assert states >= {'no_data', 'ok', 'stale', 'recovering'}, states
+
+
+def test_held_fresh_is_held_input_fresh():
+    held = HeldInput(3)
+    assert pk.held_fresh(math.nan, 1.0, 0.1) == held.fresh(1.0, 0.1) is False
+    held.set(np.zeros(3), 1.0)
+    for now in (0.9, 1.0, 1.05, 1.1, 1.1000001, 2.0):
+        assert pk.held_fresh(1.0, now, 0.1) == held.fresh(now, 0.1), now
+
+
+def _guard_view(g: OverloadGuard):
+    return (g.level, g.holding, g.reason, g.ticks, g.late_ticks, g.dropped_steps, g.holds, g.max_late_s,
+            g.mean_late_window_s, g._window_steps, g._window_late, g._first_tick_s, g._on_time_since, g._calm_since,
+            list(g._window))
+
+
+@pytest.mark.parametrize('policy, mean_late_s', [('auto', 0.004), ('latch', math.inf), ('off', 0.004)])
+def test_the_compiled_overload_guard_is_the_overload_guard(policy, mean_late_s):
+    rng = np.random.default_rng(11)
+    args = dict(dt_s=1e-3, warn_late_s=0.002, hold_late_s=0.02, recover_after_s=0.3, policy=policy,
+                mean_late_s=mean_late_s, window_s=0.5)
+    ref, fast = OverloadGuard(**args), pk.GuardState(OverloadGuard(**args))
+    seen, changes = set(), 0
+    t = 10.0
+    for k in range(6000):
+        # late from the start (before the first whole window), then on time, late and dropping, on time again
+        phase = 1 if k < 300 else (k // 1000) % 3
+        late = float(rng.exponential([2e-4, 6e-3, 2e-4][phase]))
+        dropped = int(rng.random() < [0.0, 0.02, 0.0][phase]) * int(rng.integers(1, 4))
+        steps = int(rng.integers(1, 4)) if rng.random() < 0.1 else 1
+        a = ref.update(t, late, dropped, steps)
+        b = fast.update(t, late, dropped, steps)
+        changes += a
+        view = OverloadGuard(**args)
+        fast.store(view)
+        assert (int(a), _guard_view(view)) == (b, _guard_view(ref)), k
+        seen.add((ref.level, ref.holding))
+        if policy == 'latch' and ref.holding and rng.random() < 0.01:
+            ref.reset()                        # the latch's way out: in Python, then back into arrays
+            view.reset()
+            fast = pk.GuardState(view)
+        if k == 3000:
+            fast = pk.GuardState(view)         # into the class and back midway
+        t += 1e-3 * steps + late * 0.1
+    assert changes > 3
+    expected = {(0, False), (1, False)} | ({(2, True)} if policy != 'off' else set())
+    assert seen >= expected, seen
+
+
+def test_a_full_ring_is_refused_and_changes_nothing():
+    guard = OverloadGuard(1e-3, 0.002, 0.02, 0.3, window_s=1.0)
+    fast = pk.GuardState(guard, ring=8)
+    for k in range(8):
+        assert fast.update(k * 1e-3, 0.0, 0) in (0, 1)
+    before = [a.copy() for a in (fast.gf, fast.gi, fast.ring_t)]
+    assert fast.update(8e-3, 0.0, 0) == -1
+    for a, b in zip(before, (fast.gf, fast.gi, fast.ring_t)):
+        np.testing.assert_array_equal(a, b)
