@@ -39,9 +39,13 @@ def test_tunable_dead_band_is_applied_and_a_structural_rate_is_refused():
 
             result = set_parameter(node, executor, 'ft_deadband', [2, 2, 2, 1, 1, 1])   # integers, as a CLI gives them
             assert result.successful, result.reason
+            # 1 N is inside the new band: the output goes to zero and stays there. Judged on the messages, not on a
+            # count after the answer: on a busy machine the master's outputs made before the set (1 N) still arrive
+            # after its answer, more than 20 of them in one run beside two busy loops
             n = len(f_m)
-            assert spin_until(executor, lambda: len(f_m) > n + 20, 10.0)
-            assert np.all(np.array(f_m[-10:]) == 0.0), f_m[-10:]             # 1 N is inside the new band
+            assert spin_until(executor, lambda: f_m[n:].count(0.0) >= 20, 20.0), f_m[n:]
+            after = np.array(f_m[n:])
+            assert np.all(after[np.argmax(after == 0.0):] == 0.0), after      # never through the band again
 
             refused = set_parameter(node, executor, 'rate_hz', 50.0)
             assert not refused.successful and 'read-only' in refused.reason, refused.reason
