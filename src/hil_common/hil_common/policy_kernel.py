@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from hil_common.errors import ConfigError
-from hil_common.freshness import NO_DATA, OK, RECOVERING, STALE, WAITING, InputWatch
+from hil_common.freshness import NO_DATA, OK, RECOVERING, STALE, WAITING, HeldInput, InputWatch
 from hil_common.overload import ERROR, POLICIES, OverloadGuard
 from hil_common.overload import OK as LEVEL_OK
 from hil_common.overload import WARN as LEVEL_WARN
@@ -343,3 +343,180 @@ class GuardState:
         guard._window = collections.deque(
             (float(self.ring_t[(first + k) % n]), int(self.ring_steps[(first + k) % n]),
              float(self.ring_late[(first + k) % n])) for k in range(count))
+
+
+# -- Adoption: a policy object whose state *is* the arrays (for a hot path that runs its samples in compiled code) --
+#
+# A compiled sample and the Python around it (the other inputs' handlers, the status, a rare sample run in Python)
+# must see one state. :func:`adopt` turns an object in place (its identity kept: every reference to it stays valid)
+# into the array-backed form of its class: each attribute of the state becomes a property over the arrays above, so
+# the class's own methods run on them unchanged, and a compiled call on the arrays changes what Python reads. The
+# guard's ``update`` runs :func:`guard_update` (its window is the ring, which its Python steps do not know).
+
+def _float(arrays: str, index: int) -> property:
+    return property(lambda self: float(getattr(self._st, arrays)[index]),
+                    lambda self, v: getattr(self._st, arrays).__setitem__(index, v))
+
+
+def _optional(arrays: str, index: int) -> property:
+    return property(lambda self: _none(getattr(self._st, arrays)[index]),
+                    lambda self, v: getattr(self._st, arrays).__setitem__(index, _nan(v)))
+
+
+def _int(arrays: str, index: int, kind=int) -> property:
+    return property(lambda self: kind(getattr(self._st, arrays)[index]),
+                    lambda self, v: getattr(self._st, arrays).__setitem__(index, int(v)))
+
+
+def _coded(arrays: str, index: int, codes: tuple) -> property:
+    return property(lambda self: codes[int(getattr(self._st, arrays)[index])],
+                    lambda self, v: getattr(self._st, arrays).__setitem__(index, codes.index(v)))
+
+
+class ArrayPacer(StepPacer):
+    """A :class:`StepPacer` adopted by :func:`adopt`: its state is ``self._st`` (a :class:`PacerState`), its
+    :meth:`due` and :meth:`skip_to` the compiled policies on it."""
+
+    t0_s, dt_s, last_late_s = _float('pf', P_T0), _float('pf', P_DT), _float('pf', P_LAST_LATE)
+    steps_done, overruns = _int('pi', P_STEPS), _int('pi', P_OVERRUNS)
+    last_dropped, max_catch_up = _int('pi', P_DROPPED), _int('pi', P_MAX_CATCH_UP)
+
+    def due(self, now_s: float) -> int:
+        return int(pacer_due(self._st.pf, self._st.pi, float(now_s)))
+
+    def skip_to(self, now_s: float) -> int:
+        return int(pacer_skip_to(self._st.pf, self._st.pi, float(now_s)))
+
+
+class ArrayWatch(InputWatch):
+    """An :class:`InputWatch` adopted by :func:`adopt`: its state is ``self._st`` (a :class:`WatchState`)."""
+
+    timeout_s, start_timeout_s = _float('wf', W_TIMEOUT), _float('wf', W_START_TIMEOUT)
+    recover_after_s = _float('wf', W_RECOVER_AFTER)
+    started_s, last_s, _healthy_since = _optional('wf', W_STARTED), _optional('wf', W_LAST), _optional('wf', W_HEALTHY)
+    state, auto_recover = _coded('wi', W_STATE, WATCH_STATES), _int('wi', W_AUTO, bool)
+    stale_events, recoveries = _int('wi', W_STALE_EVENTS), _int('wi', W_RECOVERIES)
+    start_timeouts, samples = _int('wi', W_START_TIMEOUTS), _int('wi', W_SAMPLES)
+
+    def sample(self, now_s: float) -> None:
+        """:meth:`InputWatch.sample`, compiled (:func:`watch_sample`)."""
+        watch_sample(self._st.wf, self._st.wi, float(now_s))
+
+    def update(self, now_s: float) -> str:
+        """:meth:`InputWatch.update`, compiled (:func:`watch_update`)."""
+        return WATCH_STATES[watch_update(self._st.wf, self._st.wi, float(now_s))]
+
+    @property
+    def usable(self) -> bool:
+        return self._st.wi[W_STATE] == S_OK
+
+
+class ArrayGuard(OverloadGuard):
+    """An :class:`OverloadGuard` adopted by :func:`adopt`: its state is ``self._st`` (a :class:`GuardState`); its
+    :meth:`update` is :func:`guard_update` on it (the same steps, ``test_policy_kernel``)."""
+
+    dt_s, warn_late_s, hold_late_s = _float('gf', G_DT), _float('gf', G_WARN), _float('gf', G_HOLD)
+    recover_after_s, mean_late_s, window_s = _float('gf', G_RECOVER), _float('gf', G_MEAN_LATE), _float('gf', G_WINDOW)
+    _window_late, mean_late_window_s = _float('gf', G_WINDOW_LATE), _float('gf', G_MEAN_WINDOW)
+    max_late_s, _first_tick_s = _float('gf', G_MAX_LATE), _optional('gf', G_FIRST_TICK)
+    _on_time_since, _calm_since = _optional('gf', G_ON_TIME_SINCE), _optional('gf', G_CALM_SINCE)
+    _window_steps, holding = _int('gi', GI_WINDOW_STEPS), _int('gi', GI_HOLDING, bool)
+    level, policy = _coded('gi', GI_LEVEL, LEVELS), _coded('gi', GI_POLICY, POLICY_CODES)
+    ticks, late_ticks = _int('gi', GI_TICKS), _int('gi', GI_LATE_TICKS)
+    dropped_steps, holds = _int('gi', GI_DROPPED), _int('gi', GI_HOLDS)
+
+    @property
+    def reason(self) -> str:
+        return self._st.reason()
+
+    @reason.setter
+    def reason(self, text: str) -> None:
+        self._st.kept_reason = text
+        self._st.gi[GI_REASON] = R_KEPT
+
+    @property
+    def _window(self) -> collections.deque:
+        """The window's ticks, oldest first (a copy: the ring is the state)."""
+        st = self._st
+        n, count = st.ring_t.shape[0], int(st.gi[GI_COUNT])
+        first = (int(st.gi[GI_HEAD]) - count) % n
+        return collections.deque((float(st.ring_t[(first + k) % n]), int(st.ring_steps[(first + k) % n]),
+                                  float(st.ring_late[(first + k) % n])) for k in range(count))
+
+    def update(self, now_s: float, late_s: float, dropped: int, steps: int = 1) -> bool:
+        changed = self._st.update(now_s, late_s, dropped, steps)
+        if changed < 0:
+            raise ConfigError(f'overload guard: more than {self._st.ring_t.shape[0]} ticks in its window of '
+                              f'{self.window_s:g} s')
+        return bool(changed)
+
+
+class HeldState:
+    """A :class:`HeldInput`'s state as ``(value, stamp)``: its value's array (written in place) and its stamp in a
+    1-array (``nan``: nothing held yet)."""
+
+    def __init__(self, held: HeldInput):
+        self.value = np.array(held.value, dtype=float)
+        self.stamp = np.array([_nan(held.stamp_s)])
+
+
+class ArrayHeld(HeldInput):
+    """A :class:`HeldInput` adopted by :func:`adopt`: its state is ``self._st`` (a :class:`HeldState`); a value set
+    is copied into the held array (of the size first held)."""
+
+    stamp_s = _optional('stamp', 0)
+
+    @property
+    def value(self) -> np.ndarray:
+        return self._st.value
+
+    @value.setter
+    def value(self, v) -> None:
+        self._st.value[...] = v
+
+    def set(self, value, now_s: float) -> None:
+        self._st.value[...] = value
+        self._st.stamp[0] = now_s
+
+
+_ADOPTED = {StepPacer: (ArrayPacer, PacerState), InputWatch: (ArrayWatch, WatchState),
+            OverloadGuard: (ArrayGuard, GuardState), HeldInput: (ArrayHeld, HeldState)}
+
+
+def adopt(obj):
+    """Turn ``obj`` (a :class:`StepPacer`, :class:`InputWatch`, :class:`OverloadGuard` or :class:`HeldInput`, exactly)
+    into its array-backed form in place and return its state object (:class:`PacerState`, :class:`WatchState`,
+    :class:`GuardState`, :class:`HeldState`), whose arrays the compiled policies take. Adopting an adopted object
+    returns its state."""
+    if isinstance(obj, (ArrayPacer, ArrayWatch, ArrayGuard, ArrayHeld)):
+        return obj._st
+    if type(obj) not in _ADOPTED:
+        raise ConfigError(f'policy_kernel.adopt: {type(obj).__name__} has no array-backed form')
+    cls, state = _ADOPTED[type(obj)]
+    st = state(obj)
+    for name in [k for k in vars(obj) if isinstance(getattr(cls, k, None), property)]:
+        del obj.__dict__[name]          # the class's properties read the arrays from now on
+    obj.__class__ = cls
+    obj._st = st
+    return st
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) the policies with the types the adopted objects pass, on scratch states: a
+    node that adopts them calls this where it starts, not in its first sample (``./dev`` runs it at install)."""
+    pacer = PacerState(StepPacer(1e-3, 0.0))
+    pacer_due(pacer.pf, pacer.pi, 0.0)
+    pacer_skip_to(pacer.pf, pacer.pi, 0.0)
+    watch = WatchState(InputWatch('warm_up', 1.0))
+    watch_sample(watch.wf, watch.wi, 0.0)
+    watch_update(watch.wf, watch.wi, 0.0)
+    held_fresh(0.0, 0.0, 1.0)
+    GuardState(OverloadGuard(1e-3, 1e-3, 1e-3, 0.0), ring=2).update(0.0, 0.0, 0, 1)
+
+
+if __name__ == '__main__':
+    import time as _time
+
+    _t0 = _time.process_time()
+    warm_up()
+    print(f'hil_common.policy_kernel: compiled kernels ready ({_time.process_time() - _t0:.1f} s CPU)')

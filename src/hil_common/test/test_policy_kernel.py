@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hil_common import policy_kernel as pk
+from hil_common.errors import ConfigError
 from hil_common.freshness import HeldInput, InputWatch
 from hil_common.overload import OverloadGuard
 from hil_common.pacing import StepPacer
@@ -134,3 +135,56 @@ def test_a_full_ring_is_refused_and_changes_nothing():
     assert fast.update(8e-3, 0.0, 0) == -1
     for a, b in zip(before, (fast.gf, fast.gi, fast.ring_t)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_an_adopted_object_is_its_class_on_arrays_that_compiled_calls_share():
+    """``adopt`` midway: from then on the object's state is the arrays, its class's methods (and Python's reads)
+    and the compiled policies on those arrays take turns, and the state stays that of a class driven alone."""
+    rng = np.random.default_rng(23)
+    ref_p, p = StepPacer(1e-3, 0.25, 5), StepPacer(1e-3, 0.25, 5)
+    ref_w, w = (InputWatch('joints', 0.1, start_timeout_s=0.5, recover_after_s=0.2, auto_recover=False)
+                for _ in range(2))
+    guard_args = dict(dt_s=1e-3, warn_late_s=0.002, hold_late_s=0.02, recover_after_s=0.3, policy='latch',
+                      mean_late_s=0.004, window_s=0.5)
+    ref_g, g = OverloadGuard(**guard_args), OverloadGuard(**guard_args)
+    ref_h, h = HeldInput(3), HeldInput(3)
+    states = None
+    t = 0.2
+    for k in range(4000):
+        if k == 1000:
+            states = [pk.adopt(x) for x in (p, w, g, h)]
+            assert [type(x).__name__ for x in (p, w, g, h)] == ['ArrayPacer', 'ArrayWatch', 'ArrayGuard', 'ArrayHeld']
+            assert pk.adopt(p) is states[0]
+        compiled = states is not None and rng.random() < 0.5
+        t += float(rng.choice([0.0, 1e-3, 2.5e-3, 0.03, 0.2], p=[0.05, 0.8, 0.1, 0.04, 0.01])) + rng.uniform(-4e-4, 4e-4)
+        a = ref_p.due(t)
+        b = pk.pacer_due(states[0].pf, states[0].pi, t) if compiled else p.due(t)
+        assert a == b and _pacer_view(p) == _pacer_view(ref_p), k
+        late = ref_p.last_late_s
+        if a:
+            ref_g.update(t, late, ref_p.last_dropped, a)
+            g.update(t, late, ref_p.last_dropped, a)
+        if ref_g.holding and rng.random() < 0.02:
+            ref_g.reset()
+            g.reset()
+        assert _guard_view(g) == _guard_view(ref_g), k
+        if rng.random() < 0.7:
+            ref_w.sample(t)
+            pk.watch_sample(states[1].wf, states[1].wi, t) if compiled else w.sample(t)
+        if rng.random() < 0.01:
+            assert w.reset(t) == ref_w.reset(t)
+        assert (pk.WATCH_STATES[pk.watch_update(states[1].wf, states[1].wi, t)] if compiled else w.update(t)) \
+            == ref_w.update(t)
+        assert _watch_view(w) == _watch_view(ref_w), k
+        if rng.random() < 0.3:
+            value = rng.normal(size=3)
+            ref_h.set(value.copy(), t)
+            h.set(value, t)
+            if states is not None:
+                value[0] = 99.0                 # the adopted input holds a copy
+        fresh = pk.held_fresh(states[3].stamp[0], t, 0.01) if compiled else h.fresh(t, 0.01)
+        assert fresh == ref_h.fresh(t, 0.01) and h.stamp_s == ref_h.stamp_s, k
+        np.testing.assert_array_equal(h.get(t, 0.01, np.zeros(3)), ref_h.get(t, 0.01, np.zeros(3)))
+    assert ref_g.holds > 2 and ref_w.stale_events > 2 and ref_p.overruns > 0, (ref_g.holds, ref_w.stale_events)
+    with pytest.raises(ConfigError, match='no array-backed form'):
+        pk.adopt(object())
