@@ -267,6 +267,10 @@ class ServicerSide:
                 self.reject(str(exc))
                 return None
             twist_cmd = s.twist_base_rel_body
+        return self.output(s, twist_cmd, tau_q, holding)
+
+    def output(self, s: ServicerState, twist_cmd, tau_q, holding: bool) -> ServicerOutput:
+        """The tick's output for the state ``s`` it reached (the pacer's last step)."""
         pose_cmd = (s.pose_arrays()[1] if self.pose_start_inv is None
                     else pose_array(self.pose_start_inv * s.pose_base_in_nominal))
         plan, self.unpublished_plan = self.unpublished_plan, None   # out with the first output after it was made

@@ -39,24 +39,38 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
   measurement's age (on ``now_s``) gives the table its own stale check;
 * **one compiled call**: the tick's last step and the table's command for its pose are one call
   (:mod:`hil_bringup.servicer_hot_path_kernel`, ``ServicerSide.last_step``) where the side, the table and the
-  command frame have their compiled paths (``fused=False``: the separate calls, the reference).
+  command frame have their compiled paths (``fused=False``: the separate calls, the reference);
+* **a quiet sample in that call** (``quiet=True``): a wrist sample whose tick neither holds nor catches up (the
+  joints usable, one step due, the overload guard calm, no re-basing plan due or under way, the table unlatched)
+  runs its tick's policies in the same call too (``quiet_sample``). Their state is then owned by arrays: the
+  pacer, the overload guard, the joints' watch and the held inputs are adopted
+  (:func:`hil_common.policy_kernel.adopt`: the same objects, their state the arrays), so every other reader and
+  writer (the inputs' handlers, the status, a sample run in Python) sees the one state. Any other sample leaves the
+  arrays as they were and runs in Python, as before (``quiet=False``: always).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 
 from hil_admittance.servicer_side import ServicerOutput, ServicerSide
-from hil_bringup.servicer_hot_path_kernel import TABLE_INVALID_COMMAND, TABLE_NOT_RUN, TABLE_STALE_MEASUREMENT, \
-    side_and_table_step
+from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_NOT_DUE, TABLE_INVALID_COMMAND, TABLE_NOT_RUN, \
+    TABLE_STALE_MEASUREMENT, quiet_sample, side_and_table_step
 from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
+from hil_common import policy_kernel
+from hil_common.overload import OverloadGuard
+from hil_common.policy_kernel import P_DT, P_STEPS, P_T0, GuardState, HeldState, PacerState, WatchState, adopt
 from hil_dynamics.servicer import port_step, port_step_args, port_step_outcome, side_port_args
 from hil_motion_table.table import MotionTable
+
+
+_EVENT = object()       # _quiet_step: the sample is not quiet (the Python path runs it)
 
 
 @dataclass
@@ -72,7 +86,8 @@ class ServicerCommand:
 class ServicerHotPath:
     def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
                  twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
-                 auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05, fused: bool = True):
+                 auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05, fused: bool = True,
+                 quiet: bool = True):
         self.side, self.table = side, table
         self.lead_s = float(lead_s)
         self.sample_timeout_s = float(sample_timeout_s)
@@ -96,6 +111,9 @@ class ServicerHotPath:
         self._table_command = None       # the command the tick's last step made (fused), for _step
         self._age = math.inf             # the joints' age at this tick (the table's stale check)
         self._twist_ff, self._cmd = np.empty(6), np.empty(12)
+        #: the quiet samples' arrays (:meth:`_quiet_setup`; False: none, ``quiet=False`` or no fused call)
+        self._quiet = None if quiet and self._frame is not None else False
+        self.quiet_samples = 0           # samples run by the one compiled call of a quiet sample
         if self._frame is not None:
             side.last_step = self._last_step
             self._load_kernel()
@@ -138,6 +156,10 @@ class ServicerHotPath:
         return self._step(now_s, side_now_s, f'no wrist samples for {now_s - self.last_sample_s:.3f} s')
 
     def _step(self, now_s: float, side_now_s: float, silent: str) -> ServicerCommand | None:
+        if not silent and self._quiet is not False:
+            done = self._quiet_step(now_s, side_now_s)
+            if done is not _EVENT:
+                return done
         joints = self.joints.update(now_s)
         # the side holds with the table: a stale table, the wrist sensor's fault or its silence
         self.side.set_fault(self.ft_fault or bool(silent) or (self.q_measured is not None and not self.joints.usable))
@@ -154,7 +176,10 @@ class ServicerHotPath:
         if self.q_measured is None:
             self.counters['no_joint_states'] += 1
             return None
-        age = self._age
+        return self._command(out, fused, self._age, silent, joints)
+
+    def _command(self, out: ServicerOutput, fused, age: float, silent: str, joints: str) -> ServicerCommand:
+        """The table's command for the tick's output ``out`` (``fused``: made in the tick's last step already)."""
         twist_ff = None if out.holding or fused is not None else self.twist(out.twist_table_cmd)
         if fused is not None:             # made in the tick's last step (_last_step)
             table = fused
@@ -172,6 +197,90 @@ class ServicerHotPath:
         self.counters['held'] += holding
         self.last = ServicerCommand(out, table.q_command, holding, reason)
         return self.last
+
+    def _quiet_step(self, now_s: float, side_now_s: float):
+        """A wrist sample whose tick is quiet, in one compiled call (``servicer_hot_path_kernel.quiet_sample``: the
+        tick's policies on their arrays, then the side's step and the table's command): its command, or None (no
+        step due, or the step refused its input), as :meth:`_step` in Python gives; :data:`_EVENT` when the sample
+        is not quiet (nothing changed: the Python path runs it)."""
+        side, table = self.side, self.table
+        plan = side.follower.side
+        if self.ft_fault or side.fault or not side.started or side.q is None or self.q_measured is None \
+                or table._q_cmd is None or table._latched or side.unpublished_plan is not None \
+                or (plan is not None and not plan.done):
+            return _EVENT
+        quiet = self._quiet or self._quiet_setup()
+        if quiet is None:
+            return _EVENT
+        adm, ff, port, dt = side.adm, side.ff, side.passivity, side.dt_s
+        pacer = quiet.pacer
+        t = float(pacer.pf[P_T0] + (pacer.pi[P_STEPS] + 1) * pacer.pf[P_DT])     # the step's time (one is due)
+        motion_args, motion_out = table.motion_args(True, table.dt_at(t)[0], self.q_measured)
+        call = port_step_args(adm, ff, port, dt, side.q, side.dq, side.ddq, quiet.f_b, quiet.f_e, quiet.v_meas,
+                              quiet.tau)
+        if call is None:
+            return _EVENT
+        (side_args, outputs), rebase = call, side.rebase
+        plan_due_s = math.inf if rebase is None or side.post_grasp_s is None or not rebase.params.enabled \
+            or rebase.plan is not None else side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
+        outcome, age, excess, pending, status, flags = self._quiet_call(quiet, now_s, side_now_s, plan_due_s,
+                                                                        side_args, outputs, motion_args)
+        if outcome == QUIET_EVENT:
+            return _EVENT
+        self.quiet_samples += 1
+        if outcome == QUIET_NOT_DUE:
+            self.counters['not_due'] += 1
+            return None
+        inputs = (side.q, side.dq, side.ddq, quiet.f_b, quiet.f_e, quiet.tau)
+        try:                          # the tick's last step finished as ServicerSide.tick and _last_step finish it
+            done = port_step_outcome(adm, ff, port, dt, inputs, (excess, pending, status), outputs)
+            if done is None:          # the port refused its input: the separate calls raise its error
+                done = port_step(adm, ff, port, dt, *inputs[:5], quiet.v_meas, quiet.tau)
+        except ValueError as exc:     # e.g. joint angles the model refuses: counted, no output
+            side.reject(str(exc))
+            self.counters['not_due'] += 1
+            return None
+        s, side.passivity_out, tau_q = done
+        fused = None if flags == TABLE_NOT_RUN else self._table_outcome(t, flags, motion_out)
+        return self._command(side.output(s, s.twist_base_rel_body, tau_q, False), fused, age, '', '')
+
+    def _quiet_setup(self):
+        """The quiet samples' arrays, once the side started: the policies adopted (``hil_common.policy_kernel.adopt``:
+        their state is then the arrays the compiled call changes, and Python reads); None (and never again) where the
+        fused call does not run (see :meth:`_last_step`) or the table keeps its own clock."""
+        side = self.side
+        if self._frame is None or self.table.clock is not None or side.pose_start_inv is not None:
+            self._quiet = False
+            return None
+        held = [adopt(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
+        guard = adopt(side.overload) if side.overload is not None else None
+        self._quiet = self._quiet_arrays(adopt(side.pacer), adopt(self.joints), guard, held)
+        return self._quiet
+
+    def _quiet_arrays(self, pacer: PacerState, watch: WatchState, guard: GuardState | None, held: list[HeldState]):
+        """:meth:`_quiet_call`'s arrays on these policies' states (``guard`` None: the side has no overload guard)."""
+        n = self.side.n
+        has_guard = guard is not None
+        guard = guard if has_guard else GuardState(OverloadGuard(1.0, 1.0, 1.0, 0.0), 1)
+        return SimpleNamespace(
+            pacer=pacer, watch=watch, guard=guard, has_guard=has_guard,
+            held_values=tuple(h.value for h in held), held_stamps=tuple(h.stamp for h in held),
+            saved_f=np.empty(pacer.pf.size + guard.gf.size + watch.wf.size),
+            saved_i=np.empty(pacer.pi.size + guard.gi.size + watch.wi.size, dtype=np.int64),
+            zeros6=np.zeros(6), zeros_n=np.zeros(n), f_e=np.empty(6), f_b=np.empty(6), tau=np.empty(n),
+            v_meas=np.empty(6))
+
+    def _quiet_call(self, quiet, now_s: float, side_now_s: float, plan_due_s: float, side_args: tuple,
+                    outputs: tuple, motion_args: tuple) -> tuple:
+        """``servicer_hot_path_kernel.quiet_sample`` on ``quiet``'s arrays (:meth:`_quiet_arrays`)."""
+        side, guard, watch, pacer = self.side, quiet.guard, quiet.watch, quiet.pacer
+        return quiet_sample(
+            now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf,
+            guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f,
+            quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n,
+            side.adm.state.twist_base_rel_body, quiet.f_e, quiet.f_b, quiet.tau, quiet.v_meas, side_args, outputs[1],
+            outputs[2], *self._frame.kernel_args(), self.table.limits.max_measurement_age, motion_args, self._cmd,
+            self._twist_ff)
 
     def _last_step(self, adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
                    tau_obsw):
@@ -199,16 +308,21 @@ class ServicerHotPath:
         if done is None:              # the port refused its input: the separate calls raise its error
             return port_step(adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
                              tau_obsw)
-        if flags != TABLE_NOT_RUN:    # the table's command cycle, as MotionTable.step_array runs it
-            table.begin_step(t)
-            if flags == TABLE_INVALID_COMMAND:
-                self._table_command = table.hold_for(('invalid_command',))
-            elif flags == TABLE_STALE_MEASUREMENT:
-                self._table_command = table.hold_for(('stale_measurement',))
-            else:
-                self._table_command = table.motion_outcome(flags, motion_out)
-            self.fused_steps += 1
+        if flags != TABLE_NOT_RUN:
+            self._table_command = self._table_outcome(t, flags, motion_out)
         return done
+
+    def _table_outcome(self, t: float, flags: int, motion_out: tuple):
+        """The table's command cycle after the one call ran its part (``flags``), as ``MotionTable.step_array``
+        runs it."""
+        table = self.table
+        table.begin_step(t)
+        self.fused_steps += 1
+        if flags == TABLE_INVALID_COMMAND:
+            return table.hold_for(('invalid_command',))
+        if flags == TABLE_STALE_MEASUREMENT:
+            return table.hold_for(('stale_measurement',))
+        return table.motion_outcome(flags, motion_out)
 
     def _load_kernel(self) -> None:
         """Load the one call (Numba's cache) now, not in the first sample: on the port's accumulators copied and a
@@ -227,6 +341,13 @@ class ServicerHotPath:
         motion_args, _ = table.motion_args(True, table.period, q_table)
         side_and_table_step(side_args, outputs[1], outputs[2], *self._frame.kernel_args(), 0.0, 1.0, motion_args,
                             np.empty(12), np.empty(6))
+        if self._quiet is None:       # and the quiet sample's call, on copies of the policies (the joints' watch
+            # waiting: it returns at once, having changed nothing), and the policies' own calls (the adopted objects')
+            policy_kernel.warm_up()
+            held = [HeldState(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
+            guard = GuardState(side.overload) if side.overload is not None else None
+            quiet = self._quiet_arrays(PacerState(side.pacer), WatchState(self.joints), guard, held)
+            self._quiet_call(quiet, 0.0, 0.0, math.inf, side_args, outputs, motion_args)
 
     def reset(self, now_s: float) -> tuple[bool, str]:
         """Clear the table's latched faults and (manual policy) the joint watch."""

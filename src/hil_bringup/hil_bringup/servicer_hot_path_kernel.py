@@ -11,6 +11,10 @@ and after stays that of the separate calls (``servicer.port_step_outcome``, ``Mo
 definition of each. ``test_servicer_hot_path_rule`` drives the hot path both ways with the same random sample
 streams (jitter, late and dropped samples, faults, stale joints, table faults) and requires the same commands.
 
+:func:`quiet_sample` runs, in the same call, the tick's policies of a quiet sample (``ServicerHotPath._step`` and
+``ServicerSide.tick``: the joints' watch, the step grid's lead, the pacer, the overload guard, the held inputs; the
+compiled forms of :mod:`hil_common.policy_kernel` on the policies' own arrays) and hands back anything else.
+
 This is a step of the plan in docs/performance.md ("The servicer's sample with no Python"): the rule's compiled
 calls of a sample in one, which a compiled loop can call as it is.
 """
@@ -20,8 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hil_common import policy_kernel as _policy_kernel
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
+from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, held_fresh, \
+    pacer_due, pacer_step_time, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, pose_mul_into, side_port_step
 from hil_motion_table import ik_kernel as _ik_kernel
@@ -73,6 +80,81 @@ def side_and_table_step(side_args, poses, x, has_home, home_y, y_inv, ad_flange_
     return excess, pending, status, table_motion(cmd, twist, *table_args)
 
 
+#: :func:`quiet_sample`'s outcomes
+QUIET_STEPPED, QUIET_NOT_DUE, QUIET_EVENT = 0, 1, 2
+
+
+@njit(**_OPTS)
+def _held_or(value, stamp, now_s, timeout_s, fallback, out):
+    """``HeldInput.get(now_s, timeout_s, fallback)`` into ``out``."""
+    source = value if held_fresh(stamp[0], now_s, timeout_s) else fallback
+    for i in range(out.shape[0]):
+        out[i] = source[i]
+
+
+@njit(**_OPTS)
+def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps,
+                 ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, v_s, f_e, f_b, tau,
+                 v_meas, side_args, poses, x, has_home, home_y, y_inv, ad_flange_from_body, max_age, table_args, cmd,
+                 twist):
+    """A wrist sample of the fused servicer hot path whose tick is quiet, in one call: what
+    ``ServicerHotPath._step`` and ``ServicerSide.tick`` do in Python, on the policies' arrays (``hil_common.policy_kernel``:
+    the table joints' watch ``wf, wi``, the side's pacer ``pf, pi`` and its overload guard), then the step
+    (:func:`side_and_table_step` on ``side_args``, whose ``F_e``, ``F_b``, ``tau`` and measured twist are the arrays
+    ``f_e, f_b, tau, v_meas`` this call fills from the held inputs: ``held_values``/``held_stamps`` in that order).
+
+    Quiet: the joints usable, one step due (none dropped), the guard not holding, no re-basing plan due
+    (``step time >= plan_due_s``). The caller checked the rest (the side started and not held by a fault, the
+    joints measured, the table unlatched, no re-basing under way). Returns ``(outcome, age, E_obs, pending, status,
+    table)``: :data:`QUIET_STEPPED` with ``side_and_table_step``'s four; :data:`QUIET_NOT_DUE` (no step due: the
+    policies moved on as the Python tick moves them); :data:`QUIET_EVENT` (not quiet: every array is as it was,
+    and the sample is for the Python path). ``saved_f``, ``saved_i``: scratch for the restore."""
+    nf, ni = 0, 0
+    for arr in (pf, gf, wf):
+        saved_f[nf:nf + arr.shape[0]] = arr
+        nf += arr.shape[0]
+    for arr in (pi, gi, wi):
+        saved_i[ni:ni + arr.shape[0]] = arr
+        ni += arr.shape[0]
+    watch_update(wf, wi, now_s)
+    outcome = QUIET_STEPPED
+    excess, pending, status, table = 0.0, 0.0, 0, TABLE_NOT_RUN
+    age = now_s - wf[W_LAST]
+    if wi[W_STATE] != S_OK:
+        outcome = QUIET_EVENT                            # the side holds with the table's joints
+    else:
+        t_next = pacer_step_time(pf, pi[P_STEPS] + 1)    # the grid's next step, led by the samples
+        tick_s = t_next if side_now_s < t_next <= side_now_s + lead_s else side_now_s
+        steps = pacer_due(pf, pi, tick_s)
+        if steps == 0:
+            return QUIET_NOT_DUE, age, excess, pending, status, table
+        if steps != 1 or pi[P_DROPPED] != 0:
+            outcome = QUIET_EVENT                        # catch-up steps, or dropped ones
+        elif has_guard and (guard_update(gf, gi, ring_t, ring_steps, ring_late, tick_s, pf[P_LAST_LATE], pi[P_DROPPED],
+                                             steps) < 0 < 0
+                            or gi[GI_HOLDING] != 0):
+            outcome = QUIET_EVENT                        # the guard holds (or its ring is full)
+        elif pacer_step_time(pf, pi[P_STEPS] - 1) >= plan_due_s:
+            outcome = QUIET_EVENT                        # a re-basing plan is due
+        else:
+            _held_or(held_values[0], held_stamps[0], tick_s, timeout_s, zeros6, f_e)
+            _held_or(held_values[1], held_stamps[1], tick_s, timeout_s, zeros6, f_b)
+            _held_or(held_values[2], held_stamps[2], tick_s, timeout_s, zeros_n, tau)
+            _held_or(held_values[3], held_stamps[3], tick_s, timeout_s, v_s, v_meas)
+            excess, pending, status, table = side_and_table_step(side_args, poses, x, has_home, home_y, y_inv,
+                                                                 ad_flange_from_body, age, max_age, table_args, cmd,
+                                                                 twist)
+    if outcome == QUIET_EVENT:
+        nf, ni = 0, 0
+        for arr in (pf, gf, wf):
+            arr[:] = saved_f[nf:nf + arr.shape[0]]
+            nf += arr.shape[0]
+        for arr in (pi, gi, wi):
+            arr[:] = saved_i[ni:ni + arr.shape[0]]
+            ni += arr.shape[0]
+    return outcome, age, excess, pending, status, table
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) :func:`side_and_table_step` with the types the fused servicer hot path
     passes: its rule built with the Envisat graph's parameters loads it (``./dev`` runs this, so no node compiles
@@ -99,7 +181,7 @@ def warm_up() -> None:
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.
-drop_stale_code(globals(), _kernels, _ik_kernel, _table_kernel)
+drop_stale_code(globals(), _kernels, _ik_kernel, _table_kernel, _policy_kernel)
 
 
 if __name__ == '__main__':

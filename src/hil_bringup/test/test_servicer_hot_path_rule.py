@@ -28,12 +28,15 @@ from hil_bringup.scenario import load_scenario
 from hil_bringup.servicer_hot_path import ServicerHotPath
 from hil_bringup.servicer_hot_path_node import PARAMS
 from hil_common.conversions import xyz_rpy_to_pose
+from hil_common.overload import OverloadGuard
+from hil_common.pacing import StepPacer
 from hil_common.params import validate
 from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.motion_table_node import CommandFrame, build_table
 
 RATE_HZ = 1000.0
 DT = 1.0 / RATE_HZ
+PACER_FIELDS = {'dt_s', 't0_s', 'max_catch_up', 'steps_done', 'overruns', 'last_late_s', 'last_dropped'}
 
 
 @pytest.fixture(scope='module')
@@ -51,17 +54,17 @@ def setup():
 class Lockstep:
     """One rule on a given clock: the arm held at ``q_arm``, the KR 120 measured at its start joints."""
 
-    def __init__(self, setup, lead_steps: float = 1.5, fused: bool = True):
+    def __init__(self, setup, lead_steps: float = 1.5, fused: bool = True, quiet: bool = True, overload=None):
         values, self.q_table_0, self.q_arm = setup
         p = SimpleNamespace(**values)
         self.t = 0.0
         table = build_table(values, clock=None)             # as the node: timed on the side's grid
         self.frame = CommandFrame(p, table.kin)
-        self.side = build_side(p)
+        self.side = build_side(p, overload)
         self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
                                     twist_from_joints=self.frame.twist_from_joints,
                                     joint_states_timeout_s=p.joint_states_timeout_s, lead_s=lead_steps * DT,
-                                    sample_timeout_s=p.input_timeout_s, fused=fused)
+                                    sample_timeout_s=p.input_timeout_s, fused=fused, quiet=quiet)
 
     def sample(self, t: float, force_sensor=(0.0, 0.0, 0.0)):
         self.t = t
@@ -158,17 +161,26 @@ def test_without_samples_the_watchdog_runs_the_steps_held_and_says_why(setup):
 
 
 @pytest.mark.parametrize('horizon_s', [0.0, 0.02])
-def test_the_one_compiled_call_gives_the_commands_of_the_separate_calls(setup, horizon_s):
-    """Two rules, one making each tick's last step and the table's command in one compiled call and the other
-    with the separate calls (the reference), fed the same random stream: 1 kHz samples with jitter, gaps of up
-    to 6 periods (catch-up steps), wrenches that drive the table out of its workspace (latched, then reset),
-    non-finite wrenches (rejected), a wrist F/T fault, table joints that stop (stale: held) and come back, arm
-    joints moving and the OBSW's torques and base wrench. Every output is the same (the side's to the bit, the
-    table's command to 1e-12), and the stream did reach each of those branches. The table without its delay compensation (the wall clock's) and with it
-    (the twin's: the twist feed-forward predicts the pose)."""
+def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horizon_s):
+    """Three rules fed the same random stream: the reference (the separate calls, the tick in Python), one making each
+    tick's last step and the table's command in one compiled call, and one that also runs each quiet sample's tick
+    in that call (``quiet_sample``: the policies on their arrays). The stream: 1 kHz samples with jitter, gaps of up
+    to 6 periods (catch-up steps, and holds of a tight overload guard), wrenches that drive the table out of its
+    workspace (latched, then reset), non-finite wrenches (rejected), a wrist F/T fault, table joints that stop
+    (stale: held) and come back, arm joints moving, the OBSW's torques and base wrench, and a post-grasp re-basing
+    (its plan and ramp). Every output is the same (the side's to the bit, the table's command to 1e-12), the rules
+    end in the same state, and the stream did reach each of those branches. The table without its delay
+    compensation (the wall clock's) and with it (the twin's: the twist feed-forward predicts the pose)."""
     values, q_table_0, q_arm = setup
-    setup = ({**values, 'prediction_horizon_s': horizon_s}, q_table_0, q_arm)
-    runs = [Lockstep(setup, fused=True), Lockstep(setup, fused=False)]
+    setup = ({**values, 'prediction_horizon_s': horizon_s, 'rebase_enabled': True, 'rebase_after_post_grasp_s': 0.1,
+              'rebase_ramp_s': 0.2, 'rebase_lead_s': 0.02}, q_table_0, q_arm)
+
+    def guard():              # holds on the longest gaps (a tick 5.5 ms late), recovers after 20 ms on time
+        return OverloadGuard(DT, 2e-3, 5.5e-3, 0.02, 'auto', window_s=0.05)
+
+    runs = [Lockstep(setup, overload=guard()), Lockstep(setup, quiet=False, overload=guard()),
+            Lockstep(setup, fused=False, overload=guard())]
+    client_pose = runs[0].side.adm.state.pose_nominal_in_orbit
     rng = np.random.default_rng(17)
     n = len(q_arm)
     t = 1.0
@@ -201,6 +213,10 @@ def test_the_one_compiled_call_gives_the_commands_of_the_separate_calls(setup, h
         outs = []
         for run in runs:
             rule = run.rule
+            if k == 1160:                          # post_grasp: the re-basing plan 0.1 s later, then its ramp
+                run.side.set_phase('post_grasp', t)
+            if k >= 1160:
+                run.side.set_client_state(client_pose, np.array([0.0, 0.0, 0.01, 0.0, 0.0, 0.0]), t)
             table = rule.table
             if k == 1000:                          # a workspace of +-0.05 mm around the target: soon left (latched)
                 box = table.workspace_min.copy(), table.workspace_max.copy()
@@ -220,33 +236,52 @@ def test_the_one_compiled_call_gives_the_commands_of_the_separate_calls(setup, h
                 outs.append(rule.watchdog(t, t))
             else:
                 outs.append(rule.wrench(force, t, t))
-        a, b = outs
-        assert (a is None) == (b is None), k
+        a = outs[0]
+        for b in outs[1:]:
+            assert (a is None) == (b is None), k
+            if a is None:
+                continue
+            # the twist feed-forward Ad_Y V_s is a loop in the kernel and numpy's product in the reference: equal
+            # here, and within rounding where a BLAS fuses its multiply-adds
+            np.testing.assert_allclose(a.q_command, b.q_command, rtol=1e-12, atol=1e-12, err_msg=f'sample {k}')
+            assert (a.holding, a.reason) == (b.holding, b.reason), k
+            np.testing.assert_array_equal(a.side.pose_table_cmd_array, b.side.pose_table_cmd_array)
+            np.testing.assert_array_equal(a.side.tau_q, b.side.tau_q)
+            np.testing.assert_array_equal(a.side.twist_table_cmd, b.side.twist_table_cmd)
+            assert (a.side.rebase_plan is None) == (b.side.rebase_plan is None), k
         if t < silent_until:
             seen['watchdog'] += a is not None
         if a is None:
             continue
-        # the twist feed-forward Ad_Y V_s is a loop in the kernel and numpy's product in the reference: equal here,
-        # and within rounding where a BLAS fuses its multiply-adds
-        np.testing.assert_allclose(a.q_command, b.q_command, rtol=1e-12, atol=1e-12, err_msg=f'sample {k}')
-        assert (a.holding, a.reason) == (b.holding, b.reason), k
-        np.testing.assert_array_equal(a.side.pose_table_cmd_array, b.side.pose_table_cmd_array)
-        np.testing.assert_array_equal(a.side.tau_q, b.side.tau_q)
-        np.testing.assert_array_equal(a.side.twist_table_cmd, b.side.twist_table_cmd)
         seen['holding'] += a.holding
         reasons[a.reason.split(' ')[0]] += 1
         seen['table_fault'] += bool(runs[1].rule.table.latched_faults)
         seen['stale'] += 'stale_measurement' in a.reason or 'joint_states' in a.reason
         if not a.holding:
             q_table = a.q_command                  # the robot follows its command
-    assert runs[0].side.rejected == runs[1].side.rejected
-    seen['rejected'] = runs[0].side.rejected
-    assert runs[0].rule.counters == runs[1].rule.counters
-    assert runs[0].rule.table.stats.fault_counts == runs[1].rule.table.stats.fault_counts
-    assert runs[0].rule.table.stats.clamp_counts == runs[1].rule.table.stats.clamp_counts
-    assert runs[0].rule.table.stats.steps == runs[1].rule.table.stats.steps
-    np.testing.assert_array_equal(runs[0].side.adm.state.pose_arrays()[1], runs[1].side.adm.state.pose_arrays()[1])
-    np.testing.assert_array_equal(runs[0].side.passivity._acc, runs[1].side.passivity._acc)
-    assert runs[1].rule.fused_steps == 0
-    assert runs[0].rule.fused_steps > 0.5 * runs[0].rule.counters['commands'], (runs[0].rule.fused_steps, reasons)
+    quiet, fused, ref = runs
+    for run in (fused, ref):
+        assert quiet.side.rejected == run.side.rejected
+        assert quiet.rule.counters == run.rule.counters
+        assert quiet.rule.table.stats.fault_counts == run.rule.table.stats.fault_counts
+        assert quiet.rule.table.stats.clamp_counts == run.rule.table.stats.clamp_counts
+        assert quiet.rule.table.stats.steps == run.rule.table.stats.steps
+        np.testing.assert_array_equal(quiet.side.adm.state.pose_arrays()[0], run.side.adm.state.pose_arrays()[0])
+        np.testing.assert_array_equal(quiet.side.adm.state.pose_arrays()[1], run.side.adm.state.pose_arrays()[1])
+        np.testing.assert_array_equal(quiet.side.passivity._acc, run.side.passivity._acc)
+        # the policies' state (the quiet rule's: its arrays, read through the adopted objects)
+        assert vars(StepPacer(1.0, 0.0)).keys() == PACER_FIELDS
+        for name in PACER_FIELDS:
+            assert getattr(quiet.side.pacer, name) == getattr(run.side.pacer, name), name
+        for name in ('ticks', 'late_ticks', 'dropped_steps', 'holds', 'holding', 'level', 'reason', 'max_late_s',
+                     'mean_late_window_s'):
+            assert getattr(quiet.side.overload, name) == getattr(run.side.overload, name), name
+        for name in ('state', 'last_s', 'samples', 'stale_events', 'recoveries'):
+            assert getattr(quiet.rule.joints, name) == getattr(run.rule.joints, name), name
+    seen['rejected'] = quiet.side.rejected
+    seen['overload_holds'] = quiet.side.overload.holds
+    seen['rebase'] = quiet.side.rebase.plan is not None and quiet.side.follower.side.done
+    assert ref.rule.fused_steps == 0 and ref.rule.quiet_samples == 0 and fused.rule.quiet_samples == 0
+    assert fused.rule.fused_steps > 0.4 * fused.rule.counters['commands'], (fused.rule.fused_steps, reasons)
+    assert quiet.rule.quiet_samples > 0.3 * quiet.rule.counters['commands'], (quiet.rule.quiet_samples, reasons)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
