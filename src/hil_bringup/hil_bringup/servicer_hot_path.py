@@ -40,13 +40,15 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
 * **one compiled call**: the tick's last step and the table's command for its pose are one call
   (:mod:`hil_bringup.servicer_hot_path_kernel`, ``ServicerSide.last_step``) where the side, the table and the
   command frame have their compiled paths (``fused=False``: the separate calls, the reference);
-* **a quiet sample in that call** (``quiet=True``): a wrist sample whose tick neither holds nor catches up (the
-  joints usable, one step due, the overload guard calm, no re-basing plan due or under way, the table unlatched)
-  runs its tick's policies in the same call too (``quiet_sample``). Their state is then owned by arrays: the
-  pacer, the overload guard, the joints' watch and the held inputs are adopted
+* **a quiet sample in that call** (``quiet=True``; not the default): a wrist sample whose tick neither holds nor
+  catches up (the joints usable, one step due, the overload guard calm, no re-basing plan due or under way, the
+  table unlatched) runs its tick's policies in the same call too (``quiet_sample``). Their state is then owned by
+  arrays: the pacer, the overload guard, the joints' watch and the held inputs are adopted
   (:func:`hil_common.policy_kernel.adopt`: the same objects, their state the arrays), so every other reader and
   writer (the inputs' handlers, the status, a sample run in Python) sees the one state. Any other sample leaves the
-  arrays as they were and runs in Python, as before (``quiet=False``: always).
+  arrays as they were and runs in Python. Called from Python it costs a few percent more than it saves (its extra
+  arguments' unboxing; ``./dev bench servicer_hot_path``, docs/performance.md), so the node does not use it: it is
+  the body a compiled sample loop will call, which has no per-call unboxing.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class ServicerHotPath:
     def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
                  twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
                  auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05, fused: bool = True,
-                 quiet: bool = True):
+                 quiet: bool = False):
         self.side, self.table = side, table
         self.lead_s = float(lead_s)
         self.sample_timeout_s = float(sample_timeout_s)

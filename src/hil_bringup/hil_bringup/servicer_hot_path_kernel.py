@@ -155,28 +155,44 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
     return outcome, age, excess, pending, status, table
 
 
-def warm_up() -> None:
-    """Compile (or load from the cache) :func:`side_and_table_step` with the types the fused servicer hot path
-    passes: its rule built with the Envisat graph's parameters loads it (``./dev`` runs this, so no node compiles
-    it when it starts)."""
+def envisat_rule(**kwargs):
+    """The fused servicer hot path's rule (``ServicerHotPath``) with the Envisat graph's parameters at 1 kHz, as its
+    node builds it (the side's overload guard included), and the KR 120's start joints and the arm's:
+    ``(rule, q_table_0, q_arm)``. ``kwargs`` go to ``ServicerHotPath`` (``fused``, ``quiet``, ``lead_s``, ...)."""
     from types import SimpleNamespace
 
     from hil_admittance.servicer_admittance_node import build_side
+    from hil_bringup.facility import calibrate, load_facility
     from hil_bringup.graphs import envisat_graph
+    from hil_bringup.scenario import load_scenario
     from hil_bringup.servicer_hot_path import ServicerHotPath
     from hil_bringup.servicer_hot_path_node import PARAMS
+    from hil_common.overload import overload_guard
     from hil_common.params import validate
     from hil_motion_table.motion_table_node import CommandFrame, build_table
 
-    graph = envisat_graph({'servicer_hot_path': 'nodes'})
+    graph = envisat_graph({'servicer_hot_path': 'nodes', 'control_rate_hz': '1000.0'})
     adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
     values = validate(PARAMS, {**adm, **graph.node('/servicer/motion_table').parameters})
     p = SimpleNamespace(**values)
     table = build_table(values, clock=None)
     frame = CommandFrame(p, table.kin)
-    rule = ServicerHotPath(build_side(p), table, target=frame.target, twist=frame.twist,
-                           twist_from_joints=frame.twist_from_joints)
-    if rule.side.last_step is None:
+    rule = ServicerHotPath(build_side(p, overload_guard(p, 1.0 / p.rate_hz)), table, target=frame.target,
+                           twist=frame.twist, twist_from_joints=frame.twist_from_joints,
+                           joint_states_timeout_s=p.joint_states_timeout_s,
+                           recover_after_s=p.joint_states_recover_s, sample_timeout_s=p.input_timeout_s,
+                           **{'lead_s': 1.5 / p.rate_hz, **kwargs})
+    scenario = load_scenario('envisat_capture')
+    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
+    return rule, q_table_0, np.array([float(v) for v in scenario.servicer.q_arm_0])
+
+
+def warm_up() -> None:
+    """Compile (or load from the cache) :func:`side_and_table_step` and :func:`quiet_sample` with the types the fused
+    servicer hot path passes: its rule built with the Envisat graph's parameters loads them (``./dev`` runs this, so
+    no node compiles them when it starts)."""
+    rule, _, _ = envisat_rule(quiet=True)
+    if rule.side.last_step is None or rule._quiet is False:
         raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path does not take the one call')
 
 

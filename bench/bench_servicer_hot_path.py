@@ -1,0 +1,80 @@
+"""The fused servicer hot path's rule in one process (``ServicerHotPath``, no DDS): CPU per wrist sample, three ways.
+
+What ``servicer_hot_path_node`` runs per 1 kHz wrist sample, less its messages: the arm's and the table's joints
+handed in, the OBSW's torques and base wrench at 250 Hz, the wrench, the side's steps and the KR 120's command. Three
+rules with the Envisat graph's parameters (their node's overload guard included) take the same stream, a sample
+each in turn, so that the machine's speed at any moment falls on all three alike:
+
+* ``reference``: the separate compiled calls with the tick in Python (``fused=False``);
+* ``fused``: the tick's last step and the table's command in one compiled call (the node's);
+* ``quiet``: a quiet sample's tick in that call too (``quiet=True``).
+
+Printed beside Pinocchio's ``aba`` measured in the same run (issue 17). The commands of the three are the same to
+1e-12 (``test_servicer_hot_path_rule``); here they are checked on the stream too (the reference's to 1e-9: the table
+follows its commands, so the rounding of numpy's products against the kernel's loops is fed back over thousands of
+samples).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aba_reference import aba_us  # noqa: E402
+
+from hil_bringup.servicer_hot_path_kernel import envisat_rule  # noqa: E402
+
+DT = 1e-3
+MODES = {'quiet': {'quiet': True}, 'fused': {}, 'reference': {'fused': False}}
+
+
+def main(samples: int = 6000) -> None:
+    rules = {name: envisat_rule(**kwargs) for name, kwargs in MODES.items()}
+    # (each sample: the three in turn, a different one first at each sample)
+    _, q_table_0, q_arm = rules['quiet']
+    n = len(q_arm)
+    rng = np.random.default_rng(4)
+    t = 1.0
+    spent = {name: [] for name in rules}
+    q_table = {name: q_table_0.copy() for name in rules}
+    clock = time.perf_counter
+    for k in range(samples + 500):
+        t += DT * (1.0 + rng.uniform(-0.45, 0.45))
+        q_k, dq_k = q_arm + 0.02 * np.sin(0.003 * k + np.arange(n)), 0.06 * np.cos(0.003 * k + np.arange(n))
+        wrench = np.r_[rng.normal(0.0, 20.0, 3), rng.normal(0.0, 1.0, 3)]
+        tau, f_b = rng.normal(0.0, 1.0, n), rng.normal(0.0, 2.0, 6)
+        outs = {}
+        names = list(rules)
+        for name in names[k % 3:] + names[:k % 3]:         # each first in turn (the caches' order)
+            rule, side = rules[name][0], rules[name][0].side
+            t0 = clock()
+            side.set_joints(q_k, dq_k, t, t)
+            if k % 4 == 0:
+                side.set_tau(tau, t)
+                side.set_wrench_base(f_b, t)
+            rule.table_joints(q_table[name], np.zeros(len(q_table_0)), t, t)
+            out = rule.wrench(wrench, t, t)
+            if k >= 500:
+                spent[name].append(clock() - t0)
+            if out is not None and not out.holding:
+                q_table[name] = out.q_command        # the robot follows its command
+            outs[name] = out
+        a = outs['quiet']
+        for b, tol in ((outs['fused'], 1e-12), (outs['reference'], 1e-9)):    # the reference: rounding of numpy's products, fed back
+            assert (a is None) == (b is None) and (a is None or np.allclose(a.q_command, b.q_command, 0, tol)), k
+    aba = aba_us()
+    print(f'servicer hot path rule, one process, {samples} wrist samples at 1 kHz with jitter (the Envisat graph\'s '
+          f'parameters); pin.aba: {aba:.2f} us median')
+    for name, (rule, _, _) in rules.items():
+        us = np.array(spent[name]) * 1e6
+        print(f'  {name:9s}: median {np.median(us):6.1f} us per sample ({np.median(us) / aba:5.1f} aba), '
+              f'mean {us.mean():6.1f} us; commands {rule.counters["commands"]}, held {rule.counters["held"]}, '
+              f'quiet samples {rule.quiet_samples}, one-call steps {rule.fused_steps}')
+
+
+if __name__ == '__main__':
+    main()
