@@ -64,7 +64,8 @@ def main(samples: int = 6000) -> None:
                 q_table[name] = out.q_command        # the robot follows its command
             outs[name] = out
         a = outs['quiet']
-        for b, tol in ((outs['fused'], 1e-12), (outs['reference'], 1e-9)):    # the reference: rounding of numpy's products, fed back
+        # the reference within the rounding of numpy's products, fed back through the table's joints
+        for b, tol in ((outs['fused'], 1e-12), (outs['reference'], 1e-9)):
             assert (a is None) == (b is None) and (a is None or np.allclose(a.q_command, b.q_command, 0, tol)), k
     aba = aba_us()
     print(f'servicer hot path rule, one process, {samples} wrist samples at 1 kHz with jitter (the Envisat graph\'s '

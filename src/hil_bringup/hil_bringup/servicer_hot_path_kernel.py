@@ -27,8 +27,8 @@ from numba import njit
 from hil_common import policy_kernel as _policy_kernel
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
-from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, held_fresh, \
-    pacer_due, pacer_step_time, watch_update
+from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
+    held_fresh, pacer_due, pacer_step_time, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, pose_mul_into, side_port_step
 from hil_motion_table import ik_kernel as _ik_kernel
@@ -98,10 +98,11 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
                  v_meas, side_args, poses, x, has_home, home_y, y_inv, ad_flange_from_body, max_age, table_args, cmd,
                  twist):
     """A wrist sample of the fused servicer hot path whose tick is quiet, in one call: what
-    ``ServicerHotPath._step`` and ``ServicerSide.tick`` do in Python, on the policies' arrays (``hil_common.policy_kernel``:
-    the table joints' watch ``wf, wi``, the side's pacer ``pf, pi`` and its overload guard), then the step
-    (:func:`side_and_table_step` on ``side_args``, whose ``F_e``, ``F_b``, ``tau`` and measured twist are the arrays
-    ``f_e, f_b, tau, v_meas`` this call fills from the held inputs: ``held_values``/``held_stamps`` in that order).
+    ``ServicerHotPath._step`` and ``ServicerSide.tick`` do in Python, on the policies' arrays
+    (``hil_common.policy_kernel``: the table joints' watch ``wf, wi``, the side's pacer ``pf, pi`` and its overload
+    guard), then the step (:func:`side_and_table_step` on ``side_args``, whose ``F_e``, ``F_b``, ``tau`` and
+    measured twist are the arrays ``f_e, f_b, tau, v_meas`` this call fills from the held inputs:
+    ``held_values``/``held_stamps`` in that order).
 
     Quiet: the joints usable, one step due (none dropped), the guard not holding, no re-basing plan due
     (``step time >= plan_due_s``). The caller checked the rest (the side started and not held by a fault, the
@@ -131,8 +132,7 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
         if steps != 1 or pi[P_DROPPED] != 0:
             outcome = QUIET_EVENT                        # catch-up steps, or dropped ones
         elif has_guard and (guard_update(gf, gi, ring_t, ring_steps, ring_late, tick_s, pf[P_LAST_LATE], pi[P_DROPPED],
-                                             steps) < 0 < 0
-                            or gi[GI_HOLDING] != 0):
+                                         steps) < 0 or gi[GI_HOLDING] != 0):
             outcome = QUIET_EVENT                        # the guard holds (or its ring is full)
         elif pacer_step_time(pf, pi[P_STEPS] - 1) >= plan_due_s:
             outcome = QUIET_EVENT                        # a re-basing plan is due

@@ -487,13 +487,14 @@ def adopt(obj):
     """Turn ``obj`` (a :class:`StepPacer`, :class:`InputWatch`, :class:`OverloadGuard` or :class:`HeldInput`, exactly)
     into its array-backed form in place and return its state object (:class:`PacerState`, :class:`WatchState`,
     :class:`GuardState`, :class:`HeldState`), whose arrays the compiled policies take. Adopting an adopted object
-    returns its state."""
+    returns its state. A guard's ring is made to hold its whole window (:data:`RING` ticks at least)."""
     if isinstance(obj, (ArrayPacer, ArrayWatch, ArrayGuard, ArrayHeld)):
         return obj._st
     if type(obj) not in _ADOPTED:
         raise ConfigError(f'policy_kernel.adopt: {type(obj).__name__} has no array-backed form')
     cls, state = _ADOPTED[type(obj)]
-    st = state(obj)
+    # a guard's ring holds its whole window: at most one tick per step (each runs one at least), and some slack
+    st = state(obj, ring=max(RING, int(obj.window_s / obj.dt_s) + 16)) if cls is ArrayGuard else state(obj)
     for name in [k for k in vars(obj) if isinstance(getattr(cls, k, None), property)]:
         del obj.__dict__[name]          # the class's properties read the arrays from now on
     obj.__class__ = cls

@@ -156,7 +156,8 @@ def test_an_adopted_object_is_its_class_on_arrays_that_compiled_calls_share():
             assert [type(x).__name__ for x in (p, w, g, h)] == ['ArrayPacer', 'ArrayWatch', 'ArrayGuard', 'ArrayHeld']
             assert pk.adopt(p) is states[0]
         compiled = states is not None and rng.random() < 0.5
-        t += float(rng.choice([0.0, 1e-3, 2.5e-3, 0.03, 0.2], p=[0.05, 0.8, 0.1, 0.04, 0.01])) + rng.uniform(-4e-4, 4e-4)
+        gap = float(rng.choice([0.0, 1e-3, 2.5e-3, 0.03, 0.2], p=[0.05, 0.8, 0.1, 0.04, 0.01]))
+        t += gap + rng.uniform(-4e-4, 4e-4)
         a = ref_p.due(t)
         b = pk.pacer_due(states[0].pf, states[0].pi, t) if compiled else p.due(t)
         assert a == b and _pacer_view(p) == _pacer_view(ref_p), k
@@ -188,3 +189,9 @@ def test_an_adopted_object_is_its_class_on_arrays_that_compiled_calls_share():
     assert ref_g.holds > 2 and ref_w.stale_events > 2 and ref_p.overruns > 0, (ref_g.holds, ref_w.stale_events)
     with pytest.raises(ConfigError, match='no array-backed form'):
         pk.adopt(object())
+    # a guard's window of 20 s at 1 kHz (the parameters allow 60 s) fits its ring: its ticks are never refused
+    long = OverloadGuard(1e-3, 0.002, 0.02, 0.3, window_s=20.0)
+    ring = pk.adopt(long).ring_t.size
+    for k in range(21000):
+        long.update(k * 1e-3, 0.0, 0)
+    assert ring >= 20000 and long.ticks == 21000 and len(long._window) == 20000, (ring, len(long._window))
