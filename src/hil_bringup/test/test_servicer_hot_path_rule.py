@@ -188,6 +188,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         run.sample(t - DT)
     seen = {'catch_up': 0, 'holding': 0, 'table_fault': 0, 'rejected': 0, 'stale': 0, 'watchdog': 0}
     silent_until = stale_until = -1.0
+    side_stepped = 0
     q_table = q_table_0.copy()
     reasons = collections.Counter()
     for k in range(1600):
@@ -211,6 +212,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         tau, f_b = rng.normal(0.0, 2.0, n), rng.normal(0.0, 5.0, 6)
         dq_table = rng.normal(0.0, 0.01, len(q_table))           # the measured base twist (passivity observer)
         outs = []
+        was_latched = bool(runs[1].rule.table.latched_faults)      # before this sample's command
         for run in runs:
             rule = run.rule
             if k == 1160:                          # post_grasp: the re-basing plan 0.1 s later, then its ramp
@@ -254,6 +256,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         if a is None:
             continue
         seen['holding'] += a.holding
+        side_stepped += not a.side.holding and not was_latched
         reasons[a.reason.split(' ')[0]] += 1
         seen['table_fault'] += bool(runs[1].rule.table.latched_faults)
         seen['stale'] += 'stale_measurement' in a.reason or 'joint_states' in a.reason
@@ -282,6 +285,8 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     seen['overload_holds'] = quiet.side.overload.holds
     seen['rebase'] = quiet.side.rebase.plan is not None and quiet.side.follower.side.done
     assert ref.rule.fused_steps == 0 and ref.rule.quiet_samples == 0 and fused.rule.quiet_samples == 0
-    assert fused.rule.fused_steps > 0.4 * fused.rule.counters['commands'], (fused.rule.fused_steps, reasons)
-    assert quiet.rule.quiet_samples > 0.3 * quiet.rule.counters['commands'], (quiet.rule.quiet_samples, reasons)
+    # the one call made every command whose side stepped with the table unlatched; the quiet call most of them
+    # (not in the re-basing ramp, nor at catch-up or held ticks)
+    assert fused.rule.fused_steps == quiet.rule.fused_steps >= side_stepped > 300, (fused.rule.fused_steps, side_stepped)
+    assert quiet.rule.quiet_samples > 0.6 * side_stepped, (quiet.rule.quiet_samples, side_stepped, reasons)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
