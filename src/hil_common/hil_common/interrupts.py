@@ -76,10 +76,33 @@ def quiet_interrupts(package: str) -> bool:
     still has Python's default handler (in the main thread); returns whether it did."""
     if not is_executable_of(package):
         return False
+    return install_quiet_handler()
+
+
+def install_quiet_handler() -> bool:
+    """:func:`quiet_interrupts` without its executable check: the quiet handler where SIGINT still has Python's
+    default one (in the main thread), and :func:`_quiet_unraisable` as ``sys.unraisablehook``."""
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _raise_interrupted)
+            if sys.unraisablehook is not _quiet_unraisable:
+                global _previous_unraisablehook
+                _previous_unraisablehook = sys.unraisablehook
+                sys.unraisablehook = _quiet_unraisable
             return True
     except ValueError:      # not the main thread
         pass
     return False
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
+def _quiet_unraisable(unraisable) -> None:
+    """A SIGINT whose handler ran inside code that cannot raise (a weakref's callback, e.g. importlib's module-lock
+    cleanup while the node imports; a ``__del__``): Python reports :class:`Interrupted` there as 'Exception ignored',
+    with a traceback, and goes on. It was noted (:func:`interrupt_received`), and ``run_node`` ends the process
+    once the node is built; so it is not reported. Anything else goes to the previous hook."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    _previous_unraisablehook(unraisable)
