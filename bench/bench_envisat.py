@@ -94,7 +94,7 @@ PULSE_FORCE_N = 1.0e5
 STEER_HORIZON = 300          # commands: the pulse sign drives x + 300 v (joint space, along the pulse) to zero
 TARGET_P99_MS = 2.0
 ARRANGEMENTS = ['processes', 'composed', 'fused', 'fused_rt', 'fused_rt_contact', 'servicer_contact',
-                'servicer_fused_rt_contact', 'relay', 'servicer_relay']
+                'servicer_fused_rt_contact', 'relay', 'servicer_relay', 'servicer_compiled_relay']
 CONTACT_K_N_PER_M = 5.0e4      # the grip's stiffness (scenario envisat_capture, contact.stiffness linear)
 CONTACT_ZETA = 0.2             # damping ratio of the emulated grip on the client's mass
 CONTACT_PRELOAD_N = 200.0      # the grip's preload along the flange x axis [N]
@@ -228,7 +228,7 @@ def relay_child(params_path: str) -> int:
     return run_node(BareRelay, 'bench_relay', ['bench_relay', '--ros-args', '--params-file', params_path])
 
 
-def servicer_relay_child(params_path: str) -> int:
+def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_up: bool = False) -> int:
     """rclpy's floor under the fused servicer hot path: its messages and nothing else.
 
     As ``servicer_hot_path_node`` takes them: the wrist wrench as raw CDR, decoded, and at each wrist sample the
@@ -236,6 +236,10 @@ def servicer_relay_child(params_path: str) -> int:
     from subscriptions no executor waits on (:mod:`hil_common.polled`), decoded. Each wrist sample is answered as
     the node answers it: the table command, the arm's efforts and the trace (raw CDR), and every ``state_decimation``-th
     the four decimated messages (pose, twist, state, passivity; encoded once, sent as they are).
+
+    With ``compiled_arm_joints`` (the arm's joint names, comma-separated): the same messages with no Python per
+    sample (``servicer_compiled_relay``): a thread of the node runs ``compiled_relay.servicer_relay_loop``;
+    ``warm_up``: the node made and destroyed, its loop loaded (compiled the first time, before the measured run).
     """
     from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
     from nav_msgs.msg import Odometry
@@ -279,16 +283,28 @@ def servicer_relay_child(params_path: str) -> int:
                                                     10)
             self.pub_trace = self.create_publisher(Header, 'servicer/hot_path/trace', 100)
             self.decode_arm, self.read_table = JointStateDecoder(), JointStateReader(tuple(kin.joint_names))
-            self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10, raw=True)
             self.polled = [(PolledSubscription(self, JointState, 'servicer/joint_states'), self.read_table),
                            (PolledSubscription(self, JointState, 'servicer_arm/joint_states'), self.decode_arm),
                            (PolledSubscription(self, WrenchStamped, 'servicer/base_wrench_cmd'), decode_wrench_stamped),
                            (PolledSubscription(self, Float64MultiArray, 'servicer_arm/torque_cmd'),
                             decode_float64_array)]
+            self.loop = None
+            if compiled_arm_joints:
+                wrist = PolledSubscription(self, WrenchStamped, 'servicer/ft/wrench', 10)
+                self.loop = CompiledLoop(self, wrist, (kin.joint_names, compiled_arm_joints.split(',')))
+            else:
+                self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_wrench, 10, raw=True)
             cpus = [c for c in p.cpu_affinity if c >= 0]
             if p.realtime_priority or cpus:
                 ok, message = make_realtime(p.realtime_priority, cpus)
                 (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+            if self.loop is not None:
+                self.loop.start()        # its thread inherits the scheduling and the CPUs
+
+        def destroy_node(self):
+            if self.loop is not None:
+                self.loop.stop()
+            return super().destroy_node()
 
         def on_wrench(self, buf):
             for subscription, decode in self.polled:
@@ -304,6 +320,95 @@ def servicer_relay_child(params_path: str) -> int:
                 for pub, data in self.decimated:
                     pub.publish(data)
 
+    class CompiledLoop:
+        """The relay's messages in ``compiled_relay.servicer_relay_loop``, run by a thread of its own."""
+
+        def __init__(self, node, wrist, joint_names):
+            import threading
+
+            from rclpy.guard_condition import GuardCondition
+
+            from hil_common import rcl_io
+            from hil_common.errors import StartError
+
+            import compiled_relay
+
+            self.StartError = StartError
+
+            self.lib, self.rcl_io, self.node, self.wrist = compiled_relay, rcl_io, node, wrist
+            self.stop_guard = GuardCondition(None, None, context=node.context)     # on no executor: this loop's
+            self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
+            self.streams = [rcl_io.JointStateStream(sub.handle, names)
+                            for (sub, _), names in zip(node.polled[:2], joint_names)]
+            self.wrist_message, self.obsw_message = rcl_io._SerializedMessage(), rcl_io._SerializedMessage()
+            self.publishers = [rcl_io.Float64ArrayPublisher(node.pub_cmd, len(node.q)),
+                               rcl_io.Float64ArrayPublisher(node.pub_effort, len(node.tau))]
+            self.trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
+            self.decimated_bufs = [np.frombuffer(bytearray(data), dtype=np.uint8) for _, data in node.decimated]
+            self.counts = np.zeros(5, dtype=np.int64)
+            self.result = None
+            self.thread = threading.Thread(target=self._run, name='compiled_relay', daemon=True)
+
+        def _arguments(self) -> tuple:
+            rcl_io, node = self.rcl_io, self.node
+
+            def stream_args(st):
+                return (st._pointer, st._message.words, st._info, st._expected, st._expected_ends, st._known,
+                        st._known_len, st._index, st._needs, st.q, st.dq, st.stamps, st.flags)
+
+            def command(pub, values):
+                return pub._pointer, pub._message, pub._data, values
+
+            return (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
+                    np.array([int(self.stop_guard.handle.pointer)], dtype=np.int64), self.wait_set.ready,
+                    200_000_000, (self.wrist_message.words, np.zeros(64, dtype=np.uint64)),
+                    stream_args(self.streams[0]), stream_args(self.streams[1]),
+                    np.array([int(sub.handle.pointer) for sub, _ in node.polled[2:]], dtype=np.int64),
+                    np.array([1, 0], dtype=np.int64), self.obsw_message.words,
+                    (command(self.publishers[0], node.q), command(self.publishers[1], node.tau)),
+                    (int(node.pub_trace.handle.pointer), rcl_io.fixed_message(self.trace_buf), self.trace_buf,
+                     bool(node.traced)),
+                    (np.array([int(pub.handle.pointer) for pub, _ in node.decimated], dtype=np.int64),
+                     np.stack([rcl_io.fixed_message(buf) for buf in self.decimated_bufs])),
+                    int(node.decimation), self.counts)
+
+        def start(self):
+            """The loop loaded (compiled the first time: ``--warm-up``) on a stop already asked for, then run."""
+            self.args = self._arguments()
+            self.stop_guard.trigger()
+            if self.lib.servicer_relay_loop(*self.args) != self.lib.STOPPED:
+                raise self.StartError('compiled relay: the loop did not stop on its guard condition')
+            self.counts[:] = 0
+            self.thread.start()
+
+        def _run(self):
+            self.result = self.lib.servicer_relay_loop(*self.args)
+            if self.result != self.lib.STOPPED:
+                self.node.get_logger().error(f'compiled relay loop ended: rcl error {-self.result}')
+
+        def stop(self):
+            self.stop_guard.trigger()
+            self.thread.join(timeout=5.0)
+            self.node.get_logger().info(f'compiled relay: {self.counts.tolist()} (samples, malformed, joint rows, '
+                                        f'OBSW messages, wake-ups)')
+            if not self.thread.is_alive():
+                self.wait_set.release()
+                for stream in self.streams:
+                    stream.release()
+                self.wrist_message.release()
+                self.obsw_message.release()
+
+    if warm_up:           # the compiled loop loaded (compiled and cached the first time), then out
+        from hil_common.network import apply_network_profile
+        import rclpy
+
+        apply_network_profile()
+        rclpy.init(args=['bench_servicer_relay', '--ros-args', '--params-file', params_path])
+        try:
+            ServicerRelay().destroy_node()
+        finally:
+            rclpy.shutdown()
+        return 0
     return run_node(ServicerRelay, 'bench_servicer_relay',
                     ['bench_servicer_relay', '--ros-args', '--params-file', params_path])
 
@@ -534,13 +639,17 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     from hil_common.ros_testing import start_node, stop_process
 
     client, table = hot_path_parameters()
-    if name == 'servicer_relay':
+    if name in ('servicer_relay', 'servicer_compiled_relay'):
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU],
               'state_decimation': s_adm.get('state_decimation', 1), 'robot': s_table['robot'],
               'trace_sample_stamps': servicer_trace}
+        compiled = ['--compiled-arm-joints', ','.join(arm_names)] if name == 'servicer_compiled_relay' else []
+        if compiled:      # its loop compiled before the measured run (a fresh clone has no cache)
+            subprocess.run([sys.executable, __file__, '--child-servicer-relay', params_file(rt), *compiled,
+                            '--warm-up'], check=True, timeout=600)
         procs = {'bench_servicer_relay': subprocess.Popen(
-            [sys.executable, __file__, '--child-servicer-relay', params_file(rt)],
+            [sys.executable, __file__, '--child-servicer-relay', params_file(rt), *compiled],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)}
     elif name == 'servicer_fused_rt_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
@@ -617,7 +726,7 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
         probe.force_preload = np.array([CONTACT_PRELOAD_N, 0.0, 0.0])
         # no pulses: the commands' own variations hide them (module docstring); the fused node traces
         probe.pulses = False
-        if name in ('servicer_fused_rt_contact', 'servicer_relay') and servicer_trace:
+        if name in ('servicer_fused_rt_contact', 'servicer_relay', 'servicer_compiled_relay') and servicer_trace:
             probe.enable_trace('servicer')
     else:
         probe = Probe(node)
@@ -713,13 +822,15 @@ def main(argv=None) -> None:
     parser.add_argument('--child-composed', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-relay', metavar='PARAMS', help=argparse.SUPPRESS)
     parser.add_argument('--child-servicer-relay', metavar='PARAMS', help=argparse.SUPPRESS)
+    parser.add_argument('--compiled-arm-joints', default='', help=argparse.SUPPRESS)
+    parser.add_argument('--warm-up', action='store_true', help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)           # run_all.py passes its own filter words
     if args.child_composed:
         sys.exit(composed_child(args.child_composed))
     if args.child_relay:
         sys.exit(relay_child(args.child_relay))
     if args.child_servicer_relay:
-        sys.exit(servicer_relay_child(args.child_servicer_relay))
+        sys.exit(servicer_relay_child(args.child_servicer_relay, args.compiled_arm_joints, args.warm_up))
     from hil_common.network import apply_network_profile, demo_domain_id
 
     apply_network_profile()
@@ -777,6 +888,13 @@ def main(argv=None) -> None:
                 us = per_command_us(r)
                 print(f"    {r['arrangement']}: {us:.0f} us per command = servicer relay {floor:.0f} + the rest "
                       f"{us - floor:.0f}", flush=True)
+    compiled_relays = [r for r in results if r['arrangement'] == 'servicer_compiled_relay']
+    if compiled_relays and servicer_relays:
+        # the servicer's messages with no Python per sample: the floor of a compiled sample loop (issue 17)
+        floor = float(np.mean([per_command_us(r) for r in servicer_relays]))
+        us = float(np.mean([per_command_us(r) for r in compiled_relays]))
+        print(f'  the servicer relay in one compiled loop (no Python per sample; mean of {len(compiled_relays)} '
+              f'run(s)): {us:.0f} us of CPU per command, against {floor:.0f} us through rclpy', flush=True)
     # the yardstick of every figure of issue 17, measured now: a command's CPU in Pinocchio aba calls. The
     # target, 30 % of a core at 1 kHz (300 us per command), was set when aba took 2.6-5.6 us on this machine
     # (the issue): 54-115 aba calls. Not a verdict: Fast DDS' and the kernel's share need not scale with aba.

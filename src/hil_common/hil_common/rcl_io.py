@@ -50,7 +50,11 @@ POSITIONS_FULL = 4  # as many positions as names
 MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
 #: the decode error of a MALFORMED message, by the code in its row: the texts of hil_common.cdr's CdrError
 MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
-                     4: 'sequence beyond the buffer', 5: 'buffer too short'}
+                     4: 'sequence beyond the buffer', 5: 'buffer too short', 6: 'wrench beyond the buffer'}
+WRENCH_BEYOND = 6
+RCL_RET_TIMEOUT = 2
+# rcl_wait_set_t: (entities, count) for subscriptions, guard conditions, timers, clients, services, events; impl
+WS_SUBSCRIPTIONS, WS_GUARD_CONDITIONS, WS_IMPL, WS_WORDS = 0, 2, 12, 13
 
 
 def _loaded(name: str) -> str | None:
@@ -79,17 +83,20 @@ if not _WHY_NOT:
 
     _llvm.load_library_permanently(_LIBRCL)       # the same library rclpy uses: dlopen gives its handle
     _rcutils = ctypes.CDLL(_LIBRCUTILS)
+    _rcl = ctypes.CDLL(_LIBRCL)
 
     _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
     _I64 = _ir.IntType(64)
 
-    def _rcl_call(symbol: str, n_args: int):
-        """The signature and code of a compiled call of rcl's ``rcl_ret_t symbol(pointer, ..., NULL)``: ``n_args``
-        addresses given as integers, then NULL for its allocation argument (an intrinsic's return)."""
+    def _rcl_call(symbol: str, n_args: int, null_last: bool = True):
+        """The signature and code of a compiled call of rcl's ``rcl_ret_t symbol(word, ..., NULL)``: ``n_args``
+        addresses (or 64-bit integers) given as integers, then NULL for its last pointer argument (an allocation or
+        an index it may return) unless ``null_last`` is False (an intrinsic's return)."""
         def codegen(context, builder, signature, values):
-            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * (n_args + 1))
+            extra = [_ir.Constant(_I64, 0)] if null_last else []
+            fnty = _ir.FunctionType(_ir.IntType(32), [_I64] * (n_args + len(extra)))
             fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
-            return builder.call(fn, [*values, _ir.Constant(_I64, 0)])
+            return builder.call(fn, [*values, *extra])
         return types.int32(*([types.intp] * n_args)), codegen
 
     @intrinsic
@@ -101,6 +108,35 @@ if not _WHY_NOT:
     def _rcl_publish(typingctx, publisher, message):
         """``rcl_publish_serialized_message(publisher, message, NULL)`` (the addresses as integers)."""
         return _rcl_call('rcl_publish_serialized_message', 2)
+
+    @intrinsic
+    def _rcl_wait_set_clear(typingctx, wait_set):
+        """``rcl_wait_set_clear(wait_set)``."""
+        return _rcl_call('rcl_wait_set_clear', 1, null_last=False)
+
+    @intrinsic
+    def _rcl_wait_set_add_subscription(typingctx, wait_set, subscription):
+        """``rcl_wait_set_add_subscription(wait_set, subscription, NULL)``."""
+        return _rcl_call('rcl_wait_set_add_subscription', 2)
+
+    @intrinsic
+    def _rcl_wait_set_add_guard_condition(typingctx, wait_set, guard_condition):
+        """``rcl_wait_set_add_guard_condition(wait_set, guard_condition, NULL)``."""
+        return _rcl_call('rcl_wait_set_add_guard_condition', 2)
+
+    @intrinsic
+    def _rcl_wait(typingctx, wait_set, timeout_ns):
+        """``rcl_wait(wait_set, timeout_ns)`` (negative: wait until something is ready)."""
+        return _rcl_call('rcl_wait', 2, null_last=False)
+
+    @intrinsic
+    def _words_at(typingctx, address):
+        """A ``uint64*`` at ``address`` (for ``numba.carray``: the wait set's arrays of entity pointers)."""
+        sig = types.CPointer(types.uint64)(types.intp)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], _I64.as_pointer())
+        return sig, codegen
 
     @intrinsic
     def _bytes_at(typingctx, address):
@@ -266,6 +302,124 @@ if not _WHY_NOT:
             data[i] = values[i]
         return _rcl_publish(publisher, message.ctypes.data)
 
+    @njit(**_OPTS)
+    def publish_serialized(publisher, message):
+        """The serialized message ``message`` (an ``rcl_serialized_message_t`` as 8 words) sent on the rcl
+        ``publisher`` (its address): rcl's return."""
+        return _rcl_publish(publisher, message.ctypes.data)
+
+    @njit(**_OPTS)
+    def wait(wait_set, subscriptions, guard_conditions, timeout_ns, ready):
+        """Wait on the rcl wait set ``wait_set`` (its words, :class:`WaitSet`) for the rcl ``subscriptions`` and
+        ``guard_conditions`` (their addresses) at most ``timeout_ns`` (negative: until one is ready). ``ready[i]``
+        is 1 for each one ready, the subscriptions first, else 0. Returns rcl's return: ``RCL_RET_OK``,
+        ``RCL_RET_TIMEOUT`` (nothing ready) or an error."""
+        address = wait_set.ctypes.data
+        n_sub = subscriptions.shape[0]
+        for i in range(ready.shape[0]):
+            ready[i] = 0
+        ret = _rcl_wait_set_clear(address)
+        for i in range(n_sub):
+            if ret == RCL_RET_OK:
+                ret = _rcl_wait_set_add_subscription(address, subscriptions[i])
+        for i in range(guard_conditions.shape[0]):
+            if ret == RCL_RET_OK:
+                ret = _rcl_wait_set_add_guard_condition(address, guard_conditions[i])
+        if ret == RCL_RET_OK:
+            ret = _rcl_wait(address, timeout_ns)
+        if ret != RCL_RET_OK:
+            return ret
+        if n_sub > 0:            # rcl_wait leaves the ready entities' addresses, NULL the others
+            entries = _carray(_words_at(np.intp(wait_set[WS_SUBSCRIPTIONS])), (n_sub,))
+            for i in range(n_sub):
+                ready[i] = entries[i] != 0
+        if guard_conditions.shape[0] > 0:
+            entries = _carray(_words_at(np.intp(wait_set[WS_GUARD_CONDITIONS])), (guard_conditions.shape[0],))
+            for i in range(guard_conditions.shape[0]):
+                ready[n_sub + i] = entries[i] != 0
+        return RCL_RET_OK
+
+    @njit(**_OPTS)
+    def take_serialized(subscription, message, info):
+        """One serialized message from the rcl ``subscription`` (its address) into ``message`` (an
+        ``rcl_serialized_message_t`` as 8 words, which rcl may grow; its bytes: :func:`message_bytes`): its length,
+        0 when none was waiting, or ``-(rcl's return)`` after an rcl error."""
+        ret = _rcl_take(subscription, message.ctypes.data, info.ctypes.data)
+        if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+            return 0
+        if ret != RCL_RET_OK:
+            return -ret
+        return np.intp(message[1])
+
+    @njit(**_OPTS)
+    def message_bytes(message):
+        """The bytes of the serialized message ``message`` (8 words): a view of its buffer, its length long."""
+        return _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
+
+    @njit(**_OPTS)
+    def decode_wrench(buf, n_buf, stamp, frame, wrench, scratch):
+        """One ``geometry_msgs/WrenchStamped`` in ``buf[:n_buf]`` (:func:`hil_common.cdr.decode_wrench_stamped`'s
+        layout and refusals): its stamp into ``stamp[0:2]``, where its frame_id's bytes are (``frame[0]`` the first,
+        ``frame[1]`` the count, no NUL), ``[f; tau]`` into ``wrench``. ``scratch``: 8 bytes of work space. Returns 0,
+        or ``MALFORMED | code << 8`` (:data:`MALFORMED_REASONS`)."""
+        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
+            return MALFORMED | (1 << 8)
+        if n_buf < 16:
+            return MALFORMED | (5 << 8)
+        stamp[0] = np.int32(_u32(buf, 4))
+        stamp[1] = _u32(buf, 8)
+        n = _u32(buf, 12)
+        end = 16 + n
+        if n == 0 or end > n_buf or buf[end - 1] != 0:
+            return MALFORMED | (2 << 8)
+        frame[0] = 16
+        frame[1] = n - 1
+        pos = _align(end, 8)
+        if pos + 48 > n_buf:
+            return MALFORMED | (WRENCH_BEYOND << 8)
+        for i in range(6):
+            wrench[i] = _f64(buf, pos + 8 * i, scratch)
+        return 0
+
+    @njit(**_OPTS)
+    def decode_float64_array(buf, n_buf, values, scratch):
+        """One ``std_msgs/Float64MultiArray`` in ``buf[:n_buf]`` (:func:`hil_common.cdr.decode_float64_array`'s
+        layout and refusals; the layout's dimensions skipped): its first ``values.shape[0]`` doubles into
+        ``values``. Returns how many it has, or ``-(MALFORMED | code << 8)``."""
+        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
+            return -(MALFORMED | (1 << 8))
+        dims = _u32(buf, 4)
+        pos = 8
+        for _ in range(dims):                 # MultiArrayDimension: label, size, stride
+            pos = _align(pos, 4)
+            if pos + 4 > n_buf:
+                return -(MALFORMED | (5 << 8))
+            n = _u32(buf, pos)
+            end = pos + 4 + n
+            if n == 0 or end > n_buf or buf[end - 1] != 0:
+                return -(MALFORMED | (2 << 8))
+            pos = _align(end, 4) + 8
+        pos = _align(pos, 4) + 4              # data_offset
+        if pos + 4 > n_buf:
+            return -(MALFORMED | (5 << 8))
+        m = np.intp(_u32(buf, pos))
+        pos += 4
+        if m > 0:
+            pos = _align(pos, 8)
+            if pos + 8 * m > n_buf:
+                return -(MALFORMED | (4 << 8))
+        for i in range(min(m, values.shape[0])):
+            values[i] = _f64(buf, pos + 8 * i, scratch)
+        return m
+
+    @njit(**_OPTS)
+    def write_stamp(buf, sec, nanosec):
+        """A header's stamp written into the serialized message ``buf`` (a ``std_msgs/Header`` first: bytes 4-11)."""
+        s, n = np.uint32(np.int64(sec) & 0xFFFFFFFF), np.uint32(nanosec)
+        for i in range(4):
+            buf[4 + i] = np.uint8((s >> np.uint32(8 * i)) & np.uint32(0xFF))
+            buf[8 + i] = np.uint8((n >> np.uint32(8 * i)) & np.uint32(0xFF))
+
 
 def available() -> str:
     """'' when this process can take and publish through :mod:`hil_common.rcl_io`, else why not."""
@@ -299,18 +453,24 @@ def _rcl_error(what: str, ret: int) -> StartError:
     return StartError(f'{what} failed (rcl {ret}): {text}')
 
 
+class _Allocator(ctypes.Structure):
+    """``rcutils_allocator_t``."""
+    _fields_ = [(name, ctypes.c_void_p) for name in ('allocate', 'deallocate', 'reallocate', 'zero_allocate', 'state')]
+
+
+def _default_allocator() -> _Allocator:
+    get_allocator = _rcutils.rcutils_get_default_allocator
+    get_allocator.restype = _Allocator
+    return get_allocator()
+
+
 class _SerializedMessage:
     """An ``rcl_serialized_message_t`` (``rcutils_uint8_array_t``: buffer, length, capacity, allocator) in a
     ``uint64[8]``, its buffer allocated by rcutils' default allocator (rcl grows it for a larger message)."""
 
     def __init__(self, capacity: int = 1024):
-        class _Allocator(ctypes.Structure):
-            _fields_ = [(name, ctypes.c_void_p) for name in ('allocate', 'deallocate', 'reallocate', 'zero_allocate',
-                                                               'state')]
         self.words = np.zeros(8, dtype=np.uint64)
-        get_allocator = _rcutils.rcutils_get_default_allocator
-        get_allocator.restype = _Allocator
-        allocator = get_allocator()
+        allocator = _default_allocator()
         init = _rcutils.rcutils_uint8_array_init
         init.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         if init(self.words.ctypes.data, int(capacity), ctypes.addressof(allocator)) != 0:
@@ -320,6 +480,46 @@ class _SerializedMessage:
         if self.words[0]:
             fini = _rcutils.rcutils_uint8_array_fini
             fini.argtypes = [ctypes.c_void_p]
+            fini(self.words.ctypes.data)
+            self.words[:] = 0
+
+
+def fixed_message(buf: np.ndarray) -> np.ndarray:
+    """An ``rcl_serialized_message_t`` (8 words) over the serialized bytes ``buf`` (a ``uint8`` array that must
+    outlive it): buffer, length, capacity, no allocator (rcl never grows a message it sends)."""
+    words = np.zeros(8, dtype=np.uint64)
+    words[0] = buf.ctypes.data
+    words[1] = words[2] = buf.shape[0]
+    return words
+
+
+class WaitSet:
+    """An rcl wait set of one's own (``rcl_wait_set_t`` in :attr:`words`) for ``n_subscriptions`` subscriptions and
+    ``n_guard_conditions`` guard conditions on rclpy's ``context``, waited on in compiled code (:func:`wait`,
+    without the GIL). Its entities must be ones no executor waits on (:class:`hil_common.polled.PolledSubscription`,
+    a guard condition not added to a node), and it must be released (:meth:`release`) before the context shuts
+    down."""
+
+    def __init__(self, context, n_subscriptions: int, n_guard_conditions: int):
+        if _WHY_NOT:
+            raise StartError(f'hil_common.rcl_io: {_WHY_NOT}')
+        self.words = np.zeros(WS_WORDS, dtype=np.uint64)
+        self._context = context
+        init = _rcl.rcl_wait_set_init
+        init.argtypes = [ctypes.c_void_p, *([ctypes.c_size_t] * 6), ctypes.c_void_p, _Allocator]
+        init.restype = ctypes.c_int32
+        with context.handle:
+            ret = init(self.words.ctypes.data, int(n_subscriptions), int(n_guard_conditions), 0, 0, 0, 0,
+                       int(context.handle.pointer), _default_allocator())
+        if ret != RCL_RET_OK:
+            raise _rcl_error('creating a wait set', ret)
+        self.ready = np.zeros(int(n_subscriptions) + int(n_guard_conditions), dtype=np.int64)
+
+    def release(self) -> None:
+        if self.words[WS_IMPL]:
+            fini = _rcl.rcl_wait_set_fini
+            fini.argtypes = [ctypes.c_void_p]
+            fini.restype = ctypes.c_int32
             fini(self.words.ctypes.data)
             self.words[:] = 0
 
@@ -408,9 +608,7 @@ class Float64ArrayPublisher:
         self._buf = np.frombuffer(bytearray(HEADER + struct.pack('<III', 0, 0, self.n) + bytes(4) + bytes(8 * self.n)),
                                   dtype=np.uint8)
         self._data = self._buf[20:].view(np.float64)
-        self._message = np.zeros(8, dtype=np.uint64)         # buffer, length, capacity; no allocator (not grown)
-        self._message[0] = self._buf.ctypes.data
-        self._message[1] = self._message[2] = self._buf.shape[0]
+        self._message = fixed_message(self._buf)
         # the compiled call loaded now, not in a callback: on no publisher (rcl refuses; nothing is sent)
         if publish_float64_array(0, self._message, self._data, np.zeros(self.n)) == RCL_RET_OK:
             raise StartError('hil_common.rcl_io: rcl published on no publisher')

@@ -3,6 +3,7 @@
 serializer: every joint-state case the readers judge, names that change between messages, malformed buffers,
 more messages than one call takes, and rcl's refusal after a shutdown."""
 
+import ctypes
 import math
 import time
 
@@ -219,3 +220,106 @@ def test_without_librcl_the_nodes_run_on_through_rclpy_and_say_so(monkeypatch):
                         'through rclpy']
     with pytest.raises(StartError, match='not loaded'):
         rcl_io.JointStateStream(None, ORDER)
+
+
+def test_the_compiled_wait_wakes_on_a_sample_and_on_its_guard_condition_and_else_times_out(node):
+    """``rcl_io.wait`` on a wait set of its own (the compiled sample loop's): a timeout with nothing ready, the guard
+    condition alone, the subscription alone, both; then the wrist wrench taken in compiled code as rclpy sent it."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.guard_condition import GuardCondition
+
+    polled = PolledSubscription(node, WrenchStamped, 'rcl_io/wrench', 10)
+    guard = GuardCondition(None, None, context=node.context)      # on no executor
+    wait_set = rcl_io.WaitSet(node.context, 1, 1)
+    subs = np.array([int(polled.handle.pointer)], dtype=np.int64)
+    guards = np.array([int(guard.handle.pointer)], dtype=np.int64)
+    ready = wait_set.ready
+    t0 = time.monotonic()
+    assert rcl_io.wait(wait_set.words, subs, guards, 50_000_000, ready) == rcl_io.RCL_RET_TIMEOUT
+    assert time.monotonic() - t0 >= 0.045 and list(ready) == [0, 0]
+    guard.trigger()
+    assert rcl_io.wait(wait_set.words, subs, guards, 5_000_000_000, ready) == rcl_io.RCL_RET_OK
+    assert list(ready) == [0, 1]
+    assert rcl_io.wait(wait_set.words, subs, guards, 1_000_000, ready) == rcl_io.RCL_RET_TIMEOUT  # reported once
+    pub = node.create_publisher(WrenchStamped, 'rcl_io/wrench', 10)
+    matched(pub, polled)
+    sent = WrenchStamped()
+    sent.header.stamp.sec, sent.header.stamp.nanosec, sent.header.frame_id = -3, 999_999_999, 'wrist_ft'
+    sent.wrench.force.x, sent.wrench.force.z, sent.wrench.torque.y = 1.5, -2.25, 1e-3
+    pub.publish(sent)
+    assert rcl_io.wait(wait_set.words, subs, guards, 5_000_000_000, ready) == rcl_io.RCL_RET_OK
+    assert list(ready) == [1, 0]
+    pub.publish(sent)
+    guard.trigger()
+    wait_for(lambda: rcl_io.wait(wait_set.words, subs, guards, 5_000_000_000, ready) == 0 and list(ready) == [1, 1])
+    message, info = rcl_io._SerializedMessage(), np.zeros(64, dtype=np.uint64)
+    expected = serialize_message(sent)
+    for _ in range(2):
+        n = rcl_io.take_serialized(int(polled.handle.pointer), message.words, info)
+        assert n == len(expected)
+        taken = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(int(message.words[0]))).tobytes()
+        assert taken == expected
+    assert rcl_io.take_serialized(int(polled.handle.pointer), message.words, info) == 0
+    message.release()
+    wait_set.release()
+    polled.destroy()
+
+
+def _decode_wrench(buf: bytes):
+    stamp, frame, wrench = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(6)
+    code = rcl_io.decode_wrench(np.frombuffer(buf, dtype=np.uint8), len(buf), stamp, frame, wrench,
+                                np.zeros(8, dtype=np.uint8))
+    return code, (int(stamp[0]), int(stamp[1]), buf[frame[0]:frame[0] + frame[1]].decode(), wrench)
+
+
+def test_compiled_wrench_and_float64_array_decode_as_the_readable_decoders_and_refuse_what_they_refuse():
+    """``decode_wrench`` and ``decode_float64_array`` against hil_common.cdr's readable decoders on rclpy's own
+    serializations (random values, frame ids of every alignment, array layouts with dimensions) and on every
+    truncation of them; ``write_stamp`` against ``encode_header``."""
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import MultiArrayDimension
+
+    from hil_common.cdr import decode_float64_array, decode_wrench_stamped, encode_header
+
+    rng = np.random.default_rng(17)
+    refused = 0
+    for k in range(12):
+        m = WrenchStamped()
+        m.header.stamp.sec, m.header.stamp.nanosec = int(rng.integers(-2**31, 2**31)), int(rng.integers(0, 10**9))
+        m.header.frame_id = 'f' * k
+        values = rng.normal(size=6) * 10.0 ** rng.integers(-3, 5)
+        (m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y,
+         m.wrench.torque.z) = values
+        buf = serialize_message(m)
+        for cut in [len(buf), *range(0, len(buf), 3)]:
+            part = buf[:cut]
+            code, got = _decode_wrench(part)
+            try:
+                want = decode_wrench_stamped(part)
+            except CdrError:
+                assert code & rcl_io.MALFORMED, (k, cut, got)
+                refused += 1
+                continue
+            assert code == 0, (k, cut, rcl_io.malformed_reason(code))
+            assert got[:3] == want[:3] and np.array_equal(got[3], want[3]) and np.array_equal(want[3], values)
+        a = Float64MultiArray(data=list(rng.normal(size=k)))
+        a.layout.dim = [MultiArrayDimension(label='x' * (j + k % 3), size=j, stride=2 * j) for j in range(k % 4)]
+        a.layout.data_offset = k
+        buf = serialize_message(a)
+        for cut in [len(buf), *range(0, len(buf), 3)]:
+            part = buf[:cut]
+            out = np.full(16, np.nan)
+            n = rcl_io.decode_float64_array(np.frombuffer(part, dtype=np.uint8), len(part), out,
+                                            np.zeros(8, dtype=np.uint8))
+            try:
+                want = decode_float64_array(part)
+            except CdrError:
+                assert n < 0 and -n & rcl_io.MALFORMED, (k, cut, n)
+                refused += 1
+                continue
+            assert n == len(want) and np.array_equal(out[:n], want), (k, cut, n)
+    assert refused > 100
+    header = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
+    for sec, nanosec in [(0, 0), (-1, 1), (2**31 - 1, 999_999_999), (-2**31, 5)]:
+        rcl_io.write_stamp(header, sec, nanosec)
+        assert header.tobytes() == encode_header(sec, nanosec)
