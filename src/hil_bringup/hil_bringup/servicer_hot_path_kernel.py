@@ -155,36 +155,47 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
     return outcome, age, excess, pending, status, table
 
 
-def envisat_rule(**kwargs):
-    """The fused servicer hot path's rule (``ServicerHotPath``) with the Envisat graph's parameters at 1 kHz, as its
-    node builds it (the side's overload guard included), and the KR 120's start joints and the arm's:
-    ``(rule, q_table_0, q_arm)``. ``kwargs`` go to ``ServicerHotPath`` (``fused``, ``quiet``, ``lead_s``, ...)."""
-    from types import SimpleNamespace
-
-    from hil_admittance.servicer_admittance_node import build_side
+def envisat_values(**graph_options) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The fused servicer hot path's parameters in the Envisat graph at 1 kHz (``graph_options`` are the graph's
+    launch arguments, over ``servicer_hot_path: nodes``), validated as its node validates them, and the KR 120's
+    start joints and the arm's: ``(values, q_table_0, q_arm)``."""
     from hil_bringup.facility import calibrate, load_facility
     from hil_bringup.graphs import envisat_graph
     from hil_bringup.scenario import load_scenario
-    from hil_bringup.servicer_hot_path import ServicerHotPath
     from hil_bringup.servicer_hot_path_node import PARAMS
-    from hil_common.overload import overload_guard
     from hil_common.params import validate
-    from hil_motion_table.motion_table_node import CommandFrame, build_table
 
-    graph = envisat_graph({'servicer_hot_path': 'nodes', 'control_rate_hz': '1000.0'})
+    graph = envisat_graph({'servicer_hot_path': 'nodes', 'control_rate_hz': '1000.0', **graph_options})
     adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
     values = validate(PARAMS, {**adm, **graph.node('/servicer/motion_table').parameters})
-    p = SimpleNamespace(**values)
-    table = build_table(values, clock=None)
-    frame = CommandFrame(p, table.kin)
-    rule = ServicerHotPath(build_side(p, overload_guard(p, 1.0 / p.rate_hz)), table, target=frame.target,
-                           twist=frame.twist, twist_from_joints=frame.twist_from_joints,
-                           joint_states_timeout_s=p.joint_states_timeout_s,
-                           recover_after_s=p.joint_states_recover_s, sample_timeout_s=p.input_timeout_s,
-                           **{'lead_s': 1.5 / p.rate_hz, **kwargs})
     scenario = load_scenario('envisat_capture')
     q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
-    return rule, q_table_0, np.array([float(v) for v in scenario.servicer.q_arm_0])
+    return values, q_table_0, np.array([float(v) for v in scenario.servicer.q_arm_0])
+
+
+_NODE_GUARD = object()
+
+
+def rule_of(values: dict, overload=_NODE_GUARD, **kwargs):
+    """The rule (``ServicerHotPath``) on the validated parameters ``values`` as the node builds it
+    (``servicer_hot_path_node.build_rule``), its side with ``overload`` (default: the node's guard from the
+    parameters; None: none). ``kwargs`` go to ``build_rule`` (``fused``, ``quiet``, ``lead_s``, ...)."""
+    from hil_admittance.servicer_admittance_node import build_side
+    from hil_bringup.servicer_hot_path_node import build_rule
+    from hil_common.overload import overload_guard
+    from hil_common.params import ParamValues
+
+    p = ParamValues(values)
+    guard = overload_guard(p, 1.0 / p.rate_hz) if overload is _NODE_GUARD else overload
+    return build_rule(p, build_side(p, guard), **kwargs)[0]
+
+
+def envisat_rule(**kwargs):
+    """The fused servicer hot path's rule with the Envisat graph's parameters at 1 kHz, as its node builds it (the
+    side's overload guard included), and the KR 120's start joints and the arm's: ``(rule, q_table_0, q_arm)``.
+    ``kwargs`` go to :func:`rule_of`."""
+    values, q_table_0, q_arm = envisat_values()
+    return rule_of(values, **kwargs), q_table_0, q_arm
 
 
 def warm_up() -> None:

@@ -65,6 +65,20 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
           TRACE_PARAM]
 
 
+def build_rule(p, side, **kwargs) -> tuple[ServicerHotPath, table_node.CommandFrame]:
+    """The node's rule on its validated parameters ``p`` (a :class:`hil_common.params.ParamValues`) and its side:
+    the table timed on the side's step grid (no clock of its own), its command frame, the joints' watch, a lead of
+    1.5 steps; ``kwargs`` go to ``ServicerHotPath`` (``fused``, ``quiet``, ``lead_s``, ...). Returns the rule and the
+    frame. One definition for the node, the rule's tests and its bench (``servicer_hot_path_kernel.rule_of``)."""
+    table = table_node.build_table(p, clock=None)
+    frame = table_node.CommandFrame(p, table.kin)
+    rule = ServicerHotPath(side, table, target=frame.target, twist=frame.twist,
+                           twist_from_joints=frame.twist_from_joints, joint_states_timeout_s=p.joint_states_timeout_s,
+                           recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
+                           sample_timeout_s=p.input_timeout_s, **{'lead_s': 1.5 / p.rate_hz, **kwargs})
+    return rule, frame
+
+
 class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     raw_inputs = True          # the wrist wrench and the arm's joints as raw CDR (hil_common.cdr)
     polled_inputs = True       # the joints, the OBSW's commands, the client's state taken at each wrist sample
@@ -76,13 +90,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             raise ParameterError("parameter 'output': the fused servicer hot path commands forward_position only")
         self.decimation = p.state_decimation
         self.lab_now = lab_seconds(self)    # the joint watch's clock: monotonic, or the twin's simulated time
-        table = table_node.build_table(p, clock=None)     # timed on the side's step grid (ServicerHotPath)
-        self.frame = table_node.CommandFrame(p, table.kin)
-        self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
-                                    twist_from_joints=self.frame.twist_from_joints,
-                                    joint_states_timeout_s=p.joint_states_timeout_s,
-                                    recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                    lead_s=1.5 / p.rate_hz, sample_timeout_s=p.input_timeout_s)
+        self.rule, self.frame = build_rule(p, self.side)     # the table timed on the side's step grid
+        table = self.rule.table
         self.table_names = tuple(table.kin.joint_names)
         self.read_table_joints = JointStateReader(self.table_names)   # servicer/joint_states, raw, in its order
         self.status.override = self.hold_status

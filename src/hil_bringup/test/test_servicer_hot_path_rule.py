@@ -16,23 +16,18 @@ runner use it), with the Envisat graph's parameters at 1 kHz:
 """
 
 import collections
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from hil_admittance.servicer_admittance_node import build_side
-from hil_bringup.facility import calibrate, load_facility
-from hil_bringup.graphs import envisat_graph
-from hil_bringup.scenario import load_scenario
-from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_bringup.servicer_hot_path_node import PARAMS
+from hil_bringup.servicer_hot_path_kernel import envisat_values
+from hil_bringup.servicer_hot_path_node import build_rule
 from hil_common.conversions import xyz_rpy_to_pose
 from hil_common.overload import OverloadGuard
 from hil_common.pacing import StepPacer
-from hil_common.params import validate
+from hil_common.params import ParamValues
 from hil_dynamics.se3 import transform_wrench
-from hil_motion_table.motion_table_node import CommandFrame, build_table
 
 RATE_HZ = 1000.0
 DT = 1.0 / RATE_HZ
@@ -41,30 +36,19 @@ PACER_FIELDS = {'dt_s', 't0_s', 'max_catch_up', 'steps_done', 'overruns', 'last_
 
 @pytest.fixture(scope='module')
 def setup():
-    graph = envisat_graph({'lab_clock': 'wall', 'control_rate_hz': str(RATE_HZ), 'use_sim': 'true',
-                           'servicer_hot_path': 'nodes'})
-    adm = {k: v for k, v in graph.node('/servicer_admittance').parameters.items() if k != 'mission_epoch_s'}
-    values = validate(PARAMS, {**adm, **graph.node('/servicer/motion_table').parameters})
-    scenario = load_scenario('envisat_capture')
-    q_table_0 = np.array(calibrate(load_facility('envisat_lab'), scenario).q_table_0['servicer'])
-    q_arm = np.array([float(v) for v in scenario.servicer.q_arm_0])
-    return values, q_table_0, q_arm
+    return envisat_values(lab_clock='wall', use_sim='true', control_rate_hz=str(RATE_HZ))
 
 
 class Lockstep:
-    """One rule on a given clock: the arm held at ``q_arm``, the KR 120 measured at its start joints."""
+    """One rule on a given clock, built as the node builds it (``build_rule``: the table timed on the side's grid),
+    with the side's overload guard ``overload``: the arm held at ``q_arm``, the KR 120 measured at its start joints."""
 
     def __init__(self, setup, lead_steps: float = 1.5, fused: bool = True, quiet: bool = False, overload=None):
         values, self.q_table_0, self.q_arm = setup
-        p = SimpleNamespace(**values)
+        p = ParamValues(values)
         self.t = 0.0
-        table = build_table(values, clock=None)             # as the node: timed on the side's grid
-        self.frame = CommandFrame(p, table.kin)
         self.side = build_side(p, overload)
-        self.rule = ServicerHotPath(self.side, table, target=self.frame.target, twist=self.frame.twist,
-                                    twist_from_joints=self.frame.twist_from_joints,
-                                    joint_states_timeout_s=p.joint_states_timeout_s, lead_s=lead_steps * DT,
-                                    sample_timeout_s=p.input_timeout_s, fused=fused, quiet=quiet)
+        self.rule, self.frame = build_rule(p, self.side, lead_s=lead_steps * DT, fused=fused, quiet=quiet)
 
     def sample(self, t: float, force_sensor=(0.0, 0.0, 0.0)):
         self.t = t
