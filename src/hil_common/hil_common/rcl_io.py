@@ -167,6 +167,27 @@ if not _WHY_NOT:
         return scratch.view(np.float64)[0]
 
     @njit(**_OPTS)
+    def _little_endian_cdr(buf, n_buf):
+        """The buffer starts with plain little-endian CDR's encapsulation (and is longer than it)."""
+        return n_buf >= 8 and buf[0] == 0 and buf[1] == 1 and buf[2] == 0 and buf[3] == 0
+
+    @njit(**_OPTS)
+    def _header(buf, n_buf, stamp):
+        """A message's leading ``std_msgs/Header`` (after the encapsulation): its stamp into ``stamp[0:2]``; returns
+        where its frame_id ends (after the NUL), or ``-(MALFORMED | code << 8)``."""
+        if not _little_endian_cdr(buf, n_buf):
+            return -(MALFORMED | (1 << 8))
+        if n_buf < 16:
+            return -(MALFORMED | (5 << 8))
+        stamp[0] = np.int32(_u32(buf, 4))
+        stamp[1] = _u32(buf, 8)
+        n = np.intp(_u32(buf, 12))                           # frame_id, with its NUL
+        end = 16 + n
+        if n == 0 or end > n_buf or buf[end - 1] != 0:
+            return -(MALFORMED | (2 << 8))
+        return end
+
+    @njit(**_OPTS)
     def decode_joint_state(buf, n_buf, expected, expected_ends, known, known_len, index, needs, row_q, row_dq,
                            stamp, scratch):
         """One ``sensor_msgs/JointState`` in ``buf[:n_buf]``: its stamp into ``stamp[0:2]``, the positions and
@@ -176,16 +197,9 @@ if not _WHY_NOT:
         a message must have) were worked out for; both are worked out again when a message's names differ.
         ``scratch``: 8 bytes of work space.
         Returns ``flags`` (:data:`Q_OK`, :data:`DQ_OK`, :data:`POSITIONS_FULL`) or ``MALFORMED | code << 8``."""
-        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
-            return MALFORMED | (1 << 8)
-        if n_buf < 16:
-            return MALFORMED | (5 << 8)
-        stamp[0] = np.int32(_u32(buf, 4))
-        stamp[1] = _u32(buf, 8)
-        n = _u32(buf, 12)                                    # frame_id
-        end = 16 + n
-        if n == 0 or end > n_buf or buf[end - 1] != 0:
-            return MALFORMED | (2 << 8)
+        end = _header(buf, n_buf, stamp)
+        if end < 0:
+            return -end
         pos = _align(end, 4)
         if pos + 4 > n_buf:
             return MALFORMED | (5 << 8)
@@ -362,18 +376,11 @@ if not _WHY_NOT:
         layout and refusals): its stamp into ``stamp[0:2]``, where its frame_id's bytes are (``frame[0]`` the first,
         ``frame[1]`` the count, no NUL), ``[f; tau]`` into ``wrench``. ``scratch``: 8 bytes of work space. Returns 0,
         or ``MALFORMED | code << 8`` (:data:`MALFORMED_REASONS`)."""
-        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
-            return MALFORMED | (1 << 8)
-        if n_buf < 16:
-            return MALFORMED | (5 << 8)
-        stamp[0] = np.int32(_u32(buf, 4))
-        stamp[1] = _u32(buf, 8)
-        n = _u32(buf, 12)
-        end = 16 + n
-        if n == 0 or end > n_buf or buf[end - 1] != 0:
-            return MALFORMED | (2 << 8)
+        end = _header(buf, n_buf, stamp)
+        if end < 0:
+            return -end
         frame[0] = 16
-        frame[1] = n - 1
+        frame[1] = end - 17
         pos = _align(end, 8)
         if pos + 48 > n_buf:
             return MALFORMED | (WRENCH_BEYOND << 8)
@@ -386,7 +393,7 @@ if not _WHY_NOT:
         """One ``std_msgs/Float64MultiArray`` in ``buf[:n_buf]`` (:func:`hil_common.cdr.decode_float64_array`'s
         layout and refusals; the layout's dimensions skipped): its first ``values.shape[0]`` doubles into
         ``values``. Returns how many it has, or ``-(MALFORMED | code << 8)``."""
-        if n_buf < 8 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
+        if not _little_endian_cdr(buf, n_buf):
             return -(MALFORMED | (1 << 8))
         dims = _u32(buf, 4)
         pos = 8
