@@ -117,11 +117,15 @@ def hot_path_parameters() -> tuple[dict, dict]:
 
 
 def params_file(values: dict) -> str:
+    """A parameters file for a child process, removed when this process exits."""
+    import atexit
+
     import yaml
 
     fd, path = tempfile.mkstemp(suffix='.yaml', prefix='bench_envisat_')
     with os.fdopen(fd, 'w') as f:
         yaml.safe_dump({'/**': {'ros__parameters': values}}, f)
+    atexit.register(lambda: Path(path).unlink(missing_ok=True))
     return path
 
 
