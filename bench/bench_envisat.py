@@ -39,7 +39,12 @@ Five arrangements, each for ``--seconds`` (default 60):
   (``run_node``, SCHED_FIFO 50, pinned) with the same messages (each F/T sample taken raw and decoded,
   ``client/joint_states``, a raw robot command per sample) and no rule. Run beside a fused arrangement
   (``--only fused_rt_contact --only relay``), the report splits that arrangement's CPU per command into
-  the relay's and the rest (the rules and the node's own Python);
+  the relay's and the rest (the rules and the node's own Python); ``servicer_relay`` is the servicer's
+  (its joints, the OBSW's inputs, its two commands, the trace and the decimated messages);
+* ``servicer_compiled_relay`` -- the servicer relay's messages with no Python per sample: one compiled loop in a
+  thread of the node waits on its own rcl wait set, takes, decodes, encodes and sends
+  (``bench/compiled_relay.py``, :mod:`hil_common.rcl_io`); beside ``servicer_relay`` the report prints both, the
+  floor of a compiled sample loop against rclpy's;
 * ``fused_rt_contact`` -- ``fused_rt`` **in contact** (issue 11: the hot path must hold 1 kHz while
   grasped): the probe closes a stiff grip on the mock-up. Its wrench is a spring-damper
   (``CONTACT_K_N_PER_M`` 5e4 N/m, the scenario's grip stiffness; 20 % of critical damping on the
