@@ -16,15 +16,26 @@ itself, on the handles rclpy created:
 * :class:`Float64ArrayPublisher` -- a ``std_msgs/Float64MultiArray`` (empty layout) written into a buffer built
   once and sent with ``rcl_publish_serialized_message``.
 
-The C functions are declared to Numba by name (:func:`_rcl_take`, :func:`_rcl_publish`) and resolved in the
+The parts of a sample loop with no Python at all (issue 17; measured as ``bench_envisat``'s
+``servicer_compiled_relay``), to be called from compiled code:
+
+* :class:`WaitSet` and :func:`wait` -- an rcl wait set of one's own, waited on without the GIL (``rcl_wait``) for
+  subscriptions no executor waits on and guard conditions (a loop's stop);
+* :func:`take_serialized`, :func:`message_bytes`, :func:`publish_serialized` and :func:`fixed_message` -- any
+  message as its CDR bytes, taken into a buffer rcl may grow or sent from one built once;
+* :func:`decode_wrench`, :func:`decode_float64_array` and :func:`write_stamp` -- the wrist's and the OBSW's
+  messages decoded, a header's stamp written, with :mod:`hil_common.cdr`'s layout and refusals.
+
+The C functions are declared to Numba by name (:func:`_rcl_take`, :func:`_rcl_publish`, :func:`_rcl_wait`, ...)
+and resolved in the
 ``librcl`` that rclpy loaded into this process (found in ``/proc/self/maps``), so the compiled code is cached on
 disk like the rules' kernels (``./dev`` compiles it at install: ``python -m hil_common.rcl_io``). The readable
 definitions stay in :mod:`hil_common.cdr`; ``test_rcl_io`` holds these to them and to rclpy's own serializer.
 :func:`available` says why not when this process cannot use them (no ``librcl`` found): the nodes then take
 and send through rclpy.
 
-Only the thread that spins the node may call these (as with rclpy's own takes), and not after the node's
-handles are destroyed.
+Only the thread that spins the node may call these (as with rclpy's own takes), or one thread of the node that
+owns the entities it takes from and sends on (a wait set's loop); none after the node's handles are destroyed.
 """
 
 from __future__ import annotations
