@@ -232,17 +232,23 @@ def throttle_node(proc: subprocess.Popen, stall_s: float, run_s: float, seconds:
     import threading
     import time
 
+    def send(sig) -> None:
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:       # it ended meanwhile (e.g. a failed test's teardown stopped it)
+            pass
+
     def duty():
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end and proc.poll() is None:
-                os.kill(proc.pid, signal.SIGSTOP)
+                send(signal.SIGSTOP)
                 time.sleep(stall_s)
-                os.kill(proc.pid, signal.SIGCONT)
+                send(signal.SIGCONT)
                 time.sleep(run_s)
         finally:
             if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
+                send(signal.SIGCONT)
 
     thread = threading.Thread(target=duty, daemon=True)
     thread.start()
