@@ -238,10 +238,13 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
     expect = LiveExpectations(phases=('sync', 'approach'),
                               min_messages={t: 50 for t in envisat_demo.ROBOT_COMMAND_TOPICS}, latch_grace_s=3.0)
     try:
+        # 16 s, or on until the approach (at most 60 s): on a machine busier than the stated load (the suite beside
+        # two more busy loops) the graph came up later (the sync at 12.9 s of the 16, in both variants)
         summary = envisat_demo.ros_graph_part(
             scenario, tmp_path, 16.0, expect, on_running=load,
             launch_arguments={'realtime_priority': '0', 'control_rate_hz': '50', 'stale_after_s': '0.5',
-                              'live_view': 'false', 'lab_clock': 'wall', 'servicer_hot_path': servicer_hot_path})
+                              'live_view': 'false', 'lab_clock': 'wall', 'servicer_hot_path': servicer_hot_path},
+            until=lambda report: any(phase == 'approach' for _, phase in report.phases), until_max_s=60.0)
     finally:
         for p in loops:
             p.kill()
