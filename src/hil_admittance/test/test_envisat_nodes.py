@@ -294,7 +294,23 @@ def test_servicer_node_steadily_late_below_the_hold_threshold_holds_and_resumes_
     is dropped (``max_catch_up`` 1 s), but its steps run on average about 80 ms late (a 200 Hz burst
     late by 195 ms down to 0, then 50 ms on time: 78 ms), beyond its 50 ms ``overload_mean_late_s``. It
     holds with the reason 'steadily late' (the table twist command zero) and, once it runs on time
-    again, resumes by itself. Before the mean check it only reported 'degraded'."""
+    again, resumes by itself. Before the mean check it only reported 'degraded'.
+
+    A run in which the machine itself stalled the node beyond that premise (a tick 0.5 s late or a step dropped,
+    seen once in the suite beside two busy loops: 'holding: 2 steps dropped') says nothing of the mean check: it
+    is run again with a new node, at most three times in all."""
+    premise = []
+    for attempt in range(3):
+        run_dir = tmp_path / f'run{attempt}'
+        run_dir.mkdir()
+        if _steadily_late_run(run_dir, premise):
+            return
+    pytest.fail(f'the machine stalled the node beyond the test\'s premise in all three runs: {premise}')
+
+
+def _steadily_late_run(tmp_path, premise: list) -> bool:
+    """One run of the test above: True when it held as the test requires, False (its status appended to
+    ``premise``) when the throttled node ran later than the premise allows; fails the test otherwise."""
     proc = start_node('hil_admittance', 'servicer_admittance_node', ros_args=params_file(tmp_path, 'servicer', {
         'urdf_xml': URDF, **NOMINAL, 'rate_hz': 200.0, 'input_timeout_s': 1.0, 'overload_recover_after_s': 1.0,
         'max_catch_up': 200, 'overload_warn_late_s': 0.1, 'overload_hold_late_s': 0.5,
@@ -307,10 +323,12 @@ def test_servicer_node_steadily_late_below_the_hold_threshold_holds_and_resumes_
             duty = throttle_node(proc, 0.2, 0.05, 4.0)
             assert spin_until(executor, lambda: any(s[0] == 2 for s in statuses[n_status:]), 8.0), statuses[-3:]
             level, message, values = next(s for s in statuses[n_status:] if s[0] == 2)
-            assert message.startswith('overloaded, holding: steadily late'), message
-            assert float(values['max_late_ms']) < 500.0 and values['dropped_steps'] == '0', values
-            while duty.is_alive():
+            while duty.is_alive():          # the node runs freely again when it ends
                 executor.spin_once(timeout_sec=0.02)
+            if values['dropped_steps'] != '0' or float(values['max_late_ms']) >= 500.0:
+                premise.append((message, values))
+                return False
+            assert message.startswith('overloaded, holding: steadily late'), message
             held = [v for k, v in twists[n_twist:] if k > 0 and statuses[k - 1][2]['holding'] == 'true']
             assert held and all(np.all(v == 0.0) for v in held)
             assert spin_until(executor, lambda: statuses[-1][2]['holding'] == 'false', 10.0), statuses[-1]
@@ -321,6 +339,7 @@ def test_servicer_node_steadily_late_below_the_hold_threshold_holds_and_resumes_
     finally:
         out = stop_process(proc)
     assert alive, out
+    return True
 
 
 def test_obsw_node_falls_silent_while_it_cannot_keep_up_and_resumes_on_its_own(tmp_path):
