@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.errors import ConfigError
 from hil_common.finite import all_finite
 from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
@@ -75,6 +76,51 @@ class ServicerOutput:
     def pose_table_cmd(self) -> pin.SE3:
         """The table's commanded pose as a ``pin.SE3`` (built when read: the hot path takes the array)."""
         return array_pose(self.pose_table_cmd_array)
+
+
+#: :class:`JointsState`'s ``jf``: the newest measurement's time, the first arm state's arrival (both ``nan``: none yet)
+#: and whether ``q``, ``dq`` hold a measurement (1.0) or not (0.0)
+J_STAMP, J_FIRST, J_HAS = 0, 1, 2
+
+
+class JointsState:
+    """A :class:`ServicerSide`'s measured arm joints as arrays a compiled caller writes in place
+    (``hil_bringup.servicer_hot_path_kernel.arm_joint_rows``): ``q``, ``dq``, ``ddq`` and ``jf`` (:data:`J_STAMP`,
+    :data:`J_FIRST`, :data:`J_HAS`)."""
+
+    def __init__(self, side: ServicerSide):
+        n = side.n
+        self.q = np.zeros(n) if side.q is None else np.array(side.q, dtype=float)
+        self.dq = np.zeros(n) if side.dq is None else np.array(side.dq, dtype=float)
+        self.ddq = np.array(side.ddq, dtype=float)
+        self.jf = np.array([np.nan if side.joints_stamp_s is None else side.joints_stamp_s,
+                            np.nan if side.first_joints_s is None else side.first_joints_s,
+                            float(side.q is not None)])
+
+
+def _joint_array(name: str) -> property:
+    """``q``/``dq`` of an :class:`ArrayJointsSide`: the state's array, None before the first measurement; a value set
+    is copied into it."""
+    def get(self):
+        return getattr(self._joints, name) if self._joints.jf[J_HAS] else None
+
+    def put(self, value) -> None:
+        if value is None:
+            self._joints.jf[J_HAS] = 0.0
+        else:
+            getattr(self._joints, name)[...] = value
+            self._joints.jf[J_HAS] = 1.0
+    return property(get, put)
+
+
+def _joint_time(index: int) -> property:
+    def get(self):
+        value = self._joints.jf[index]
+        return None if np.isnan(value) else float(value)
+
+    def put(self, value) -> None:
+        self._joints.jf[index] = np.nan if value is None else float(value)
+    return property(get, put)
 
 
 class ServicerSide:
@@ -276,3 +322,35 @@ class ServicerSide:
         plan, self.unpublished_plan = self.unpublished_plan, None   # out with the first output after it was made
         return ServicerOutput(s, pose_cmd, twist_cmd, tau_q, self.passivity_out, holding,
                               self.pacer.step_time(self.pacer.steps_done), plan)
+
+
+class ArrayJointsSide(ServicerSide):
+    """A :class:`ServicerSide` whose measured arm joints are a :class:`JointsState` (:func:`adopt_joints`): its methods
+    run unchanged on the arrays (a value set is copied into them: ``q``, ``dq`` and ``ddq`` are the same arrays
+    throughout), so a compiled call that writes them changes what Python reads."""
+
+    q, dq = _joint_array('q'), _joint_array('dq')
+    joints_stamp_s, first_joints_s = _joint_time(J_STAMP), _joint_time(J_FIRST)
+
+    @property
+    def ddq(self) -> np.ndarray:
+        return self._joints.ddq
+
+    @ddq.setter
+    def ddq(self, value) -> None:
+        self._joints.ddq[...] = value
+
+
+def adopt_joints(side: ServicerSide) -> JointsState:
+    """Turn ``side`` (a :class:`ServicerSide`, exactly) into an :class:`ArrayJointsSide` in place (every reference to
+    it stays valid) and return its :class:`JointsState`; adopting an adopted side returns its state."""
+    if isinstance(side, ArrayJointsSide):
+        return side._joints
+    if type(side) is not ServicerSide:
+        raise ConfigError(f'adopt_joints: {type(side).__name__} has no array-backed form')
+    state = JointsState(side)
+    for name in ('q', 'dq', 'ddq', 'joints_stamp_s', 'first_joints_s'):
+        del side.__dict__[name]         # the class's properties read the arrays from now on
+    side.__class__ = ArrayJointsSide
+    side._joints = state
+    return state

@@ -40,6 +40,11 @@ so ``servicer_hot_path_node``, a test or a benchmark share them:
 * **one compiled call**: the tick's last step and the table's command for its pose are one call
   (:mod:`hil_bringup.servicer_hot_path_kernel`, ``ServicerSide.last_step``) where the side, the table and the
   command frame have their compiled paths (``fused=False``: the separate calls, the reference);
+* **the joints' rows in compiled code** (:meth:`ServicerHotPath.inputs_on_arrays`): a take of the arm's or the
+  table's joint states (``hil_common.rcl_io.JointStateStream``'s rows) goes into the side and the table joints' watch
+  in one call each (``servicer_hot_path_kernel.arm_joint_rows``, ``table_joint_rows``), their state owned by arrays
+  (the side's joints adopted, ``servicer_side.adopt_joints``; the watch and the measured twist,
+  ``policy_kernel.adopt``); the same steps as :meth:`table_joints` and ``ServicerSide.set_joints``, to the bit;
 * **a quiet sample in that call** (``quiet=True``; not the default): a wrist sample whose tick neither holds nor
   catches up (the joints usable, one step due, the overload guard calm, no re-basing plan due or under way, the
   table unlatched) runs its tick's policies in the same call too (``quiet_sample``). Their state is then owned by
@@ -60,9 +65,9 @@ from typing import Callable
 
 import numpy as np
 
-from hil_admittance.servicer_side import ServicerOutput, ServicerSide
+from hil_admittance.servicer_side import ServicerOutput, ServicerSide, adopt_joints
 from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_NOT_DUE, TABLE_INVALID_COMMAND, TABLE_NOT_RUN, \
-    TABLE_STALE_MEASUREMENT, quiet_sample, side_and_table_step
+    TABLE_STALE_MEASUREMENT, arm_joint_rows, quiet_sample, side_and_table_step, table_joint_rows
 from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
 from hil_common import policy_kernel
@@ -99,7 +104,9 @@ class ServicerHotPath:
         self._target_array = getattr(getattr(target, '__self__', None), 'target_array', None)
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
                                  auto_recover=auto_recover)
-        self.q_measured: np.ndarray | None = None
+        # the table's newest measured joints (q_measured: None before the first), an array written in place
+        self._q_table, self._q_table_flag = np.zeros(table.kin.dof), np.zeros(1)
+        self._inputs = None              # the inputs' arrays (:meth:`inputs_on_arrays`)
         self.ft_fault = False
         self.counters = {'samples': 0, 'commands': 0, 'held': 0, 'not_due': 0, 'no_joint_states': 0,
                          'refused_joint_states': 0}
@@ -124,10 +131,10 @@ class ServicerHotPath:
     def table_joints(self, q, dq, now_s: float, side_now_s: float) -> bool:
         """The table's measured joints (its order; None if the message lacked them) at ``now_s`` (the
         table's clock) and ``side_now_s`` (the side's); their rates give the base's measured twist."""
-        if q is None or not all_finite(q):
+        if q is None or np.shape(q) != self._q_table.shape or not all_finite(q):
             self.counters['refused_joint_states'] += 1
             return False
-        self.q_measured = np.asarray(q, dtype=float)
+        self.q_measured = q
         if not self.table.initialized:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
@@ -135,6 +142,66 @@ class ServicerHotPath:
             self.side.set_twist_measured(self.twist_from_joints(self.q_measured, np.asarray(dq, dtype=float)),
                                          side_now_s)
         return True
+
+    @property
+    def q_measured(self) -> np.ndarray | None:
+        """The table's newest measured joints (its order), None before the first: one array, written in place."""
+        return self._q_table if self._q_table_flag[0] else None
+
+    @q_measured.setter
+    def q_measured(self, q) -> None:
+        if q is not None:
+            self._q_table[...] = q
+        self._q_table_flag[0] = q is not None
+
+    def inputs_on_arrays(self):
+        """The state the joints' inputs change, owned by arrays that :meth:`arm_joint_rows` and
+        :meth:`table_joint_rows` write in compiled code: the side's joints (``servicer_side.adopt_joints``), the
+        table joints' watch and the side's measured twist (``policy_kernel.adopt``), the table's measured joints;
+        the same objects, so every other reader and writer sees the one state. None (and the rows go to Python)
+        where the table's twist has no compiled path (``CommandFrame.twist_work``: a parallel table, or no frame)."""
+        if self._inputs is not None:
+            return self._inputs or None
+        work = getattr(getattr(self.twist_from_joints, '__self__', None), 'twist_work', None)
+        if work is None:
+            self._inputs = False
+            return None
+        n = self.table.kin.dof
+        # the twist's compiled call and work arrays: its CommandFrame's (CommandFrame.twist_from_joints)
+        self._inputs = SimpleNamespace(joints=adopt_joints(self.side), watch=adopt(self.joints),
+                                       twist=adopt(self.side.twist_measured), twist_work=work)
+        # the compiled calls loaded now (Numba's cache), not in the first sample: the adopted objects' own, and the
+        # rows' on no rows, of a take's types
+        policy_kernel.warm_up()
+        rows, stamps, flags = np.zeros((1, n)), np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=np.int64)
+        self.arm_joint_rows(0, np.zeros((1, self.side.n)), np.zeros((1, self.side.n)), stamps, flags, 0.0, load=True)
+        self.table_joint_rows(0, rows, rows, flags, 0.0, 0.0, load=True)
+        return self._inputs
+
+    def arm_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, side_now_s: float, load=False) -> int:
+        """The arm's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``),
+        rows from 0 on, each as ``side.set_joints(q, dq, side_now_s, sec + nanosec 1e-9)``, in compiled code
+        (``servicer_hot_path_kernel.arm_joint_rows``). Returns the first row not taken (``n_rows``: all; the caller
+        takes that one and the rest as before: a malformed or partial row is the side's to refuse)."""
+        inputs = self.inputs_on_arrays()
+        if inputs is None or (n_rows == 0 and not load):
+            return 0
+        j = inputs.joints
+        return arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(side_now_s), j.q, j.dq, j.ddq, j.jf)
+
+    def table_joint_rows(self, n_rows: int, q_rows, dq_rows, flags, now_s: float, side_now_s: float,
+                         load=False) -> int:
+        """The table's joint states of a take, rows from 0 on, each as :meth:`table_joints` (``now_s``, ``side_now_s``),
+        in compiled code (``servicer_hot_path_kernel.table_joint_rows``). Returns the first row not taken (the caller
+        takes that one and the rest with :meth:`table_joints`: a malformed or partial row, or the first joints,
+        which start the table)."""
+        inputs = self.inputs_on_arrays()
+        if inputs is None or (n_rows == 0 and not load):
+            return 0
+        (c, ad, poses, jac, scratch), w, tw = inputs.twist_work, inputs.watch, inputs.twist
+        return table_joint_rows(n_rows, q_rows, dq_rows, flags, float(now_s), float(side_now_s),
+                                self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi, c.placements,
+                                c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
 
     def set_ft_fault(self, latched: bool) -> bool:
         """The wrist F/T's latched fault; True when it changed."""

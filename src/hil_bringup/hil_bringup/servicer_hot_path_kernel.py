@@ -25,14 +25,17 @@ import numpy as np
 from numba import njit
 
 from hil_common import policy_kernel as _policy_kernel
+from hil_admittance.servicer_side import J_FIRST, J_HAS, J_STAMP
+from hil_common.cdr import DQ_OK, MALFORMED, POSITIONS_FULL, Q_OK
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
-    held_fresh, pacer_due, pacer_step_time, watch_update
+    held_fresh, pacer_due, pacer_step_time, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, pose_mul_into, side_port_step
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
+from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.table_kernel import command_ok, table_motion
 
 #: the table's part of :func:`side_and_table_step` when it did not run ``table_motion`` (its flags otherwise, >= 0)
@@ -155,6 +158,78 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
     return outcome, age, excess, pending, status, table
 
 
+#: a joint-state row the arm takes: every joint's position and velocity, as many of each as names
+#: (``hil_common.rcl_io.JointStateStream.whole``)
+ARM_ROW = Q_OK | DQ_OK | POSITIONS_FULL
+
+
+@njit(**_OPTS)
+def arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, now_s, q, dq, ddq, jf):
+    """The arm's joint states, rows ``0..n_rows-1`` of a take (``hil_common.rcl_io.JointStateStream``: positions,
+    velocities, ``(sec, nanosec)`` stamps, flags), each as ``ServicerSide.set_joints(q, dq, now_s, sec + nanosec 1e-9)``
+    on the side's :class:`hil_admittance.servicer_side.JointsState` (``q, dq, ddq, jf``): ``ddq`` by differencing
+    ``dq`` over the measurements' times (seed 004 Eq. 18 and Eq. 22 take it), the same measurement again only
+    replacing ``q``, a first sample or a clock that went back starting again with ``ddq = 0``.
+
+    Returns the index of the first row it did not take (``n_rows``: all): a malformed row, or one without every
+    joint's position and velocity, which the side refuses with a reason (the Python path takes it and the rest)."""
+    n = q.shape[0]
+    for k in range(n_rows):
+        f = flags[k]
+        if f & MALFORMED or f & ARM_ROW != ARM_ROW:
+            return k
+        if np.isnan(jf[J_FIRST]):
+            jf[J_FIRST] = now_s
+        stamp_s = float(stamps[k, 0]) + float(stamps[k, 1]) * 1e-9
+        t = stamp_s if stamp_s > 0.0 else now_s
+        prev = jf[J_STAMP]
+        if not np.isnan(prev) and t == prev:
+            for i in range(n):                 # the same measurement again: nothing to difference
+                q[i] = q_rows[k, i]
+            jf[J_HAS] = 1.0
+            continue
+        if not np.isnan(prev) and t > prev:
+            for i in range(n):
+                ddq[i] = (dq_rows[k, i] - dq[i]) / (t - prev)
+        else:                                  # the first sample, or a clock that went back
+            for i in range(n):
+                ddq[i] = 0.0
+        for i in range(n):
+            q[i] = q_rows[k, i]
+            dq[i] = dq_rows[k, i]
+        jf[J_STAMP] = t
+        jf[J_HAS] = 1.0
+    return n_rows
+
+
+@njit(**_OPTS)
+def table_joint_rows(n_rows, q_rows, dq_rows, flags, now_s, side_now_s, initialized, q_measured, q_flag, wf, wi,
+                     placements, kind, axis, frame_placement, ad_body_from_flange, poses, jac, scratch, twist_value,
+                     twist_stamp):
+    """The table's joint states, rows ``0..n_rows-1`` of a take, each as ``ServicerHotPath.table_joints(q, dq, now_s,
+    side_now_s)``: ``q`` into ``q_measured`` (``q_flag[0] = 1``), a sample of the joints' watch (``wf, wi``,
+    :func:`hil_common.policy_kernel.watch_sample`), and with its velocities the base's measured twist
+    ``Ad_{Y^-1} J_b(q) dq`` (``CommandFrame.twist_from_joints``'s call, ``ik_kernel.body_twist_into``; seed 004
+    Eq. 28's ``Ṽ_s``) held at ``side_now_s`` (``twist_value``, ``twist_stamp``) when finite (``placements ...
+    scratch``: its arguments).
+
+    Returns the index of the first row it did not take (``n_rows``: all): a malformed row, one without every
+    position (refused, counted), or any row before the table is ``initialized`` (its first joints start it)."""
+    n = q_measured.shape[0]
+    for k in range(n_rows):
+        f = flags[k]
+        if f & MALFORMED or not f & Q_OK or not initialized:
+            return k
+        for i in range(n):
+            q_measured[i] = q_rows[k, i]
+        q_flag[0] = 1.0
+        watch_sample(wf, wi, now_s)
+        if f & DQ_OK and body_twist_into(placements, kind, axis, frame_placement, ad_body_from_flange, q_measured,
+                                         dq_rows[k], poses, jac, scratch, twist_value):
+            twist_stamp[0] = side_now_s             # ServicerSide.set_twist_measured: held when finite
+    return n_rows
+
+
 def envisat_values(**graph_options) -> tuple[dict, np.ndarray, np.ndarray]:
     """The fused servicer hot path's parameters in the Envisat graph at 1 kHz (``graph_options`` are the graph's
     launch arguments, over ``servicer_hot_path: nodes``), validated as its node validates them, and the KR 120's
@@ -199,12 +274,14 @@ def envisat_rule(**kwargs):
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) :func:`side_and_table_step` and :func:`quiet_sample` with the types the fused
+    """Compile (or load from the cache) :func:`side_and_table_step`, :func:`quiet_sample`, :func:`arm_joint_rows` and
+    :func:`table_joint_rows` with the types the fused
     servicer hot path passes: its rule built with the Envisat graph's parameters loads them (``./dev`` runs this, so
     no node compiles them when it starts)."""
     rule, _, _ = envisat_rule(quiet=True)
-    if rule.side.last_step is None or rule._quiet is False:
-        raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path does not take the one call')
+    if rule.side.last_step is None or rule._quiet is False or rule.inputs_on_arrays() is None:
+        raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path does not take the one call, or its '
+                         'joints in compiled code')
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.

@@ -23,7 +23,9 @@ wrist sample each command came from, for latency measurements). Dropped steps ar
 ``servicer_admittance_node``. The wrist wrench, the arm's and the table's joints are taken, and the robot and
 effort commands sent, as raw CDR (:mod:`hil_common.cdr`); with ``compiled_io`` (the default) the joints are taken
 and decoded, and the two commands encoded and sent, through rcl from compiled code (:mod:`hil_common.rcl_io`: no
-Python per message). Only the wrist samples wake the node: the arm's and the
+Python per message), and the joints' rows go into the rule in compiled code too (``ServicerHotPath.arm_joint_rows``,
+``table_joint_rows``: the arm's differencing, the table joints' watch and measured twist; a malformed or partial
+row, and the rows after it, in Python as before). Only the wrist samples wake the node: the arm's and the
 table's joints, the OBSW's commands and the client's state are taken, in the order they came, when a sample
 arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
 """
@@ -108,6 +110,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
                                 rcl_io.Float64ArrayPublisher(self.pub_effort, len(self.joint_names)))
+            self.rule.inputs_on_arrays()         # the joints' rows taken in compiled code, loaded now
         self.last_holding = None
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
@@ -173,7 +176,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        for q, dq, malformed in stream.readings(n):
+        # the rows the rule takes in compiled code, then the rest (a malformed or partial row, the first joints)
+        start = self.rule.table_joint_rows(n, stream.q, stream.dq, stream.flags, now, self._now_s())
+        for q, dq, malformed in stream.readings(n, start):
             if malformed:
                 self.rule.counters['refused_joint_states'] += 1
                 self.get_logger().warn(f'malformed table joint state dropped ({malformed})', throttle_duration_sec=1.0)
@@ -181,8 +186,11 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                 self.rule.table_joints(q, dq, now, self._now_s())
 
     def _arm_joints_taken(self, stream, n: int) -> None:
-        """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
-        for k, (q, dq, malformed) in enumerate(stream.readings(n)):
+        """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io): the rows the rule takes in
+        compiled code, then the rest (from a malformed or partial row on) as before."""
+        start = self.rule.arm_joint_rows(n, stream.q, stream.dq, stream.stamps, stream.flags, self._now_s()) \
+            if n else 0
+        for k, (q, dq, malformed) in enumerate(stream.readings(n, start), start):
             if malformed:
                 self.side.reject(f'malformed joint state ({malformed})')
                 self._report_rejections()

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from hil_admittance.servicer_admittance_node import build_side
-from hil_bringup.servicer_hot_path_kernel import envisat_values
+from hil_bringup.servicer_hot_path_kernel import ARM_ROW, envisat_values
 from hil_bringup.servicer_hot_path_node import build_rule
+from hil_common.cdr import DQ_OK, MALFORMED, POSITIONS_FULL, Q_OK
 from hil_common.conversions import xyz_rpy_to_pose
 from hil_common.overload import OverloadGuard
 from hil_common.pacing import StepPacer
@@ -274,3 +275,119 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     assert fused.rule.fused_steps == quiet.rule.fused_steps >= side_stepped > 300, (fused.rule.fused_steps, side_stepped)
     assert quiet.rule.quiet_samples > 0.6 * side_stepped, (quiet.rule.quiet_samples, side_stepped, reasons)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
+
+
+def _arm_rows_in_python(side, rows, start, now_s):
+    """The node's Python for a take's arm rows from ``start`` (``servicer_hot_path_node._arm_joints_taken``): a
+    malformed row or one without every joint's position and velocity refused, the others ``set_joints``."""
+    q_rows, dq_rows, stamps, flags = rows
+    for k in range(start, len(flags)):
+        if flags[k] & MALFORMED:
+            side.reject('malformed joint state')
+        elif flags[k] & ARM_ROW == ARM_ROW:
+            side.set_joints(q_rows[k].copy(), dq_rows[k].copy(), now_s, int(stamps[k, 0]) + int(stamps[k, 1]) * 1e-9)
+        else:
+            side.reject('joint state without the arm joints, or non-finite')
+
+
+def _table_rows_in_python(rule, rows, start, now_s, side_now_s):
+    """The node's Python for a take's table rows from ``start`` (``_table_joints_taken``)."""
+    q_rows, dq_rows, flags = rows
+    for k in range(start, len(flags)):
+        if flags[k] & MALFORMED:
+            rule.counters['refused_joint_states'] += 1
+        else:
+            rule.table_joints(q_rows[k].copy() if flags[k] & Q_OK else None,
+                              dq_rows[k].copy() if flags[k] & DQ_OK else None, now_s, side_now_s)
+
+
+def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
+    """A take's joint-state rows (``JointStateStream``'s arrays) into the rule in compiled code
+    (``ServicerHotPath.arm_joint_rows``, ``table_joint_rows``) and the Python after its first row it leaves, against
+    the node's Python for every row, on two rules fed the same random takes: arm stamps advancing with jitter, the
+    same stamp again, a clock going back, unstamped rows; malformed and partial rows; the table's first joints (they
+    start the table), gaps that make its joints stale and their recovery, a twist too large to be finite. After every
+    take the side's joints (``q``, ``dq``, ``ddq`` by differencing, their times), the rejections, the table's measured
+    joints, the joints' watch and the measured twist are the same, to the bit; and every branch was reached."""
+    values = setup[0]
+    ref, fast = Lockstep(setup), Lockstep(setup)     # the reference keeps its Python objects
+    assert fast.rule.inputs_on_arrays() is not None
+    rng = np.random.default_rng(23)
+    n, m = len(setup[2]), len(setup[1])
+    t, stamp = 1.0, 0.2
+    seen = collections.Counter()
+    for batch in range(700):
+        t += rng.uniform(0.0, 2e-3) + (0.25 if rng.random() < 0.01 else 0.0)       # gaps: the table joints go stale
+        rows_arm = rng.integers(0, 4)
+        q_rows, dq_rows = rng.normal(0.0, 0.3, (rows_arm, n)), rng.normal(0.0, 0.2, (rows_arm, n))
+        stamps, flags = np.zeros((rows_arm, 2), dtype=np.int64), np.full(rows_arm, ARM_ROW, dtype=np.int64)
+        for k in range(rows_arm):
+            u = rng.random()
+            if u < 0.05:
+                seen['unstamped'] += 1                  # (0, 0): the receipt time
+            else:
+                if u < 0.1:
+                    seen['same stamp'] += 1
+                elif u < 0.14:
+                    stamp -= 0.01
+                    seen['clock back'] += 1
+                else:
+                    stamp += rng.uniform(0.5e-3, 1.5e-3)
+                stamps[k] = int(stamp), int(round((stamp - int(stamp)) * 1e9))
+            u = rng.random()
+            if u < 0.04:
+                flags[k] = MALFORMED | 5
+            elif u < 0.08:
+                flags[k] = Q_OK | DQ_OK                 # fewer positions than names
+            elif u < 0.1:
+                flags[k] = Q_OK
+        rows_table = rng.integers(0, 4) if batch > 5 else 0
+        tq_rows = setup[1] + rng.normal(0.0, 0.01, (rows_table, m))
+        tdq_rows = rng.normal(0.0, 0.05, (rows_table, m))
+        tflags = np.full(rows_table, Q_OK | DQ_OK | POSITIONS_FULL, dtype=np.int64)
+        for k in range(rows_table):
+            u = rng.random()
+            if u < 0.04:
+                tflags[k] = MALFORMED | 3
+            elif u < 0.08:
+                tflags[k] = DQ_OK                      # a joint missing
+            elif u < 0.14:
+                tflags[k] = Q_OK                       # no velocities: no twist
+            elif u < 0.17:
+                tdq_rows[k] = 1e307                    # finite rates, a twist that is not
+                seen['huge rates'] += 1
+        arm, table = (q_rows, dq_rows, stamps, flags), (tq_rows, tdq_rows, tflags)
+        side_t = t - 0.7                               # the side's clock: not the table's
+        for run in (ref, fast):
+            rule = run.rule
+            start = 0 if run is ref else rule.arm_joint_rows(rows_arm, *arm, side_t)
+            seen['arm compiled'] += start if run is fast else 0
+            _arm_rows_in_python(run.side, arm, start, side_t)
+            start = 0 if run is ref else rule.table_joint_rows(rows_table, tq_rows, tdq_rows, tflags, t, side_t)
+            seen['table compiled'] += start if run is fast else 0
+            _table_rows_in_python(rule, table, start, t, side_t)
+        a, b = ref.side, fast.side
+        for name in ('q', 'dq', 'ddq'):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None) == (y is None), (batch, name)
+            if x is not None:
+                np.testing.assert_array_equal(x, y, err_msg=f'take {batch}: {name}')
+        assert (a.joints_stamp_s, a.first_joints_s, a.rejected) == (b.joints_stamp_s, b.first_joints_s, b.rejected), \
+            batch
+        assert ref.rule.counters == fast.rule.counters, batch
+        qa, qb = ref.rule.q_measured, fast.rule.q_measured
+        assert (qa is None) == (qb is None) and (qa is None or np.array_equal(qa, qb)), batch
+        for name in ('state', 'last_s', 'started_s', '_healthy_since', 'samples', 'stale_events', 'recoveries'):
+            assert getattr(ref.rule.joints, name) == getattr(fast.rule.joints, name), (batch, name)
+        assert a.twist_measured.stamp_s == b.twist_measured.stamp_s, batch
+        np.testing.assert_array_equal(a.twist_measured.value, b.twist_measured.value, err_msg=f'take {batch}')
+        seen['differenced'] += bool(np.any(a.ddq != 0.0))
+        seen['stale'] += ref.rule.joints.state != 'ok'
+    seen['rejected'] = ref.side.rejected
+    seen['refused table joints'] = ref.rule.counters['refused_joint_states']
+    seen['stale events'] = ref.rule.joints.stale_events
+    expected = {'unstamped', 'same stamp', 'clock back', 'huge rates', 'arm compiled', 'table compiled', 'differenced',
+                'stale', 'rejected', 'refused table joints', 'stale events'}
+    assert expected <= {k for k, v in seen.items() if v > 0}, seen
+    assert seen['arm compiled'] > 300 and seen['table compiled'] > 300, seen
+    assert values['joint_states_timeout_s'] < 0.25        # the gaps do make the table's joints stale

@@ -25,6 +25,12 @@ import numpy as np
 HEADER = b'\x00\x01\x00\x00'          # CDR_LE
 _BASE = 4                               # alignment counts from here
 
+# A joint state's row flags, as hil_common.rcl_io's compiled decoder (JointStateStream) gives them per message
+Q_OK = 1            # every joint of the node's order present, enough positions, all finite
+DQ_OK = 2           # as many velocities as names, every one of the node's finite
+POSITIONS_FULL = 4  # as many positions as names
+MALFORMED = 8       # the buffer does not decode (rcl_io.MALFORMED_REASONS)
+
 _U32 = struct.Struct('<I')
 _STAMP = struct.Struct('<iI')
 _SIX = struct.Struct('<6d')

@@ -47,18 +47,14 @@ from pathlib import Path
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  # noqa: F401 - loads librcl
 
-from hil_common.cdr import HEADER, CdrError
+from hil_common.cdr import DQ_OK, HEADER, MALFORMED, POSITIONS_FULL, Q_OK, CdrError  # noqa: F401 - the rows' flags
 from hil_common.errors import StartError
 from hil_common.params import Param
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
 
-# JointStateStream's flags, per message
-Q_OK = 1            # every joint of the node's order present, enough positions, all finite
-DQ_OK = 2           # as many velocities as names, every one of the node's finite
-POSITIONS_FULL = 4  # as many positions as names
-MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
+# JointStateStream's flags, per message (defined in hil_common.cdr, for plain-Python readers of the rows)
 #: the decode error of a MALFORMED message, by the code in its row: the texts of hil_common.cdr's CdrError
 MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
                      4: 'sequence beyond the buffer', 5: 'buffer too short', 6: 'wrench beyond the buffer'}
@@ -586,12 +582,12 @@ class JointStateStream:
         self.taken += n
         return n
 
-    def readings(self, n: int):
-        """Rows ``0..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
+    def readings(self, n: int, start: int = 0):
+        """Rows ``start..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
         None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error ('' if
         none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
         :data:`POSITIONS_FULL` (:meth:`whole`)."""
-        for k in range(n):
+        for k in range(start, n):
             flags = int(self.flags[k])
             if flags & MALFORMED:
                 yield None, None, malformed_reason(flags)

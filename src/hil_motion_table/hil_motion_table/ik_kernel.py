@@ -109,6 +109,34 @@ def jacobian_into(kind, axis, poses, n, jac):
             jac[3, i], jac[4, i], jac[5, i] = 0.0, 0.0, 0.0
 
 
+@njit(**_OPTS)
+def body_twist_into(placements, kind, axis, frame_placement, ad_body_from_flange, q, dq, poses, jac, scratch, out):
+    """A body's twist on the flange from the joints, ``Ad_{Y^-1} J_b(q) dq``
+    (:func:`hil_motion_table.kinematics_helpers.body_twist_from_joints`, ``Ad_{Y^-1}`` its
+    ``pose_body_in_flange.actInv``): :func:`forward_into` and :func:`jacobian_into` (``poses``, ``jac`` their
+    scratch), then the two products. Written into ``out`` only when every component is finite (``scratch``: 12);
+    returns whether it was."""
+    n = q.shape[0]
+    forward_into(placements, kind, axis, frame_placement, q, poses)
+    jacobian_into(kind, axis, poses, n, jac)
+    for r in range(6):
+        v = 0.0
+        for i in range(n):
+            v += jac[r, i] * dq[i]
+        scratch[r] = v
+    finite = True
+    for r in range(6):
+        v = 0.0
+        for c in range(6):
+            v += ad_body_from_flange[r, c] * scratch[c]
+        scratch[6 + r] = v
+        finite = finite and np.isfinite(v)
+    if finite:
+        for r in range(6):
+            out[r] = scratch[6 + r]
+    return finite
+
+
 #: Sweeps of :func:`smallest_singular_value` before it gives up (LAPACK ``dgesvj``'s ``NSWEEP``); these
 #: Jacobians take 5-8 (quadratic convergence), also at and near their singularities.
 JACOBI_SWEEPS = 30

@@ -55,10 +55,12 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_seconds, twist_from_msg,
                                     twist_to_msg, xyz_rpy_to_pose)
+from hil_common.errors import InputError
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
 from hil_common.lab_clock import lab_seconds
 from hil_common.ros_main import run_node
+from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.kinematics import HexapodKinematics
 from hil_motion_table.kinematics_helpers import (ROBOTS, body_twist_from_joints, flange_target_from_body_motion,
                                                  home_pose, make_kinematics, reorder)
@@ -142,8 +144,15 @@ class CommandFrame:
         self._ad_body_from_flange = (None if isinstance(kin, HexapodKinematics)
                                      else self.pose_body_in_flange.toActionMatrixInverse())
         self._ad_flange_from_body = self.pose_body_in_flange.toActionMatrix()     # Ad_Y of flange_twist_from_body_twist
+        chain = getattr(kin, '_chain', None)      # a serial chain the compiled kinematics take
+        #: twist_from_joints' compiled call: the chain, Ad_{Y^-1}, and its work arrays (None: Pinocchio's products)
+        self.twist_work = None if self._ad_body_from_flange is None or chain is None else (
+            chain, np.ascontiguousarray(self._ad_body_from_flange, dtype=float), np.empty((chain.n + 1, 12)),
+            np.empty((6, chain.n)), np.empty(12))
         self._ad_flange_from_body_c = np.ascontiguousarray(self._ad_flange_from_body, dtype=float)   # kernel_args
         self.target_array(pose_array(pin.SE3.Identity()))      # load the compiled product now, not in a first command
+        if self.twist_work is not None:                         # and the compiled twist
+            self.twist_from_joints(np.zeros(chain.n), np.zeros(chain.n))
 
     def _set_home_arrays(self) -> None:
         """``home Y`` and ``Y^-1`` of :func:`flange_target_from_body_motion` as 12-arrays (:meth:`target_array`)."""
@@ -184,7 +193,20 @@ class CommandFrame:
         return self._ad_flange_from_body @ np.asarray(twist_body, dtype=float)
 
     def twist_from_joints(self, q, dq, measured=None):
-        """The body's realised twist from measured joints (``body_twist_from_joints``)."""
+        """The body's realised twist from measured joints (``body_twist_from_joints``; a serial chain's in one
+        compiled call, :func:`hil_motion_table.ik_kernel.body_twist_into`, which the fused servicer hot path's
+        compiled joints take too)."""
+        work = self.twist_work
+        if work is not None:
+            chain, ad, poses, jac, scratch = work
+            q, dq = np.ascontiguousarray(q, dtype=float), np.ascontiguousarray(dq, dtype=float)
+            if q.shape != (chain.n,) or dq.shape != q.shape:
+                raise InputError(f'twist_from_joints: {chain.n} joint positions and as many rates expected')
+            out = np.empty(6)
+            if not body_twist_into(chain.placements, chain.kind, chain.axis, chain.frame_placement, ad, q, dq, poses,
+                                   jac, scratch, out):
+                out[:] = scratch[6:]            # not finite: as computed (the caller refuses it)
+            return out
         if self._ad_body_from_flange is not None:      # serial: Y^-1 J_b(q) dq, as body_twist_from_joints
             return self._ad_body_from_flange @ (self.kin.jacobian_body(q) @ np.asarray(dq, dtype=float))
         return body_twist_from_joints(self.kin, q, dq, self.pose_body_in_flange, measured)

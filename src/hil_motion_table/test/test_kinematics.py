@@ -153,8 +153,8 @@ def test_the_measured_body_twist_is_the_finite_difference_of_the_body_pose(robot
 @pytest.mark.parametrize('robot, command_frame', [('ur10e', 'home'), ('kr120r2500pro', 'nominal'), ('ur10e', 'base'),
                                                   ('hexapod', 'home')])
 def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
-    """CommandFrame's array forms (the hot paths': target_array, the serial twist_from_joints with Ad_{Y^-1} built
-    once, twist with Ad_Y built once) give what its pin.SE3 forms, body_twist_from_joints and
+    """CommandFrame's array forms (the hot paths': target_array, the serial twist_from_joints in one compiled call,
+    twist with Ad_Y built once) give what its pin.SE3 forms, body_twist_from_joints and
     flange_twist_from_body_twist give."""
     import pinocchio as pin
 
@@ -168,6 +168,7 @@ def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
                                                  'pose_body_in_flange_xyz_rpy': [0.1, -0.05, 0.3, 0.3, -0.2, 0.5],
                                                  'pose_nominal_in_base_xyz_rpy': [1.2, 0.3, 0.8, 0.0, 0.1, 0.2]}))
     frame = table_node.CommandFrame(p, kin)
+    assert (frame.twist_work is None) == (robot == 'hexapod')     # a serial chain's twist: the compiled call
     rng = np.random.default_rng(11)
     for _ in range(10):
         g = pin.exp6(pin.Motion(0.2 * rng.standard_normal(6)))
@@ -177,6 +178,9 @@ def test_the_command_frame_on_arrays_is_the_command_frame(robot, command_frame):
         dq = 0.01 * rng.standard_normal(kin.dof)
         np.testing.assert_allclose(frame.twist_from_joints(q, dq),
                                    body_twist_from_joints(kin, q, dq, frame.pose_body_in_flange), rtol=0.0, atol=1e-12)
+        bad = dq.copy()
+        bad[-1] = np.nan                     # a non-finite rate: a non-finite twist, which the callers refuse
+        assert not np.all(np.isfinite(frame.twist_from_joints(q, bad)))
         twist_body = 0.1 * rng.standard_normal(6)
         want = twist_body if frame.home is None else flange_twist_from_body_twist(frame.pose_body_in_flange, twist_body)
         np.testing.assert_allclose(frame.twist(twist_body), want, rtol=0.0, atol=1e-14)
