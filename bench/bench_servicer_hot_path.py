@@ -1,15 +1,21 @@
-"""The fused servicer hot path's rule in one process (``ServicerHotPath``, no DDS): CPU per wrist sample, three ways.
+"""The fused servicer hot path's rule in one process (``ServicerHotPath``, no DDS): CPU per wrist sample, four ways.
 
 What ``servicer_hot_path_node`` runs per 1 kHz wrist sample, less its messages: the arm's and the table's joints
-handed in, the OBSW's torques and base wrench at 250 Hz, the wrench, the side's steps and the KR 120's command. Three
+handed in, the OBSW's torques and base wrench at 250 Hz, the wrench, the side's steps and the KR 120's command. Four
 rules with the Envisat graph's parameters (their node's overload guard included) take the same stream, a sample
-each in turn, so that the machine's speed at any moment falls on all three alike:
+each in turn, so that the machine's speed at any moment falls on all four alike:
 
 * ``reference``: the separate compiled calls with the tick in Python (``fused=False``);
 * ``fused``: the tick's last step and the table's command in one compiled call (the node's);
-* ``quiet``: a quiet sample's tick in that call too (``quiet=True``).
+* ``quiet``: a quiet sample's tick in that call too (``quiet=True``);
+* ``rows``: the node's (``fused``) with the joints handed in as a take's rows, in compiled code
+  (``ServicerHotPath.arm_joint_rows``, ``table_joint_rows``; the node does so with ``compiled_io``). Here the other
+  rules get their joints by a direct call each (``set_joints``, ``table_joints``), leaner than the node's Python per
+  row (its rows' readings, checks and stamps), so this compares the compiled rows with the least Python they replace:
+  they cost a few us more here (their arguments' unboxing), and 8 % less CPU per command in the node
+  (docs/performance.md, twenty-second session).
 
-Printed beside Pinocchio's ``aba`` measured in the same run (issue 17). The commands of the three are the same to
+Printed beside Pinocchio's ``aba`` measured in the same run (issue 17). The commands of the four are the same to
 1e-12 (``test_servicer_hot_path_rule``); here they are checked on the stream too (the reference's to 1e-9: the table
 follows its commands, so the rounding of numpy's products against the kernel's loops is fed back over thousands of
 samples).
@@ -26,10 +32,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aba_reference import aba_us  # noqa: E402
 
-from hil_bringup.servicer_hot_path_kernel import envisat_rule  # noqa: E402
+from hil_bringup.servicer_hot_path_kernel import ARM_ROW, envisat_rule  # noqa: E402
+from hil_common.cdr import DQ_OK, POSITIONS_FULL, Q_OK  # noqa: E402
 
 DT = 1e-3
-MODES = {'quiet': {'quiet': True}, 'fused': {}, 'reference': {'fused': False}}
+MODES = {'quiet': {'quiet': True}, 'fused': {}, 'rows': {}, 'reference': {'fused': False}}
 
 
 def main(samples: int = 6000) -> None:
@@ -42,21 +49,39 @@ def main(samples: int = 6000) -> None:
     spent = {name: [] for name in rules}
     q_table = {name: q_table_0.copy() for name in rules}
     clock = time.perf_counter
+    m = len(q_table_0)
+    # the 'rows' rule's joints as a take's rows (hil_common.rcl_io.JointStateStream: one row each, every joint)
+    arm_rows = np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, 2), dtype=np.int64), np.full(1, ARM_ROW, dtype=np.int64)
+    table_rows = np.zeros((1, m)), np.zeros((1, m)), np.full(1, Q_OK | DQ_OK | POSITIONS_FULL, dtype=np.int64)
+    rules['rows'][0].inputs_on_arrays()
     for k in range(samples + 500):
         t += DT * (1.0 + rng.uniform(-0.45, 0.45))
+        sec, nanosec = int(t), int(round((t - int(t)) * 1e9))
+        stamp = sec + nanosec * 1e-9             # the measurement's stamp, as a message carries it
+        arm_rows[2][0] = sec, nanosec
         q_k, dq_k = q_arm + 0.02 * np.sin(0.003 * k + np.arange(n)), 0.06 * np.cos(0.003 * k + np.arange(n))
         wrench = np.r_[rng.normal(0.0, 20.0, 3), rng.normal(0.0, 1.0, 3)]
         tau, f_b = rng.normal(0.0, 1.0, n), rng.normal(0.0, 2.0, 6)
         outs = {}
         names = list(rules)
-        for name in names[k % 3:] + names[:k % 3]:         # each first in turn (the caches' order)
+        for name in names[k % 4:] + names[:k % 4]:         # each first in turn (the caches' order)
             rule, side = rules[name][0], rules[name][0].side
             t0 = clock()
-            side.set_joints(q_k, dq_k, t, t)
+            if name == 'rows':                   # the rows' copies are the take's (its decoder writes them)
+                arm_rows[0][0], arm_rows[1][0] = q_k, dq_k
+                if rule.arm_joint_rows(1, *arm_rows, t) == 0:
+                    side.set_joints(q_k, dq_k, t, stamp)       # a row it leaves to Python (none here)
+            else:
+                side.set_joints(q_k, dq_k, t, stamp)
             if k % 4 == 0:
                 side.set_tau(tau, t)
                 side.set_wrench_base(f_b, t)
-            rule.table_joints(q_table[name], np.zeros(len(q_table_0)), t, t)
+            if name == 'rows':
+                table_rows[0][0], table_rows[1][0] = q_table[name], 0.0
+                if rule.table_joint_rows(1, *table_rows, t, t) == 0:
+                    rule.table_joints(q_table[name], np.zeros(m), t, t)     # the first: it starts the table
+            else:
+                rule.table_joints(q_table[name], np.zeros(m), t, t)
             out = rule.wrench(wrench, t, t)
             if k >= 500:
                 spent[name].append(clock() - t0)
@@ -65,7 +90,7 @@ def main(samples: int = 6000) -> None:
             outs[name] = out
         a = outs['quiet']
         # the reference within the rounding of numpy's products, fed back through the table's joints
-        for b, tol in ((outs['fused'], 1e-12), (outs['reference'], 1e-9)):
+        for b, tol in ((outs['fused'], 1e-12), (outs['rows'], 1e-12), (outs['reference'], 1e-9)):
             assert (a is None) == (b is None) and (a is None or np.allclose(a.q_command, b.q_command, 0, tol)), k
     aba = aba_us()
     print(f'servicer hot path rule, one process, {samples} wrist samples at 1 kHz with jitter (the Envisat graph\'s '
