@@ -23,7 +23,8 @@ wrist sample each command came from, for latency measurements). Dropped steps ar
 ``servicer_admittance_node``. The wrist wrench, the arm's and the table's joints are taken, and the robot and
 effort commands sent, as raw CDR (:mod:`hil_common.cdr`); with ``compiled_io`` (the default) the joints are taken
 and decoded, and the two commands encoded and sent, through rcl from compiled code (:mod:`hil_common.rcl_io`: no
-Python per message), and the joints' rows go into the rule in compiled code too (``ServicerHotPath.arm_joint_rows``,
+Python per message; the OBSW's commands and the client's state are taken in one compiled call, and only the
+messages that came are handled in Python), and the joints' rows go into the rule in compiled code too (``ServicerHotPath.arm_joint_rows``,
 ``table_joint_rows``: the arm's differencing, the table joints' watch and measured twist; a malformed or partial
 row, and the rows after it, in Python as before). Only the wrist samples wake the node: the arm's and the
 table's joints, the OBSW's commands and the client's state are taken, in the order they came, when a sample
@@ -106,6 +107,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.polled_others = tuple(self.polled[1:])      # the OBSW's commands (and the client's state)
+            # taken in one compiled call (mostly none waits: an empty take through rclpy costs its Python)
+            self.polled_takes = rcl_io.SerializedTakes([sub.handle for sub, _ in self.polled_others])
             self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
@@ -165,9 +168,18 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         table, arm = self.compiled_io[:2]
         self._table_joints_taken(table, table.take())
         self._arm_joints_taken(arm, arm.take())
-        for subscription, handle in self.polled_others:
-            for buf in subscription.take_all():
-                handle(buf)
+        takes = self.polled_takes
+        counts = takes.take()
+        for s, (subscription, handle) in enumerate(self.polled_others):
+            subscription.taken += int(counts[s])
+            for k in range(counts[s]):
+                buf = takes.message(s, k)
+                if buf is None:
+                    self.side.reject(f'a message on {subscription.topic_name} longer than {takes.rows.shape[2]} '
+                                     'bytes')
+                    self._report_rejections()
+                else:
+                    handle(buf)
 
     def _table_joints_taken(self, stream, n: int) -> None:
         """:meth:`on_table_joints` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
@@ -206,7 +218,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
 
     def destroy_node(self):
         if self.compiled_io is not None:
-            for stream in self.compiled_io[:2]:
+            for stream in (*self.compiled_io[:2], self.polled_takes):
                 stream.release()
         for subscription in (self.table_joints_in, *(s for s, _ in self.polled)):
             subscription.destroy()

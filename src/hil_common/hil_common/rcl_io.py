@@ -373,6 +373,34 @@ if not _WHY_NOT:
         return np.intp(message[1])
 
     @njit(**_OPTS)
+    def take_serialized_rows(subscriptions, message, info, rows, lengths, counts):
+        """Every serialized message waiting on each rcl subscription ``subscriptions[s]`` (its address), oldest
+        first, at most ``rows.shape[1]`` each: its bytes into ``rows[s, k]``, its length into ``lengths[s, k]``
+        (``-length`` for one longer than a row: not copied), and ``counts[s]`` how many. ``message``: an
+        ``rcl_serialized_message_t`` (8 words) that rcl may grow. Returns 0, or ``-(rcl's return)`` after an rcl
+        error (the counts so far filled)."""
+        capacity = rows.shape[2]
+        for s in range(subscriptions.shape[0]):
+            counts[s] = 0
+        for s in range(subscriptions.shape[0]):
+            for k in range(rows.shape[1]):
+                ret = _rcl_take(subscriptions[s], message.ctypes.data, info.ctypes.data)
+                if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+                    break
+                if ret != RCL_RET_OK:
+                    return -ret
+                n = np.intp(message[1])
+                if n > capacity:
+                    lengths[s, k] = -n
+                else:
+                    buf = _carray(_bytes_at(np.intp(message[0])), (n,))
+                    for i in range(n):
+                        rows[s, k, i] = buf[i]
+                    lengths[s, k] = n
+                counts[s] += 1
+        return 0
+
+    @njit(**_OPTS)
     def message_bytes(message):
         """The bytes of the serialized message ``message`` (8 words): a view of its buffer, its length long."""
         return _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
@@ -604,6 +632,48 @@ class JointStateStream:
         self._message.release()
 
 
+class SerializedTakes:
+    """The messages waiting on several subscriptions, taken as their serialized bytes in one compiled call
+    (:func:`take_serialized_rows`): for polled inputs that are mostly empty at a sample (an empty take through
+    rclpy costs its Python each time). ``subscriptions``: rclpy's handles (:class:`hil_common.polled.
+    PolledSubscription`'s ``handle``), which must outlive this; ``depth``: at most so many per subscription and call;
+    ``capacity``: the longest message kept (a longer one is counted, its length negative)."""
+
+    def __init__(self, subscriptions, depth: int = 10, capacity: int = 4096):
+        if _WHY_NOT:
+            raise StartError(f'hil_common.rcl_io: {_WHY_NOT}')
+        self._handles = tuple(subscriptions)
+        self._pointers = np.array([int(h.pointer) for h in self._handles], dtype=np.int64)
+        n = len(self._handles)
+        self.rows = np.zeros((n, 2 * int(depth), int(capacity)), dtype=np.uint8)
+        self.lengths = np.zeros((n, 2 * int(depth)), dtype=np.int64)
+        self.counts = np.zeros(n, dtype=np.int64)
+        self._message = _SerializedMessage()
+        self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
+        # the compiled call loaded now, not in a callback: on no subscription (nothing to take)
+        take_serialized_rows(np.zeros(0, dtype=np.int64), self._message.words, self._info, self.rows, self.lengths,
+                             self.counts)
+
+    def take(self) -> np.ndarray:
+        """Take what waits: :attr:`counts` (per subscription, in their order). Raises
+        :class:`hil_common.errors.StartError` with rcl's message on an rcl error."""
+        ret = take_serialized_rows(self._pointers, self._message.words, self._info, self.rows, self.lengths,
+                                   self.counts)
+        if ret < 0:
+            raise _rcl_error('taking a message', -ret)
+        return self.counts
+
+    def message(self, s: int, k: int) -> bytes | None:
+        """Message ``k`` of subscription ``s`` from the last :meth:`take`, as bytes; None if it was longer than a
+        row."""
+        n = int(self.lengths[s, k])
+        return None if n < 0 else self.rows[s, k, :n].tobytes()
+
+    def release(self) -> None:
+        """Free the take buffer (when the node is destroyed)."""
+        self._message.release()
+
+
 def malformed_reason(flags: int) -> str:
     """The decode error of a row whose flags have :data:`MALFORMED`."""
     return MALFORMED_REASONS.get(int(flags) >> 8, 'malformed')
@@ -640,7 +710,8 @@ class Float64ArrayPublisher:
 
 
 def warm_up() -> None:
-    """Compile (or load) the kernels: a joint state and a command through a private topic on loopback."""
+    """Compile (or load) the kernels: a joint state and a command through a private topic on loopback, and a take of
+    serialized messages."""
     import time
 
     import rclpy
@@ -662,6 +733,9 @@ def warm_up() -> None:
         deadline = time.monotonic() + 5.0
         while stream.take() == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
+        takes = SerializedTakes([polled.handle])
+        takes.take()
+        takes.release()
         Float64ArrayPublisher(node.create_publisher(Float64MultiArray, 'hil_rcl_io_warm_up/out', 10), 2).publish(
             np.zeros(2))
         stream.release()

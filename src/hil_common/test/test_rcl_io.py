@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 import rclpy
-from rclpy.serialization import serialize_message
+from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -327,3 +327,53 @@ def test_compiled_wrench_and_float64_array_decode_as_the_readable_decoders_and_r
     for sec, nanosec in [(0, 0), (-1, 1), (2**31 - 1, 999_999_999), (-2**31, 5)]:
         rcl_io.write_stamp(header, sec, nanosec)
         assert header.tobytes() == encode_header(sec, nanosec)
+
+
+def test_several_subscriptions_are_taken_in_one_call_as_rclpys_bytes_in_order(node):
+    """``SerializedTakes`` on two polled subscriptions of different types: nothing waiting gives zero counts; then
+    each subscription's messages, oldest first and at most its rows per call (the rest at the next call), are the
+    messages sent (rclpy's deserializer on the bytes); a message longer than a row is counted with its length
+    negated, not copied."""
+    from geometry_msgs.msg import WrenchStamped
+
+    arrays = PolledSubscription(node, Float64MultiArray, 'rcl_io/takes_a', 100)
+    wrenches = PolledSubscription(node, WrenchStamped, 'rcl_io/takes_b', 100)
+    takes = rcl_io.SerializedTakes([arrays.handle, wrenches.handle], depth=3, capacity=256)     # 6 rows each
+    assert list(takes.take()) == [0, 0]
+    pub_a = node.create_publisher(Float64MultiArray, 'rcl_io/takes_a', 100)
+    pub_b = node.create_publisher(WrenchStamped, 'rcl_io/takes_b', 100)
+    matched(pub_a, arrays)
+    matched(pub_b, wrenches)
+    sent_a = [Float64MultiArray(data=[float(k)] * (1 + k % 4)) for k in range(8)]
+    sent_a.append(Float64MultiArray(data=[1.0] * 40))             # 320 doubles' bytes: longer than a row
+    sent_b = []
+    for k in range(4):
+        w = WrenchStamped()
+        w.header.frame_id, w.header.stamp.sec = 'sensor' * (k + 1), k
+        w.wrench.force.x, w.wrench.torque.z = float(k), -float(k)
+        sent_b.append(w)
+    for m in sent_a:
+        pub_a.publish(m)
+    for m in sent_b:
+        pub_b.publish(m)
+    got_a, got_b, lengths = [], [], []
+    deadline = time.monotonic() + 10.0
+    while len(got_a) < len(sent_a) or len(got_b) < len(sent_b):
+        assert time.monotonic() < deadline, (len(got_a), len(got_b))
+        counts = takes.take().copy()
+        assert counts[0] <= 6 and counts[1] <= 6
+        got_a += [takes.message(0, k) for k in range(counts[0])]
+        lengths += [int(takes.lengths[0, k]) for k in range(counts[0])]
+        got_b += [takes.message(1, k) for k in range(counts[1])]
+        time.sleep(0.01)
+    # the same messages (rclpy's deserializer on the taken bytes; the bytes of its own serializer differ from the
+    # wire's only in their alignment padding, which it leaves uninitialised), and as long
+    assert [deserialize_message(b, Float64MultiArray) for b in got_a[:-1]] == sent_a[:-1]
+    assert [len(b) for b in got_a[:-1]] == [len(serialize_message(m)) for m in sent_a[:-1]]
+    assert got_a[-1] is None and lengths[-1] == -len(serialize_message(sent_a[-1]))
+    assert [deserialize_message(b, WrenchStamped) for b in got_b] == sent_b
+    assert [len(b) for b in got_b] == [len(serialize_message(m)) for m in sent_b]
+    assert list(takes.take()) == [0, 0]
+    takes.release()
+    arrays.destroy()
+    wrenches.destroy()
