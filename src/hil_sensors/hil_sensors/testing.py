@@ -155,7 +155,8 @@ def find_executable(name: str) -> str:
 
 
 class DriverProcess:
-    """``ft_sensor_node`` in a subprocess, with its parameters written to a YAML file."""
+    """``ft_sensor_node`` in a subprocess, with its parameters written to a YAML file in a directory of its own,
+    which :meth:`stop` removes (its log kept in memory for :meth:`log`)."""
 
     def __init__(self, params: dict[str, Any], namespace: str = '/ft_test', base_yaml: str | Path | None = None,
                  executable: str = 'ft_sensor_node', node_name: str = 'ft_sensor'):
@@ -171,6 +172,7 @@ class DriverProcess:
         cmd += ['--params-file', str(self.yaml_path)]
         self.cmd = cmd
         self._log = open(self.log_path, 'w')
+        self._log_text: str | None = None
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ))
 
     def topic(self, name: str) -> str:
@@ -181,9 +183,14 @@ class DriverProcess:
         return f'{self.namespace.rstrip("/")}/{self.node_name}'
 
     def log(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return f'$ {" ".join(self.cmd)}  (exit {self.proc.returncode})\n' + self.log_path.read_text()
+        """The command, its exit code and what the node printed (kept in memory once it stopped)."""
+        if self._log_text is not None:
+            text = self._log_text
+        else:
+            if not self._log.closed:
+                self._log.flush()
+            text = self.log_path.read_text(errors='replace')
+        return f'$ {" ".join(self.cmd)}  (exit {self.proc.returncode})\n' + text
 
     def wait_exit(self, timeout_s: float = 10.0) -> int | None:
         try:
@@ -199,7 +206,10 @@ class DriverProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=5.0)
-        self._log.close()
+        if self._log_text is None:      # the log read into memory and the directory removed (no litter in /tmp)
+            self._log.close()
+            self._log_text = self.log_path.read_text(errors='replace')
+            shutil.rmtree(self.dir, ignore_errors=True)
         return self.proc.returncode
 
     def __enter__(self) -> 'DriverProcess':
