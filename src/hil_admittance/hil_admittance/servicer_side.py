@@ -51,6 +51,7 @@ from hil_common.errors import ConfigError
 from hil_common.finite import all_finite
 from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
+from hil_common.policy_kernel import optional_field
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
@@ -102,24 +103,14 @@ def _joint_array(name: str) -> property:
     """``q``/``dq`` of an :class:`ArrayJointsSide`: the state's array, None before the first measurement; a value set
     is copied into it."""
     def get(self):
-        return getattr(self._joints, name) if self._joints.jf[J_HAS] else None
+        return getattr(self._st, name) if self._st.jf[J_HAS] else None
 
     def put(self, value) -> None:
         if value is None:
-            self._joints.jf[J_HAS] = 0.0
+            self._st.jf[J_HAS] = 0.0
         else:
-            getattr(self._joints, name)[...] = value
-            self._joints.jf[J_HAS] = 1.0
-    return property(get, put)
-
-
-def _joint_time(index: int) -> property:
-    def get(self):
-        value = self._joints.jf[index]
-        return None if np.isnan(value) else float(value)
-
-    def put(self, value) -> None:
-        self._joints.jf[index] = np.nan if value is None else float(value)
+            getattr(self._st, name)[...] = value
+            self._st.jf[J_HAS] = 1.0
     return property(get, put)
 
 
@@ -330,27 +321,27 @@ class ArrayJointsSide(ServicerSide):
     throughout), so a compiled call that writes them changes what Python reads."""
 
     q, dq = _joint_array('q'), _joint_array('dq')
-    joints_stamp_s, first_joints_s = _joint_time(J_STAMP), _joint_time(J_FIRST)
+    joints_stamp_s, first_joints_s = optional_field('jf', J_STAMP), optional_field('jf', J_FIRST)
 
     @property
     def ddq(self) -> np.ndarray:
-        return self._joints.ddq
+        return self._st.ddq
 
     @ddq.setter
     def ddq(self, value) -> None:
-        self._joints.ddq[...] = value
+        self._st.ddq[...] = value
 
 
 def adopt_joints(side: ServicerSide) -> JointsState:
     """Turn ``side`` (a :class:`ServicerSide`, exactly) into an :class:`ArrayJointsSide` in place (every reference to
     it stays valid) and return its :class:`JointsState`; adopting an adopted side returns its state."""
     if isinstance(side, ArrayJointsSide):
-        return side._joints
+        return side._st
     if type(side) is not ServicerSide:
         raise ConfigError(f'adopt_joints: {type(side).__name__} has no array-backed form')
     state = JointsState(side)
     for name in ('q', 'dq', 'ddq', 'joints_stamp_s', 'first_joints_s'):
         del side.__dict__[name]         # the class's properties read the arrays from now on
     side.__class__ = ArrayJointsSide
-    side._joints = state
+    side._st = state            # (the array-backed forms' name: policy_kernel.optional_field reads it)
     return state

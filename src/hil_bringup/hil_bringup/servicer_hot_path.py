@@ -130,7 +130,8 @@ class ServicerHotPath:
 
     def table_joints(self, q, dq, now_s: float, side_now_s: float) -> bool:
         """The table's measured joints (its order; None if the message lacked them) at ``now_s`` (the
-        table's clock) and ``side_now_s`` (the side's); their rates give the base's measured twist."""
+        table's clock) and ``side_now_s`` (the side's); their rates give the base's measured twist. Joints that are
+        not the table's count of finite values are refused (counted in ``refused_joint_states``); False then."""
         if q is None or np.shape(q) != self._q_table.shape or not all_finite(q):
             self.counters['refused_joint_states'] += 1
             return False

@@ -358,7 +358,9 @@ def _float(arrays: str, index: int) -> property:
                     lambda self, v: getattr(self._st, arrays).__setitem__(index, v))
 
 
-def _optional(arrays: str, index: int) -> property:
+def optional_field(arrays: str, index: int) -> property:
+    """A property over ``self._st.<arrays>[index]``: a float, or None where the array holds ``nan`` (an array-backed
+    form's optional time; also :class:`hil_admittance.servicer_side.ArrayJointsSide`'s)."""
     return property(lambda self: _none(getattr(self._st, arrays)[index]),
                     lambda self, v: getattr(self._st, arrays).__setitem__(index, _nan(v)))
 
@@ -393,7 +395,7 @@ class ArrayWatch(InputWatch):
 
     timeout_s, start_timeout_s = _float('wf', W_TIMEOUT), _float('wf', W_START_TIMEOUT)
     recover_after_s = _float('wf', W_RECOVER_AFTER)
-    started_s, last_s, _healthy_since = _optional('wf', W_STARTED), _optional('wf', W_LAST), _optional('wf', W_HEALTHY)
+    started_s, last_s, _healthy_since = optional_field('wf', W_STARTED), optional_field('wf', W_LAST), optional_field('wf', W_HEALTHY)
     state, auto_recover = _coded('wi', W_STATE, WATCH_STATES), _int('wi', W_AUTO, bool)
     stale_events, recoveries = _int('wi', W_STALE_EVENTS), _int('wi', W_RECOVERIES)
     start_timeouts, samples = _int('wi', W_START_TIMEOUTS), _int('wi', W_SAMPLES)
@@ -418,8 +420,8 @@ class ArrayGuard(OverloadGuard):
     dt_s, warn_late_s, hold_late_s = _float('gf', G_DT), _float('gf', G_WARN), _float('gf', G_HOLD)
     recover_after_s, mean_late_s, window_s = _float('gf', G_RECOVER), _float('gf', G_MEAN_LATE), _float('gf', G_WINDOW)
     _window_late, mean_late_window_s = _float('gf', G_WINDOW_LATE), _float('gf', G_MEAN_WINDOW)
-    max_late_s, _first_tick_s = _float('gf', G_MAX_LATE), _optional('gf', G_FIRST_TICK)
-    _on_time_since, _calm_since = _optional('gf', G_ON_TIME_SINCE), _optional('gf', G_CALM_SINCE)
+    max_late_s, _first_tick_s = _float('gf', G_MAX_LATE), optional_field('gf', G_FIRST_TICK)
+    _on_time_since, _calm_since = optional_field('gf', G_ON_TIME_SINCE), optional_field('gf', G_CALM_SINCE)
     _window_steps, holding = _int('gi', GI_WINDOW_STEPS), _int('gi', GI_HOLDING, bool)
     level, policy = _coded('gi', GI_LEVEL, LEVELS), _coded('gi', GI_POLICY, POLICY_CODES)
     ticks, late_ticks = _int('gi', GI_TICKS), _int('gi', GI_LATE_TICKS)
@@ -464,7 +466,7 @@ class ArrayHeld(HeldInput):
     """A :class:`HeldInput` adopted by :func:`adopt`: its state is ``self._st`` (a :class:`HeldState`); a value set
     is copied into the held array (of the size first held)."""
 
-    stamp_s = _optional('stamp', 0)
+    stamp_s = optional_field('stamp', 0)
 
     @property
     def value(self) -> np.ndarray:
