@@ -51,7 +51,7 @@ from hil_common.errors import ConfigError
 from hil_common.finite import all_finite
 from hil_common.freshness import HeldInput
 from hil_common.overload import OverloadGuard, due_steps
-from hil_common.policy_kernel import optional_field
+from hil_common.policy_kernel import array_field, optional_field
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
@@ -322,14 +322,7 @@ class ArrayJointsSide(ServicerSide):
 
     q, dq = _joint_array('q'), _joint_array('dq')
     joints_stamp_s, first_joints_s = optional_field('jf', J_STAMP), optional_field('jf', J_FIRST)
-
-    @property
-    def ddq(self) -> np.ndarray:
-        return self._st.ddq
-
-    @ddq.setter
-    def ddq(self, value) -> None:
-        self._st.ddq[...] = value
+    ddq = array_field('ddq')
 
 
 def adopt_joints(side: ServicerSide) -> JointsState:

@@ -365,6 +365,13 @@ def optional_field(arrays: str, index: int) -> property:
                     lambda self, v: getattr(self._st, arrays).__setitem__(index, _nan(v)))
 
 
+def array_field(name: str) -> property:
+    """A property over the array ``self._st.<name>`` itself: a value set is copied into it (the array stays the
+    same, so a compiled call that holds it sees every value)."""
+    return property(lambda self: getattr(self._st, name),
+                    lambda self, v: getattr(self._st, name).__setitem__(Ellipsis, v))
+
+
 def _int(arrays: str, index: int, kind=int) -> property:
     return property(lambda self: kind(getattr(self._st, arrays)[index]),
                     lambda self, v: getattr(self._st, arrays).__setitem__(index, int(v)))
@@ -467,14 +474,7 @@ class ArrayHeld(HeldInput):
     is copied into the held array (of the size first held)."""
 
     stamp_s = optional_field('stamp', 0)
-
-    @property
-    def value(self) -> np.ndarray:
-        return self._st.value
-
-    @value.setter
-    def value(self, v) -> None:
-        self._st.value[...] = v
+    value = array_field('value')
 
     def set(self, value, now_s: float) -> None:
         self._st.value[...] = value
