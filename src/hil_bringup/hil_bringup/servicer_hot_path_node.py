@@ -24,11 +24,11 @@ wrist sample each command came from, for latency measurements). Dropped steps ar
 effort commands sent, as raw CDR (:mod:`hil_common.cdr`); with ``compiled_io`` (the default) the joints are taken
 and decoded, and the two commands encoded and sent, through rcl from compiled code (:mod:`hil_common.rcl_io`: no
 Python per message; the OBSW's commands and the client's state are taken in one compiled call, and only the
-messages that came are handled in Python), and the joints' rows go into the rule in compiled code too (``ServicerHotPath.arm_joint_rows``,
-``table_joint_rows``: the arm's differencing, the table joints' watch and measured twist; a malformed or partial
-row, and the rows after it, in Python as before). Only the wrist samples wake the node: the arm's and the
-table's joints, the OBSW's commands and the client's state are taken, in the order they came, when a sample
-arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
+messages that came are handled in Python), and the joints' rows go into the rule in compiled code too
+(``ServicerHotPath.arm_joint_rows``, ``table_joint_rows``: the arm's differencing, the table joints' watch and
+measured twist; a malformed or partial row, and the rows after it, in Python as before). Only the wrist samples
+wake the node: the arm's and the table's joints, the OBSW's commands and the client's state are taken, in the order
+they came, when a sample arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
 """
 
 from __future__ import annotations

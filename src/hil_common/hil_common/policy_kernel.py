@@ -402,7 +402,8 @@ class ArrayWatch(InputWatch):
 
     timeout_s, start_timeout_s = _float('wf', W_TIMEOUT), _float('wf', W_START_TIMEOUT)
     recover_after_s = _float('wf', W_RECOVER_AFTER)
-    started_s, last_s, _healthy_since = optional_field('wf', W_STARTED), optional_field('wf', W_LAST), optional_field('wf', W_HEALTHY)
+    started_s, last_s = optional_field('wf', W_STARTED), optional_field('wf', W_LAST)
+    _healthy_since = optional_field('wf', W_HEALTHY)
     state, auto_recover = _coded('wi', W_STATE, WATCH_STATES), _int('wi', W_AUTO, bool)
     stale_events, recoveries = _int('wi', W_STALE_EVENTS), _int('wi', W_RECOVERIES)
     start_timeouts, samples = _int('wi', W_START_TIMEOUTS), _int('wi', W_SAMPLES)

@@ -611,9 +611,9 @@ class JointStateStream:
         return n
 
     def readings(self, n: int, start: int = 0):
-        """Rows ``start..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
-        None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error ('' if
-        none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
+        """Rows ``start..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``,
+        ``q`` None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error (''
+        if none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
         :data:`POSITIONS_FULL` (:meth:`whole`)."""
         for k in range(start, n):
             flags = int(self.flags[k])
