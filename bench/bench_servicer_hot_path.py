@@ -69,8 +69,7 @@ def main(samples: int = 6000) -> None:
             t0 = clock()
             if name == 'rows':                   # the rows' copies are the take's (its decoder writes them)
                 arm_rows[0][0], arm_rows[1][0] = q_k, dq_k
-                if rule.arm_joint_rows(1, *arm_rows, t) == 0:
-                    side.set_joints(q_k, dq_k, t, stamp)       # a row it leaves to Python (none here)
+                rule.arm_joint_rows(1, *arm_rows, t)
             else:
                 side.set_joints(q_k, dq_k, t, stamp)
             if k % 4 == 0:
@@ -78,8 +77,7 @@ def main(samples: int = 6000) -> None:
                 side.set_wrench_base(f_b, t)
             if name == 'rows':
                 table_rows[0][0], table_rows[1][0] = q_table[name], 0.0
-                if rule.table_joint_rows(1, *table_rows, t, t) == 0:
-                    rule.table_joints(q_table[name], np.zeros(m), t, t)     # the first: it starts the table
+                rule.table_joint_rows(1, *table_rows, t, t)        # (the first in Python: it starts the table)
             else:
                 rule.table_joints(q_table[name], np.zeros(m), t, t)
             out = rule.wrench(wrench, t, t)

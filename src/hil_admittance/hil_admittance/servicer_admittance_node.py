@@ -60,7 +60,7 @@ from hil_admittance import rebase_topic
 from hil_admittance.node_common import JointPicker
 from hil_common.ros_main import guarded
 from hil_admittance.overload_status import OverloadStatus
-from hil_admittance.servicer_side import ServicerSide
+from hil_admittance.servicer_side import NO_ARM_JOINTS, ServicerSide
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
                             TwistStampedEncoder, decode_float64_array, decode_odometry, decode_wrench_stamped)
 from hil_common.conversions import (pose_from_msg, pose_from_xyzquat, stamp_to_seconds, twist_from_msg, wrench_from_msg,
@@ -321,7 +321,7 @@ class ServicerAdmittanceNode(Node):
 
     def _joints(self, joints, stamp_s: float) -> None:
         if joints is None:
-            self.side.reject('joint state without the arm joints, or non-finite')
+            self.side.reject(NO_ARM_JOINTS)
             self._report_rejections()
             return
         self.side.set_joints(*joints, self._now_s(), stamp_s)

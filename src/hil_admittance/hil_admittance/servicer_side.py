@@ -79,6 +79,9 @@ class ServicerOutput:
         return array_pose(self.pose_table_cmd_array)
 
 
+#: why an arm joint state is refused when it lacks a joint's position or velocity, or one is not finite
+NO_ARM_JOINTS = 'joint state without the arm joints, or non-finite'
+
 #: :class:`JointsState`'s ``jf``: the newest measurement's time, the first arm state's arrival (both ``nan``: none yet)
 #: and whether ``q``, ``dq`` hold a measurement (1.0) or not (0.0)
 J_STAMP, J_FIRST, J_HAS = 0, 1, 2

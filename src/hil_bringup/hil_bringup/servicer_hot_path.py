@@ -65,9 +65,10 @@ from typing import Callable
 
 import numpy as np
 
-from hil_admittance.servicer_side import ServicerOutput, ServicerSide, adopt_joints
-from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_NOT_DUE, TABLE_INVALID_COMMAND, TABLE_NOT_RUN, \
-    TABLE_STALE_MEASUREMENT, arm_joint_rows, quiet_sample, side_and_table_step, table_joint_rows
+from hil_admittance.servicer_side import NO_ARM_JOINTS, ServicerOutput, ServicerSide, adopt_joints
+from hil_bringup.servicer_hot_path_kernel import ARM_ROW, QUIET_EVENT, QUIET_NOT_DUE, TABLE_INVALID_COMMAND, \
+    TABLE_NOT_RUN, TABLE_STALE_MEASUREMENT, arm_joint_rows, quiet_sample, side_and_table_step, table_joint_rows
+from hil_common.cdr import DQ_OK, MALFORMED, Q_OK, malformed_reason
 from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
 from hil_common import policy_kernel
@@ -179,30 +180,56 @@ class ServicerHotPath:
         self.table_joint_rows(0, rows, rows, flags, 0.0, 0.0, load=True)
         return self._inputs
 
-    def arm_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, side_now_s: float, load=False) -> int:
-        """The arm's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``),
-        rows from 0 on, each as ``side.set_joints(q, dq, side_now_s, sec + nanosec 1e-9)``, in compiled code
-        (``servicer_hot_path_kernel.arm_joint_rows``). Returns the first row not taken (``n_rows``: all; the caller
-        takes that one and the rest as before: a malformed or partial row is the side's to refuse)."""
-        inputs = self.inputs_on_arrays()
-        if inputs is None or (n_rows == 0 and not load):
-            return 0
-        j = inputs.joints
-        return arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(side_now_s), j.q, j.dq, j.ddq, j.jf)
+    def arm_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, side_now_s: float, compiled: bool = True,
+                       load: bool = False) -> int:
+        """The arm's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``), in
+        order, each as ``side.set_joints(q, dq, side_now_s, sec + nanosec 1e-9)``; a malformed row, or one without
+        every joint's position and velocity, refused by the side with its reason. The rows from the first on go in
+        compiled code (``servicer_hot_path_kernel.arm_joint_rows``) up to the first it leaves (a refused row), the
+        rest in Python (all of them with ``compiled=False``: the reference). Returns how many went in compiled
+        code."""
+        inputs = self.inputs_on_arrays() if compiled else None
+        start = 0
+        if inputs is not None and (n_rows > 0 or load):
+            j = inputs.joints
+            start = arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(side_now_s), j.q, j.dq, j.ddq, j.jf)
+        side = self.side
+        for k in range(start, n_rows):
+            f = int(flags[k])
+            if f & MALFORMED:
+                side.reject(f'malformed joint state ({malformed_reason(f)})')
+            elif f & ARM_ROW == ARM_ROW:
+                side.set_joints(q_rows[k].copy(), dq_rows[k].copy(), side_now_s,
+                                int(stamps[k, 0]) + int(stamps[k, 1]) * 1e-9)
+            else:
+                side.reject(NO_ARM_JOINTS)
+        return start
 
     def table_joint_rows(self, n_rows: int, q_rows, dq_rows, flags, now_s: float, side_now_s: float,
-                         load=False) -> int:
-        """The table's joint states of a take, rows from 0 on, each as :meth:`table_joints` (``now_s``, ``side_now_s``),
-        in compiled code (``servicer_hot_path_kernel.table_joint_rows``). Returns the first row not taken (the caller
-        takes that one and the rest with :meth:`table_joints`: a malformed or partial row, or the first joints,
-        which start the table)."""
-        inputs = self.inputs_on_arrays()
-        if inputs is None or (n_rows == 0 and not load):
-            return 0
-        (c, ad, poses, jac, scratch), w, tw = inputs.twist_work, inputs.watch, inputs.twist
-        return table_joint_rows(n_rows, q_rows, dq_rows, flags, float(now_s), float(side_now_s),
-                                self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi, c.placements,
-                                c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
+                         compiled: bool = True, load: bool = False) -> tuple[int, str]:
+        """The table's joint states of a take, in order, each as :meth:`table_joints` (``now_s``, ``side_now_s``;
+        without its positions: ``q`` None, without its velocities: ``dq`` None); a malformed row refused and
+        counted. The rows from the first on go in compiled code (``servicer_hot_path_kernel.table_joint_rows``) up
+        to the first it leaves (a malformed or partial row, or the first joints, which start the table), the rest
+        in Python (all of them with ``compiled=False``). Returns how many went in compiled code and the last
+        malformed row's decode error ('' if none), for the node's warning."""
+        inputs = self.inputs_on_arrays() if compiled else None
+        start, malformed = 0, ''
+        if inputs is not None and (n_rows > 0 or load):
+            (c, ad, poses, jac, scratch), w, tw = inputs.twist_work, inputs.watch, inputs.twist
+            start = table_joint_rows(n_rows, q_rows, dq_rows, flags, float(now_s), float(side_now_s),
+                                     self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi,
+                                     c.placements, c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch,
+                                     tw.value, tw.stamp)
+        for k in range(start, n_rows):
+            f = int(flags[k])
+            if f & MALFORMED:
+                self.counters['refused_joint_states'] += 1
+                malformed = malformed_reason(f)
+            else:
+                self.table_joints(q_rows[k].copy() if f & Q_OK else None, dq_rows[k].copy() if f & DQ_OK else None,
+                                  now_s, side_now_s)
+        return start, malformed
 
     def set_ft_fault(self, latched: bool) -> bool:
         """The wrist F/T's latched fault; True when it changed."""

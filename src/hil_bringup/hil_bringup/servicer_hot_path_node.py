@@ -182,33 +182,23 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                     handle(buf)
 
     def _table_joints_taken(self, stream, n: int) -> None:
-        """:meth:`on_table_joints` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io)."""
+        """:meth:`on_table_joints` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io), through the rule
+        (``ServicerHotPath.table_joint_rows``: in compiled code up to a malformed or partial row)."""
         if n == 0:
             return
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        # the rows the rule takes in compiled code, then the rest (a malformed or partial row, the first joints)
-        start = self.rule.table_joint_rows(n, stream.q, stream.dq, stream.flags, now, self._now_s())
-        for q, dq, malformed in stream.readings(n, start):
-            if malformed:
-                self.rule.counters['refused_joint_states'] += 1
-                self.get_logger().warn(f'malformed table joint state dropped ({malformed})', throttle_duration_sec=1.0)
-            else:
-                self.rule.table_joints(q, dq, now, self._now_s())
+        _, malformed = self.rule.table_joint_rows(n, stream.q, stream.dq, stream.flags, now, self._now_s())
+        if malformed:
+            self.get_logger().warn(f'malformed table joint state dropped ({malformed})', throttle_duration_sec=1.0)
 
     def _arm_joints_taken(self, stream, n: int) -> None:
-        """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io): the rows the rule takes in
-        compiled code, then the rest (from a malformed or partial row on) as before."""
-        start = self.rule.arm_joint_rows(n, stream.q, stream.dq, stream.stamps, stream.flags, self._now_s()) \
-            if n else 0
-        for k, (q, dq, malformed) in enumerate(stream.readings(n, start), start):
-            if malformed:
-                self.side.reject(f'malformed joint state ({malformed})')
-                self._report_rejections()
-                continue
-            sec, nanosec = stream.stamps[k]
-            self._joints((q, dq) if stream.whole(k) else None, int(sec) + int(nanosec) * 1e-9)
+        """``on_joints_raw`` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io), through the rule
+        (``ServicerHotPath.arm_joint_rows``: in compiled code up to a refused row)."""
+        if n:
+            self.rule.arm_joint_rows(n, stream.q, stream.dq, stream.stamps, stream.flags, self._now_s())
+            self._report_rejections()
 
     def send_effort(self, tau_q) -> None:
         if self.compiled_io is None:

@@ -277,34 +277,10 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 
 
-def _arm_rows_in_python(side, rows, start, now_s):
-    """The node's Python for a take's arm rows from ``start`` (``servicer_hot_path_node._arm_joints_taken``): a
-    malformed row or one without every joint's position and velocity refused, the others ``set_joints``."""
-    q_rows, dq_rows, stamps, flags = rows
-    for k in range(start, len(flags)):
-        if flags[k] & MALFORMED:
-            side.reject('malformed joint state')
-        elif flags[k] & ARM_ROW == ARM_ROW:
-            side.set_joints(q_rows[k].copy(), dq_rows[k].copy(), now_s, int(stamps[k, 0]) + int(stamps[k, 1]) * 1e-9)
-        else:
-            side.reject('joint state without the arm joints, or non-finite')
-
-
-def _table_rows_in_python(rule, rows, start, now_s, side_now_s):
-    """The node's Python for a take's table rows from ``start`` (``_table_joints_taken``)."""
-    q_rows, dq_rows, flags = rows
-    for k in range(start, len(flags)):
-        if flags[k] & MALFORMED:
-            rule.counters['refused_joint_states'] += 1
-        else:
-            rule.table_joints(q_rows[k].copy() if flags[k] & Q_OK else None,
-                              dq_rows[k].copy() if flags[k] & DQ_OK else None, now_s, side_now_s)
-
-
 def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
-    """A take's joint-state rows (``JointStateStream``'s arrays) into the rule in compiled code
-    (``ServicerHotPath.arm_joint_rows``, ``table_joint_rows``) and the Python after its first row it leaves, against
-    the node's Python for every row, on two rules fed the same random takes: arm stamps advancing with jitter, the
+    """A take's joint-state rows (``JointStateStream``'s arrays) into the rule (``ServicerHotPath.arm_joint_rows``,
+    ``table_joint_rows``, as the node hands them): in compiled code up to the first row it leaves and the rest in
+    Python, against the Python for every row (``compiled=False``), on two rules fed the same random takes: arm stamps advancing with jitter, the
     same stamp again, a clock going back, unstamped rows; malformed and partial rows; the table's first joints (they
     start the table), gaps that make its joints stale and their recovery, a twist too large to be finite. After every
     take the side's joints (``q``, ``dq``, ``ddq`` by differencing, their times), the rejections, the table's measured
@@ -336,7 +312,7 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
                 stamps[k] = int(stamp), int(round((stamp - int(stamp)) * 1e9))
             u = rng.random()
             if u < 0.04:
-                flags[k] = MALFORMED | 5
+                flags[k] = MALFORMED | 5 << 8            # buffer too short
             elif u < 0.08:
                 flags[k] = Q_OK | DQ_OK                 # fewer positions than names
             elif u < 0.1:
@@ -348,7 +324,7 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
         for k in range(rows_table):
             u = rng.random()
             if u < 0.04:
-                tflags[k] = MALFORMED | 3
+                tflags[k] = MALFORMED | 3 << 8           # names beyond the buffer
             elif u < 0.08:
                 tflags[k] = DQ_OK                      # a joint missing
             elif u < 0.14:
@@ -359,13 +335,13 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
         arm, table = (q_rows, dq_rows, stamps, flags), (tq_rows, tdq_rows, tflags)
         side_t = t - 0.7                               # the side's clock: not the table's
         for run in (ref, fast):
-            rule = run.rule
-            start = 0 if run is ref else rule.arm_joint_rows(rows_arm, *arm, side_t)
-            seen['arm compiled'] += start if run is fast else 0
-            _arm_rows_in_python(run.side, arm, start, side_t)
-            start = 0 if run is ref else rule.table_joint_rows(rows_table, tq_rows, tdq_rows, tflags, t, side_t)
-            seen['table compiled'] += start if run is fast else 0
-            _table_rows_in_python(rule, table, start, t, side_t)
+            compiled = run is fast
+            taken = run.rule.arm_joint_rows(rows_arm, *arm, side_t, compiled=compiled)
+            seen['arm compiled'] += taken
+            taken, malformed = run.rule.table_joint_rows(rows_table, *table, t, side_t, compiled=compiled)
+            seen['table compiled'] += taken
+            seen['malformed reported'] += malformed == 'names beyond the buffer'
+        assert ref.side.last_rejection == fast.side.last_rejection, batch
         a, b = ref.side, fast.side
         for name in ('q', 'dq', 'ddq'):
             x, y = getattr(a, name), getattr(b, name)
@@ -387,7 +363,7 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
     seen['refused table joints'] = ref.rule.counters['refused_joint_states']
     seen['stale events'] = ref.rule.joints.stale_events
     expected = {'unstamped', 'same stamp', 'clock back', 'huge rates', 'arm compiled', 'table compiled', 'differenced',
-                'stale', 'rejected', 'refused table joints', 'stale events'}
+                'stale', 'rejected', 'refused table joints', 'stale events', 'malformed reported'}
     assert expected <= {k for k, v in seen.items() if v > 0}, seen
     assert seen['arm compiled'] > 300 and seen['table compiled'] > 300, seen
     assert values['joint_states_timeout_s'] < 0.25        # the gaps do make the table's joints stale

@@ -29,7 +29,15 @@ _BASE = 4                               # alignment counts from here
 Q_OK = 1            # every joint of the node's order present, enough positions, all finite
 DQ_OK = 2           # as many velocities as names, every one of the node's finite
 POSITIONS_FULL = 4  # as many positions as names
-MALFORMED = 8       # the buffer does not decode (rcl_io.MALFORMED_REASONS)
+MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
+#: the decode error of a MALFORMED row, by the code in its flags' bits 8 and up: the texts of :class:`CdrError`
+MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
+                     4: 'sequence beyond the buffer', 5: 'buffer too short', 6: 'wrench beyond the buffer'}
+
+
+def malformed_reason(flags: int) -> str:
+    """The decode error of a row whose flags have :data:`MALFORMED`."""
+    return MALFORMED_REASONS.get(int(flags) >> 8, 'malformed')
 
 _U32 = struct.Struct('<I')
 _STAMP = struct.Struct('<iI')

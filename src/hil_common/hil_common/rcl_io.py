@@ -47,17 +47,15 @@ from pathlib import Path
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  # noqa: F401 - loads librcl
 
-from hil_common.cdr import DQ_OK, HEADER, MALFORMED, POSITIONS_FULL, Q_OK, CdrError  # noqa: F401 - the rows' flags
+from hil_common.cdr import (DQ_OK, HEADER, MALFORMED, MALFORMED_REASONS, POSITIONS_FULL, Q_OK,  # noqa: F401 - rows'
+                            CdrError, malformed_reason)
 from hil_common.errors import StartError
 from hil_common.params import Param
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
 
-# JointStateStream's flags, per message (defined in hil_common.cdr, for plain-Python readers of the rows)
-#: the decode error of a MALFORMED message, by the code in its row: the texts of hil_common.cdr's CdrError
-MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
-                     4: 'sequence beyond the buffer', 5: 'buffer too short', 6: 'wrench beyond the buffer'}
+# JointStateStream's flags per message, and their malformed reasons: hil_common.cdr's (plain-Python readers use them)
 WRENCH_BEYOND = 6
 RCL_RET_TIMEOUT = 2
 # rcl_wait_set_t: (entities, count) for subscriptions, guard conditions, timers, clients, services, events; impl
@@ -610,12 +608,12 @@ class JointStateStream:
         self.taken += n
         return n
 
-    def readings(self, n: int, start: int = 0):
-        """Rows ``start..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``,
-        ``q`` None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error (''
-        if none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
+    def readings(self, n: int):
+        """Rows ``0..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
+        None unless :data:`Q_OK`, ``dq`` None unless :data:`DQ_OK` (copies), ``malformed`` the decode error ('' if
+        none; then both None). :class:`hil_common.cdr.JointStateReader`'s judgement; the arm's picker also needs
         :data:`POSITIONS_FULL` (:meth:`whole`)."""
-        for k in range(start, n):
+        for k in range(n):
             flags = int(self.flags[k])
             if flags & MALFORMED:
                 yield None, None, malformed_reason(flags)
@@ -672,11 +670,6 @@ class SerializedTakes:
     def release(self) -> None:
         """Free the take buffer (when the node is destroyed)."""
         self._message.release()
-
-
-def malformed_reason(flags: int) -> str:
-    """The decode error of a row whose flags have :data:`MALFORMED`."""
-    return MALFORMED_REASONS.get(int(flags) >> 8, 'malformed')
 
 
 class Float64ArrayPublisher:
