@@ -30,6 +30,8 @@ Q_OK = 1            # every joint of the node's order present, enough positions,
 DQ_OK = 2           # as many velocities as names, every one of the node's finite
 POSITIONS_FULL = 4  # as many positions as names
 MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
+# A wrench's row flags (hil_common.rcl_io.WrenchStream): 0 (taken), MALFORMED as above, or
+FRAME_OTHER = 16    # a frame_id that is neither empty nor the expected one
 #: the decode error of a MALFORMED row, by the code in its flags' bits 8 and up: the texts of :class:`CdrError`
 MALFORMED_REASONS = {1: 'not little-endian CDR', 2: 'bad string', 3: 'names beyond the buffer',
                      4: 'sequence beyond the buffer', 5: 'buffer too short', 6: 'wrench beyond the buffer'}

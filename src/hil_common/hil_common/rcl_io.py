@@ -13,6 +13,8 @@ itself, on the handles rclpy created:
   and :class:`hil_admittance.node_common.JointPicker` judge (a missing joint, too few or non-finite values, no
   velocities) as flags; the index of the node's joints among the message's is worked out again only when the
   names' bytes change;
+* :class:`WrenchStream` -- the wrist's ``geometry_msgs/WrenchStamped`` the same way, its frame_id checked;
+* :class:`SerializedTakes` -- the messages waiting on several subscriptions, as their bytes;
 * :class:`Float64ArrayPublisher` -- a ``std_msgs/Float64MultiArray`` (empty layout) written into a buffer built
   once and sent with ``rcl_publish_serialized_message``.
 
@@ -47,8 +49,8 @@ from pathlib import Path
 import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  # noqa: F401 - loads librcl
 
-from hil_common.cdr import (DQ_OK, HEADER, MALFORMED, MALFORMED_REASONS, POSITIONS_FULL, Q_OK,  # noqa: F401 - rows'
-                            CdrError, malformed_reason)
+from hil_common.cdr import (DQ_OK, FRAME_OTHER, HEADER, MALFORMED, MALFORMED_REASONS,  # noqa: F401 - rows'
+                            POSITIONS_FULL, Q_OK, CdrError, malformed_reason)
 from hil_common.errors import StartError
 from hil_common.params import Param
 
@@ -422,6 +424,42 @@ if not _WHY_NOT:
         return 0
 
     @njit(**_OPTS)
+    def take_wrenches(subscription, message, info, expected_frame, wrench, stamps, frames, frame_lens, flags, scratch):
+        """Every ``geometry_msgs/WrenchStamped`` waiting on the rcl ``subscription`` (its address), oldest first, at
+        most ``wrench.shape[0]``, decoded as :func:`decode_wrench` does: row ``k`` of ``wrench`` (``[f; tau]``),
+        ``stamps`` (sec, nanosec), ``frames`` (the frame_id's first bytes; ``frame_lens[k]`` its length) and ``flags``
+        (0; ``MALFORMED | code << 8``; :data:`FRAME_OTHER` when ``expected_frame`` (bytes) is not empty and the
+        frame_id is neither empty nor it). ``message``: an ``rcl_serialized_message_t`` (8 words) that rcl may grow.
+        Returns the count, or ``-(rcl's return)`` after an rcl error (the rows before it filled)."""
+        taken = 0
+        frame = np.zeros(2, dtype=np.intp)
+        while taken < wrench.shape[0]:
+            ret = _rcl_take(subscription, message.ctypes.data, info.ctypes.data)
+            if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
+                break
+            if ret != RCL_RET_OK:
+                return -ret
+            buf = _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
+            code = decode_wrench(buf, buf.shape[0], stamps[taken], frame, wrench[taken], scratch)
+            frame_lens[taken] = 0
+            if code == 0:
+                n = frame[1]
+                frame_lens[taken] = n
+                for i in range(min(n, frames.shape[1])):
+                    frames[taken, i] = buf[frame[0] + i]
+                if expected_frame.shape[0] > 0 and n > 0:
+                    same = n == expected_frame.shape[0]
+                    i = 0
+                    while same and i < n:
+                        same = buf[frame[0] + i] == expected_frame[i]
+                        i += 1
+                    if not same:
+                        code = FRAME_OTHER
+            flags[taken] = code
+            taken += 1
+        return taken
+
+    @njit(**_OPTS)
     def decode_float64_array(buf, n_buf, values, scratch):
         """One ``std_msgs/Float64MultiArray`` in ``buf[:n_buf]`` (:func:`hil_common.cdr.decode_float64_array`'s
         layout and refusals; the layout's dimensions skipped): its first ``values.shape[0]`` doubles into
@@ -630,6 +668,59 @@ class JointStateStream:
         self._message.release()
 
 
+class WrenchStream:
+    """The wrenches waiting on a subscription (the wrist F/T's ``geometry_msgs/WrenchStamped``), taken and decoded in
+    one compiled call (:func:`take_wrenches`; :func:`hil_common.cdr.decode_wrench_stamped`'s layout and refusals),
+    their frame_id checked against ``frame_id`` ('' : any). ``subscription`` is rclpy's handle (a
+    :class:`hil_common.polled.PolledSubscription`'s ``handle``), which must outlive this stream."""
+
+    FRAME_BYTES = 256           # a frame_id's bytes kept per row (for the message naming a wrong one)
+
+    def __init__(self, subscription, frame_id: str = '', depth: int = 10):
+        if _WHY_NOT:
+            raise StartError(f'hil_common.rcl_io: {_WHY_NOT}')
+        self._handle = subscription
+        self._pointer = int(subscription.pointer)
+        self._expected = np.frombuffer(frame_id.encode('utf-8'), dtype=np.uint8).copy()
+        rows = 2 * int(depth)
+        self.wrench = np.zeros((rows, 6))
+        self.stamps = np.zeros((rows, 2), dtype=np.int64)
+        self.frames = np.zeros((rows, self.FRAME_BYTES), dtype=np.uint8)
+        self.frame_lens = np.zeros(rows, dtype=np.intp)
+        self.flags = np.zeros(rows, dtype=np.int64)
+        self._scratch = np.zeros(8, dtype=np.uint8)
+        self._message = _SerializedMessage()
+        self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
+        self.taken = 0
+        # the compiled call loaded now, not in a callback: on no subscription (rcl refuses; nothing is taken)
+        if self._take(0) >= 0:
+            raise StartError('hil_common.rcl_io: rcl took from no subscription')
+        _rcutils.rcutils_reset_error()
+
+    def _take(self, pointer: int) -> int:
+        return take_wrenches(pointer, self._message.words, self._info, self._expected, self.wrench, self.stamps,
+                             self.frames, self.frame_lens, self.flags, self._scratch)
+
+    def take(self) -> int:
+        """The wrenches waiting, decoded into rows ``0..n-1`` of :attr:`wrench`, :attr:`stamps`, :attr:`flags`;
+        returns ``n``. Raises :class:`hil_common.errors.StartError` with rcl's message on an rcl error."""
+        n = self._take(self._pointer)
+        if n < 0:
+            raise _rcl_error('taking a wrench', -n)
+        self.taken += n
+        return n
+
+    def frame(self, k: int) -> str:
+        """Row ``k``'s frame_id (as :func:`hil_common.cdr.decode_wrench_stamped` gives it; at most
+        :attr:`FRAME_BYTES` bytes of it)."""
+        n = min(int(self.frame_lens[k]), self.FRAME_BYTES)
+        return self.frames[k, :n].tobytes().decode('utf-8', 'replace')
+
+    def release(self) -> None:
+        """Free the take buffer (when the node is destroyed)."""
+        self._message.release()
+
+
 class SerializedTakes:
     """The messages waiting on several subscriptions, taken as their serialized bytes in one compiled call
     (:func:`take_serialized_rows`): for polled inputs that are mostly empty at a sample (an empty take through
@@ -729,6 +820,7 @@ def warm_up() -> None:
         takes = SerializedTakes([polled.handle])
         takes.take()
         takes.release()
+        WrenchStream(polled.handle, 'a').release()      # (its take loaded where it is built)
         Float64ArrayPublisher(node.create_publisher(Float64MultiArray, 'hil_rcl_io_warm_up/out', 10), 2).publish(
             np.zeros(2))
         stream.release()

@@ -377,3 +377,65 @@ def test_several_subscriptions_are_taken_in_one_call_as_rclpys_bytes_in_order(no
     takes.release()
     arrays.destroy()
     wrenches.destroy()
+
+
+def test_wrenches_are_taken_in_one_call_as_the_readable_decoder_reads_them_their_frame_checked(node):
+    """``WrenchStream`` on a polled subscription (the wrist's): the messages, oldest first and at most its rows per
+    call, decoded as ``hil_common.cdr.decode_wrench_stamped`` decodes rclpy's serialization of them; a frame_id that
+    is neither empty nor the expected one flagged (one that only starts like it, or is a prefix of it, too) and
+    readable for the node's message; a malformed buffer flagged with the readable decoder's reason; a stream that
+    expects no frame takes every frame."""
+    from geometry_msgs.msg import WrenchStamped
+
+    from hil_common.cdr import decode_wrench_stamped
+
+    polled = PolledSubscription(node, WrenchStamped, 'rcl_io/wrist', 100)
+    stream = rcl_io.WrenchStream(polled.handle, 'wrist_ft', depth=3)             # 6 rows a call
+    assert stream.take() == 0
+    pub = node.create_publisher(WrenchStamped, 'rcl_io/wrist', 100)
+    matched(pub, polled)
+    rng = np.random.default_rng(3)
+    sent = []
+    for k, frame in enumerate(['wrist_ft', '', 'other', 'wrist_ft_', 'wrist', 'wrist_fu', 'wrist_ft', 'x' * 300]):
+        m = WrenchStamped()
+        m.header.frame_id = frame
+        m.header.stamp.sec, m.header.stamp.nanosec = int(rng.integers(-2**31, 2**31)), int(rng.integers(0, 10**9))
+        (m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y,
+         m.wrench.torque.z) = rng.normal(size=6) * 10.0 ** k
+        sent.append(serialize_message(m))
+    sent.insert(3, serialize_message(WrenchStamped())[:30])         # a wrench cut short
+    for buf in sent:
+        pub.publish(buf)
+    rows = []
+    deadline = time.monotonic() + 10.0
+    while len(rows) < len(sent):
+        assert time.monotonic() < deadline, len(rows)
+        n = stream.take()
+        assert n <= 6
+        rows += [(int(stream.flags[k]), tuple(stream.stamps[k]), stream.frame(k), stream.wrench[k].copy())
+                 for k in range(n)]
+        time.sleep(0.01)
+    assert stream.taken == len(sent) and stream.take() == 0
+    for buf, (flags, stamp, frame, wrench) in zip(sent, rows):
+        try:
+            sec, nanosec, want_frame, want = decode_wrench_stamped(buf)
+        except CdrError as exc:
+            assert flags & rcl_io.MALFORMED and rcl_io.malformed_reason(flags) == str(exc), (flags, exc)
+            continue
+        assert stamp == (sec, nanosec) and np.array_equal(wrench, want)
+        assert frame == want_frame[:rcl_io.WrenchStream.FRAME_BYTES]
+        assert flags == (0 if want_frame in ('', 'wrist_ft') else rcl_io.FRAME_OTHER), (want_frame, flags)
+    assert sum(f & rcl_io.MALFORMED != 0 for f, *_ in rows) == 1
+    assert sum(f == rcl_io.FRAME_OTHER for f, *_ in rows) == 5
+    any_frame, flags = rcl_io.WrenchStream(polled.handle), []
+    for buf in sent[4:6]:               # frames 'wrist_ft_' and 'wrist', flagged above
+        pub.publish(buf)
+
+    def take() -> bool:
+        flags.extend(int(f) for f in any_frame.flags[:any_frame.take()])
+        return len(flags) == 2
+    wait_for(take)
+    assert flags == [0, 0]
+    stream.release()
+    any_frame.release()
+    polled.destroy()
