@@ -194,8 +194,7 @@ class ServicerAdmittanceNode(Node):
         self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
         self.rejected_reported = 0
         self.overruns_reported = 0
-        # the fused hot path takes its two 1 kHz inputs as raw CDR (hil_common.cdr: a tenth of a core less)
-        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
+        self.wrist_input()
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.pick_joints = JointPicker(self.joint_names)
         self.decode_joints = JointStateDecoder()
@@ -237,6 +236,11 @@ class ServicerAdmittanceNode(Node):
             self.create_timer(1.0 / p.rate_hz, self.tick)
 
     # -- inputs --------------------------------------------------------------------------
+    def wrist_input(self) -> None:
+        """Subscribe to the wrist F/T's wrench (``on_ft``). The fused hot path takes its two 1 kHz inputs as raw
+        CDR (hil_common.cdr: a tenth of a core less), or waits on the wrist itself (it overrides this)."""
+        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
+
     def _now_s(self) -> float:
         return (self.clock_ns() - self.t0_ns) * 1e-9
 
@@ -246,10 +250,17 @@ class ServicerAdmittanceNode(Node):
             self.get_logger().warn(f'rejected {self.side.last_rejection} ({self.side.rejected} so far)',
                                    throttle_duration_sec=1.0)
 
-    def on_ft(self, msg):
-        frame = msg.header.frame_id
+    def wrong_wrist_frame(self, frame: str) -> str:
+        """Why a wrist wrench in ``frame`` is refused ('' if it is not: no frame, or the expected one, or none
+        expected)."""
         if self.wrench_frame_id and frame and frame != self.wrench_frame_id:
-            self.side.reject(f"wrist wrench in frame '{frame}' (expected '{self.wrench_frame_id}')")
+            return f"wrist wrench in frame '{frame}' (expected '{self.wrench_frame_id}')"
+        return ''
+
+    def on_ft(self, msg):
+        wrong = self.wrong_wrist_frame(msg.header.frame_id)
+        if wrong:
+            self.side.reject(wrong)
         else:
             self.side.set_wrench_sensor(wrench_from_msg(msg.wrench), self._now_s())
         self._report_rejections()

@@ -13,6 +13,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
+from hil_admittance.servicer_admittance_node import FAULT_QOS
 from hil_bringup.facility import calibrate, load_facility
 from hil_bringup.graphs import envisat_graph
 from hil_bringup.scenario import load_scenario
@@ -203,7 +204,24 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             spin_until(executor, lambda: False, 1.1)         # (the refusals' log is throttled to one a second)
             pub_arm.publish(b'\x00\x01\x00\x00\x07')         # malformed joint states of the arm and of the table
             pub_table.publish(b'\x00\x01\x00\x00\x07')
-            spin_until(executor, lambda: False, 0.2)
+            spin_until(executor, lambda: False, 1.1)
+            pub_ft.publish(b'\x00\x01\x00\x00\x07')          # a malformed wrist wrench, then one in another frame
+            spin_until(executor, lambda: False, 1.1)
+            other = WrenchStamped()
+            other.header.frame_id = 'not_' + adm['wrench_frame_id']
+            pub_ft.publish(other)
+            # the wrist sensor's fault (an input the executor runs, beside the wrist's samples): the side holds,
+            # and resumes when it clears
+            pub_fault = node.create_publisher(DiagnosticStatus, 'servicer/ft/fault', FAULT_QOS)
+            first = len(statuses)
+            pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.ERROR, message='test fault'))
+            assert spin_until(executor, lambda: any('F/T fault latched' in s.message for s in statuses[first:]), 5.0), \
+                [s.message for s in statuses[first:]]
+            first, held = len(statuses), len(commands)
+            pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.OK, message='cleared'))
+            assert spin_until(executor, lambda: any(s.level == DiagnosticStatus.OK for s in statuses[first:]), 5.0), \
+                [s.message for s in statuses[first:]]
+            assert len(commands) > held
             wrist['on'] = False
             first = len(statuses)
             # 1.5 s of wrist silence (five watchdog timeouts) while the joints keep coming
@@ -220,3 +238,7 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'rejected malformed torque command' in out, out[-2000:]
     assert 'rejected malformed joint state (' in out, out[-2000:]
     assert 'malformed table joint state dropped (' in out, out[-2000:]
+    assert 'rejected malformed wrist wrench (' in out, out[-2000:]
+    assert f"rejected wrist wrench in frame 'not_{adm['wrench_frame_id']}'" in out, out[-2000:]
+    # the wrist waited on and taken by the node itself with compiled_io (the events executor: the wall clock)
+    assert ('waits on the wrist itself' in out) == compiled_io, out[-2000:]
