@@ -169,21 +169,10 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
 
     def _wrist_row(self, stream, k: int) -> None:
         """:meth:`_on_ft` for row ``k`` of the wrist's take."""
-        self.take_inputs()
-        now = self.lab_now()
-        if now <= 0.0:
-            return
         flags = int(stream.flags[k])
-        if flags:
-            self._refuse_wrench(f'malformed wrist wrench ({malformed_reason(flags)})' if flags & MALFORMED
-                                else self.wrong_wrist_frame(stream.frame(k)))
-            return
-        out = self.rule.wrench(stream.wrench[k], now, self._now_s())
-        self._after(out, (int(stream.stamps[k, 0]), int(stream.stamps[k, 1])))
-
-    def _refuse_wrench(self, why: str) -> None:
-        self.side.reject(why)
-        self._report_rejections()
+        refused = '' if not flags else f'malformed wrist wrench ({malformed_reason(flags)})' if flags & MALFORMED \
+            else self.wrong_wrist_frame(stream.frame(k))
+        self._wrist_sample(refused, stream.wrench[k], (int(stream.stamps[k, 0]), int(stream.stamps[k, 1])))
 
     def hold_status(self):
         """(level, message) while the table or the wrist sensor holds, else None (the guard's)."""
@@ -278,21 +267,26 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         return super().destroy_node()
 
     def _on_ft(self, buf):
+        try:
+            sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
+        except CdrError as exc:
+            self._wrist_sample(f'malformed wrist wrench ({exc})', None, None)
+        else:
+            self._wrist_sample(self.wrong_wrist_frame(frame), wrench, (sec, nanosec))
+
+    def _wrist_sample(self, refused: str, wrench, stamp) -> None:
+        """One wrist sample (``stamp``: its (sec, nanosec)), or the reason it is refused: the inputs that came before
+        it first, then the rule's steps and the commands."""
         self.take_inputs()
         now = self.lab_now()
         if now <= 0.0:
             return
-        try:
-            sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
-        except CdrError as exc:
-            self._refuse_wrench(f'malformed wrist wrench ({exc})')
-            return
-        wrong = self.wrong_wrist_frame(frame)
-        if wrong:
-            self._refuse_wrench(wrong)
+        if refused:
+            self.side.reject(refused)
+            self._report_rejections()
             return
         out = self.rule.wrench(wrench, now, self._now_s())
-        self._after(out, (sec, nanosec))
+        self._after(out, stamp)
 
     def _watchdog(self) -> None:
         self.take_inputs()
