@@ -18,7 +18,7 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
@@ -39,7 +39,7 @@ def start_hot_path(tmp_path, **overrides):
 
 def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
     proc = start_hot_path(tmp_path, max_linear_speed=V_MAX, joint_states_timeout_s=0.2, joint_states_recover_s=0.3,
-                          max_force_n=5.0e4, state_decimation=1)
+                          max_force_n=5.0e4, state_decimation=1, trace_sample_stamps=True)
     kin = make_kinematics('ur10e')
     try:
         with test_node('hot_path_safety_probe') as (node, executor):
@@ -51,6 +51,10 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             node.create_subscription(Float64MultiArray, '/hps/client/forward_position_controller/commands',
                                      lambda m: commands.append((time.monotonic(), np.array(m.data))), 1000)
             node.create_subscription(DiagnosticStatus, '/hps/client/hot_path/status', on_status, 100)
+            traces = []         # (received, the sample's send time), on this machine's monotonic clock
+            node.create_subscription(Header, '/hps/client/hot_path/trace',
+                                     lambda m: traces.append((time.monotonic(), m.stamp.sec + m.stamp.nanosec * 1e-9)),
+                                     1000)
             pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
             pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
             reset = node.create_client(Trigger, '/hps/client/hot_path/reset')
@@ -64,6 +68,7 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             def sensor():      # ~250 Hz, 5x rate_hz
                 msg = WrenchStamped()
                 msg.header.frame_id = io['frame']
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.monotonic_ns(), 1_000_000_000)
                 msg.wrench.force.x = io['force']
                 pub_ft.publish(msg)
 
@@ -102,14 +107,20 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             flange = np.array([kin.forward(c[1]).translation for c in run])
             assert np.linalg.norm(flange[-1] - flange[0]) > 0.05           # it is being pushed
             # over every 0.3 s of commands (unclamped, the client covers about 0.24 m in its fastest 0.3 s; the
-            # bound is 0.15 m, plus 1 cm for the receive times' jitter)
+            # bound is 0.15 m). The node limits the speed on its own clock, between the sample's arrival and the
+            # command's: a command received late (a busy machine: one came 20 ms late in a suite run) shortens the
+            # window seen here by as much. So the window is widened by the samples' longest latency (sample sent ->
+            # its trace received, the trace sent right after the command), and 2 mm for the command's and the
+            # trace's own delivery.
+            late = max(received - sent for received, sent in traces if received >= t0)
+            assert 0.0 < late < 0.1, late
             seen_fast = False
             for i in range(len(run)):
                 j = int(np.searchsorted(t, t[i] + 0.3))
                 if j >= len(run):
                     break
                 moved = np.linalg.norm(flange[j] - flange[i])
-                assert moved <= V_MAX * (t[j] - t[i]) + 0.01, (i, moved, t[j] - t[i])
+                assert moved <= V_MAX * (t[j] - t[i] + late) + 0.002, (i, moved, t[j] - t[i], late)
                 seen_fast = seen_fast or moved > 0.8 * V_MAX * (t[j] - t[i])
             assert seen_fast                                                # the limit was reached, not just obeyed
             io['force'] = 0.0
