@@ -349,7 +349,8 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
             self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
             self.streams = [rcl_io.JointStateStream(sub.handle, names)
                             for (sub, _), names in zip(node.polled[:2], joint_names)]
-            self.wrist_message, self.obsw_message = rcl_io._SerializedMessage(), rcl_io._SerializedMessage()
+            self.wrist_stream = rcl_io.WrenchStream(wrist.handle)      # its wrenches taken and decoded in the loop
+            self.obsw_message = rcl_io._SerializedMessage()
             self.publishers = [rcl_io.Float64ArrayPublisher(node.pub_cmd, len(node.q)),
                                rcl_io.Float64ArrayPublisher(node.pub_effort, len(node.tau))]
             self.trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
@@ -370,7 +371,7 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
 
             return (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
                     np.array([int(self.stop_guard.handle.pointer)], dtype=np.int64), self.wait_set.ready,
-                    200_000_000, (self.wrist_message.words, np.zeros(64, dtype=np.uint64)),
+                    200_000_000, self._wrist_args(),
                     stream_args(self.streams[0]), stream_args(self.streams[1]),
                     np.array([int(sub.handle.pointer) for sub, _ in node.polled[2:]], dtype=np.int64),
                     np.array([1, 0], dtype=np.int64), self.obsw_message.words,
@@ -380,6 +381,10 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
                     (np.array([int(pub.handle.pointer) for pub, _ in node.decimated], dtype=np.int64),
                      np.stack([rcl_io.fixed_message(buf) for buf in self.decimated_bufs])),
                     int(node.decimation), self.counts)
+
+        def _wrist_args(self) -> tuple:
+            w = self.wrist_stream
+            return (w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens, w.flags)
 
         def start(self):
             """The loop loaded (compiled the first time: ``--warm-up``) on a stop already asked for, then run."""
@@ -404,7 +409,7 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
                 self.wait_set.release()
                 for stream in self.streams:
                     stream.release()
-                self.wrist_message.release()
+                self.wrist_stream.release()
                 self.obsw_message.release()
 
     if warm_up:           # the compiled loop loaded (compiled and cached the first time), then out

@@ -194,7 +194,8 @@ class ServicerAdmittanceNode(Node):
         self.frames = (p.orbit_frame, p.nominal_frame, p.base_frame)
         self.rejected_reported = 0
         self.overruns_reported = 0
-        self.wrist_input()
+        # the fused hot path takes its two 1 kHz inputs as raw CDR (hil_common.cdr: a tenth of a core less)
+        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.pick_joints = JointPicker(self.joint_names)
         self.decode_joints = JointStateDecoder()
@@ -236,11 +237,6 @@ class ServicerAdmittanceNode(Node):
             self.create_timer(1.0 / p.rate_hz, self.tick)
 
     # -- inputs --------------------------------------------------------------------------
-    def wrist_input(self) -> None:
-        """Subscribe to the wrist F/T's wrench (``on_ft``). The fused hot path takes its two 1 kHz inputs as raw
-        CDR (hil_common.cdr: a tenth of a core less), or waits on the wrist itself (it overrides this)."""
-        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
-
     def _now_s(self) -> float:
         return (self.clock_ns() - self.t0_ns) * 1e-9
 

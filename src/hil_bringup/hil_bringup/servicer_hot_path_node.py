@@ -29,30 +29,22 @@ messages that came are handled in Python), and the joints' rows go into the rule
 measured twist; a malformed or partial row, and the rows after it, in Python as before). Only the wrist samples
 wake the node: the arm's and the table's joints, the OBSW's commands and the client's state are taken, in the order
 they came, when a sample arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
-With ``compiled_io`` on the wall clock (rclpy's events executor) the wrist is not the executor's either: the node
-waits on it and takes it itself, in compiled code, in the thread that spins it, and runs the executor's callbacks
-(the timers, the fault and phase inputs, the services) between its samples (:meth:`ServicerHotPathNode.spin_step`,
-:func:`hil_common.ros_main.spin_beside`; issue 17's sample loop, its Python still per sample).
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
-from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hil_admittance import servicer_admittance_node as servicer_node
-from hil_common.ros_main import events_executor_for, guarded, spin_beside
+from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_common.cdr import MALFORMED, CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped, \
-    malformed_reason
+from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
@@ -112,7 +104,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
         self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
-        if self.compiled_io_ok:
+        if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.polled_others = tuple(self.polled[1:])      # the OBSW's commands (and the client's state)
             # taken in one compiled call (mostly none waits: an empty take through rclpy costs its Python)
@@ -133,46 +125,6 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
-
-    def wrist_input(self) -> None:
-        """The wrist's wrench. With ``compiled_io`` and rclpy's events executor (the node on the wall clock), on a
-        subscription no executor waits on: the node waits on it and takes it itself (:meth:`spin_step`); else on the
-        executor (:meth:`on_ft`, raw CDR)."""
-        self.compiled_io_ok = rcl_io.use_compiled_io(self.p.compiled_io, self.get_logger().warning)
-        self.wrist = None
-        if self.compiled_io_ok and events_executor_for(self):
-            sub = PolledSubscription(self, WrenchStamped, 'servicer/ft/wrench', 10, raw=True)
-            self.wrist = SimpleNamespace(sub=sub, wait=rcl_io.PolledWait(self.context, [sub.handle]),
-                                         stream=rcl_io.WrenchStream(sub.handle, self.wrench_frame_id))
-            self.get_logger().info('the node waits on the wrist itself: its samples taken and decoded in compiled '
-                                   'code, the executor run between them')
-        else:
-            super().wrist_input()
-
-    def spin_step(self, executor, timeout_sec: float) -> None:
-        """One turn of the node (``hil_common.ros_main.run_node`` calls it in place of ``spin_once``): with the wrist
-        waited on here, the executor's queued callbacks, then the wrist samples that come within a few milliseconds
-        (:func:`hil_common.ros_main.spin_beside`), each as :meth:`on_ft` runs one."""
-        if self.wrist is None:
-            executor.spin_once(timeout_sec=timeout_sec)
-        else:
-            spin_beside(executor, self.wrist.wait.wait, self._wrist_taken, timeout_sec)
-
-    def _wrist_taken(self) -> None:
-        """The wrist samples waiting, taken and decoded in compiled code (``hil_common.rcl_io.WrenchStream``), in
-        order."""
-        stream = self.wrist.stream
-        n = stream.take()
-        self.wrist.sub.taken += n
-        for k in range(n):
-            guarded(functools.partial(self._wrist_row, stream, k), self.context)
-
-    def _wrist_row(self, stream, k: int) -> None:
-        """:meth:`_on_ft` for row ``k`` of the wrist's take."""
-        flags = int(stream.flags[k])
-        refused = '' if not flags else f'malformed wrist wrench ({malformed_reason(flags)})' if flags & MALFORMED \
-            else self.wrong_wrist_frame(stream.frame(k))
-        self._wrist_sample(refused, stream.wrench[k], (int(stream.stamps[k, 0]), int(stream.stamps[k, 1])))
 
     def hold_status(self):
         """(level, message) while the table or the wrist sensor holds, else None (the guard's)."""
@@ -258,35 +210,26 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if self.compiled_io is not None:
             for stream in (*self.compiled_io[:2], self.polled_takes):
                 stream.release()
-        if self.wrist is not None:
-            self.wrist.wait.release()
-            self.wrist.stream.release()
-            self.wrist.sub.destroy()
         for subscription in (self.table_joints_in, *(s for s, _ in self.polled)):
             subscription.destroy()
         return super().destroy_node()
 
     def _on_ft(self, buf):
-        try:
-            sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
-        except CdrError as exc:
-            self._wrist_sample(f'malformed wrist wrench ({exc})', None, None)
-        else:
-            self._wrist_sample(self.wrong_wrist_frame(frame), wrench, (sec, nanosec))
-
-    def _wrist_sample(self, refused: str, wrench, stamp) -> None:
-        """One wrist sample (``stamp``: its (sec, nanosec)), or the reason it is refused: the inputs that came before
-        it first, then the rule's steps and the commands."""
         self.take_inputs()
         now = self.lab_now()
         if now <= 0.0:
             return
+        try:
+            sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
+            refused = self.wrong_wrist_frame(frame)
+        except CdrError as exc:
+            refused = f'malformed wrist wrench ({exc})'
         if refused:
             self.side.reject(refused)
             self._report_rejections()
             return
         out = self.rule.wrench(wrench, now, self._now_s())
-        self._after(out, stamp)
+        self._after(out, (sec, nanosec))
 
     def _watchdog(self) -> None:
         self.take_inputs()

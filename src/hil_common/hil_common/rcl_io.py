@@ -13,8 +13,6 @@ itself, on the handles rclpy created:
   and :class:`hil_admittance.node_common.JointPicker` judge (a missing joint, too few or non-finite values, no
   velocities) as flags; the index of the node's joints among the message's is worked out again only when the
   names' bytes change;
-* :class:`PolledWait` -- a wait on such subscriptions, without the GIL (a node that waits on its hot inputs in its
-  own thread: :func:`hil_common.ros_main.spin_beside`);
 * :class:`WrenchStream` -- the wrist's ``geometry_msgs/WrenchStamped`` the same way, its frame_id checked;
 * :class:`SerializedTakes` -- the messages waiting on several subscriptions, as their bytes;
 * :class:`Float64ArrayPublisher` -- a ``std_msgs/Float64MultiArray`` (empty layout) written into a buffer built
@@ -602,36 +600,6 @@ class WaitSet:
             fini.restype = ctypes.c_int32
             fini(self.words.ctypes.data)
             self.words[:] = 0
-
-
-class PolledWait:
-    """A wait on ``subscriptions`` (rclpy's handles of subscriptions no executor waits on:
-    :class:`hil_common.polled.PolledSubscription`'s ``handle``, which must outlive this) in compiled code, without the
-    GIL (:func:`wait` on a :class:`WaitSet` of its own): a hot path's inputs, waited on in the thread that spins its
-    node (:func:`hil_common.ros_main.spin_beside`). Released (:meth:`release`) before the context shuts down."""
-
-    def __init__(self, context, subscriptions):
-        self._wait_set = WaitSet(context, len(subscriptions), 0)
-        self._handles = tuple(subscriptions)
-        self._pointers = np.array([int(h.pointer) for h in self._handles], dtype=np.int64)
-        self._guards = np.zeros(0, dtype=np.int64)
-        #: after :meth:`wait`: 1 for each subscription with a message waiting, in their order
-        self.ready = self._wait_set.ready
-        self.wait(0.0)          # the compiled call loaded now, not in a callback
-
-    def wait(self, timeout_s: float) -> bool:
-        """Wait at most ``timeout_s`` (0: look) for a message on one of the subscriptions: whether one came
-        (:attr:`ready` says which). Raises :class:`hil_common.errors.StartError` with rcl's message on an rcl
-        error."""
-        ret = wait(self._wait_set.words, self._pointers, self._guards, max(int(timeout_s * 1e9), 0), self.ready)
-        if ret == RCL_RET_TIMEOUT:
-            return False
-        if ret != RCL_RET_OK:
-            raise _rcl_error('waiting for a message', ret)
-        return True
-
-    def release(self) -> None:
-        self._wait_set.release()
 
 
 class JointStateStream:

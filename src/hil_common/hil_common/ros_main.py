@@ -4,8 +4,7 @@
 ``HIL_NETWORK=lab``) before ``rclpy.init``, builds the node with ``factory()``, turns a
 :class:`hil_common.params.ParameterError` into a one-line message naming the parameter
 and exit code 2, runs ``start(node)`` if given (e.g. lifecycle autostart; a false result
-ends with exit code 1), spins on ``executor_factory()`` (default :func:`node_executor`; a node with a
-``spin_step(executor, timeout_sec)`` spins itself, :func:`spin_beside`), and on
+ends with exit code 1), spins on ``executor_factory()`` (default :func:`node_executor`), and on
 Ctrl-C or SIGTERM calls ``node.close()`` if the node has one and ends the process (its DDS
 entities are not destroyed one by one: Fast DDS sometimes hung there; the process's end frees them). An error
 raised by a callback after the signal already shut the context down is part of the
@@ -142,43 +141,17 @@ def node_executor(node, context=None):
     from rclpy.executors import SingleThreadedExecutor
 
     context = context if context is not None else node.context
-    if events_executor_for(node):
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor(context=context)
-    return SingleThreadedExecutor(context=context)
-
-
-def events_executor_for(node) -> bool:
-    """:func:`node_executor` spins ``node`` with rclpy's ``EventsExecutor`` (else its ``SingleThreadedExecutor``)."""
     choice = os.environ.get(EXECUTOR_ENV, 'events')
     if choice not in ('events', 'single'):
         raise ConfigError(f"{EXECUTOR_ENV} must be 'events' or 'single', got {choice!r}")
-    if choice != 'events' or uses_sim_time(node) or getattr(node, 'publishes_clock', False):
-        return False
-    try:
-        from rclpy.experimental import EventsExecutor  # noqa: F401
-    except ImportError:          # an rclpy without it: the portable executor
-        return False
-    return True
-
-
-#: Longest wait of a node's own inputs in one turn of :func:`spin_beside` (the executor's work waits at most so long)
-OWN_WAIT_S = 0.002
-
-
-def spin_beside(executor, wait_own: Callable[[float], bool], on_ready: Callable[[], None], timeout_sec: float) -> None:
-    """One turn of a node that waits on inputs of its own in the thread that spins it, beside its executor (a hot
-    path's ``spin_step``, which :func:`run_node` calls in place of ``spin_once``; issue 17's sample loop): what the
-    executor queued first (``spin_once`` with no wait: the timers, services and other subscriptions, one callback
-    a turn), then ``wait_own(s)`` for at most ``min(timeout_sec, OWN_WAIT_S)`` and ``on_ready()`` if it says its inputs
-    are ready. Its inputs are subscriptions no executor waits on (:class:`hil_common.polled.PolledSubscription`,
-    waited on by :class:`hil_common.rcl_io.PolledWait`), so their messages cost no executor dispatch; the executor's
-    callbacks wait at most ``OWN_WAIT_S`` while they do not come, and run between them while they do. For
-    ``EventsExecutor`` (its ``spin_once`` is a C++ call); the ``SingleThreadedExecutor`` rebuilds its wait set in
-    Python at each call."""
-    executor.spin_once(timeout_sec=0)
-    if wait_own(min(timeout_sec, OWN_WAIT_S)):
-        on_ready()
+    if choice == 'events' and not uses_sim_time(node) and not getattr(node, 'publishes_clock', False):
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:          # an rclpy without it: the portable executor
+            pass
+        else:
+            return EventsExecutor(context=context)
+    return SingleThreadedExecutor(context=context)
 
 
 PROFILE_ENV = 'HIL_PROFILE_DIR'
@@ -267,13 +240,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             # context is still up (test_ros_main.test_a_mostly_idle_node_stops_promptly_on_sigterm).
             kernel_loads = KernelLoads()       # built and started: a kernel loaded from here on stalls a callback
             failed_takes = 0
-            # a node that waits on inputs of its own spins itself (spin_step(executor, timeout_sec): spin_beside)
-            spin_step = getattr(node, 'spin_step', None)
-            spin = functools.partial(spin_step, executor) if callable(spin_step) else \
-                (lambda timeout_sec: executor.spin_once(timeout_sec=timeout_sec))
             while executor.context.ok():
                 try:
-                    spin(IDLE_WAKE_S)
+                    executor.spin_once(timeout_sec=IDLE_WAKE_S)
                     failed_takes = 0
                 except RuntimeError as exc:
                     # rclpy (7.1) under heavy load sometimes fails to convert a taken message
