@@ -304,12 +304,10 @@ if not _WHY_NOT:
         taken = 0
         scratch = np.empty(8, dtype=np.uint8)
         while taken < q.shape[0]:
-            ret = _rcl_take(subscription, message.ctypes.data, info.ctypes.data)
-            if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
-                break
-            if ret != RCL_RET_OK:
-                return -ret
-            buf = _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
+            n = take_serialized(subscription, message, info)
+            if n <= 0:
+                return taken if n == 0 else n
+            buf = message_bytes(message)
             flags[taken] = decode_joint_state(buf, buf.shape[0], expected, expected_ends, known, known_len, index,
                                               needs, q[taken], dq[taken], stamps[taken], scratch)
             taken += 1
@@ -434,23 +432,21 @@ if not _WHY_NOT:
         taken = 0
         frame = np.zeros(2, dtype=np.intp)
         while taken < wrench.shape[0]:
-            ret = _rcl_take(subscription, message.ctypes.data, info.ctypes.data)
-            if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
-                break
-            if ret != RCL_RET_OK:
-                return -ret
-            buf = _carray(_bytes_at(np.intp(message[0])), (np.intp(message[1]),))
+            n = take_serialized(subscription, message, info)
+            if n <= 0:
+                return taken if n == 0 else n
+            buf = message_bytes(message)
             code = decode_wrench(buf, buf.shape[0], stamps[taken], frame, wrench[taken], scratch)
             frame_lens[taken] = 0
             if code == 0:
-                n = frame[1]
-                frame_lens[taken] = n
-                for i in range(min(n, frames.shape[1])):
+                length = frame[1]
+                frame_lens[taken] = length
+                for i in range(min(length, frames.shape[1])):
                     frames[taken, i] = buf[frame[0] + i]
-                if expected_frame.shape[0] > 0 and n > 0:
-                    same = n == expected_frame.shape[0]
+                if expected_frame.shape[0] > 0 and length > 0:
+                    same = length == expected_frame.shape[0]
                     i = 0
-                    while same and i < n:
+                    while same and i < length:
                         same = buf[frame[0] + i] == expected_frame[i]
                         i += 1
                     if not same:
