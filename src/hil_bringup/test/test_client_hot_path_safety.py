@@ -109,17 +109,20 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             # over every 0.3 s of commands (unclamped, the client covers about 0.24 m in its fastest 0.3 s; the
             # bound is 0.15 m). The node limits the speed on its own clock, between the sample's arrival and the
             # command's: a command received late (a busy machine: one came 20 ms late in a suite run) shortens the
-            # window seen here by as much. So the window is widened by the samples' longest latency (sample sent ->
-            # its trace received, the trace sent right after the command), and 2 mm for the command's and the
-            # trace's own delivery.
-            late = max(received - sent for received, sent in traces if received >= t0)
-            assert 0.0 < late < 0.1, late
+            # window seen here by as much. So each window is widened by the latency of the samples whose commands
+            # came within 50 ms of its first (sample sent -> its trace received, the trace sent right after the
+            # command), and 2 mm for the command's and the trace's own delivery: a late sample loosens only the
+            # windows it could shorten.
+            received, latency = np.array([(r, r - sent) for r, sent in traces if r >= t0 - 0.1]).T
+            assert latency.min() > 0.0, latency.min()
             seen_fast = False
             for i in range(len(run)):
                 j = int(np.searchsorted(t, t[i] + 0.3))
                 if j >= len(run):
                     break
                 moved = np.linalg.norm(flange[j] - flange[i])
+                near = np.abs(received - t[i]) <= 0.05
+                late = latency[near].max() if near.any() else latency.max()
                 assert moved <= V_MAX * (t[j] - t[i] + late) + 0.002, (i, moved, t[j] - t[i], late)
                 seen_fast = seen_fast or moved > 0.8 * V_MAX * (t[j] - t[i])
             assert seen_fast                                                # the limit was reached, not just obeyed
