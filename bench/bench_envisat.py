@@ -330,22 +330,16 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
                     pub.publish(data)
 
     class CompiledLoop:
-        """The relay's messages in ``compiled_relay.servicer_relay_loop``, run by a thread of its own."""
+        """The relay's messages in ``compiled_relay.servicer_relay_loop``, run by a thread of its own
+        (``hil_common.sample_loop.LoopThread``)."""
 
         def __init__(self, node, wrist, joint_names):
-            import threading
-
-            from rclpy.guard_condition import GuardCondition
-
             from hil_common import rcl_io
-            from hil_common.errors import StartError
+            from hil_common.sample_loop import LoopThread
 
             import compiled_relay
 
-            self.StartError = StartError
-
-            self.lib, self.rcl_io, self.node, self.wrist = compiled_relay, rcl_io, node, wrist
-            self.stop_guard = GuardCondition(None, None, context=node.context)     # on no executor: this loop's
+            self.rcl_io, self.node, self.wrist = rcl_io, node, wrist
             self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
             self.streams = [rcl_io.JointStateStream(sub.handle, names)
                             for (sub, _), names in zip(node.polled[:2], joint_names)]
@@ -356,10 +350,10 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
             self.trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
             self.decimated_bufs = [np.frombuffer(bytearray(data), dtype=np.uint8) for _, data in node.decimated]
             self.counts = np.zeros(5, dtype=np.int64)
-            self.result = None
-            self.thread = threading.Thread(target=self._run, name='compiled_relay', daemon=True)
+            self.loop = LoopThread(node, compiled_relay.servicer_relay_loop, self._arguments, self._on_event,
+                                   'compiled_relay')
 
-        def _arguments(self) -> tuple:
+        def _arguments(self, stop_guard: int) -> tuple:
             rcl_io, node = self.rcl_io, self.node
 
             def stream_args(st):
@@ -369,9 +363,10 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
             def command(pub, values):
                 return pub._pointer, pub._message, pub._data, values
 
+            w = self.wrist_stream
             return (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
-                    np.array([int(self.stop_guard.handle.pointer)], dtype=np.int64), self.wait_set.ready,
-                    200_000_000, self._wrist_args(),
+                    np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000,
+                    (w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens, w.flags),
                     stream_args(self.streams[0]), stream_args(self.streams[1]),
                     np.array([int(sub.handle.pointer) for sub, _ in node.polled[2:]], dtype=np.int64),
                     np.array([1, 0], dtype=np.int64), self.obsw_message.words,
@@ -382,30 +377,23 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
                      np.stack([rcl_io.fixed_message(buf) for buf in self.decimated_bufs])),
                     int(node.decimation), self.counts)
 
-        def _wrist_args(self) -> tuple:
-            w = self.wrist_stream
-            return (w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens, w.flags)
+        @staticmethod
+        def _on_event(code: int) -> None:
+            raise ValueError(f'the compiled relay loop has no event {code}')
 
         def start(self):
-            """The loop loaded (compiled the first time: ``--warm-up``) on a stop already asked for, then run."""
-            self.args = self._arguments()
-            self.stop_guard.trigger()
-            if self.lib.servicer_relay_loop(*self.args) != self.lib.STOPPED:
-                raise self.StartError('compiled relay: the loop did not stop on its guard condition')
+            """The loop loaded (compiled the first time: ``--warm-up``), then run from zero counts."""
+            self.loop.load()
             self.counts[:] = 0
-            self.thread.start()
-
-        def _run(self):
-            self.result = self.lib.servicer_relay_loop(*self.args)
-            if self.result != self.lib.STOPPED:
-                self.node.get_logger().error(f'compiled relay loop ended: rcl error {-self.result}')
+            self.loop.start()
 
         def stop(self):
-            self.stop_guard.trigger()
-            self.thread.join(timeout=5.0)
+            stopped = self.loop.stop()
             self.node.get_logger().info(f'compiled relay: {self.counts.tolist()} (samples, malformed, joint rows, '
                                         f'OBSW messages, wake-ups)')
-            if not self.thread.is_alive():
+            if self.loop.error is not None:
+                self.node.get_logger().error(f'compiled relay loop ended: {self.loop.error}')
+            if stopped:
                 self.wait_set.release()
                 for stream in self.streams:
                     stream.release()
