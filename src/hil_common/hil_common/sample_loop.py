@@ -23,6 +23,7 @@ Plain threading and rclpy's guard condition: the loop function, its arguments an
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 from typing import Callable
@@ -87,7 +88,10 @@ class LoopThread:
     @contextmanager
     def paused(self):
         """The loop not running (nor ``on_event``) while the block runs: for the executor's callbacks that touch the
-        loop's state."""
+        loop's state. In the loop's own thread (``on_event``) the loop is not running anyway: the block just runs."""
+        if threading.current_thread() is self._thread:
+            yield
+            return
         with self._state:
             self._pauses += 1
             self.stop_guard.trigger()
@@ -102,6 +106,7 @@ class LoopThread:
 
     def wrap(self, callback: Callable) -> Callable:
         """``callback`` run :meth:`paused` (for a timer, a subscription or a service of the node)."""
+        @functools.wraps(callback)          # keeps the signature rclpy inspects (message, or message and info)
         def paused_callback(*args):
             with self.paused():
                 return callback(*args)

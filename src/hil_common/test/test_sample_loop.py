@@ -50,12 +50,17 @@ def echo_loop(wait_set, waited, guards, ready, wrist, total, count, work):
             return EVENT
 
 
-@pytest.fixture()
-def node():
+@pytest.fixture(params=['single'])
+def node(request):
+    """A node on loopback and its executor (rclpy's SingleThreadedExecutor, or its EventsExecutor: ``events``)."""
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node('sample_loop_test', context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
+    if request.param == 'events':
+        from rclpy.experimental import EventsExecutor
+        executor = EventsExecutor(context=ctx)
+    else:
+        executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     try:
         yield node, executor
@@ -86,7 +91,11 @@ def test_the_loop_takes_every_sample_and_the_callbacks_run_only_while_it_is_paus
                 (stream._message.words, stream._info, stream._expected, stream.wrench, stream.stamps, stream.frames,
                  stream.frame_lens, stream.flags, np.zeros(8, dtype=np.uint8)), total, count, work)
     events = []
-    loop = LoopThread(node, echo_loop, make_args, lambda code: events.append((code, int(count[0]))))
+
+    def on_event(code):
+        with loop.paused():              # in the loop's own thread: it just runs (no deadlock)
+            events.append((code, int(count[0])))
+    loop = LoopThread(node, echo_loop, make_args, on_event)
     ran, changed_while_paused = [], []
 
     def reset_like():           # a callback that reads and writes the loop's state, as a reset service does
@@ -133,10 +142,12 @@ def test_the_loop_takes_every_sample_and_the_callbacks_run_only_while_it_is_paus
     wrist.destroy()
 
 
+@pytest.mark.parametrize('node', ['single', 'events'], indirect=True)
 @pytest.mark.parametrize('fails_in', ['loop', 'on_event'])
 def test_a_failure_of_the_loops_thread_is_raised_in_the_executor(node, fails_in):
     """An rcl error the loop returns, or an exception of ``on_event``, ends its thread; the node's check timer
-    raises it (StartError) where the executor spins, so the node does not run on without its loop."""
+    raises it (StartError) where the executor spins (both of rclpy's executors ours use), so the node does not run
+    on without its loop."""
     node, executor = node
     returns = iter([STOPPED, -7] if fails_in == 'loop' else [STOPPED, EVENT])
 
