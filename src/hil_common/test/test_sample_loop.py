@@ -6,14 +6,13 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 from geometry_msgs.msg import WrenchStamped
 from numba import njit
-from rclpy.executors import SingleThreadedExecutor
 
 from hil_common import rcl_io
 from hil_common.errors import StartError
 from hil_common.polled import PolledSubscription
+from hil_common.ros_testing import spin_until, test_node
 from hil_common.sample_loop import STOPPED, LoopThread
 
 EVENT = 1
@@ -52,29 +51,10 @@ def echo_loop(wait_set, waited, guards, ready, wrist, total, count, work):
 
 @pytest.fixture(params=['single'])
 def node(request):
-    """A node on loopback and its executor (rclpy's SingleThreadedExecutor, or its EventsExecutor: ``events``)."""
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node('sample_loop_test', context=ctx)
-    if request.param == 'events':
-        from rclpy.experimental import EventsExecutor
-        executor = EventsExecutor(context=ctx)
-    else:
-        executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    try:
+    """A node on loopback and its executor (``hil_common.ros_testing.test_node``: rclpy's SingleThreadedExecutor, or
+    its EventsExecutor with ``events``)."""
+    with test_node('sample_loop_test', request.param) as (node, executor):
         yield node, executor
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        ctx.try_shutdown()
-
-
-def spin_for(executor, predicate, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.01)
-    return predicate()
 
 
 def test_the_loop_takes_every_sample_and_the_callbacks_run_only_while_it_is_paused(node):
@@ -128,7 +108,7 @@ def test_the_loop_takes_every_sample_and_the_callbacks_run_only_while_it_is_paus
             k += 1
             next_s += 0.002
         executor.spin_once(timeout_sec=min(0.002, max(0.0, next_s - time.monotonic())))
-    assert spin_for(executor, lambda: count[0] == sent, 20.0), (int(count[0]), loop.error)
+    assert spin_until(executor, lambda: count[0] == sent, 20.0), (int(count[0]), loop.error)
     assert loop.stop()
     assert loop.error is None
     assert total[0] == sum(range(sent)) + 1000.0 * len(ran)      # every sample once, every callback's write kept
@@ -159,5 +139,5 @@ def test_a_failure_of_the_loops_thread_is_raised_in_the_executor(node, fails_in)
     thread = LoopThread(node, loop, lambda guard: (), on_event)
     thread.start()
     with pytest.raises(StartError, match='rcl error 7' if fails_in == 'loop' else 'event 1 not handled'):
-        spin_for(executor, lambda: False, 5.0)
+        spin_until(executor, lambda: False, 5.0)
     assert thread.stop()
