@@ -5,7 +5,9 @@ A node process that gets SIGINT while it is still importing its modules or build
 traceback. :func:`quiet_interrupts` (called first thing in a package's ``__init__``) replaces
 Python's default SIGINT handler by one that raises :class:`Interrupted`, a ``SystemExit`` with
 code 0: it unwinds like ``KeyboardInterrupt`` but ends the process silently.
-:func:`hil_common.ros_main.run_node` catches it to shut rclpy down cleanly. It only acts in the
+:func:`hil_common.ros_main.run_node` catches it to shut rclpy down cleanly. Where code turned it into another error
+(a C extension's initialisation, a ``__del__``), the process still ends quietly with code 0
+(:func:`_quiet_excepthook`, :func:`_quiet_unraisable`). It only acts in the
 package's own executables (``<prefix>/lib/<package>/<executable>``, how launch_ros and
 ``./dev`` run them), so importing the package in pytest or a notebook changes nothing.
 """
@@ -81,14 +83,18 @@ def quiet_interrupts(package: str) -> bool:
 
 def install_quiet_handler() -> bool:
     """:func:`quiet_interrupts` without its executable check: the quiet handler where SIGINT still has Python's
-    default one (in the main thread), and :func:`_quiet_unraisable` as ``sys.unraisablehook``."""
+    default one (in the main thread), :func:`_quiet_unraisable` as ``sys.unraisablehook`` and
+    :func:`_quiet_excepthook` as ``sys.excepthook``."""
+    global _previous_unraisablehook, _previous_excepthook
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _raise_interrupted)
             if sys.unraisablehook is not _quiet_unraisable:
-                global _previous_unraisablehook
                 _previous_unraisablehook = sys.unraisablehook
                 sys.unraisablehook = _quiet_unraisable
+            if sys.excepthook is not _quiet_excepthook:
+                _previous_excepthook = sys.excepthook
+                sys.excepthook = _quiet_excepthook
             return True
     except ValueError:      # not the main thread
         pass
@@ -96,6 +102,35 @@ def install_quiet_handler() -> bool:
 
 
 _previous_unraisablehook = sys.unraisablehook
+_previous_excepthook = sys.excepthook
+
+
+def caused_by_interrupt(exc: BaseException | None) -> bool:
+    """``exc`` is :class:`Interrupted` or ``KeyboardInterrupt``, or was raised while handling one (its cause or
+    context, all the way down)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _quiet_excepthook(exc_type, exc, tb) -> None:
+    """An exception that ends the process because SIGINT broke what it was doing, in code that turned
+    :class:`Interrupted` into another error: a C extension's initialisation (rclpy's ``_rclpy_pybind11``, imported
+    0.3 s into a node's start-up, gave ``ImportError: initialization failed`` from it: a traceback and exit code 1 in
+    a fresh-clone suite beside two busy loops). The interrupt was noted (:func:`interrupt_received`) and caused it,
+    so the process ends as an interrupt does: quietly, with code 0. Anything else goes to the previous hook."""
+    if _received and caused_by_interrupt(exc):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0)
+    _previous_excepthook(exc_type, exc, tb)
 
 
 def _quiet_unraisable(unraisable) -> None:

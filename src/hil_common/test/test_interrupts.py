@@ -147,3 +147,44 @@ print('went on; noted:', interrupts.interrupt_received(), flush=True)
     assert quiet.returncode == 0 and 'went on; noted: True' in quiet.stdout, quiet
     assert 'Traceback' not in quiet.stderr and 'Exception ignored' not in quiet.stderr, quiet.stderr
     assert 'Exception ignored' in control.stderr and 'Interrupted' in control.stderr, control
+
+
+def test_an_error_an_interrupt_caused_ends_the_process_quietly():
+    """The fresh-clone suite beside two busy loops: SIGINT 0.3 s into the motion-table node's start-up landed inside
+    rclpy's C extension's initialisation, which turned the quiet handler's Interrupted into ``ImportError:
+    initialization failed``: a traceback and exit code 1. Here SIGINT interrupts a function that turns it into an
+    ImportError the same way: the process ends quietly with code 0. The controls: the same ImportError without the
+    signal keeps its traceback and exit code 1, and so does one the interrupt did not cause."""
+    import subprocess
+    import sys
+
+    script = """
+import os, signal, sys, time
+from hil_common import interrupts
+assert interrupts.install_quiet_handler()
+def extension_init():                 # what pybind11 does with an exception raised in a module's init
+    try:
+        if sys.argv[1] == 'signal':
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        else:
+            raise ValueError('not an interrupt')
+    except BaseException as exc:
+        raise ImportError('initialization failed') from exc
+if sys.argv[1] == 'unrelated':        # an interrupt was noted, but this error is not its
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except interrupts.Interrupted:
+        pass
+print('importing', flush=True)
+extension_init()
+"""
+    runs = {case: subprocess.run([sys.executable, '-c', script, case], capture_output=True, text=True, timeout=60)
+            for case in ('signal', 'error', 'unrelated')}
+    quiet = runs['signal']
+    assert quiet.returncode == 0 and 'importing' in quiet.stdout, quiet
+    assert 'Traceback' not in quiet.stderr and 'ImportError' not in quiet.stderr, quiet.stderr
+    for case in ('error', 'unrelated'):
+        assert runs[case].returncode == 1, runs[case]
+        assert 'ImportError: initialization failed' in runs[case].stderr, runs[case].stderr
