@@ -26,7 +26,7 @@ from numba import njit
 
 from hil_common import policy_kernel as _policy_kernel
 from hil_admittance.servicer_side import J_FIRST, J_HAS, J_STAMP
-from hil_common.cdr import DQ_OK, MALFORMED, POSITIONS_FULL, Q_OK
+from hil_common.cdr import DQ_OK, MALFORMED, Q_OK, WHOLE_ROW
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
@@ -158,9 +158,8 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
     return outcome, age, excess, pending, status, table
 
 
-#: a joint-state row the arm takes: every joint's position and velocity, as many of each as names
-#: (``hil_common.rcl_io.JointStateStream.whole``)
-ARM_ROW = Q_OK | DQ_OK | POSITIONS_FULL
+#: a joint-state row the arm takes: a whole one (``hil_common.cdr.WHOLE_ROW``, ``JointStateStream.whole``)
+ARM_ROW = WHOLE_ROW
 
 
 @njit(**_OPTS)

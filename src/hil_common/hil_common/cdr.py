@@ -29,6 +29,8 @@ _BASE = 4                               # alignment counts from here
 Q_OK = 1            # every joint of the node's order present, enough positions, all finite
 DQ_OK = 2           # as many velocities as names, every one of the node's finite
 POSITIONS_FULL = 4  # as many positions as names
+#: a whole row: every joint's position and velocity, as many of each as names (JointPicker's judgement; the arm's)
+WHOLE_ROW = Q_OK | DQ_OK | POSITIONS_FULL
 MALFORMED = 8       # the buffer does not decode (see :data:`MALFORMED_REASONS`)
 # A wrench's row flags (hil_common.rcl_io.WrenchStream): 0 (taken), MALFORMED as above, or
 FRAME_OTHER = 16    # a frame_id that is neither empty nor the expected one

@@ -50,7 +50,7 @@ import numpy as np
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy  # noqa: F401 - loads librcl
 
 from hil_common.cdr import (DQ_OK, FRAME_OTHER, HEADER, MALFORMED, MALFORMED_REASONS,  # noqa: F401 - rows'
-                            POSITIONS_FULL, Q_OK, CdrError, malformed_reason)
+                            POSITIONS_FULL, Q_OK, WHOLE_ROW, CdrError, malformed_reason)
 from hil_common.errors import StartError
 from hil_common.params import Param
 
@@ -657,7 +657,7 @@ class JointStateStream:
     def whole(self, k: int) -> bool:
         """Row ``k`` has every joint's position and velocity, as many of each as names
         (:class:`hil_admittance.node_common.JointPicker`'s judgement)."""
-        return int(self.flags[k]) & (Q_OK | DQ_OK | POSITIONS_FULL) == Q_OK | DQ_OK | POSITIONS_FULL
+        return int(self.flags[k]) & WHOLE_ROW == WHOLE_ROW
 
     def release(self) -> None:
         """Free the take buffer (when the node is destroyed)."""
