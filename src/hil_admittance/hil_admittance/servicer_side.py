@@ -55,7 +55,7 @@ from hil_common.policy_kernel import array_field, optional_field
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
-from hil_dynamics.kernels import array_pose, pose_array
+from hil_dynamics.kernels import array_pose, mat_vec_into, pose_array
 from hil_dynamics.se3 import wrench_transform_matrix
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState, load_port_step, port_step
 
@@ -134,7 +134,8 @@ class ServicerSide:
         self.unpublished_plan: RebasePlan | None = None    # made, not yet handed out in an output
         self.overload = overload
         self.pose_sensor_in_ee = pose_sensor_in_ee
-        self._wrench_sensor_to_ee = wrench_transform_matrix(pose_sensor_in_ee)
+        self._wrench_sensor_to_ee = np.ascontiguousarray(wrench_transform_matrix(pose_sensor_in_ee), dtype=float)
+        mat_vec_into(self._wrench_sensor_to_ee, np.zeros(6), np.empty(6))     # loaded now, not in the first sample
         self.dt_s, self.timeout_s = float(dt_s), float(input_timeout_s)
         self.n = adm.model.n
         self.pacer = StepPacer(self.dt_s, t0_s, max_catch_up)
@@ -170,8 +171,10 @@ class ServicerSide:
     def set_wrench_sensor(self, wrench_sensor, now_s: float) -> bool:
         """The wrist F/T wrench in the sensor frame; stored as ``F_e`` in the EE frame."""
         w = self._finite('wrench_ee', wrench_sensor, 6)
-        if w is not None:
-            self.wrench_ee.set(self._wrench_sensor_to_ee @ w, now_s)       # transform_wrench as its matrix
+        if w is not None:         # transform_wrench as its matrix, summed as the compiled sample loop sums it
+            wrench_ee = np.empty(6)
+            mat_vec_into(self._wrench_sensor_to_ee, w, wrench_ee)
+            self.wrench_ee.set(wrench_ee, now_s)
         return w is not None
 
     def set_wrench_base(self, wrench_base_com, now_s: float) -> bool:

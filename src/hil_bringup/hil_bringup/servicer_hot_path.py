@@ -121,8 +121,10 @@ class ServicerHotPath:
         self._table_command = None       # the command the tick's last step made (fused), for _step
         self._age = math.inf             # the joints' age at this tick (the table's stale check)
         self._twist_ff, self._cmd = np.empty(6), np.empty(12)
-        #: the quiet samples' arrays (:meth:`_quiet_setup`; False: none, ``quiet=False`` or no fused call)
-        self._quiet = None if quiet and self._frame is not None else False
+        #: the quiet samples' arrays (:meth:`_quiet_setup`: for ``quiet`` and the sample loop's state; False: none,
+        #: no fused call)
+        self._quiet = None if self._frame is not None else False
+        self.quiet = bool(quiet)         # a quiet sample in Python runs its tick in the one call
         self.quiet_samples = 0           # samples run by the one compiled call of a quiet sample
         if self._frame is not None:
             side.last_step = self._last_step
@@ -253,7 +255,7 @@ class ServicerHotPath:
         return self._step(now_s, side_now_s, f'no wrist samples for {now_s - self.last_sample_s:.3f} s')
 
     def _step(self, now_s: float, side_now_s: float, silent: str) -> ServicerCommand | None:
-        if not silent and self._quiet is not False:
+        if not silent and self.quiet and self._quiet is not False:
             done = self._quiet_step(now_s, side_now_s)
             if done is not _EVENT:
                 return done
@@ -438,8 +440,9 @@ class ServicerHotPath:
         motion_args, _ = table.motion_args(True, table.period, q_table)
         side_and_table_step(side_args, outputs[1], outputs[2], *self._frame.kernel_args(), 0.0, 1.0, motion_args,
                             np.empty(12), np.empty(6))
-        if self._quiet is None:       # and the quiet sample's call, on copies of the policies (the joints' watch
-            # waiting: it returns at once, having changed nothing), and the policies' own calls (the adopted objects')
+        if self.quiet and self._quiet is None:    # and the quiet sample's call, on copies of the policies (the joints'
+            # watch waiting: it returns at once, having changed nothing), and the policies' own calls (the adopted
+            # objects')
             policy_kernel.warm_up()
             held = [HeldState(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
             guard = GuardState(side.overload) if side.overload is not None else None

@@ -32,11 +32,12 @@ from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
     held_fresh, pacer_due, pacer_step_time, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, pose_mul_into, side_port_step
+from hil_dynamics.kernels import _OPTS, mat_vec_into, pose_mul_into, side_port_step
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
-from hil_motion_table.table_kernel import command_ok, table_motion
+from hil_motion_table.table_kernel import CARTESIAN_SPEED, JOINT_ACCELERATION, JOINT_LIMIT, JOINT_VELOCITY, \
+    P_HORIZON, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, table_motion
 
 #: the table's part of :func:`side_and_table_step` when it did not run ``table_motion`` (its flags otherwise, >= 0)
 TABLE_NOT_RUN, TABLE_INVALID_COMMAND, TABLE_STALE_MEASUREMENT = -1, -2, -3
@@ -148,14 +149,136 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
                                                                  ad_flange_from_body, age, max_age, table_args, cmd,
                                                                  twist)
     if outcome == QUIET_EVENT:
-        nf, ni = 0, 0
-        for arr in (pf, gf, wf):
-            arr[:] = saved_f[nf:nf + arr.shape[0]]
-            nf += arr.shape[0]
-        for arr in (pi, gi, wi):
-            arr[:] = saved_i[ni:ni + arr.shape[0]]
-            ni += arr.shape[0]
+        _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
     return outcome, age, excess, pending, status, table
+
+
+@njit(**_OPTS)
+def _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i):
+    """The policies' arrays as :func:`quiet_sample` saved them at its start."""
+    nf, ni = 0, 0
+    for arr in (pf, gf, wf):
+        arr[:] = saved_f[nf:nf + arr.shape[0]]
+        nf += arr.shape[0]
+    for arr in (pi, gi, wi):
+        arr[:] = saved_i[ni:ni + arr.shape[0]]
+        ni += arr.shape[0]
+
+
+#: :func:`loop_sample`'s ``lf`` (float64): the side's state time, the last step's ``E_obs`` and pending
+#: dissipation, the table's previous step time and its IK's sigma hint, the newest wrist sample's time
+LF_T_SIDE, LF_EXCESS, LF_PENDING, LF_T_PREV, LF_HINT_SIGMA, LF_LAST_SAMPLE = range(6)
+#: ``li`` (int64): the table's flags (a previous command, twist, step time, IK solution, IK change, sigma hint), its
+#: step count and clamp counts (``table._CLAMP_BITS``' order), and the rule's counts since the loop's state was entered
+LI_HAS_PREV_CMD, LI_HAS_TWIST_PREV, LI_HAS_T_PREV, LI_HAS_IK_PREV, LI_HAS_IK_STEP, LI_HAS_HINT, LI_TABLE_STEPS, \
+    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE = range(13)
+#: a fault of ``table_motion`` (the table holds: the Python path runs the sample)
+_TABLE_FAULTS = WORKSPACE_EXIT | UNREACHABLE | SINGULAR | JOINT_LIMIT
+
+
+@njit(**_OPTS)
+def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
+    """One wrist sample of the fused servicer hot path on state a compiled sample loop owns, with no Python: what
+    ``ServicerHotPath.wrench`` does for a quiet sample (``servicer_hot_path.SampleLoopState``, which enters the rule's
+    state into these arrays and leaves it back in the rule's objects):
+
+    * the wrench in the sensor frame into ``F_e`` in the EE frame, held at ``side_now_s``
+      (``ServicerSide.set_wrench_sensor``: ``hil_dynamics.kernels.mat_vec_into``);
+    * :func:`quiet_sample` (the tick's policies, the side's last step and the table's check and steps 2-7), its
+      table's arguments made here from the table's state (``MotionTable.motion_args``: ``dt`` since the previous
+      step, the prediction's and the IK's state with their flags);
+    * the step's outcome: the side's new state (``ServicerState.of_arrays``), the table's state moved on
+      (``MotionTable.begin_step`` and ``motion_outcome``: the new command, the IK's solution, change and hint, the
+      clamps counted) and the counts.
+
+    ``quiet``: :func:`quiet_sample`'s arguments but the sample's times, the plan's, ``side_args`` and the table's;
+    ``side``: ``(side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee)``, the state ``g``
+    (``g_n, g_s`` rows) and ``v`` (``V_n; V_s``) that ``side_args`` read, the arrays it writes, the port's
+    accumulators and their copies, the sensor-to-EE wrench matrix; ``table``: its state and constants
+    (``SampleLoopState``).
+
+    Returns :data:`QUIET_STEPPED` (the command in the table's ``q_cmd``, the torques in ``side_args``' ``tau_q``),
+    :data:`QUIET_NOT_DUE`, or :data:`QUIET_EVENT`: any other sample (not quiet, a non-finite wrench, a step or a
+    table command refused, a table fault), every array as it was but the held ``F_e``, which the Python path sets
+    again to the same value: it runs the sample."""
+    (lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps, ring_late, wf, wi, saved_f, saved_i,
+     held_values, held_stamps, zeros6, zeros_n, f_e, f_b, tau, v_meas, has_home, home_y, y_inv, ad, max_age, cmd,
+     twist) = quiet
+    side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee = side
+    (q_measured, q_cmd, qd_cmd, pose_safe, prev_cmd, twist_est, twist_prev, ik_prev, ik_step, hint_q, prev_cmd_saved,
+     twist_est_saved, twist_prev_saved, q_ik, q_next, qd_next, ik_step_out, par, ws_min, ws_max, placements, kind,
+     axis, frame_placement, poses, jac, chain_hint_q, q_lo, q_hi, qd_max, qdd_max, target, result, period) = table
+    for i in range(6):
+        if not np.isfinite(wrench_sensor[i]):
+            return QUIET_EVENT
+    mat_vec_into(to_ee, wrench_sensor, held_values[0])
+    held_stamps[0][0] = side_now_s
+    t = pacer_step_time(pf, pi[P_STEPS] + 1)             # the step's time, if one is due
+    dt = period
+    if li[LI_HAS_T_PREV]:                               # MotionTable.dt_at
+        dt = t - lf[LF_T_PREV]
+        if not 0.0 < dt < 10.0 * period:
+            dt = period
+    acc_saved[:] = acc
+    prev_saved[:] = prev
+    prev_cmd_saved[:] = prev_cmd
+    twist_est_saved[:] = twist_est
+    twist_prev_saved[:] = twist_prev
+    has_ik_prev, has_ik_step = li[LI_HAS_IK_PREV] != 0, li[LI_HAS_IK_STEP] != 0
+    hint_sigma, hint = -1.0, chain_hint_q              # MotionTable.motion_args without a hint
+    if li[LI_HAS_HINT]:
+        hint_sigma, hint = lf[LF_HINT_SIGMA], hint_q
+    table_args = (True, dt, par, prev_cmd, li[LI_HAS_PREV_CMD] != 0, twist_est, twist_prev,
+                  li[LI_HAS_TWIST_PREV] != 0, pose_safe, ws_min, ws_max, q_measured, q_cmd, qd_cmd, ik_prev, ik_step,
+                  has_ik_prev, has_ik_step, placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint, q_lo,
+                  q_hi, qd_max, qdd_max, target, q_ik, q_next, qd_next, ik_step_out, result)
+    outcome, age, excess, pending, status, flags = quiet_sample(
+        now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps, ring_late,
+        wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, v[6:], f_e, f_b, tau, v_meas, side_args,
+        poses_out, x_out, has_home, home_y, y_inv, ad, max_age, table_args, cmd, twist)
+    if outcome == QUIET_EVENT:
+        return QUIET_EVENT
+    li[LI_SAMPLES] += 1
+    lf[LF_LAST_SAMPLE] = now_s
+    if outcome == QUIET_NOT_DUE:
+        li[LI_NOT_DUE] += 1
+        return QUIET_NOT_DUE
+    if status != 0 or flags < 0 or flags & _TABLE_FAULTS:
+        li[LI_SAMPLES] -= 1                             # the Python path runs it (and counts it) from the start
+        _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
+        acc[:] = acc_saved
+        prev[:] = prev_saved
+        prev_cmd[:] = prev_cmd_saved
+        twist_est[:] = twist_est_saved
+        twist_prev[:] = twist_prev_saved
+        return QUIET_EVENT
+    # the side's new state (servicer.port_step_outcome)
+    g[:] = poses_out
+    v[:] = x_out
+    lf[LF_T_SIDE] += side_args[4]
+    lf[LF_EXCESS], lf[LF_PENDING] = excess, pending
+    # the table's command cycle (MotionTable.begin_step, motion_outcome)
+    li[LI_TABLE_STEPS] += 1
+    lf[LF_T_PREV] = t
+    li[LI_HAS_T_PREV] = 1
+    li[LI_HAS_PREV_CMD] = 1
+    if par[P_HORIZON] > 0.0:
+        li[LI_HAS_TWIST_PREV] = 1
+    lf[LF_HINT_SIGMA] = result[1]
+    hint_q[:] = q_ik
+    li[LI_HAS_HINT] = 1
+    if has_ik_prev:
+        ik_step[:] = ik_step_out
+    li[LI_HAS_IK_STEP] = has_ik_prev
+    ik_prev[:] = q_ik
+    li[LI_HAS_IK_PREV] = 1
+    qd_cmd[:] = qd_next
+    q_cmd[:] = q_next
+    li[LI_CLAMP_SPEED] += (flags & CARTESIAN_SPEED) != 0
+    li[LI_CLAMP_VELOCITY] += (flags & JOINT_VELOCITY) != 0
+    li[LI_CLAMP_ACCELERATION] += (flags & JOINT_ACCELERATION) != 0
+    li[LI_COMMANDS] += 1
+    return QUIET_STEPPED
 
 
 #: a joint-state row the arm takes: a whole one (``hil_common.cdr.WHOLE_ROW``, ``JointStateStream.whole``)
@@ -273,14 +396,29 @@ def envisat_rule(**kwargs):
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) :func:`side_and_table_step`, :func:`quiet_sample`, :func:`arm_joint_rows` and
-    :func:`table_joint_rows` with the types the fused
-    servicer hot path passes: its rule built with the Envisat graph's parameters loads them (``./dev`` runs this, so
-    no node compiles them when it starts)."""
-    rule, _, _ = envisat_rule(quiet=True)
+    """Compile (or load from the cache) :func:`side_and_table_step`, :func:`quiet_sample`, :func:`arm_joint_rows`,
+    :func:`table_joint_rows` and :func:`loop_sample` with the types the fused servicer hot path passes: its rule built
+    with the Envisat graph's parameters loads them, and a few samples started it and ran one on a sample loop's state
+    (``./dev`` runs this, so no node or test compiles them)."""
+    from hil_bringup.servicer_hot_path_loop import SampleLoopState
+
+    rule, q_table_0, q_arm = envisat_rule(quiet=True)
     if rule.side.last_step is None or rule._quiet is False or rule.inputs_on_arrays() is None:
         raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path does not take the one call, or its '
                          'joints in compiled code')
+    side, zeros = rule.side, np.zeros(len(q_arm))
+    t = 1.0
+    for _ in range(3):          # the side started, the table initialized
+        t += side.dt_s
+        side.set_joints(q_arm, zeros, t, t)
+        rule.table_joints(q_table_0, None, t, t)
+        rule.wrench(np.zeros(6), t, t)
+    state = SampleLoopState(rule)
+    if not state.enter():
+        raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path cannot enter a sample loop\'s state')
+    t += side.dt_s
+    state.sample(np.zeros(6), t, t)
+    state.leave()
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.

@@ -16,6 +16,7 @@ runner use it), with the Envisat graph's parameters at 1 kHz:
 """
 
 import collections
+import types
 
 import numpy as np
 import pytest
@@ -58,6 +59,52 @@ class Lockstep:
         self.side.set_wrench_base(np.zeros(6), t)
         self.rule.table_joints(self.q_table_0, None, t, t)       # the robot stays put (measured q0)
         return self.rule.wrench(np.r_[force_sensor, 0.0, 0.0, 0.0], t, t)
+
+
+    def wrench(self, force_sensor, t: float):
+        return self.rule.wrench(force_sensor, t, t)
+
+    def leave(self) -> None:
+        """Nothing to leave: the rule runs in Python."""
+
+
+class LoopLockstep(Lockstep):
+    """A :class:`Lockstep` whose quiet wrist samples run on the state of a compiled sample loop
+    (``servicer_hot_path_loop.SampleLoopState``), entered whenever it can be and left for everything else, as a node's
+    loop would; its outputs as ``ServicerCommand``'s fields."""
+
+    def __init__(self, setup, **kwargs):
+        super().__init__(setup, **kwargs)
+        self.rule.inputs_on_arrays()            # the joints and the held inputs on arrays, as the node has them
+        self.state = None
+        self.loop_samples = self.events = self.entries = 0
+
+    def leave(self) -> None:
+        if self.state is not None:
+            self.state.leave()
+
+    def wrench(self, force_sensor, t: float):
+        from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_STEPPED
+        from hil_bringup.servicer_hot_path_loop import SampleLoopState
+
+        if self.state is None and self.side.started:
+            self.state = SampleLoopState(self.rule)
+        if self.state is not None and not self.state.active and self.state.enter():
+            self.entries += 1
+        if self.state is None or not self.state.active:
+            return self.rule.wrench(force_sensor, t, t)
+        outcome = self.state.sample(np.asarray(force_sensor, dtype=float), t, t)
+        if outcome == QUIET_EVENT:
+            self.events += 1
+            self.state.leave()
+            return self.rule.wrench(force_sensor, t, t)
+        self.loop_samples += 1
+        if outcome != QUIET_STEPPED:
+            return None
+        st = self.state
+        side = types.SimpleNamespace(pose_table_cmd_array=st.g[1].copy(), tau_q=st.tau_q.copy(),
+                                     twist_table_cmd=st.v[6:].copy(), rebase_plan=None, holding=False)
+        return types.SimpleNamespace(q_command=st.q_cmd.copy(), holding=False, reason='', side=side)
 
 
 def jittered_times(n: int, seed: int = 4) -> np.ndarray:
@@ -164,7 +211,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         return OverloadGuard(DT, 2e-3, 5.5e-3, 0.02, 'auto', window_s=0.05)
 
     runs = [Lockstep(setup, quiet=True, overload=guard()), Lockstep(setup, overload=guard()),
-            Lockstep(setup, fused=False, overload=guard())]
+            Lockstep(setup, fused=False, overload=guard()), LoopLockstep(setup, overload=guard())]
     client_pose = runs[0].side.adm.state.pose_nominal_in_orbit
     rng = np.random.default_rng(17)
     n = len(q_arm)
@@ -200,6 +247,9 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         was_latched = bool(runs[1].rule.table.latched_faults)      # before this sample's command
         for run in runs:
             rule = run.rule
+            if k in (1000, 1150, 1160) or k >= 1160 or fault != rule.ft_fault or t < silent_until \
+                    or (rule.table.latched_faults and k % 50 == 0):
+                run.leave()                        # the loop's state back in the rule for what only Python changes
             if k == 1160:                          # post_grasp: the re-basing plan 0.1 s later, then its ramp
                 run.side.set_phase('post_grasp', t)
             if k >= 1160:
@@ -222,7 +272,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
             if t < silent_until:
                 outs.append(rule.watchdog(t, t))
             else:
-                outs.append(rule.wrench(force, t, t))
+                outs.append(run.wrench(force, t))
         a = outs[0]
         for b in outs[1:]:
             assert (a is None) == (b is None), k
@@ -247,8 +297,9 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         seen['stale'] += 'stale_measurement' in a.reason or 'joint_states' in a.reason
         if not a.holding:
             q_table = a.q_command                  # the robot follows its command
-    quiet, fused, ref = runs
-    for run in (fused, ref):
+    quiet, fused, ref, loop = runs
+    loop.leave()
+    for run in (fused, ref, loop):
         assert quiet.side.rejected == run.side.rejected
         assert quiet.rule.counters == run.rule.counters
         assert quiet.rule.table.stats.fault_counts == run.rule.table.stats.fault_counts
@@ -274,6 +325,10 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     # (not in the re-basing ramp, nor at catch-up or held ticks)
     assert fused.rule.fused_steps == quiet.rule.fused_steps >= side_stepped > 300, (fused.rule.fused_steps, side_stepped)
     assert quiet.rule.quiet_samples > 0.6 * side_stepped, (quiet.rule.quiet_samples, side_stepped, reasons)
+    # the loop's state ran the quiet samples the quiet call ran, but those of the re-basing's stretch (left there
+    # at every sample), and the others came back to Python as events
+    assert loop.rule.quiet_samples == loop.loop_samples > 0.5 * side_stepped, (loop.loop_samples, side_stepped)
+    assert loop.events > 20 and loop.entries > 20, (loop.events, loop.entries)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 
 

@@ -588,6 +588,17 @@ def servicer_stage_kinematics(g_s, v_n, v_s, vn_dot, delta, twist_b, delta_dot):
 
 
 @njit(**_OPTS)
+def mat_vec_into(m, v, out):
+    """``out = m v`` summed in index order: one definition for a product a Python path and a compiled one must give
+    to the bit (numpy's ``@`` may go through a BLAS that fuses or reorders its multiply-adds)."""
+    for i in range(m.shape[0]):
+        t = 0.0
+        for j in range(m.shape[1]):
+            t += m[i, j] * v[j]
+        out[i] = t
+
+
+@njit(**_OPTS)
 def pose_mul_into(a, b, out):
     """``out = a b`` for 12-array poses."""
     for i in range(3):

@@ -1,0 +1,201 @@
+"""The fused servicer hot path's state owned by a compiled sample loop (plain Python, no rclpy; issue 17).
+
+A compiled loop that runs the servicer's wrist samples with no Python (docs/performance.md, "The servicer's sample
+with no Python") steps the rule's state in arrays it owns: :class:`SampleLoopState` holds them. While it is
+*entered* the arrays are the state, and the compiled call
+(:func:`hil_bringup.servicer_hot_path_kernel.loop_sample`) runs each quiet sample on them: the wrist wrench held in
+the EE frame, the tick's policies, the side's step (seed 004 Eqs. 18 and 22, the port's Eq. 28 observer) and the
+table's command, and moves the side's state, the table's and the counts on. Any other sample (a hold, catch-up
+steps, a plan due, a rejected input, a table fault, ...) comes back as an event, with nothing changed: the caller
+*leaves* (the state copied back into the rule's objects: ``ServicerSide``, ``ServicerState``, ``MotionTable``,
+``ServicerHotPath``'s counts and ``last``) and the rule runs it in Python, as always.
+
+What the loop does not own is already shared: the policies (pacer, overload guard, the joints' watch, the held
+inputs) and the measured joints are the rule's own array-backed objects (``policy_kernel.adopt``,
+``servicer_side.adopt_joints``), which the joints' and the OBSW's handlers write in place while the state is
+entered. Everything else that changes the rule (the wrist sensor's fault, a reset, the OBSW's phase, the client's
+state, the watchdog, a new workspace) runs after :meth:`SampleLoopState.leave`; the next :meth:`enter` takes the
+state in again. A node pauses its loop for those (``hil_common.sample_loop.LoopThread.paused``).
+
+``test_servicer_hot_path_loop`` drives a rule through this state and the rule in Python with the same random
+streams, and requires the same commands and the same end state, to the bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
+from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
+    LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
+    LI_HAS_IK_STEP, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, \
+    loop_sample
+from hil_common.errors import ConfigError
+from hil_dynamics.servicer import ServicerState, port_step_args
+
+#: ``lf`` and ``li`` sizes (``servicer_hot_path_kernel``'s ``LF_*``, ``LI_*``)
+N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_NOT_DUE + 1
+#: the counts a loop adds to ``ServicerHotPath.counters``
+_COUNTS = (('samples', LI_SAMPLES), ('commands', LI_COMMANDS), ('not_due', LI_NOT_DUE))
+_CLAMPS = (('cartesian_speed', LI_CLAMP_SPEED), ('joint_velocity', LI_CLAMP_VELOCITY),
+           ('joint_acceleration', LI_CLAMP_ACCELERATION))
+
+
+class SampleLoopState:
+    """The state of ``rule`` (a :class:`ServicerHotPath` with the one compiled call, its joints on arrays, a serial
+    table on the side's step grid, a side that has started) in arrays a compiled sample loop steps: the side's
+    ``g``, ``v``, the table's command and prediction state, the counts (``lf``, ``li``). :meth:`enter` takes the
+    rule's state in, :meth:`sample` runs one wrist sample on it from Python (the tests', a bench's), :meth:`args` are
+    :func:`~hil_bringup.servicer_hot_path_kernel.loop_sample`'s arguments for a compiled caller, :meth:`leave` puts the
+    state back."""
+
+    def __init__(self, rule: ServicerHotPath):
+        side, table = rule.side, rule.table
+        if not side.started:
+            raise ConfigError('SampleLoopState: the side has not started (its pacer is replaced when it starts)')
+        if rule._frame is None or rule.inputs_on_arrays() is None or table.clock is not None:
+            raise ConfigError('SampleLoopState: the rule has no one compiled call, no joints on arrays, or a table '
+                              'with a clock of its own')
+        quiet = rule._quiet or rule._quiet_setup()
+        if quiet is None:
+            raise ConfigError('SampleLoopState: the rule has no quiet sample (a table pose from its start)')
+        self.rule, self._quiet = rule, quiet
+        n_table = table.kin.dof
+        self.g, self.v = np.zeros((2, 12)), np.zeros(12)        # g_n, g_s; V_n, V_s
+        self.lf, self.li = np.zeros(N_LF), np.zeros(N_LI, dtype=np.int64)
+        (self.q_cmd, self.qd_cmd, self.ik_prev, self.ik_step, self.hint_q, self.q_ik, self.q_next, self.qd_next,
+         self.ik_step_out) = (np.zeros(n_table) for _ in range(9))
+        self.pose_safe, self.prev_cmd, self.prev_cmd_saved = np.zeros(12), np.zeros(12), np.zeros(12)
+        (self.twist_est, self.twist_prev, self.twist_est_saved, self.twist_prev_saved) = (np.zeros(6) for _ in range(4))
+        port = side.passivity
+        self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
+        self.active = False
+        self._entered_state = None       # adm.state when entered (kept if no step ran)
+        self._args = None
+
+    def _table_args(self) -> tuple:
+        """``loop_sample``'s ``table``: the table's state arrays (the loop's) and its constants (the table's own, read
+        at each :meth:`enter`: a caller may have given it a new workspace)."""
+        rule, table = self.rule, self.rule.table
+        chain, kin = table._chain, table.kin
+        return (rule._q_table, self.q_cmd, self.qd_cmd, self.pose_safe, self.prev_cmd, self.twist_est,
+                self.twist_prev, self.ik_prev, self.ik_step, self.hint_q, self.prev_cmd_saved,
+                self.twist_est_saved, self.twist_prev_saved, self.q_ik, self.q_next, self.qd_next,
+                self.ik_step_out, table._par, table.workspace_min, table.workspace_max, chain.placements,
+                chain.kind, chain.axis, chain.frame_placement, chain.poses, chain.jac, chain.hint_q, table.q_lo,
+                table.q_hi, kin.qd_max, kin.qdd_max, table._target, chain.result, float(table.period))
+
+    # -- in and out ---------------------------------------------------------------------------------------------
+    def can_enter(self) -> bool:
+        """The rule's state is one whose quiet samples the loop can run (``ServicerHotPath._quiet_step``'s
+        conditions that only Python changes): the side started, not held by a fault, its joints and the table's
+        measured, the table initialized and unlatched, no re-basing plan to hand out or under way."""
+        rule, side, table = self.rule, self.rule.side, self.rule.table
+        plan = side.follower.side
+        return not (rule.ft_fault or side.fault or not side.started or side.q is None or rule.q_measured is None
+                    or table._q_cmd is None or table._latched or side.unpublished_plan is not None
+                    or (plan is not None and not plan.done))
+
+    def enter(self) -> bool:
+        """Take the rule's state into the arrays; False (nothing taken) when :meth:`can_enter` says no."""
+        if self.active:
+            return True
+        if not self.can_enter():
+            return False
+        rule, side, table = self.rule, self.rule.side, self.rule.table
+        adm, quiet = side.adm, self._quiet
+        s = self._entered_state = adm.state
+        g_n, g_s = s.pose_arrays()
+        self.g[0], self.g[1] = g_n, g_s
+        self.v[:6], self.v[6:] = s.twist_nominal_body, s.twist_base_rel_body
+        # the side's live state: its arrays are the loop's (side_port_args reads them), a snapshot again at leave()
+        adm.state = ServicerState.of_arrays(s.t, self.g[0], self.v[:6], self.g[1], self.v[6:])
+        call = port_step_args(adm, side.ff, side.passivity, side.dt_s, side.q, side.dq, side.ddq, quiet.f_b,
+                              quiet.f_e, quiet.v_meas, quiet.tau)
+        if call is None:
+            adm.state = s
+            return False
+        side_args, (self.wrench_pc, poses_out, x_out, self.tau_q) = call
+        lf, li = self.lf, self.li
+        lf[:] = 0.0
+        li[:] = 0
+        lf[LF_T_SIDE] = s.t
+        # the table's state (MotionTable's optional arrays: a flag each)
+        self.q_cmd[:], self.qd_cmd[:], self.pose_safe[:] = table._q_cmd, table._qd_cmd, table._pose_safe
+        self.twist_est[:] = table._twist_est
+        for array, value, flag in ((self.prev_cmd, table._pose_prev_cmd, LI_HAS_PREV_CMD),
+                                   (self.twist_prev, table._twist_prev, LI_HAS_TWIST_PREV),
+                                   (self.ik_prev, table._q_ik_prev, LI_HAS_IK_PREV),
+                                   (self.ik_step, table._q_ik_step, LI_HAS_IK_STEP)):
+            li[flag] = value is not None
+            if value is not None:
+                array[:] = value
+        li[LI_HAS_T_PREV] = table._t_prev is not None
+        lf[LF_T_PREV] = math.nan if table._t_prev is None else table._t_prev
+        hint = table.kin._sigma_hint
+        li[LI_HAS_HINT] = hint is not None
+        if hint is not None:
+            lf[LF_HINT_SIGMA], self.hint_q[:] = hint
+        rebase = side.rebase
+        plan_due_s = math.inf if rebase is None or side.post_grasp_s is None or not rebase.params.enabled \
+            or rebase.plan is not None else side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
+        guard, watch, pacer = quiet.guard, quiet.watch, quiet.pacer
+        self._args = (
+            (rule.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf, guard.gi,
+             guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f, quiet.saved_i,
+             quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.f_e, quiet.f_b, quiet.tau,
+             quiet.v_meas, *rule._frame.kernel_args(), table.limits.max_measurement_age, rule._cmd, rule._twist_ff),
+            (side_args, self.g, self.v, poses_out, x_out, side.passivity._acc, side.passivity._prev, self.acc_saved,
+             self.prev_saved, side._wrench_sensor_to_ee),
+            self._table_args(), lf, li)
+        self.active = True
+        return True
+
+    def args(self) -> tuple:
+        """``loop_sample``'s arguments after the sample's wrench and times (entered)."""
+        return self._args
+
+    def sample(self, wrench_sensor: np.ndarray, now_s: float, side_now_s: float) -> int:
+        """One wrist sample (a 6-array in the sensor frame) at ``now_s`` (the table's clock) and ``side_now_s`` (the
+        side's): ``loop_sample``'s outcome. Stepped: the command is :attr:`q_cmd`, the torques :attr:`tau_q`, the
+        table's pose ``g[1]`` and twist ``v[6:]``. An event: :meth:`leave`, and ``rule.wrench`` runs the sample."""
+        return loop_sample(wrench_sensor, now_s, side_now_s, *self._args)
+
+    def leave(self) -> None:
+        """Put the state back into the rule's objects (a new snapshot of the side's state, the table's fields, the
+        counts, the last command), as the Python path would have left them after the same samples."""
+        if not self.active:
+            return
+        self.active = False
+        rule, side, table = self.rule, self.rule.side, self.rule.table
+        lf, li = self.lf, self.li
+        stepped = li[LI_COMMANDS] > 0
+        if not stepped:
+            side.adm.state = self._entered_state
+        else:
+            g, v = self.g.copy(), self.v.copy()
+            state = side.adm.state = ServicerState.of_arrays(float(lf[LF_T_SIDE]), g[0], v[:6], g[1], v[6:])
+            side.passivity_out = side.passivity.output(float(lf[LF_EXCESS]), float(lf[LF_PENDING]),
+                                                       self.wrench_pc.copy())
+            out = side.output(state, state.twist_base_rel_body, self.tau_q.copy(), False)
+            rule.last = ServicerCommand(out, self.q_cmd.copy(), False, '')
+            table._q_cmd, table._qd_cmd, table._pose_safe = self.q_cmd.copy(), self.qd_cmd.copy(), self.pose_safe.copy()
+            table._twist_est[:] = self.twist_est
+            table._pose_prev_cmd = self.prev_cmd.copy() if li[LI_HAS_PREV_CMD] else None
+            table._twist_prev = self.twist_prev.copy() if li[LI_HAS_TWIST_PREV] else None
+            table._q_ik_prev = self.ik_prev.copy() if li[LI_HAS_IK_PREV] else None
+            table._q_ik_step = self.ik_step.copy() if li[LI_HAS_IK_STEP] else None
+            table._t_prev = float(lf[LF_T_PREV]) if li[LI_HAS_T_PREV] else None
+            table.kin._sigma_hint = (float(lf[LF_HINT_SIGMA]), self.hint_q.copy()) if li[LI_HAS_HINT] else None
+            table.stats.steps += int(li[LI_TABLE_STEPS])
+            for name, index in _CLAMPS:
+                table.stats.clamp_counts[name] += int(li[index])
+            rule.fused_steps += int(li[LI_COMMANDS])
+        for name, index in _COUNTS:
+            rule.counters[name] += int(li[index])
+        if li[LI_SAMPLES]:
+            rule.quiet_samples += int(li[LI_SAMPLES])
+            rule.last_sample_s = float(lf[LF_LAST_SAMPLE])
+        self._entered_state = None
