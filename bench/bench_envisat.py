@@ -80,6 +80,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -656,7 +657,9 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     elif name == 'servicer_fused_rt_contact':
         s_adm, s_table, q_table_0, arm_names, q_arm = servicer_hot_path()
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': servicer_trace,
-              'compiled_io': compiled_io}
+              'compiled_io': compiled_io,
+              # HIL_BENCH_COMPILED_SAMPLES=0: every wrist sample in the rule's Python (for an A/B)
+              'compiled_samples': os.environ.get('HIL_BENCH_COMPILED_SAMPLES', '1') == '1'}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':
@@ -772,8 +775,10 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
     executor.shutdown()
     node.destroy_node()
     ctx.try_shutdown()
-    for p in procs.values():
-        stop_process(p)
+    for name, p in procs.items():
+        said = re.search(r'wrist samples: .*', stop_process(p) or '')
+        if said:               # the servicer hot path's count of its samples (and of those in one compiled call)
+            print(f'    {name}: {said[0]}', flush=True)
     make_normal()
     if probe.lost:
         print(f'    {probe.lost} pulses lost (not seen within {PULSE_EVERY} ms), at probe times '

@@ -215,7 +215,7 @@ class ServicerAdmittanceNode(Node):
                 self.create_subscription(msg_type, topic, on_msg, 10)
         self.create_subscription(TwistStamped, 'servicer/table/twist_measured', self.on_twist_measured, 10)
         if p.rebase_enabled:
-            self.create_subscription(String, 'obsw/phase', lambda m: self.side.set_phase(m.data, self._now_s()), FAULT_QOS)
+            self.create_subscription(String, 'obsw/phase', self.on_phase, FAULT_QOS)
         self.pub_plan = self.create_publisher(Float64MultiArray, rebase_topic.TOPIC, rebase_topic.QOS)
         self.pub_pose = self.create_publisher(PoseStamped, 'servicer/table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'servicer/table/twist_cmd', 10)
@@ -314,6 +314,9 @@ class ServicerAdmittanceNode(Node):
             self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.side.fault else "cleared: resuming"}: '
                                    f'{msg.message}')
 
+    def on_phase(self, msg):
+        self.side.set_phase(msg.data, self._now_s())
+
     def on_joints_raw(self, buf):
         try:
             sec, nanosec, names, position, velocity = self.decode_joints(buf)
@@ -375,8 +378,11 @@ class ServicerAdmittanceNode(Node):
                                    f'{plan.t_start:.3f} s over {plan.ramp_s:g} s (compound {plan.mass_kg:.0f} kg)')
         self.send_effort(out.tau_q)
         self.outputs += 1
-        if self.outputs % self.decimation:
-            return
+        if self.outputs % self.decimation == 0:
+            self.publish_decimated(out)
+
+    def publish_decimated(self, out) -> None:
+        """``g_s``, ``V_s``, the state and the passivity of the output ``out`` (every ``decimation``-th)."""
         # raw CDR (hil_common.cdr), stamped with the step's time on the ROS clock
         sec, nanosec = divmod(self.t0_ns + int(round(out.step_time_s * 1e9)), 1_000_000_000)
         self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(out.pose_table_cmd_array, self._xyzquat)))

@@ -13,11 +13,13 @@ steps, a plan due, a rejected input, a table fault, ...) comes back as an event,
 What the loop does not own is already shared: the policies (pacer, overload guard, the joints' watch, the held
 inputs) and the measured joints are the rule's own array-backed objects (``policy_kernel.adopt``,
 ``servicer_side.adopt_joints``), which the joints' and the OBSW's handlers write in place while the state is
-entered. Everything else that changes the rule (the wrist sensor's fault, a reset, the OBSW's phase, the client's
-state, the watchdog, a new workspace) runs after :meth:`SampleLoopState.leave`; the next :meth:`enter` takes the
-state in again. A node pauses its loop for those (``hil_common.sample_loop.LoopThread.paused``).
+entered (so does the client's state, which only a re-basing plan reads, in Python). Everything else that reads
+or changes the rule (the wrist sensor's fault, a reset, the OBSW's phase, the status, the watchdog, a new workspace)
+runs after :meth:`SampleLoopState.leave`; the next :meth:`enter` takes the state in again.
+``servicer_hot_path_node`` (``compiled_samples``, the default) calls it from its wrist callback and leaves it before
+those callbacks; a compiled loop in a thread of its own will pause for them (``hil_common.sample_loop.LoopThread``).
 
-``test_servicer_hot_path_loop`` drives a rule through this state and the rule in Python with the same random
+``test_servicer_hot_path_rule`` drives a rule through this state and the rule in Python with the same random
 streams, and requires the same commands and the same end state, to the bit.
 """
 
@@ -27,13 +29,15 @@ import math
 
 import numpy as np
 
+from hil_admittance.servicer_side import ServicerOutput
 from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
 from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
     LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
     LI_HAS_IK_STEP, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, \
-    loop_sample
+    QUIET_EVENT, loop_sample
 from hil_common.errors import ConfigError
-from hil_dynamics.servicer import ServicerState, port_step_args
+from hil_common.policy_kernel import GuardState, HeldState, PacerState, WatchState
+from hil_dynamics.servicer import ServicerState, port_step_args, side_port_args
 
 #: ``lf`` and ``li`` sizes (``servicer_hot_path_kernel``'s ``LF_*``, ``LI_*``)
 N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_NOT_DUE + 1
@@ -61,6 +65,11 @@ class SampleLoopState:
         quiet = rule._quiet or rule._quiet_setup()
         if quiet is None:
             raise ConfigError('SampleLoopState: the rule has no quiet sample (a table pose from its start)')
+        self._arrays(rule, quiet)
+
+    def _arrays(self, rule: ServicerHotPath, quiet) -> None:
+        """The loop's own arrays for ``rule``, on ``quiet`` (the rule's quiet arrays: the policies' states)."""
+        side, table = rule.side, rule.table
         self.rule, self._quiet = rule, quiet
         n_table = table.kin.dof
         self.g, self.v = np.zeros((2, 12)), np.zeros(12)        # g_n, g_s; V_n, V_s
@@ -72,6 +81,7 @@ class SampleLoopState:
         port = side.passivity
         self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
         self.active = False
+        self.entries = 0                 # times entered
         self._entered_state = None       # adm.state when entered (kept if no step ran)
         self._args = None
 
@@ -141,17 +151,57 @@ class SampleLoopState:
         rebase = side.rebase
         plan_due_s = math.inf if rebase is None or side.post_grasp_s is None or not rebase.params.enabled \
             or rebase.plan is not None else side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
-        guard, watch, pacer = quiet.guard, quiet.watch, quiet.pacer
-        self._args = (
-            (rule.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf, guard.gi,
-             guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f, quiet.saved_i,
-             quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.f_e, quiet.f_b, quiet.tau,
-             quiet.v_meas, *rule._frame.kernel_args(), table.limits.max_measurement_age, rule._cmd, rule._twist_ff),
-            (side_args, self.g, self.v, poses_out, x_out, side.passivity._acc, side.passivity._prev, self.acc_saved,
-             self.prev_saved, side._wrench_sensor_to_ee),
-            self._table_args(), lf, li)
+        self._args = self._build(quiet, plan_due_s, side_args, poses_out, x_out, side.passivity._acc,
+                                 side.passivity._prev)
         self.active = True
+        self.entries += 1
         return True
+
+    def _build(self, quiet, plan_due_s: float, side_args: tuple, poses_out, x_out, acc, prev) -> tuple:
+        """``loop_sample``'s arguments after the sample's: on ``quiet`` (the policies' arrays), the side's step's
+        (``side_args`` and the arrays it writes, the port's accumulators) and the loop's own arrays."""
+        rule, side, table = self.rule, self.rule.side, self.rule.table
+        guard, watch, pacer = quiet.guard, quiet.watch, quiet.pacer
+        return ((rule.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf, guard.gi,
+                 guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f, quiet.saved_i,
+                 quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.f_e, quiet.f_b, quiet.tau,
+                 quiet.v_meas, *rule._frame.kernel_args(), table.limits.max_measurement_age, rule._cmd,
+                 rule._twist_ff),
+                (side_args, self.g, self.v, poses_out, x_out, acc, prev, self.acc_saved, self.prev_saved,
+                 side._wrench_sensor_to_ee),
+                self._table_args(), self.lf, self.li)
+
+    @classmethod
+    def load(cls, rule: ServicerHotPath) -> bool:
+        """Load ``loop_sample`` now (Numba's cache; compiled the first time), not in a node's first sample, for
+        ``rule`` before its side started: on arrays of the types a :class:`SampleLoopState` of it passes (copies of
+        its policies' states and of its port's accumulators, scratch arrays of the loop's), with a non-finite wrench,
+        on which it returns at once, having read and changed nothing. False where the rule cannot have one (no one
+        compiled call, no joints on arrays, a table with its own clock, a table pose from its start)."""
+        side, table = rule.side, rule.table
+        if rule._frame is None or rule.inputs_on_arrays() is None or table.clock is not None \
+                or side.pose_start_inv is not None:
+            return False
+        held = [HeldState(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
+        guard = GuardState(side.overload) if side.overload is not None else None
+        quiet = rule._quiet_arrays(PacerState(side.pacer), WatchState(rule.joints), guard, held)
+        probe = cls.__new__(cls)
+        probe._arrays(rule, quiet)
+        port, z, z6 = side.passivity, np.zeros(side.n), np.zeros(6)
+        acc, prev = port._acc.copy(), port._prev.copy()
+        side_args, (_, poses_out, x_out, _) = side_port_args(side.adm, side.ff, port, acc, prev, side.dt_s, z, z, z,
+                                                             z6, z6, z6, z)
+        args = probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev)
+        return loop_sample(np.full(6, np.nan), 0.0, 0.0, *args) == QUIET_EVENT
+
+    def output(self) -> ServicerOutput:
+        """The last step's output, entered (as ``ServicerSide.output`` makes it, for the decimated messages): the
+        side's live state (read it now: the loop moves it on), the table's pose and twist, the torques, the
+        port's output."""
+        side, lf = self.rule.side, self.lf
+        passivity = side.passivity.output(float(lf[LF_EXCESS]), float(lf[LF_PENDING]), self.wrench_pc.copy())
+        return ServicerOutput(side.adm.state, self.g[1], self.v[6:], self.tau_q, passivity, False,
+                              side.pacer.step_time(side.pacer.steps_done))
 
     def args(self) -> tuple:
         """``loop_sample``'s arguments after the sample's wrench and times (entered)."""

@@ -29,6 +29,11 @@ messages that came are handled in Python), and the joints' rows go into the rule
 measured twist; a malformed or partial row, and the rows after it, in Python as before). Only the wrist samples
 wake the node: the arm's and the table's joints, the OBSW's commands and the client's state are taken, in the order
 they came, when a sample arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
+With ``compiled_samples`` (the default, with ``compiled_io``) a quiet wrist sample (no hold, no catch-up, no re-basing
+due or under way) runs in one compiled call on the state of :class:`hil_bringup.servicer_hot_path_loop.SampleLoopState`
+(the same commands, to the bit), which the node leaves before anything else reads or changes what it owns (the wrist
+sensor's fault, the OBSW's phase, the reset, the status, the watchdog); the other samples run in the rule's Python. At
+its stop the node logs how many samples ran in the compiled call.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
+from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_STEPPED
+from hil_bringup.servicer_hot_path_loop import SampleLoopState
 from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
 from hil_common.overload import ERROR, overload_params
@@ -65,6 +72,9 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 min=0, max=99),
           Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
           rcl_io.COMPILED_IO_PARAM,
+          Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no hold, no catch-up, no '
+                're-basing due or under way) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
+                '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
           TRACE_PARAM]
 
 
@@ -98,7 +108,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.table_names = tuple(table.kin.joint_names)
         self.read_table_joints = JointStateReader(self.table_names)   # servicer/joint_states, raw, in its order
         self.status.override = self.hold_status
-        self.status.reset_also = lambda: self.rule.reset(self.lab_now())[1]
+        self.status.reset_also = self._reset
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
@@ -114,6 +124,13 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
                                 rcl_io.Float64ArrayPublisher(self.pub_effort, len(self.joint_names)))
             self.rule.inputs_on_arrays()         # the joints' rows taken in compiled code, loaded now
+        # the quiet samples on a compiled loop's state (servicer_hot_path_loop), its call loaded now; made once the
+        # side started (None: not yet; False: not used)
+        self.loop_state = None if self.compiled_io is not None and p.compiled_samples \
+            and SampleLoopState.load(self.rule) else False
+        if p.compiled_samples and self.loop_state is False:
+            self.get_logger().info('compiled_samples: every wrist sample runs in Python (no compiled_io, or a '
+                                   'rule without the one compiled call)')
         self.last_holding = None
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
@@ -126,8 +143,15 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
 
+    def leave_loop(self) -> None:
+        """The loop's state back in the rule (``SampleLoopState.leave``), before anything that reads or changes
+        what it owns runs in Python; the next quiet sample enters again."""
+        if self.loop_state:
+            self.loop_state.leave()
+
     def hold_status(self):
         """(level, message) while the table or the wrist sensor holds, else None (the guard's)."""
+        self.leave_loop()
         last = self.rule.last
         faults = self.rule.table.latched_faults
         if faults:
@@ -139,9 +163,19 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         return None
 
     def on_fault(self, msg):
+        self.leave_loop()
         if self.rule.set_ft_fault(msg.level >= DiagnosticStatus.ERROR):
             self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.rule.ft_fault else "cleared: resuming"}: '
                                    f'{msg.message}')
+
+    def _reset(self) -> str:
+        """The reset service's part for the rule (the table's latched faults, the joints' watch)."""
+        self.leave_loop()
+        return self.rule.reset(self.lab_now())[1]
+
+    def on_phase(self, msg) -> None:
+        self.leave_loop()
+        super().on_phase(msg)
 
     def on_table_joints(self, buf):
         now = self.lab_now()
@@ -206,6 +240,14 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         else:
             self.compiled_io[3].publish(tau_q)
 
+    def close(self) -> None:
+        """At the stop (``hil_common.ros_main.run_node``): the samples' counts."""
+        self.leave_loop()
+        counters, loop = self.rule.counters, self.loop_state
+        where = f'on the loop state, entered {loop.entries} times' if loop else 'not used'
+        self.get_logger().info(f"wrist samples: {counters['samples']}, {self.rule.quiet_samples} of them in one "
+                               f"compiled call ({where}); commands: {counters['commands']}, held {counters['held']}")
+
     def destroy_node(self):
         if self.compiled_io is not None:
             for stream in (*self.compiled_io[:2], self.polled_takes):
@@ -228,10 +270,40 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self.side.reject(refused)
             self._report_rejections()
             return
-        out = self.rule.wrench(wrench, now, self._now_s())
+        side_now = self._now_s()
+        loop = self.loop_state
+        if loop is None and self.side.started:
+            loop = self.loop_state = SampleLoopState(self.rule)
+        if loop and (loop.active or loop.enter()):
+            outcome = loop.sample(wrench, now, side_now)
+            if outcome != QUIET_EVENT:
+                self._after_loop(loop, outcome == QUIET_STEPPED, (sec, nanosec))
+                return
+            loop.leave()             # any other sample: in Python
+        out = self.rule.wrench(wrench, now, side_now)
         self._after(out, (sec, nanosec))
 
+    def _after_loop(self, loop, stepped: bool, sample_stamp) -> None:
+        """:meth:`_after` for a sample the loop's state ran: its command (``stepped``) from the loop's arrays, the
+        decimated messages from its output."""
+        self.status.after_tick()
+        self.report_dropped_steps()
+        if not stepped:
+            return
+        self.compiled_io[2].publish(loop.q_cmd)
+        self.trace.publish(*sample_stamp)
+        self.send_effort(loop.tau_q)
+        self.outputs += 1
+        if self.outputs % self.decimation == 0:
+            self.publish_decimated(loop.output())
+        if self.last_holding is not False:          # as _after for a command that does not hold
+            if self.last_holding:
+                self.get_logger().info('commanding again')
+            self.last_holding = False
+            self.status.publish()
+
     def _watchdog(self) -> None:
+        self.leave_loop()            # the rule's newest sample time, its last command
         self.take_inputs()
         now = self.lab_now()
         if now > 0.0:

@@ -2,6 +2,7 @@
 wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
 a hold while the table's joints are stale, and a hold (gravity compensation only) without samples."""
 
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -150,6 +151,16 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
         out = stop_process(proc)
     assert alive, out
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
+    # most samples ran in one compiled call on the loop's state (the others: the first, the holds, after a pause)
+    samples, compiled = compiled_samples(out)
+    assert compiled > 0.5 * samples > 100, out[-2000:]
+
+
+def compiled_samples(out: str) -> tuple[int, int]:
+    """The node's count, at its stop, of the wrist samples and of those run in one compiled call."""
+    match = re.search(r'wrist samples: (\d+), (\d+) of them in one compiled call', out)
+    assert match, out[-2000:]
+    return int(match[1]), int(match[2])
 
 
 @pytest.mark.parametrize('compiled_io', [True, False])
@@ -241,3 +252,5 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'rejected malformed wrist wrench (' in out, out[-2000:]
     assert f"rejected wrist wrench in frame 'not_{adm['wrench_frame_id']}'" in out, out[-2000:]
     assert 'Traceback' not in out, out[-3000:]            # nor at its stop
+    samples, compiled = compiled_samples(out)
+    assert (compiled > 0.5 * samples > 100) if compiled_io else (compiled == 0 and samples > 100), (samples, compiled)
