@@ -60,9 +60,9 @@ from hil_admittance import rebase_topic
 from hil_admittance.node_common import JointPicker
 from hil_common.ros_main import guarded
 from hil_admittance.overload_status import OverloadStatus
-from hil_admittance.servicer_side import NO_ARM_JOINTS, ServicerSide
-from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, OdometryEncoder, PoseStampedEncoder,
-                            TwistStampedEncoder, decode_float64_array, decode_odometry, decode_wrench_stamped)
+from hil_admittance.servicer_side import NO_ARM_JOINTS, ServicerMessages, ServicerSide
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, decode_float64_array, decode_odometry,
+                            decode_wrench_stamped)
 from hil_common.conversions import (pose_from_msg, pose_from_xyzquat, stamp_to_seconds, twist_from_msg, wrench_from_msg,
                                     xyz_rpy_to_pose)
 from hil_common.errors import InputError
@@ -74,7 +74,6 @@ from hil_common.ros_main import run_node
 from hil_dynamics.passivity import PassivityController
 from hil_dynamics.rebase import DEFAULT_LEAD_S, RebaseParams, RebaseSchedule
 from hil_dynamics.rigid_body import RigidBody
-from hil_dynamics.kernels import pose_xyzquat
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
 
 FAULT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -227,12 +226,7 @@ class ServicerAdmittanceNode(Node):
         self.outputs = 0
         self.status = OverloadStatus(self, self.overload, status_prefix, name,
                                      override=lambda: (ERROR, 'holding: wrist F/T fault latched') if self.side.fault else None)
-        # the decimated messages as raw CDR, their bytes built once and refilled
-        self.encode_pose, self.encode_twist = PoseStampedEncoder(self.frames[1]), TwistStampedEncoder(self.frames[2])
-        self.encode_state = OdometryEncoder(self.frames[0], self.frames[2])
-        self.encode_passivity = Float64ArrayEncoder(5)
-        self._xyzquat = np.empty(7)
-        pose_xyzquat(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]), self._xyzquat)   # loaded now (the identity)
+        self.messages = ServicerMessages(self.frames)     # the decimated messages as raw CDR
         if timer:
             self.create_timer(1.0 / p.rate_hz, self.tick)
 
@@ -384,13 +378,9 @@ class ServicerAdmittanceNode(Node):
     def publish_decimated(self, out) -> None:
         """``g_s``, ``V_s``, the state and the passivity of the output ``out`` (every ``decimation``-th)."""
         # raw CDR (hil_common.cdr), stamped with the step's time on the ROS clock
-        sec, nanosec = divmod(self.t0_ns + int(round(out.step_time_s * 1e9)), 1_000_000_000)
-        self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(out.pose_table_cmd_array, self._xyzquat)))
-        self.pub_twist.publish(self.encode_twist(sec, nanosec, out.twist_table_cmd))
-        g_b, v_b = out.state.absolute_arrays()
-        self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_b, self._xyzquat), v_b))
-        if out.passivity is not None:
-            self.pub_passivity.publish(self.encode_passivity(out.passivity.as_list()))
+        _, _, messages = self.messages.encode(self.t0_ns, out)
+        for publisher, message in zip((self.pub_pose, self.pub_twist, self.pub_state, self.pub_passivity), messages):
+            publisher.publish(message)
 
 
 def main(args=None) -> int:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from hil_common.cdr import Float64ArrayEncoder, OdometryEncoder, PoseStampedEncoder, TwistStampedEncoder
 from hil_common.errors import ConfigError
 from hil_common.finite import all_finite
 from hil_common.freshness import HeldInput
@@ -55,7 +56,7 @@ from hil_common.policy_kernel import array_field, optional_field
 from hil_common.pacing import StepPacer
 from hil_dynamics.passivity import PassivityController, PassivityOutput
 from hil_dynamics.rebase import RebaseFollower, RebasePlan, RebaseSchedule, client_part, servicer_part
-from hil_dynamics.kernels import array_pose, mat_vec_into, pose_array
+from hil_dynamics.kernels import array_pose, mat_vec_into, pose_array, pose_xyzquat
 from hil_dynamics.se3 import wrench_transform_matrix
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerState, load_port_step, port_step
 
@@ -77,6 +78,42 @@ class ServicerOutput:
     def pose_table_cmd(self) -> pin.SE3:
         """The table's commanded pose as a ``pin.SE3`` (built when read: the hot path takes the array)."""
         return array_pose(self.pose_table_cmd_array)
+
+
+class ServicerMessages:
+    """The servicer side's decimated messages as raw CDR (:mod:`hil_common.cdr`: their bytes built once and refilled),
+    for the frames ``(orbit, nominal, base)``: the table's commanded pose ``g_s`` (``PoseStamped`` in the nominal
+    frame), its twist ``V_s`` (``TwistStamped`` in the base frame), the base's absolute state ``g_b, V_b`` (seed 004
+    Eq. 23; ``Odometry``, orbit to base), the port's passivity (``Float64MultiArray``:
+    ``PassivityOutput.as_list``). One definition for ``servicer_admittance_node`` and the fused hot path, whose compiled
+    sample loop writes the same messages' doubles (``servicer_hot_path_kernel.decimated_values``, :meth:`fields`)."""
+
+    def __init__(self, frames: tuple[str, str, str]):
+        orbit, nominal, base = frames
+        self.pose, self.twist = PoseStampedEncoder(nominal), TwistStampedEncoder(base)
+        self.state, self.passivity = OdometryEncoder(orbit, base), Float64ArrayEncoder(5)
+        self._xyzquat = np.empty(7)
+        pose_xyzquat(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]), self._xyzquat)   # loaded now (the identity)
+
+    def encode(self, t0_ns: int, out: ServicerOutput) -> tuple[int, int, list[bytes]]:
+        """The messages of the output ``out``, stamped with its step's time on the ROS clock (``t0_ns`` its t = 0):
+        ``(sec, nanosec, [pose, twist, state, passivity])`` (no passivity without the port's output)."""
+        sec, nanosec = divmod(t0_ns + int(round(out.step_time_s * 1e9)), 1_000_000_000)
+        messages = [self.pose(sec, nanosec, pose_xyzquat(out.pose_table_cmd_array, self._xyzquat)),
+                    self.twist(sec, nanosec, out.twist_table_cmd)]
+        g_b, v_b = out.state.absolute_arrays()
+        messages.append(self.state(sec, nanosec, pose_xyzquat(g_b, self._xyzquat), v_b))
+        if out.passivity is not None:
+            messages.append(self.passivity(out.passivity.as_list()))
+        return sec, nanosec, messages
+
+    def fields(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """``(bytes, doubles)``: the four messages' bytes (``uint8`` views, in :meth:`encode`'s order) and the doubles a
+        compiled caller writes: the pose's 7, the twist's 6, the state's pose 7 and twist 6, the passivity's 5."""
+        (pose_bytes, pose), (twist_bytes, twist) = self.pose.fields(), self.twist.fields()
+        (state_bytes, state), (passivity_bytes, passivity) = self.state.fields(), self.passivity.fields()
+        return (pose_bytes, twist_bytes, state_bytes, passivity_bytes), (pose, twist, state[:7], state[43:49],
+                                                                         passivity)
 
 
 #: why an arm joint state is refused when it lacks a joint's position or velocity, or one is not finite

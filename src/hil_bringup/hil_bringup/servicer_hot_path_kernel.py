@@ -32,7 +32,8 @@ from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
     held_fresh, pacer_due, pacer_step_time, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, mat_vec_into, pose_mul_into, side_port_step
+from hil_dynamics.kernels import _OPTS, mat_vec_into, pose_mul_into, relative_mapping_into, side_port_step, \
+    xyzquat_into
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
@@ -281,6 +282,40 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
     return QUIET_STEPPED
 
 
+
+@njit(**_OPTS)
+def _message_pose(g, out):
+    """``hil_dynamics.kernels.pose_xyzquat``: a 12-array pose as ``[x, y, z, qx, qy, qz, qw]``, ``qw >= 0``."""
+    xyzquat_into(g, out)
+    if out[6] < 0.0:
+        for i in range(3, 7):
+            out[i] = out[i] * -1.0
+
+
+@njit(**_OPTS)
+def decimated_values(t0_ns, step_time_s, g, v, excess, pending, acc, pose, twist, state_pose, state_twist, passivity,
+                     g_abs, v_abs):
+    """The values of the servicer side's decimated messages (``ServicerAdmittanceNode.publish_decimated``) for a
+    loop's state (``servicer_hot_path_loop.SampleLoopState``: ``g`` = ``g_n, g_s``, ``v`` = ``V_n; V_s``, the last
+    step's ``E_obs`` and pending dissipation, the port's accumulators ``acc``), written into the messages' doubles:
+    ``pose`` the table's pose ``g_s`` (``[x, y, z, qx, qy, qz, qw]``), ``twist`` its twist ``V_s``, ``state_pose`` and
+    ``state_twist`` the base's absolute ``g_b, V_b`` (seed 004 Eq. 23; ``g_abs``, ``v_abs``: scratch), ``passivity``
+    ``[E_obs, E_port, E_integration, E_dissipated, beta]`` (``PassivityOutput.as_list``). Returns the stamp, the step
+    time ``step_time_s`` on the ROS clock from ``t0_ns``, in nanoseconds."""
+    _message_pose(g[1], pose)
+    for i in range(6):
+        twist[i] = v[6 + i]
+    relative_mapping_into(g[0], v[:6], g[1], v[6:], g_abs, v_abs)
+    _message_pose(g_abs, state_pose)
+    for i in range(6):
+        state_twist[i] = v_abs[i]
+    passivity[0] = excess
+    passivity[1] = acc[0]
+    passivity[2] = acc[1]
+    passivity[3] = acc[2] + pending
+    passivity[4] = acc[3]
+    return t0_ns + np.int64(round(step_time_s * 1e9))
+
 #: a joint-state row the arm takes: a whole one (``hil_common.cdr.WHOLE_ROW``, ``JointStateStream.whole``)
 ARM_ROW = WHOLE_ROW
 
@@ -397,9 +432,10 @@ def envisat_rule(**kwargs):
 
 def warm_up() -> None:
     """Compile (or load from the cache) :func:`side_and_table_step`, :func:`quiet_sample`, :func:`arm_joint_rows`,
-    :func:`table_joint_rows` and :func:`loop_sample` with the types the fused servicer hot path passes: its rule built
-    with the Envisat graph's parameters loads them, and a few samples started it and ran one on a sample loop's state
-    (``./dev`` runs this, so no node or test compiles them)."""
+    :func:`table_joint_rows`, :func:`loop_sample` and :func:`decimated_values` with the types the fused servicer hot
+    path passes: its rule built with the Envisat graph's parameters loads them, and a few samples started it and ran
+    one on a sample loop's state (``./dev`` runs this, so no node or test compiles them)."""
+    from hil_admittance.servicer_side import ServicerMessages
     from hil_bringup.servicer_hot_path_loop import SampleLoopState
 
     rule, q_table_0, q_arm = envisat_rule(quiet=True)
@@ -418,6 +454,9 @@ def warm_up() -> None:
         raise StartError('servicer_hot_path_kernel: the Envisat servicer hot path cannot enter a sample loop\'s state')
     t += side.dt_s
     state.sample(np.zeros(6), t, t)
+    # the decimated messages' values (on the messages' own views: their types), as the node writes them
+    _, fields = ServicerMessages(('orbit', 'nominal', 'base')).fields()
+    decimated_values(0, t, state.g, state.v, 0.0, 0.0, side.passivity._acc, *fields, np.empty(12), np.empty(6))
     state.leave()
 
 

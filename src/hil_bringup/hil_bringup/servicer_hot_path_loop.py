@@ -29,7 +29,6 @@ import math
 
 import numpy as np
 
-from hil_admittance.servicer_side import ServicerOutput
 from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
 from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
     LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
@@ -193,15 +192,6 @@ class SampleLoopState:
                                                              z6, z6, z6, z)
         args = probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev)
         return loop_sample(np.full(6, np.nan), 0.0, 0.0, *args) == QUIET_EVENT
-
-    def output(self) -> ServicerOutput:
-        """The last step's output, entered (as ``ServicerSide.output`` makes it, for the decimated messages): the
-        side's live state (read it now: the loop moves it on), the table's pose and twist, the torques, the
-        port's output."""
-        side, lf = self.rule.side, self.lf
-        passivity = side.passivity.output(float(lf[LF_EXCESS]), float(lf[LF_PENDING]), self.wrench_pc.copy())
-        return ServicerOutput(side.adm.state, self.g[1], self.v[6:], self.tau_q, passivity, False,
-                              side.pacer.step_time(side.pacer.steps_done))
 
     def args(self) -> tuple:
         """``loop_sample``'s arguments after the sample's wrench and times (entered)."""

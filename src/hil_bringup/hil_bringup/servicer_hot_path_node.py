@@ -49,7 +49,7 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_STEPPED
+from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, QUIET_EVENT, QUIET_STEPPED, decimated_values
 from hil_bringup.servicer_hot_path_loop import SampleLoopState
 from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
 from hil_common.lab_clock import lab_seconds
@@ -128,6 +128,16 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         # side started (None: not yet; False: not used)
         self.loop_state = None if self.compiled_io is not None and p.compiled_samples \
             and SampleLoopState.load(self.rule) else False
+        if self.loop_state is None:      # its decimated messages written and sent from compiled code
+            buffers, self.decimated_fields = self.messages.fields()
+            self.decimated_out = rcl_io.SerializedPublishers(
+                [(publisher, buf, stamped) for publisher, buf, stamped in zip(
+                    (self.pub_pose, self.pub_twist, self.pub_state, self.pub_passivity), buffers,
+                    (True, True, True, False))])
+            self._decimated_scratch = np.empty(12), np.empty(6)
+            identity = np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])   # its call loaded now, not in a callback
+            decimated_values(0, 0.0, np.stack([identity, identity]), np.zeros(12), 0.0, 0.0, np.zeros(8),
+                             *self.decimated_fields, *self._decimated_scratch)
         if p.compiled_samples and self.loop_state is False:
             self.get_logger().info('compiled_samples: every wrist sample runs in Python (no compiled_io, or a '
                                    'rule without the one compiled call)')
@@ -294,8 +304,12 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.trace.publish(*sample_stamp)
         self.send_effort(loop.tau_q)
         self.outputs += 1
-        if self.outputs % self.decimation == 0:
-            self.publish_decimated(loop.output())
+        if self.outputs % self.decimation == 0:        # publish_decimated's messages, from the loop's arrays
+            pacer, lf = self.side.pacer, loop.lf
+            stamp_ns = decimated_values(self.t0_ns, pacer.step_time(pacer.steps_done), loop.g, loop.v,
+                                        lf[LF_EXCESS], lf[LF_PENDING], self.side.passivity._acc,
+                                        *self.decimated_fields, *self._decimated_scratch)
+            self.decimated_out.publish(*divmod(int(stamp_ns), 1_000_000_000))
         if self.last_holding is not False:          # as _after for a command that does not hold
             if self.last_holding:
                 self.get_logger().info('commanding again')

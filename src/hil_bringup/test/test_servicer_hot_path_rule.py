@@ -16,12 +16,14 @@ runner use it), with the Envisat graph's parameters at 1 kHz:
 """
 
 import collections
+import struct
 import types
 
 import numpy as np
 import pytest
 
 from hil_admittance.servicer_admittance_node import build_side
+from hil_admittance.servicer_side import ServicerMessages
 from hil_bringup.servicer_hot_path_kernel import ARM_ROW, envisat_values
 from hil_bringup.servicer_hot_path_node import build_rule
 from hil_common.cdr import DQ_OK, MALFORMED, POSITIONS_FULL, Q_OK
@@ -32,6 +34,8 @@ from hil_common.params import ParamValues
 from hil_dynamics.se3 import transform_wrench
 
 RATE_HZ = 1000.0
+FRAMES = ('orbit', 'nominal', 'servicer_base')     # the decimated messages' frames (orbit, nominal, base)
+T0_NS = 1_795_000_000_123_456_789                  # the node's t = 0 on the ROS clock
 DT = 1.0 / RATE_HZ
 PACER_FIELDS = {'dt_s', 't0_s', 'max_catch_up', 'steps_done', 'overruns', 'last_late_s', 'last_dropped'}
 
@@ -104,7 +108,25 @@ class LoopLockstep(Lockstep):
         st = self.state
         side = types.SimpleNamespace(pose_table_cmd_array=st.g[1].copy(), tau_q=st.tau_q.copy(),
                                      twist_table_cmd=st.v[6:].copy(), rebase_plan=None, holding=False)
-        return types.SimpleNamespace(q_command=st.q_cmd.copy(), holding=False, reason='', side=side)
+        return types.SimpleNamespace(q_command=st.q_cmd.copy(), holding=False, reason='', side=side,
+                                     messages=self.messages())
+
+    def messages(self) -> tuple[int, int, list[bytes]]:
+        """The decimated messages of the loop's last step, as the node writes them from the loop's arrays
+        (``servicer_hot_path_kernel.decimated_values`` into ``ServicerMessages.fields``), stamped here by
+        ``ServicerMessages.encode``'s rule."""
+        from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, decimated_values
+
+        if not hasattr(self, 'encoders'):
+            self.encoders = ServicerMessages(FRAMES)
+        buffers, fields = self.encoders.fields()
+        st, pacer = self.state, self.side.pacer
+        stamp_ns = decimated_values(T0_NS, pacer.step_time(pacer.steps_done), st.g, st.v, st.lf[LF_EXCESS],
+                                    st.lf[LF_PENDING], self.side.passivity._acc, *fields, np.empty(12), np.empty(6))
+        sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+        for buf in buffers[:3]:
+            struct.pack_into('<iI', buf, 4, sec, nanosec)
+        return sec, nanosec, [bytes(buf) for buf in buffers]
 
 
 def jittered_times(n: int, seed: int = 4) -> np.ndarray:
@@ -219,6 +241,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     for run in runs:
         run.sample(t - DT)
     seen = {'catch_up': 0, 'holding': 0, 'table_fault': 0, 'rejected': 0, 'stale': 0, 'watchdog': 0}
+    python_messages = ServicerMessages(FRAMES)
     silent_until = stale_until = -1.0
     side_stepped = 0
     q_table = q_table_0.copy()
@@ -286,6 +309,10 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
             np.testing.assert_array_equal(a.side.tau_q, b.side.tau_q)
             np.testing.assert_array_equal(a.side.twist_table_cmd, b.side.twist_table_cmd)
             assert (a.side.rebase_plan is None) == (b.side.rebase_plan is None), k
+        loop_out = outs[3]
+        if getattr(loop_out, 'messages', None) is not None:    # the loop's decimated messages are the Python path's
+            assert loop_out.messages == python_messages.encode(T0_NS, outs[1].side), k
+            seen['loop_messages'] = seen.get('loop_messages', 0) + 1
         if t < silent_until:
             seen['watchdog'] += a is not None
         if a is None:
@@ -329,6 +356,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     # at every sample), and the others came back to Python as events
     assert loop.rule.quiet_samples == loop.loop_samples > 0.5 * side_stepped, (loop.loop_samples, side_stepped)
     assert loop.events > 20 and loop.entries > 20, (loop.events, loop.entries)
+    assert seen['loop_messages'] > 0.5 * side_stepped, (seen['loop_messages'], side_stepped)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 
 

@@ -178,6 +178,11 @@ class Float64ArrayEncoder:
         self._data[:] = values
         return bytes(self._buf)
 
+    def fields(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(message bytes, data doubles)``: views of the message this encoder refills, for a compiled caller that
+        writes the doubles and sends the bytes (``hil_common.rcl_io.SerializedPublishers``)."""
+        return np.frombuffer(self._buf, dtype=np.uint8), self._data
+
 
 class _StampedEncoder:
     """A stamped message of fixed frame ids and fixed-size float64 fields: the bytes built once, the stamp and
@@ -196,6 +201,11 @@ class _StampedEncoder:
     def _bytes(self, sec: int, nanosec: int) -> bytes:
         _STAMP.pack_into(self._buf, 4, sec, nanosec)
         return bytes(self._buf)
+
+    def fields(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(message bytes, doubles)``: views of the message this encoder refills, for a compiled caller that writes
+        the doubles (and the stamp, bytes 4-11) and sends the bytes (``hil_common.rcl_io.SerializedPublishers``)."""
+        return np.frombuffer(self._buf, dtype=np.uint8), self._doubles
 
 
 def _text(value: str) -> bytes:
