@@ -439,3 +439,41 @@ def test_wrenches_are_taken_in_one_call_as_the_readable_decoder_reads_them_their
     stream.release()
     any_frame.release()
     polled.destroy()
+
+
+def test_serialized_messages_go_out_in_one_call_as_their_encoders_bytes_the_stamped_ones_stamped(node):
+    """``SerializedPublishers``: messages refilled in their encoders' buffers (a PoseStamped, an Odometry and a
+    Float64MultiArray, as the servicer hot path's decimated ones) are sent by one compiled call, each as its
+    encoder's bytes, the stamped ones with the call's stamp (a negative ``sec`` too) and the other untouched."""
+    from geometry_msgs.msg import PoseStamped
+    from nav_msgs.msg import Odometry
+
+    from hil_common.cdr import OdometryEncoder, PoseStampedEncoder
+
+    topics = (('rcl_io/pose', PoseStamped, PoseStampedEncoder('nominal')),
+              ('rcl_io/state', Odometry, OdometryEncoder('orbit', 'base')),
+              ('rcl_io/values', Float64MultiArray, Float64ArrayEncoder(3)))
+    entries, subs = [], []
+    for topic, msg_type, encoder in topics:
+        pub = node.create_publisher(msg_type, topic, 10)
+        subs.append(PolledSubscription(node, msg_type, topic, 10, raw=True))
+        matched(pub, subs[-1])
+        entries.append((pub, encoder.fields()[0], msg_type is not Float64MultiArray))
+    sender = rcl_io.SerializedPublishers(entries)
+    rng = np.random.default_rng(3)
+    for sec, nanosec in ((1_795_000_001, 999_999_999), (-3, 7)):
+        pose, state, values = rng.normal(size=7), rng.normal(size=85), rng.normal(size=3)
+        topics[0][2].fields()[1][:] = pose
+        topics[1][2].fields()[1][:] = state
+        topics[2][2].fields()[1][:] = values
+        sender.publish(sec, nanosec)
+        received = [[] for _ in subs]
+        wait_for(lambda: all(r.extend(s.take_all()) or r for r, s in zip(received, subs)))
+        assert received[0] == [topics[0][2](sec, nanosec, pose)]
+        assert received[1] == [topics[1][2](sec, nanosec, state[:7], state[43:49])]
+        assert received[2] == [Float64ArrayEncoder(3)(values)]
+        msg = deserialize_message(received[1][0], Odometry)       # and rclpy reads the stamp
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (sec, nanosec)
+        assert msg.header.frame_id == 'orbit' and msg.child_frame_id == 'base'
+    for sub in subs:
+        sub.destroy()
