@@ -303,10 +303,7 @@ class ServicerHotPath:
         step due, or the step refused its input), as :meth:`_step` in Python gives; :data:`_EVENT` when the sample
         is not quiet (nothing changed: the Python path runs it)."""
         side, table = self.side, self.table
-        plan = side.follower.side
-        if self.ft_fault or side.fault or not side.started or side.q is None or self.q_measured is None \
-                or table._q_cmd is None or table._latched or side.unpublished_plan is not None \
-                or (plan is not None and not plan.done):
+        if not self.quiet_possible():
             return _EVENT
         quiet = self._quiet or self._quiet_setup()
         if quiet is None:
@@ -319,10 +316,8 @@ class ServicerHotPath:
                               quiet.tau)
         if call is None:
             return _EVENT
-        (side_args, outputs), rebase = call, side.rebase
-        plan_due_s = math.inf if rebase is None or side.post_grasp_s is None or not rebase.params.enabled \
-            or rebase.plan is not None else side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
-        outcome, age, excess, pending, status, flags = self._quiet_call(quiet, now_s, side_now_s, plan_due_s,
+        side_args, outputs = call
+        outcome, age, excess, pending, status, flags = self._quiet_call(quiet, now_s, side_now_s, self.plan_due_s(),
                                                                         side_args, outputs, motion_args)
         if outcome == QUIET_EVENT:
             return _EVENT
@@ -342,6 +337,24 @@ class ServicerHotPath:
         s, side.passivity_out, tau_q = done
         fused = None if flags == TABLE_NOT_RUN else self._table_outcome(t, flags, motion_out)
         return self._command(side.output(s, s.twist_base_rel_body, tau_q, False), fused, age, '', '')
+
+    def quiet_possible(self) -> bool:
+        """The conditions of a quiet sample that only Python changes: the side started, not held by a fault, its
+        joints and the table's measured, the table initialized and unlatched, no re-basing plan to hand out or under
+        way (the others, the tick's policies', are the quiet call's)."""
+        side, table = self.side, self.table
+        plan = side.follower.side
+        return not (self.ft_fault or side.fault or not side.started or side.q is None or self.q_measured is None
+                    or table._q_cmd is None or table._latched or side.unpublished_plan is not None
+                    or (plan is not None and not plan.done))
+
+    def plan_due_s(self) -> float:
+        """The step time (side's clock) from which a re-basing plan is due (inf: none will be until Python changes
+        something: no schedule, no post-grasp phase yet, or a plan made)."""
+        side, rebase = self.side, self.side.rebase
+        if rebase is None or side.post_grasp_s is None or not rebase.params.enabled or rebase.plan is not None:
+            return math.inf
+        return side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
 
     def _quiet_setup(self):
         """The quiet samples' arrays, once the side started: the policies adopted (``hil_common.policy_kernel.adopt``:

@@ -97,21 +97,12 @@ class SampleLoopState:
                 table.q_hi, kin.qd_max, kin.qdd_max, table._target, chain.result, float(table.period))
 
     # -- in and out ---------------------------------------------------------------------------------------------
-    def can_enter(self) -> bool:
-        """The rule's state is one whose quiet samples the loop can run (``ServicerHotPath._quiet_step``'s
-        conditions that only Python changes): the side started, not held by a fault, its joints and the table's
-        measured, the table initialized and unlatched, no re-basing plan to hand out or under way."""
-        rule, side, table = self.rule, self.rule.side, self.rule.table
-        plan = side.follower.side
-        return not (rule.ft_fault or side.fault or not side.started or side.q is None or rule.q_measured is None
-                    or table._q_cmd is None or table._latched or side.unpublished_plan is not None
-                    or (plan is not None and not plan.done))
-
     def enter(self) -> bool:
-        """Take the rule's state into the arrays; False (nothing taken) when :meth:`can_enter` says no."""
+        """Take the rule's state into the arrays; False (nothing taken) where a quiet sample is not
+        possible (``ServicerHotPath.quiet_possible``)."""
         if self.active:
             return True
-        if not self.can_enter():
+        if not self.rule.quiet_possible():
             return False
         rule, side, table = self.rule, self.rule.side, self.rule.table
         adm, quiet = side.adm, self._quiet
@@ -147,10 +138,7 @@ class SampleLoopState:
         li[LI_HAS_HINT] = hint is not None
         if hint is not None:
             lf[LF_HINT_SIGMA], self.hint_q[:] = hint
-        rebase = side.rebase
-        plan_due_s = math.inf if rebase is None or side.post_grasp_s is None or not rebase.params.enabled \
-            or rebase.plan is not None else side.post_grasp_s + rebase.params.after_post_grasp_s - 1e-9
-        self._args = self._build(quiet, plan_due_s, side_args, poses_out, x_out, side.passivity._acc,
+        self._args = self._build(quiet, rule.plan_due_s(), side_args, poses_out, x_out, side.passivity._acc,
                                  side.passivity._prev)
         self.active = True
         self.entries += 1
