@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import yaml
 
+from hil_common.ros_testing import dump_stacks
+
 
 class Collector:
     """Messages received on one topic, thread-safe."""
@@ -193,9 +195,12 @@ class DriverProcess:
         return f'$ {" ".join(self.cmd)}  (exit {self.proc.returncode})\n' + text
 
     def wait_exit(self, timeout_s: float = 10.0) -> int | None:
+        """The exit code, or None if the process is still running after ``timeout_s`` (then its threads' stacks
+        are asked for, into :meth:`log`: where it hung)."""
         try:
             return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            dump_stacks(self.proc)
             return None
 
     def stop(self, timeout_s: float = 10.0) -> int | None:
