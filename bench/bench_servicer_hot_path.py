@@ -62,18 +62,12 @@ def _compiled_samples(wrenches, times, *args):
 
 
 def _loop_wrench(state, wrench, t):
-    """A wrist sample on the loop's state (entered if it can be), else in Python: its command (the loop's: its joints
+    """A wrist sample through the loop's state (``SampleLoopState.wrench``): its command (the loop's: its joints
     only), or None."""
-    if not state.active:
-        state.enter()
-    if state.active:
-        outcome = state.sample(wrench, t, t)
-        if outcome == QUIET_STEPPED:
-            return types.SimpleNamespace(q_command=state.q_cmd.copy(), holding=False)
-        if outcome != QUIET_EVENT:
-            return None
-        state.leave()
-    return state.rule.wrench(wrench, t, t)
+    outcome, out = state.wrench(wrench, t, t)
+    if outcome == QUIET_STEPPED:
+        return types.SimpleNamespace(q_command=state.q_cmd.copy(), holding=False)
+    return out
 
 
 def main(samples: int = 6000) -> None:

@@ -81,6 +81,7 @@ class SampleLoopState:
         self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
         self.active = False
         self.entries = 0                 # times entered
+        self.events = 0                  # samples handed back to the rule's Python while entered
         self._entered_state = None       # adm.state when entered (kept if no step ran)
         self._args = None
 
@@ -190,6 +191,19 @@ class SampleLoopState:
         side's): ``loop_sample``'s outcome. Stepped: the command is :attr:`q_cmd`, the torques :attr:`tau_q`, the
         table's pose ``g[1]`` and twist ``v[6:]``. An event: :meth:`leave`, and ``rule.wrench`` runs the sample."""
         return loop_sample(wrench_sensor, now_s, side_now_s, *self._args)
+
+    def wrench(self, wrench_sensor: np.ndarray, now_s: float, side_now_s: float) -> tuple[int, object]:
+        """One wrist sample as the fused node runs it: on the loop's state (entered if it can be), else, left, by the
+        rule in Python (``ServicerHotPath.wrench``). Returns ``(outcome, command)``: :data:`QUIET_STEPPED` (the command
+        in the arrays: :attr:`q_cmd`, :attr:`tau_q`, ``g``, ``v``) or :data:`QUIET_NOT_DUE` with None, or
+        :data:`QUIET_EVENT` with the rule's ``ServicerCommand`` (or None)."""
+        if self.active or self.enter():
+            outcome = self.sample(wrench_sensor, now_s, side_now_s)
+            if outcome != QUIET_EVENT:
+                return outcome, None
+            self.events += 1
+            self.leave()
+        return QUIET_EVENT, self.rule.wrench(wrench_sensor, now_s, side_now_s)
 
     def leave(self) -> None:
         """Put the state back into the rule's objects (a new snapshot of the side's state, the table's fields, the

@@ -39,6 +39,7 @@ its stop the node logs how many samples ran in the compiled call.
 from __future__ import annotations
 
 import gc
+import re
 import sys
 
 import numpy as np
@@ -254,7 +255,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         """At the stop (``hil_common.ros_main.run_node``): the samples' counts."""
         self.leave_loop()
         counters, loop = self.rule.counters, self.loop_state
-        where = f'on the loop state, entered {loop.entries} times' if loop else 'not used'
+        where = f'on the loop state, entered {loop.entries} times, {loop.events} handed back' if loop else 'not used'
         self.get_logger().info(f"wrist samples: {counters['samples']}, {self.rule.quiet_samples} of them in one "
                                f"compiled call ({where}); commands: {counters['commands']}, held {counters['held']}")
 
@@ -284,24 +285,23 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         loop = self.loop_state
         if loop is None and self.side.started:
             loop = self.loop_state = SampleLoopState(self.rule)
-        if loop and (loop.active or loop.enter()):
-            outcome = loop.sample(wrench, now, side_now)
-            if outcome != QUIET_EVENT:
-                self._after_loop(loop, outcome == QUIET_STEPPED, (sec, nanosec))
-                return
-            loop.leave()             # any other sample: in Python
-        out = self.rule.wrench(wrench, now, side_now)
-        self._after(out, (sec, nanosec))
+        if not loop:
+            self._after(self.rule.wrench(wrench, now, side_now), (sec, nanosec))
+            return
+        outcome, out = loop.wrench(wrench, now, side_now)
+        if outcome == QUIET_EVENT:       # run in the rule's Python
+            self._after(out, (sec, nanosec))
+        else:
+            self._after_loop(loop, outcome == QUIET_STEPPED, (sec, nanosec))
 
     def _after_loop(self, loop, stepped: bool, sample_stamp) -> None:
-        """:meth:`_after` for a sample the loop's state ran: its command (``stepped``) from the loop's arrays, the
-        decimated messages from its output."""
+        """:meth:`_after` for a sample the loop's state ran: its command (``stepped``) and the decimated messages
+        from the loop's arrays."""
         self.status.after_tick()
         self.report_dropped_steps()
         if not stepped:
             return
-        self.compiled_io[2].publish(loop.q_cmd)
-        self.trace.publish(*sample_stamp)
+        self._send_command(loop.q_cmd, sample_stamp)
         self.send_effort(loop.tau_q)
         self.outputs += 1
         if self.outputs % self.decimation == 0:        # publish_decimated's messages, from the loop's arrays
@@ -310,11 +310,27 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                                         lf[LF_EXCESS], lf[LF_PENDING], self.side.passivity._acc,
                                         *self.decimated_fields, *self._decimated_scratch)
             self.decimated_out.publish(*divmod(int(stamp_ns), 1_000_000_000))
-        if self.last_holding is not False:          # as _after for a command that does not hold
-            if self.last_holding:
-                self.get_logger().info('commanding again')
-            self.last_holding = False
-            self.status.publish()
+        self._holding(False, '')
+
+    def _send_command(self, q_command, sample_stamp) -> None:
+        """The robot's command, and the trace of the sample it came from (None: the watchdog's)."""
+        if self.compiled_io is None:
+            self.pub_cmd.publish(self.encode_cmd(q_command))
+        else:
+            self.compiled_io[2].publish(q_command)
+        if sample_stamp is not None:
+            self.trace.publish(*sample_stamp)
+
+    def _holding(self, holding: bool, reason: str) -> None:
+        """Log and publish the status when the command starts or stops holding."""
+        if holding == self.last_holding:
+            return
+        if holding:
+            self.get_logger().warn(f'holding: {reason or "the servicer side holds"}')
+        elif self.last_holding is not None:
+            self.get_logger().info('commanding again')
+        self.last_holding = holding
+        self.status.publish()
 
     def _watchdog(self) -> None:
         self.leave_loop()            # the rule's newest sample time, its last command
@@ -329,20 +345,20 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.report_dropped_steps()
         if out is None:
             return
-        if self.compiled_io is None:
-            self.pub_cmd.publish(self.encode_cmd(out.q_command))
-        else:
-            self.compiled_io[2].publish(out.q_command)
-        if sample_stamp is not None:
-            self.trace.publish(*sample_stamp)
+        self._send_command(out.q_command, sample_stamp)
         self.publish_output(out.side)
-        if out.holding != self.last_holding:
-            if out.holding:
-                self.get_logger().warn(f'holding: {out.reason or "the servicer side holds"}')
-            elif self.last_holding is not None:
-                self.get_logger().info('commanding again')
-            self.last_holding = out.holding
-            self.status.publish()
+        self._holding(out.holding, out.reason)
+
+
+#: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it
+_COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call.*commands: (\d+), held (\d+)')
+
+
+def sample_counts(log: str) -> tuple[int, int, int, int] | None:
+    """``(wrist samples, of them in the one compiled call, commands, of them held)`` from a node's log (its line at
+    its stop), or None without that line (the node did not stop cleanly)."""
+    match = _COUNTS_LINE.search(log)
+    return None if match is None else tuple(int(v) for v in match.groups())
 
 
 def main(args=None) -> int:

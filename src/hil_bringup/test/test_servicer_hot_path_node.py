@@ -2,7 +2,6 @@
 wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
 a hold while the table's joints are stale, and a hold (gravity compensation only) without samples."""
 
-import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,6 +17,7 @@ from hil_admittance.servicer_admittance_node import FAULT_QOS
 from hil_bringup.facility import calibrate, load_facility
 from hil_bringup.graphs import envisat_graph
 from hil_bringup.scenario import load_scenario
+from hil_bringup.servicer_hot_path_node import sample_counts
 from hil_common.conversions import pose_from_msg, xyz_rpy_to_pose
 from hil_common.kernel_loads import late_kernels
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
@@ -153,16 +153,10 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
     # most samples that did not hold ran in one compiled call on the loop's state (the others: the first, late ones
     # that need two steps, after a pause)
-    samples, compiled, held = compiled_samples(out)
+    counts = sample_counts(out)
+    assert counts is not None, out[-2000:]
+    samples, compiled, _, held = counts
     assert compiled > 0.6 * (samples - held) > 100, out[-2000:]
-
-
-def compiled_samples(out: str) -> tuple[int, int, int]:
-    """The node's count, at its stop, of the wrist samples, of those run in one compiled call and of the commands
-    that held."""
-    match = re.search(r'wrist samples: (\d+), (\d+) of them in one compiled call.*held (\d+)', out)
-    assert match, out[-2000:]
-    return int(match[1]), int(match[2]), int(match[3])
 
 
 @pytest.mark.parametrize('compiled_io', [True, False])
@@ -254,6 +248,7 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'rejected malformed wrist wrench (' in out, out[-2000:]
     assert f"rejected wrist wrench in frame 'not_{adm['wrench_frame_id']}'" in out, out[-2000:]
     assert 'Traceback' not in out, out[-3000:]            # nor at its stop
-    samples, compiled, held = compiled_samples(out)
-    assert (compiled > 0.6 * (samples - held) > 100) if compiled_io else (compiled == 0 and samples > 100), \
-        (samples, compiled, held)
+    counts = sample_counts(out)
+    assert counts is not None, out[-2000:]
+    samples, compiled, _, held = counts
+    assert (compiled > 0.6 * (samples - held) > 100) if compiled_io else (compiled == 0 and samples > 100), counts

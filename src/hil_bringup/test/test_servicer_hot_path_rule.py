@@ -81,7 +81,7 @@ class LoopLockstep(Lockstep):
         super().__init__(setup, **kwargs)
         self.rule.inputs_on_arrays()            # the joints and the held inputs on arrays, as the node has them
         self.state = None
-        self.loop_samples = self.events = self.entries = 0
+        self.loop_samples = 0
 
     def leave(self) -> None:
         if self.state is not None:
@@ -93,15 +93,11 @@ class LoopLockstep(Lockstep):
 
         if self.state is None and self.side.started:
             self.state = SampleLoopState(self.rule)
-        if self.state is not None and not self.state.active and self.state.enter():
-            self.entries += 1
-        if self.state is None or not self.state.active:
+        if self.state is None:
             return self.rule.wrench(force_sensor, t, t)
-        outcome = self.state.sample(np.asarray(force_sensor, dtype=float), t, t)
+        outcome, out = self.state.wrench(np.asarray(force_sensor, dtype=float), t, t)
         if outcome == QUIET_EVENT:
-            self.events += 1
-            self.state.leave()
-            return self.rule.wrench(force_sensor, t, t)
+            return out
         self.loop_samples += 1
         if outcome != QUIET_STEPPED:
             return None
@@ -355,7 +351,7 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     # the loop's state ran the quiet samples the quiet call ran, but those of the re-basing's stretch (left there
     # at every sample), and the others came back to Python as events
     assert loop.rule.quiet_samples == loop.loop_samples > 0.5 * side_stepped, (loop.loop_samples, side_stepped)
-    assert loop.events > 20 and loop.entries > 20, (loop.events, loop.entries)
+    assert loop.state.events > 20 and loop.state.entries > 20, (loop.state.events, loop.state.entries)
     assert seen['loop_messages'] > 0.5 * side_stepped, (seen['loop_messages'], side_stepped)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 

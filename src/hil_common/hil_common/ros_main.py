@@ -181,6 +181,15 @@ def _dump_profile(profile, name: str) -> None:
         print(f'{name}: profile not written to {path}: {exc}', file=sys.stderr, flush=True)
 
 
+def _end_process(code: int) -> None:
+    """End the process now with ``code``, its output flushed, and no destructor run: a node's DDS entities are left
+    to the process's end (Fast DDS sometimes never returned from deleting them; the peers see the participant
+    leave by its lease)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run_node(factory: Callable[[], object], name: str, args=None, *,
              executor_factory: Callable[[], object] | None = None,
              start: Callable[[object], bool] | None = None) -> int:
@@ -200,12 +209,9 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
         node = factory()
     except ParameterError as exc:
         print(f'{name}: invalid parameter: {exc}', file=sys.stderr, flush=True)
-        # The process ends now, with code 2, as a node stopped by a signal ends (below): no destructor of the
-        # half-built node's DDS entities runs that could hang (an F/T driver printed its parameter error and had
-        # not exited 20 s later, once, in a fresh-clone suite at 4db7b34; where it hung was not recorded).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(2)
+        # as a node stopped by a signal ends (below): an F/T driver printed its parameter error and had not exited
+        # 20 s later, once, in a fresh-clone suite at 4db7b34 (where it hung was not recorded)
+        _end_process(2)
     except INTERRUPTS:
         _ignore_sigint()
         rclpy.try_shutdown()
@@ -290,9 +296,7 @@ def run_node(factory: Callable[[], object], name: str, args=None, *,
             # a wall-clock load test, its stack dumped by ros_testing.dump_stacks), and the peers see the
             # participant leave by its lease. The process ends now, with its exit code, and no destructor
             # runs that could hang the same way.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            _end_process(code)
         node.destroy_node()
         rclpy.try_shutdown()
     return code
