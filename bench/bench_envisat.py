@@ -659,7 +659,9 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
         rt = {'realtime_priority': RT_PRIORITY, 'cpu_affinity': [HOT_PATH_CPU], 'trace_sample_stamps': servicer_trace,
               'compiled_io': compiled_io,
               # HIL_BENCH_COMPILED_SAMPLES=0: every wrist sample in the rule's Python (for an A/B)
-              'compiled_samples': os.environ.get('HIL_BENCH_COMPILED_SAMPLES', '1') == '1'}
+              'compiled_samples': os.environ.get('HIL_BENCH_COMPILED_SAMPLES', '1') == '1',
+              # HIL_BENCH_SAMPLE_THREAD=0: the quiet samples called from the wrist callback (for an A/B)
+              'sample_thread': os.environ.get('HIL_BENCH_SAMPLE_THREAD', '1') == '1'}
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':

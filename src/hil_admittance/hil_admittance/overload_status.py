@@ -13,7 +13,8 @@ while it lasts, unless the guard's level is the more severe.
 
 from __future__ import annotations
 
-from typing import Callable
+from contextlib import nullcontext
+from typing import Callable, ContextManager
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from std_srvs.srv import Trigger
@@ -28,6 +29,9 @@ class OverloadStatus:
                  override: Callable[[], tuple[int, str] | None] | None = None):
         self.node, self.guard, self.override = node, guard, override
         self.reset_also: Callable[[], str] | None = None   # more to reset with the service (its message)
+        #: a context its service and its timer's publish run in (the fused servicer hot path pauses its compiled
+        #: loop, which steps the guard)
+        self.paused: Callable[[], ContextManager] = nullcontext
         self.pub = node.create_publisher(DiagnosticStatus, f'{prefix}/status', 10)
         self.msg = DiagnosticStatus(name=name)
         self.reported = OK
@@ -50,6 +54,10 @@ class OverloadStatus:
         self.publish()
 
     def on_reset(self, request, response):
+        with self.paused():
+            return self._reset(response)
+
+    def _reset(self, response):
         was = self.guard.holding
         self.guard.reset()
         response.success, response.message = True, 'overload hold cleared' if was else 'no overload hold'
@@ -60,6 +68,10 @@ class OverloadStatus:
         return response
 
     def publish(self) -> None:
+        with self.paused():
+            self._publish()
+
+    def _publish(self) -> None:
         level, message = self.guard.level, self.guard.message()
         other = self.override() if self.override is not None else None
         if other is not None and other[0] >= level:

@@ -194,7 +194,8 @@ class ServicerAdmittanceNode(Node):
         self.rejected_reported = 0
         self.overruns_reported = 0
         # the fused hot path takes its two 1 kHz inputs as raw CDR (hil_common.cdr: a tenth of a core less)
-        self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10, raw=self.raw_inputs)
+        self.wrist_in = self.create_subscription(WrenchStamped, 'servicer/ft/wrench', self.on_ft, 10,
+                                                 raw=self.raw_inputs)
         self.create_subscription(DiagnosticStatus, 'servicer/ft/fault', self.on_fault, FAULT_QOS)
         self.pick_joints = JointPicker(self.joint_names)
         self.decode_joints = JointStateDecoder()
@@ -291,7 +292,8 @@ class ServicerAdmittanceNode(Node):
             self.side.set_tau(tau, self._now_s())
             self._report_rejections()
 
-    def on_client_state_raw(self, buf):
+    def on_client_state_raw(self, buf, now_s: float | None = None):
+        """The client's state as raw CDR, received at ``now_s`` (None: now)."""
         decoded = self._raw(buf, decode_odometry, 'client state')
         if decoded is None:
             return
@@ -301,7 +303,7 @@ class ServicerAdmittanceNode(Node):
             self.side.reject(f'client state: {exc}')
             self._report_rejections()
             return
-        self.side.set_client_state(pose, decoded[5], self._now_s())
+        self.side.set_client_state(pose, decoded[5], self._now_s() if now_s is None else now_s)
 
     def on_fault(self, msg):
         if self.side.set_fault(msg.level >= DiagnosticStatus.ERROR):

@@ -338,11 +338,12 @@ class ServicerSide:
                 last = self.pacer.steps_done - 1
                 for k in range(self.pacer.steps_done - steps, self.pacer.steps_done):
                     self.follower.before_step(self.pacer.step_time(k), self.adm)
-                    # the port observed over the step, Eq. (18) under F_b + F_pc, and (last step) Eq. (22)'s torques
+                    # the port observed over the step, Eq. (18) under F_b + F_pc, and Eq. (22)'s torques (the last
+                    # step's are the tick's: a catch-up step's torques come with its one compiled call, which a
+                    # compiled sample loop runs too, servicer_hot_path_kernel.quiet_sample)
                     step = port_step if k != last or self.last_step is None else self.last_step
                     s, self.passivity_out, tau_q = step(self.adm, self.ff, self.passivity, self.dt_s, self.q, self.dq,
-                                                        self.ddq, wrench_base, wrench_ee, twist_measured,
-                                                        tau_obsw if k == last else None)
+                                                        self.ddq, wrench_base, wrench_ee, twist_measured, tau_obsw)
             except ValueError as exc:            # e.g. joint angles the model refuses: counted, no output
                 self.reject(str(exc))
                 return None

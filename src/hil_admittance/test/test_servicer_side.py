@@ -69,9 +69,10 @@ def test_inputs_apply_while_fresh_and_count_as_zero_once_stale_with_the_differen
 
 
 def test_the_steps_take_the_one_compiled_call_on_the_inputs_as_the_nodes_hold_them(monkeypatch):
-    """The nodes hand the side lists and decoded arrays; the side holds them so that each tick's last step (the one
-    with Eq. 22's torques) is one compiled call (``servicer.port_step``'s ``kernels.side_port_step``), with and
-    without a measured twist. (Its results against the separate calls: ``test_fast_paths``.)"""
+    """The nodes hand the side lists and decoded arrays; the side holds them so that each step of a tick is one
+    compiled call (``servicer.port_step``'s ``kernels.side_port_step``; the last step's Eq. 22 torques are the
+    tick's, and a compiled sample loop runs a late sample's catch-up steps with the same call), with and without a
+    measured twist. (Its results against the separate calls: ``test_fast_paths``.)"""
     from hil_dynamics import kernels
 
     calls = []
@@ -85,9 +86,9 @@ def test_the_steps_take_the_one_compiled_call_on_the_inputs_as_the_nodes_hold_th
     side.set_wrench_sensor([1.0, 2.0, -4.0, 0.1, -0.2, 0.05], 0.004)
     side.set_wrench_base([3.0, -1.0, 2.0, 0.5, 0.2, -0.4], 0.004)
     side.set_tau([0.5] * 7, 0.004)
-    assert side.tick(0.0045) is not None and len(calls) == 1      # 4 steps due: the torques with the last one
+    assert side.tick(0.0045) is not None and len(calls) == 4      # 4 steps due: a call each
     side.set_twist_measured([0.001, 0.0, 0.0, 0.0, 0.0, 0.002], 0.005)
-    assert side.tick(0.0051) is not None and len(calls) == 2
+    assert side.tick(0.0051) is not None and len(calls) == 5
 
 
 def test_ddq_is_differenced_over_the_measurements_stamps_not_the_jittery_receipt_times():

@@ -182,6 +182,21 @@ class ServicerHotPath:
         self.table_joint_rows(0, rows, rows, flags, 0.0, 0.0, load=True)
         return self._inputs
 
+    def arm_rows_args(self) -> tuple:
+        """``servicer_hot_path_kernel.arm_joint_rows``' arguments after the rows and the time (with the joints on
+        arrays: :meth:`inputs_on_arrays`): the side's joints."""
+        j = self._inputs.joints
+        return j.q, j.dq, j.ddq, j.jf
+
+    def table_rows_args(self) -> tuple:
+        """``servicer_hot_path_kernel.table_joint_rows``' arguments after the rows and the times (with the joints on
+        arrays): whether the table started, its measured joints, the joints' watch, the twist's work and the held
+        measured twist. ``initialized`` is read now: a caller that keeps them makes them again once the table
+        started."""
+        (c, ad, poses, jac, scratch), w, tw = self._inputs.twist_work, self._inputs.watch, self._inputs.twist
+        return (self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi, c.placements, c.kind, c.axis,
+                c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
+
     def arm_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, side_now_s: float, compiled: bool = True,
                        load: bool = False) -> int:
         """The arm's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``), in
@@ -193,8 +208,7 @@ class ServicerHotPath:
         inputs = self.inputs_on_arrays() if compiled else None
         start = 0
         if inputs is not None and (n_rows > 0 or load):
-            j = inputs.joints
-            start = arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(side_now_s), j.q, j.dq, j.ddq, j.jf)
+            start = arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(side_now_s), *self.arm_rows_args())
         side = self.side
         for k in range(start, n_rows):
             f = int(flags[k])
@@ -218,11 +232,8 @@ class ServicerHotPath:
         inputs = self.inputs_on_arrays() if compiled else None
         start, malformed = 0, ''
         if inputs is not None and (n_rows > 0 or load):
-            (c, ad, poses, jac, scratch), w, tw = inputs.twist_work, inputs.watch, inputs.twist
             start = table_joint_rows(n_rows, q_rows, dq_rows, flags, float(now_s), float(side_now_s),
-                                     self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi,
-                                     c.placements, c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch,
-                                     tw.value, tw.stamp)
+                                     *self.table_rows_args())
         for k in range(start, n_rows):
             f = int(flags[k])
             if f & MALFORMED:
@@ -380,19 +391,20 @@ class ServicerHotPath:
             saved_f=np.empty(pacer.pf.size + guard.gf.size + watch.wf.size),
             saved_i=np.empty(pacer.pi.size + guard.gi.size + watch.wi.size, dtype=np.int64),
             zeros6=np.zeros(6), zeros_n=np.zeros(n), f_e=np.empty(6), f_b=np.empty(6), tau=np.empty(n),
-            v_meas=np.empty(6))
+            v_meas=np.empty(6), g=np.zeros((2, 12)))
 
     def _quiet_call(self, quiet, now_s: float, side_now_s: float, plan_due_s: float, side_args: tuple,
                     outputs: tuple, motion_args: tuple) -> tuple:
         """``servicer_hot_path_kernel.quiet_sample`` on ``quiet``'s arrays (:meth:`_quiet_arrays`)."""
         side, guard, watch, pacer = self.side, quiet.guard, quiet.watch, quiet.pacer
+        state = side.adm.state      # its arrays (one step: quiet_sample does not write them)
         return quiet_sample(
-            now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf,
-            guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f,
-            quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n,
-            side.adm.state.twist_base_rel_body, quiet.f_e, quiet.f_b, quiet.tau, quiet.v_meas, side_args, outputs[1],
-            outputs[2], *self._frame.kernel_args(), self.table.limits.max_measurement_age, motion_args, self._cmd,
-            self._twist_ff)
+            now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, 1, pacer.pf, pacer.pi, quiet.has_guard,
+            guard.gf, guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f,
+            quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.g,
+            np.concatenate([state.twist_nominal_body, state.twist_base_rel_body]), quiet.f_e, quiet.f_b, quiet.tau,
+            quiet.v_meas, side_args, outputs[1], outputs[2], *self._frame.kernel_args(),
+            self.table.limits.max_measurement_age, motion_args, self._cmd, self._twist_ff)[:6]
 
     def _last_step(self, adm, ff, port, dt, q_arm, dq_arm, ddq_arm, wrench_base_com, wrench_ee, twist_measured,
                    tau_obsw):

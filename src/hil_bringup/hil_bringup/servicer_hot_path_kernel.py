@@ -29,8 +29,8 @@ from hil_admittance.servicer_side import J_FIRST, J_HAS, J_STAMP
 from hil_common.cdr import DQ_OK, MALFORMED, Q_OK, WHOLE_ROW
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
-from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, S_OK, W_LAST, W_STATE, guard_update, \
-    held_fresh, pacer_due, pacer_step_time, watch_sample, watch_update
+from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, P_T0, P_DT, S_OK, W_LAST, W_STATE, \
+    guard_update, held_fresh, pacer_due, pacer_step_time, steps_since, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, mat_vec_into, pose_mul_into, relative_mapping_into, side_port_step, \
     xyzquat_into
@@ -87,6 +87,9 @@ def side_and_table_step(side_args, poses, x, has_home, home_y, y_inv, ad_flange_
 
 #: :func:`quiet_sample`'s outcomes
 QUIET_STEPPED, QUIET_NOT_DUE, QUIET_EVENT = 0, 1, 2
+#: the steps :func:`loop_sample` runs in one sample (catch-up steps: the pacer's own limit drops the others, which
+#: makes the sample an event)
+LOOP_MAX_STEPS = 1_000_000
 
 
 @njit(**_OPTS)
@@ -98,10 +101,10 @@ def _held_or(value, stamp, now_s, timeout_s, fallback, out):
 
 
 @njit(**_OPTS)
-def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps,
-                 ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, v_s, f_e, f_b, tau,
-                 v_meas, side_args, poses, x, has_home, home_y, y_inv, ad_flange_from_body, max_age, table_args, cmd,
-                 twist):
+def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, max_steps, pf, pi, has_guard, gf, gi, ring_t,
+                 ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e,
+                 f_b, tau, v_meas, side_args, poses, x, has_home, home_y, y_inv, ad_flange_from_body, max_age,
+                 table_args, cmd, twist):
     """A wrist sample of the fused servicer hot path whose tick is quiet, in one call: what
     ``ServicerHotPath._step`` and ``ServicerSide.tick`` do in Python, on the policies' arrays
     (``hil_common.policy_kernel``: the table joints' watch ``wf, wi``, the side's pacer ``pf, pi`` and its overload
@@ -109,12 +112,17 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
     measured twist are the arrays ``f_e, f_b, tau, v_meas`` this call fills from the held inputs:
     ``held_values``/``held_stamps`` in that order).
 
-    Quiet: the joints usable, one step due (none dropped), the guard not holding, no re-basing plan due
-    (``step time >= plan_due_s``). The caller checked the rest (the side started and not held by a fault, the
-    joints measured, the table unlatched, no re-basing under way). Returns ``(outcome, age, E_obs, pending, status,
-    table)``: :data:`QUIET_STEPPED` with ``side_and_table_step``'s four; :data:`QUIET_NOT_DUE` (no step due: the
-    policies moved on as the Python tick moves them); :data:`QUIET_EVENT` (not quiet: every array is as it was,
-    and the sample is for the Python path). ``saved_f``, ``saved_i``: scratch for the restore."""
+    Quiet: the joints usable, at most ``max_steps`` steps due (none dropped), the guard not holding, no re-basing
+    plan due (the tick's first step's time ``>= plan_due_s``). The caller checked the rest (the side started and not
+    held by a fault, the joints measured, the table unlatched, no re-basing under way). The steps before a tick's
+    last (catch-up steps: ``ServicerSide.tick``'s ``port_step``, its compiled call ``kernels.side_port_step``) step the
+    side's state ``g`` (``g_n, g_s`` rows) and ``v`` (``V_n; V_s``), which ``side_args`` read (a caller that owns
+    them: ``loop_sample``; ``max_steps`` 1: untouched). Returns ``(outcome, age, E_obs, pending, status, table,
+    steps)``: :data:`QUIET_STEPPED` with ``side_and_table_step``'s four; :data:`QUIET_NOT_DUE` (no step due: the
+    policies moved on as the Python tick moves them); :data:`QUIET_EVENT` (not quiet, or a catch-up step refused
+    its input: the policies are as they were, and the sample is for the Python path; after catch-up steps
+    (``steps > 1``) the caller restores ``g``, ``v`` and the port's accumulators). ``saved_f``, ``saved_i``:
+    scratch for the restore."""
     nf, ni = 0, 0
     for arr in (pf, gf, wf):
         saved_f[nf:nf + arr.shape[0]] = arr
@@ -124,34 +132,57 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_g
         ni += arr.shape[0]
     watch_update(wf, wi, now_s)
     outcome = QUIET_STEPPED
-    excess, pending, status, table = 0.0, 0.0, 0, TABLE_NOT_RUN
+    excess, pending, status, table, steps = 0.0, 0.0, 0, TABLE_NOT_RUN, 0
     age = now_s - wf[W_LAST]
     if wi[W_STATE] != S_OK:
         outcome = QUIET_EVENT                            # the side holds with the table's joints
     else:
-        t_next = pacer_step_time(pf, pi[P_STEPS] + 1)    # the grid's next step, led by the samples
-        tick_s = t_next if side_now_s < t_next <= side_now_s + lead_s else side_now_s
+        tick_s = quiet_tick_s(pf, pi, side_now_s, lead_s)
         steps = pacer_due(pf, pi, tick_s)
         if steps == 0:
-            return QUIET_NOT_DUE, age, excess, pending, status, table
-        if steps != 1 or pi[P_DROPPED] != 0:
-            outcome = QUIET_EVENT                        # catch-up steps, or dropped ones
+            return QUIET_NOT_DUE, age, excess, pending, status, table, steps
+        if steps > max_steps or pi[P_DROPPED] != 0:
+            outcome = QUIET_EVENT                        # more catch-up steps than the caller runs, or dropped ones
         elif has_guard and (guard_update(gf, gi, ring_t, ring_steps, ring_late, tick_s, pf[P_LAST_LATE], pi[P_DROPPED],
                                          steps) < 0 or gi[GI_HOLDING] != 0):
             outcome = QUIET_EVENT                        # the guard holds (or its ring is full)
-        elif pacer_step_time(pf, pi[P_STEPS] - 1) >= plan_due_s:
+        elif pacer_step_time(pf, pi[P_STEPS] - steps) >= plan_due_s:
             outcome = QUIET_EVENT                        # a re-basing plan is due
         else:
             _held_or(held_values[0], held_stamps[0], tick_s, timeout_s, zeros6, f_e)
             _held_or(held_values[1], held_stamps[1], tick_s, timeout_s, zeros6, f_b)
             _held_or(held_values[2], held_stamps[2], tick_s, timeout_s, zeros_n, tau)
-            _held_or(held_values[3], held_stamps[3], tick_s, timeout_s, v_s, v_meas)
-            excess, pending, status, table = side_and_table_step(side_args, poses, x, has_home, home_y, y_inv,
-                                                                 ad_flange_from_body, age, max_age, table_args, cmd,
-                                                                 twist)
+            for _ in range(steps - 1):                   # catch-up steps: ServicerSide.tick's port_step
+                _held_or(held_values[3], held_stamps[3], tick_s, timeout_s, v[6:], v_meas)
+                excess, pending, status = side_port_step(*side_args)
+                if status != 0:
+                    outcome = QUIET_EVENT                # the Python path runs the tick (and raises, or counts)
+                    break
+                g[:] = poses                             # servicer.port_step_outcome's new state
+                v[:] = x
+            if outcome != QUIET_EVENT:
+                _held_or(held_values[3], held_stamps[3], tick_s, timeout_s, v[6:], v_meas)
+                excess, pending, status, table = side_and_table_step(side_args, poses, x, has_home, home_y, y_inv,
+                                                                     ad_flange_from_body, age, max_age, table_args,
+                                                                     cmd, twist)
     if outcome == QUIET_EVENT:
         _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
-    return outcome, age, excess, pending, status, table
+    return outcome, age, excess, pending, status, table, steps
+
+
+@njit(**_OPTS)
+def quiet_tick_s(pf, pi, side_now_s, lead_s):
+    """The time a quiet sample ticks the side's pacer at (``ServicerHotPath._step``): the grid's next step when it is
+    at most ``lead_s`` ahead of ``side_now_s`` (led by the samples), else ``side_now_s``."""
+    t_next = pacer_step_time(pf, pi[P_STEPS] + 1)
+    return t_next if side_now_s < t_next <= side_now_s + lead_s else side_now_s
+
+
+@njit(**_OPTS)
+def quiet_steps_due(pf, pi, side_now_s, lead_s):
+    """The steps a quiet sample's tick will run (``pacer_due`` at :func:`quiet_tick_s`, before the catch-up limit),
+    without marking them: the table's step time is the tick's last step's."""
+    return steps_since(pf[P_T0], quiet_tick_s(pf, pi, side_now_s, lead_s), pf[P_DT]) - pi[P_STEPS]
 
 
 @njit(**_OPTS)
@@ -171,8 +202,10 @@ def _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i):
 LF_T_SIDE, LF_EXCESS, LF_PENDING, LF_T_PREV, LF_HINT_SIGMA, LF_LAST_SAMPLE = range(6)
 #: ``li`` (int64): the table's flags (a previous command, twist, step time, IK solution, IK change, sigma hint), its
 #: step count and clamp counts (``table._CLAMP_BITS``' order), and the rule's counts since the loop's state was entered
+#: (samples, commands, samples with no step due, catch-up steps: a tick's steps before its last)
 LI_HAS_PREV_CMD, LI_HAS_TWIST_PREV, LI_HAS_T_PREV, LI_HAS_IK_PREV, LI_HAS_IK_STEP, LI_HAS_HINT, LI_TABLE_STEPS, \
-    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE = range(13)
+    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE, LI_CATCH_UP = \
+    range(14)
 #: a fault of ``table_motion`` (the table holds: the Python path runs the sample)
 _TABLE_FAULTS = WORKSPACE_EXIT | UNREACHABLE | SINGULAR | JOINT_LIMIT
 
@@ -205,7 +238,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
     (lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps, ring_late, wf, wi, saved_f, saved_i,
      held_values, held_stamps, zeros6, zeros_n, f_e, f_b, tau, v_meas, has_home, home_y, y_inv, ad, max_age, cmd,
      twist) = quiet
-    side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee = side
+    side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee, g_saved, v_saved = side
     (q_measured, q_cmd, qd_cmd, pose_safe, prev_cmd, twist_est, twist_prev, ik_prev, ik_step, hint_q, prev_cmd_saved,
      twist_est_saved, twist_prev_saved, q_ik, q_next, qd_next, ik_step_out, par, ws_min, ws_max, placements, kind,
      axis, frame_placement, poses, jac, chain_hint_q, q_lo, q_hi, qd_max, qdd_max, target, result, period) = table
@@ -214,7 +247,8 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
             return QUIET_EVENT
     mat_vec_into(to_ee, wrench_sensor, held_values[0])
     held_stamps[0][0] = side_now_s
-    t = pacer_step_time(pf, pi[P_STEPS] + 1)             # the step's time, if one is due
+    # the tick's last step's time, if steps are due (the table's command is for it)
+    t = pacer_step_time(pf, pi[P_STEPS] + max(1, quiet_steps_due(pf, pi, side_now_s, lead_s)))
     dt = period
     if li[LI_HAS_T_PREV]:                               # MotionTable.dt_at
         dt = t - lf[LF_T_PREV]
@@ -222,6 +256,8 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
             dt = period
     acc_saved[:] = acc
     prev_saved[:] = prev
+    g_saved[:] = g
+    v_saved[:] = v
     prev_cmd_saved[:] = prev_cmd
     twist_est_saved[:] = twist_est
     twist_prev_saved[:] = twist_prev
@@ -233,11 +269,16 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
                   li[LI_HAS_TWIST_PREV] != 0, pose_safe, ws_min, ws_max, q_measured, q_cmd, qd_cmd, ik_prev, ik_step,
                   has_ik_prev, has_ik_step, placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint, q_lo,
                   q_hi, qd_max, qdd_max, target, q_ik, q_next, qd_next, ik_step_out, result)
-    outcome, age, excess, pending, status, flags = quiet_sample(
-        now_s, side_now_s, lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps, ring_late,
-        wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, v[6:], f_e, f_b, tau, v_meas, side_args,
-        poses_out, x_out, has_home, home_y, y_inv, ad, max_age, table_args, cmd, twist)
+    outcome, age, excess, pending, status, flags, steps = quiet_sample(
+        now_s, side_now_s, lead_s, timeout_s, plan_due_s, LOOP_MAX_STEPS, pf, pi, has_guard, gf, gi, ring_t,
+        ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e, f_b,
+        tau, v_meas, side_args, poses_out, x_out, has_home, home_y, y_inv, ad, max_age, table_args, cmd, twist)
     if outcome == QUIET_EVENT:
+        if steps > 1:                                   # after catch-up steps: the side's state as it was
+            acc[:] = acc_saved
+            prev[:] = prev_saved
+            g[:] = g_saved
+            v[:] = v_saved
         return QUIET_EVENT
     li[LI_SAMPLES] += 1
     lf[LF_LAST_SAMPLE] = now_s
@@ -249,6 +290,8 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
         _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
         acc[:] = acc_saved
         prev[:] = prev_saved
+        g[:] = g_saved
+        v[:] = v_saved
         prev_cmd[:] = prev_cmd_saved
         twist_est[:] = twist_est_saved
         twist_prev[:] = twist_prev_saved
@@ -256,7 +299,9 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
     # the side's new state (servicer.port_step_outcome)
     g[:] = poses_out
     v[:] = x_out
-    lf[LF_T_SIDE] += side_args[4]
+    for _ in range(steps):                              # ServicerState's t + dt, a step at a time
+        lf[LF_T_SIDE] += side_args[4]
+    li[LI_CATCH_UP] += steps - 1
     lf[LF_EXCESS], lf[LF_PENDING] = excess, pending
     # the table's command cycle (MotionTable.begin_step, motion_outcome)
     li[LI_TABLE_STEPS] += 1

@@ -33,13 +33,13 @@ from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
 from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
     LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
     LI_HAS_IK_STEP, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, \
-    QUIET_EVENT, loop_sample
+    LI_CATCH_UP, QUIET_EVENT, loop_sample
 from hil_common.errors import ConfigError
 from hil_common.policy_kernel import GuardState, HeldState, PacerState, WatchState
 from hil_dynamics.servicer import ServicerState, port_step_args, side_port_args
 
 #: ``lf`` and ``li`` sizes (``servicer_hot_path_kernel``'s ``LF_*``, ``LI_*``)
-N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_NOT_DUE + 1
+N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_CATCH_UP + 1
 #: the counts a loop adds to ``ServicerHotPath.counters``
 _COUNTS = (('samples', LI_SAMPLES), ('commands', LI_COMMANDS), ('not_due', LI_NOT_DUE))
 _CLAMPS = (('cartesian_speed', LI_CLAMP_SPEED), ('joint_velocity', LI_CLAMP_VELOCITY),
@@ -72,6 +72,7 @@ class SampleLoopState:
         self.rule, self._quiet = rule, quiet
         n_table = table.kin.dof
         self.g, self.v = np.zeros((2, 12)), np.zeros(12)        # g_n, g_s; V_n, V_s
+        self.g_saved, self.v_saved = np.zeros((2, 12)), np.zeros(12)     # before a sample's steps
         self.lf, self.li = np.zeros(N_LF), np.zeros(N_LI, dtype=np.int64)
         (self.q_cmd, self.qd_cmd, self.ik_prev, self.ik_step, self.hint_q, self.q_ik, self.q_next, self.qd_next,
          self.ik_step_out) = (np.zeros(n_table) for _ in range(9))
@@ -81,6 +82,7 @@ class SampleLoopState:
         self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
         self.active = False
         self.entries = 0                 # times entered
+        self.catch_up_steps = 0          # steps run before a tick's last (late samples), in the compiled call
         self.events = 0                  # samples handed back to the rule's Python while entered
         self._entered_state = None       # adm.state when entered (kept if no step ran)
         self._args = None
@@ -156,20 +158,28 @@ class SampleLoopState:
                  quiet.v_meas, *rule._frame.kernel_args(), table.limits.max_measurement_age, rule._cmd,
                  rule._twist_ff),
                 (side_args, self.g, self.v, poses_out, x_out, acc, prev, self.acc_saved, self.prev_saved,
-                 side._wrench_sensor_to_ee),
+                 side._wrench_sensor_to_ee, self.g_saved, self.v_saved),
                 self._table_args(), self.lf, self.li)
 
     @classmethod
     def load(cls, rule: ServicerHotPath) -> bool:
         """Load ``loop_sample`` now (Numba's cache; compiled the first time), not in a node's first sample, for
-        ``rule`` before its side started: on arrays of the types a :class:`SampleLoopState` of it passes (copies of
-        its policies' states and of its port's accumulators, scratch arrays of the loop's), with a non-finite wrench,
-        on which it returns at once, having read and changed nothing. False where the rule cannot have one (no one
-        compiled call, no joints on arrays, a table with its own clock, a table pose from its start)."""
+        ``rule`` before its side started: on :meth:`probe_args`, with a non-finite wrench, on which it returns at
+        once, having read and changed nothing. False where the rule cannot have one (no one compiled call, no joints
+        on arrays, a table with its own clock, a table pose from its start)."""
+        args = cls.probe_args(rule)
+        return args is not None and loop_sample(np.full(6, np.nan), 0.0, 0.0, *args) == QUIET_EVENT
+
+    @classmethod
+    def probe_args(cls, rule: ServicerHotPath) -> tuple | None:
+        """Arguments of ``loop_sample`` (after the sample's) of the types a :class:`SampleLoopState` of ``rule``
+        passes, for ``rule`` before its side started (copies of its policies' states and of its port's accumulators,
+        scratch arrays of the loop's): what a compiled caller loads with, and holds while the state is not entered
+        (not to be stepped). None where the rule cannot have a loop's state (:meth:`load`)."""
         side, table = rule.side, rule.table
         if rule._frame is None or rule.inputs_on_arrays() is None or table.clock is not None \
                 or side.pose_start_inv is not None:
-            return False
+            return None
         held = [HeldState(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
         guard = GuardState(side.overload) if side.overload is not None else None
         quiet = rule._quiet_arrays(PacerState(side.pacer), WatchState(rule.joints), guard, held)
@@ -179,8 +189,7 @@ class SampleLoopState:
         acc, prev = port._acc.copy(), port._prev.copy()
         side_args, (_, poses_out, x_out, _) = side_port_args(side.adm, side.ff, port, acc, prev, side.dt_s, z, z, z,
                                                              z6, z6, z6, z)
-        args = probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev)
-        return loop_sample(np.full(6, np.nan), 0.0, 0.0, *args) == QUIET_EVENT
+        return probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev)
 
     def args(self) -> tuple:
         """``loop_sample``'s arguments after the sample's wrench and times (entered)."""
@@ -235,6 +244,7 @@ class SampleLoopState:
             for name, index in _CLAMPS:
                 table.stats.clamp_counts[name] += int(li[index])
             rule.fused_steps += int(li[LI_COMMANDS])
+            self.catch_up_steps += int(li[LI_CATCH_UP])
         for name, index in _COUNTS:
             rule.counters[name] += int(li[index])
         if li[LI_SAMPLES]:

@@ -41,9 +41,13 @@ from __future__ import annotations
 import gc
 import re
 import sys
+import tempfile
+import time
+from contextlib import contextmanager
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -52,8 +56,13 @@ from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
 from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, QUIET_EVENT, QUIET_STEPPED, decimated_values
 from hil_bringup.servicer_hot_path_loop import SampleLoopState
-from hil_common.cdr import CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped
-from hil_common.lab_clock import lab_seconds
+from hil_bringup import servicer_sample_loop as sl
+from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped, \
+    encode_header, malformed_reason
+from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
+from hil_common.sample_loop import LoopThread
+from hil_common.errors import ConfigError
+from hil_common.lab_clock import lab_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.polled import PolledSubscription
@@ -76,6 +85,9 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
           Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no hold, no catch-up, no '
                 're-basing due or under way) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
                 '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
+          Param('sample_thread', True, 'With compiled_samples: take and run the wrist samples in a compiled loop in a '
+                'thread of the node (hil_bringup.servicer_sample_loop: no Python between quiet samples), the callbacks '
+                'that touch the rule pausing it; false: in the wrist subscription\'s callback'),
           TRACE_PARAM]
 
 
@@ -98,6 +110,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
     polled_inputs = True       # the joints, the OBSW's commands, the client's state taken at each wrist sample
 
     def __init__(self):
+        self._ctl = np.zeros(sl.N_CTL, dtype=np.int64)     # the compiled loop's (its outputs: ``outputs``)
+        self.samples = None      # the wrist samples' compiled loop in a thread (sample_thread), once built
         super().__init__('servicer_hot_path', PARAMS, timer=False, status_prefix='servicer/hot_path')
         p = self.p
         if p.output != 'forward_position':
@@ -143,6 +157,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self.get_logger().info('compiled_samples: every wrist sample runs in Python (no compiled_io, or a '
                                    'rule without the one compiled call)')
         self.last_holding = None
+        self.status.paused = self.paused        # its publish reads the guard the loop steps
+        if self.loop_state is None and p.sample_thread:
+            self.samples = SampleThread(self)
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
         self.create_timer(max(min(p.input_timeout_s, 0.5 * p.joint_states_timeout_s), 0.01),
@@ -153,6 +170,28 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+        if self.samples is not None:
+            self.samples.thread.start()       # its thread inherits the scheduling and the CPUs
+
+    @property
+    def outputs(self) -> int:
+        """The steps sent (the decimation's count): the compiled loop counts them too."""
+        return int(self._ctl[sl.K_OUTPUTS])
+
+    @outputs.setter
+    def outputs(self, value: int) -> None:
+        self._ctl[sl.K_OUTPUTS] = value
+
+    @contextmanager
+    def paused(self):
+        """The wrist samples' compiled loop not running while the block runs (``LoopThread.paused``; a no-op without
+        it), the client's states it kept taken first: for the executor's callbacks that read or change the rule."""
+        if self.samples is None:
+            yield
+            return
+        with self.samples.thread.paused():
+            self.samples.take_client_rows()
+            yield
 
     def leave_loop(self) -> None:
         """The loop's state back in the rule (``SampleLoopState.leave``), before anything that reads or changes
@@ -162,6 +201,10 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
 
     def hold_status(self):
         """(level, message) while the table or the wrist sensor holds, else None (the guard's)."""
+        with self.paused():
+            return self._hold_status()
+
+    def _hold_status(self):
         self.leave_loop()
         last = self.rule.last
         faults = self.rule.table.latched_faults
@@ -174,19 +217,27 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         return None
 
     def on_fault(self, msg):
-        self.leave_loop()
-        if self.rule.set_ft_fault(msg.level >= DiagnosticStatus.ERROR):
-            self.get_logger().warn(f'wrist F/T fault {"latched: holding" if self.rule.ft_fault else "cleared: resuming"}: '
-                                   f'{msg.message}')
+        with self.paused():
+            self.leave_loop()
+            if self.rule.set_ft_fault(msg.level >= DiagnosticStatus.ERROR):
+                self.get_logger().warn(f'wrist F/T fault '
+                                       f'{"latched: holding" if self.rule.ft_fault else "cleared: resuming"}: '
+                                       f'{msg.message}')
 
     def _reset(self) -> str:
         """The reset service's part for the rule (the table's latched faults, the joints' watch)."""
-        self.leave_loop()
-        return self.rule.reset(self.lab_now())[1]
+        with self.paused():
+            self.leave_loop()
+            return self.rule.reset(self.lab_now())[1]
 
     def on_phase(self, msg) -> None:
-        self.leave_loop()
-        super().on_phase(msg)
+        with self.paused():
+            self.leave_loop()
+            super().on_phase(msg)
+
+    def on_twist_measured(self, msg) -> None:
+        with self.paused():
+            super().on_twist_measured(msg)
 
     def on_table_joints(self, buf):
         now = self.lab_now()
@@ -252,14 +303,21 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self.compiled_io[3].publish(tau_q)
 
     def close(self) -> None:
-        """At the stop (``hil_common.ros_main.run_node``): the samples' counts."""
+        """At the stop (``hil_common.ros_main.run_node``): the compiled loop stopped, the samples' counts."""
+        thread = ''
+        if self.samples is not None:
+            thread = self.samples.stop()
         self.leave_loop()
         counters, loop = self.rule.counters, self.loop_state
         where = f'on the loop state, entered {loop.entries} times, {loop.events} handed back' if loop else 'not used'
         self.get_logger().info(f"wrist samples: {counters['samples']}, {self.rule.quiet_samples} of them in one "
-                               f"compiled call ({where}); commands: {counters['commands']}, held {counters['held']}")
+                               f"compiled call ({where}{thread}); commands: {counters['commands']}, "
+                               f"held {counters['held']}")
 
     def destroy_node(self):
+        if self.samples is not None:
+            self.samples.stop()
+            self.samples.release()
         if self.compiled_io is not None:
             for stream in (*self.compiled_io[:2], self.polled_takes):
                 stream.release()
@@ -272,11 +330,19 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         now = self.lab_now()
         if now <= 0.0:
             return
+        sec = nanosec = 0
+        wrench = None
         try:
             sec, nanosec, frame, wrench = decode_wrench_stamped(buf)
             refused = self.wrong_wrist_frame(frame)
         except CdrError as exc:
             refused = f'malformed wrist wrench ({exc})'
+        self._wrist_sample(now, wrench, (sec, nanosec), refused)
+
+    def _wrist_sample(self, now: float, wrench, sample_stamp, refused: str, python: bool = False) -> None:
+        """A wrist sample (``wrench`` in the sensor frame, stamped ``sample_stamp``) at ``now`` on the lab's clock,
+        its inputs taken: refused (``refused``: why), on the loop's state if it can be entered, else (and with
+        ``python``) by the rule in Python."""
         if refused:
             self.side.reject(refused)
             self._report_rejections()
@@ -285,9 +351,11 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         loop = self.loop_state
         if loop is None and self.side.started:
             loop = self.loop_state = SampleLoopState(self.rule)
-        if not loop:
-            self._after(self.rule.wrench(wrench, now, side_now), (sec, nanosec))
+        if not loop or python:
+            self.leave_loop()
+            self._after(self.rule.wrench(wrench, now, side_now), sample_stamp)
             return
+        sec, nanosec = sample_stamp
         outcome, out = loop.wrench(wrench, now, side_now)
         if outcome == QUIET_EVENT:       # run in the rule's Python
             self._after(out, (sec, nanosec))
@@ -333,11 +401,75 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.status.publish()
 
     def _watchdog(self) -> None:
-        self.leave_loop()            # the rule's newest sample time, its last command
+        with self.paused():
+            self.leave_loop()            # the rule's newest sample time, its last command
+            self.take_inputs()
+            now = self.lab_now()
+            if now > 0.0:
+                self._after(self.rule.watchdog(now, self._now_s()))
+
+    # -- the compiled loop's events (in its thread: hil_common.sample_loop) -------------------------------------------
+    def on_loop_event(self, code: int) -> None:
+        """What the compiled loop left of a wrist sample (:mod:`hil_bringup.servicer_sample_loop`'s events), done as
+        the node's Python does it; the client's states it kept taken first."""
+        samples, ctl = self.samples, self._ctl
+        samples.take_client_rows()
+        if code == sl.EV_AFTER:           # a step sent: what _after_loop does after it, but the messages
+            self.status.after_tick()
+            self.report_dropped_steps()
+            self._holding(False, '')
+            return
+        self.leave_loop()
+        at, taken = int(ctl[sl.K_AT]), int(ctl[sl.K_TAKEN])
+        if code == sl.EV_TABLE_ROWS:
+            stream = self.compiled_io[0]
+            now = self.lab_now()
+            if now > 0.0:
+                _, malformed = self.rule.table_joint_rows(taken - at, stream.q[at:taken], stream.dq[at:taken],
+                                                          stream.flags[at:taken], now, self._now_s(), compiled=False)
+                if malformed:
+                    self.get_logger().warn(f'malformed table joint state dropped ({malformed})',
+                                           throttle_duration_sec=1.0)
+        elif code == sl.EV_ARM_ROWS:
+            stream = self.compiled_io[1]
+            self.rule.arm_joint_rows(taken - at, stream.q[at:taken], stream.dq[at:taken], stream.stamps[at:taken],
+                                     stream.flags[at:taken], self._now_s(), compiled=False)
+            self._report_rejections()
+        elif code == sl.EV_OBSW:
+            subscription, handle = self.polled_others[at]
+            subscription.taken += 1
+            handle(samples.message_bytes())
+        elif code not in sl.EVENTS:
+            raise ConfigError(f'servicer_sample_loop: no event {code}')
+        # the sample itself, in Python (the inputs that came since taken first, as at any sample)
         self.take_inputs()
         now = self.lab_now()
-        if now > 0.0:
-            self._after(self.rule.watchdog(now, self._now_s()))
+        if now <= 0.0:
+            return
+        k, stream = int(ctl[sl.K_ROW]), samples.stream
+        flags = int(stream.flags[k])
+        refused = ''
+        if flags & FRAME_OTHER == FRAME_OTHER:
+            refused = self.wrong_wrist_frame(stream.frame(k))
+        elif flags:
+            refused = f'malformed wrist wrench ({malformed_reason(flags)})'
+        self._wrist_sample(now, stream.wrench[k].copy(), (int(stream.stamps[k, 0]), int(stream.stamps[k, 1])),
+                           refused, python=code == sl.EV_SAMPLE and bool(ctl[sl.K_ENTERED]))
+
+    def loop_arguments(self) -> tuple | None:
+        """Before each entry of the compiled loop (in its thread): the loop's state entered if it can be, the flags
+        it reads at its steps, and its arguments made again when the state it steps changed (None: the same)."""
+        samples, ctl = self.samples, self._ctl
+        loop = self.loop_state
+        if loop is None and self.side.started:
+            loop = self.loop_state = SampleLoopState(self.rule)
+        entered = bool(loop) and (loop.active or loop.enter())
+        ctl[sl.K_ENTERED] = entered
+        ctl[sl.K_AFTER] = self.last_holding is not False
+        guard = self.side.overload
+        ctl[sl.K_LEVEL] = LEVELS.index(guard.level) if guard is not None and guard.level == self.status.reported \
+            else -1
+        return samples.arguments(loop if entered else None)
 
     def _after(self, out, sample_stamp=None) -> None:
         self._report_rejections()
@@ -350,6 +482,150 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self._holding(out.holding, out.reason)
 
 
+class SampleThread:
+    """The node's wrist samples taken and run in :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop`, in a
+    thread of the node's own (:class:`hil_common.sample_loop.LoopThread`): the wrist's subscription one no executor
+    waits on; the loop's inputs (the joints' streams, the OBSW's and the client's subscriptions) and its outputs (the
+    node's compiled publishers) the node's own (``compiled_io``). The events go to
+    :meth:`ServicerHotPathNode.on_loop_event`, and :meth:`ServicerHotPathNode.loop_arguments` runs before each entry.
+    The loop is loaded here (compiled the first time), not in the thread."""
+
+    #: the client's states the loop keeps for Python between two of Python's turns (more: an event)
+    CLIENT_ROWS, CLIENT_BYTES = 32, 4096
+
+    def __init__(self, node: 'ServicerHotPathNode'):
+        from rclpy.clock import Clock, ClockType
+
+        self.node = node
+        node.destroy_subscription(node.wrist_in)          # the wrist's samples: the loop's, no executor's
+        self.wrist = node.wrist_in = PolledSubscription(node, WrenchStamped, 'servicer/ft/wrench', 10, raw=True)
+        self.stream = rcl_io.WrenchStream(self.wrist.handle, node.wrench_frame_id)
+        self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
+        self._message = rcl_io._SerializedMessage()
+        info = np.zeros(64, dtype=np.uint64)
+        side, others = node.side, node.polled_others        # the base wrench's, the torques', (the client's)
+        held = [adopt(side.wrench_base_com), adopt(side.tau_obsw)]      # the side's held inputs, as arrays
+        self.obsw = (np.array([int(sub.handle.pointer) for sub, _ in others[:2]], dtype=np.int64),
+                     self._message.words, info, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.intp),
+                     np.zeros(6), np.zeros(side.n), np.zeros(8, dtype=np.uint8), tuple(h.value for h in held),
+                     tuple(h.stamp for h in held))
+        self.client_rows = np.zeros((self.CLIENT_ROWS, self.CLIENT_BYTES), dtype=np.uint8)
+        self.client_lengths, self.client_times = np.zeros(self.CLIENT_ROWS, dtype=np.int64), np.zeros(self.CLIENT_ROWS)
+        self.client = (np.array([int(sub.handle.pointer) for sub, _ in others[2:]], dtype=np.int64),
+                       self._message.words, info, self.client_rows, self.client_lengths, self.client_times)
+        # the lab's clock (the twin's /clock under use_sim_time, else the steady one) and the node's
+        sim = uses_sim_time(node)
+        self._steady = None if sim else Clock(clock_type=ClockType.STEADY_TIME)
+        lab = node.get_clock() if sim else self._steady
+        self.clocks = np.array([int(lab.handle.pointer), int(node.get_clock().handle.pointer), int(not sim),
+                                node.t0_ns], dtype=np.int64)
+        table, arm, cmd, effort = node.compiled_io
+        self.table_js, self.arm_js = (_stream_args(st) for st in (table, arm))
+        self._cmd, self._effort = cmd, effort
+        trace = node.trace.pub
+        trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
+        self._trace = (0 if trace is None else int(trace.handle.pointer), rcl_io.fixed_message(trace_buf), trace_buf,
+                       trace is not None)
+        d = node.decimated_out
+        self._decimated = (d._pointers, d._messages, d._bufs, d._stamped)
+        self.probe = SampleLoopState.probe_args(node.rule)          # held while the state is not entered
+        self._probe_out = np.zeros(len(node.table_names)), np.zeros(side.n)
+        self.counts = dict.fromkeys(sl.EVENTS.values(), 0)
+        self._stopped = False
+        self.python_s = 0.0          # CPU time of the thread's Python: the events and the entries
+        self.thread = LoopThread(node, sl.servicer_sample_loop, self._first_arguments, self._on_event,
+                                 'servicer_samples', before_entry=self._before_entry)
+        self.thread.load()
+
+    def _first_arguments(self, stop_guard: int) -> tuple:
+        self._waiting = (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
+                         np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000)
+        return self.arguments(None)
+
+    def arguments(self, loop: SampleLoopState | None) -> tuple:
+        """The loop's arguments on ``loop``'s state (entered), or on placeholders of its types (None: the loop
+        hands every sample to Python)."""
+        node, w = self.node, self.stream
+        q_cmd, tau_q = (loop.q_cmd, loop.tau_q) if loop is not None else self._probe_out
+        c, e = self._cmd, self._effort
+        out = ((c._pointer, c._message, c._data, q_cmd), (e._pointer, e._message, e._data, tau_q), self._trace,
+               self._decimated, int(node.decimation), int(node.t0_ns), node.decimated_fields,
+               node._decimated_scratch)
+        return (self._waiting,
+                (w._pointer, w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens,
+                 w.flags, w._scratch),
+                self.clocks, self.table_js, node.rule.table_rows_args(), self.arm_js, node.rule.arm_rows_args(),
+                self.obsw, self.client, loop.args() if loop is not None else self.probe, out, node._ctl)
+
+    def _on_event(self, code: int) -> None:
+        t0 = time.thread_time()
+        self.counts[sl.EVENTS.get(code, str(code))] += 1
+        try:
+            self.node.on_loop_event(code)
+        finally:
+            self.python_s += time.thread_time() - t0
+
+    def _before_entry(self) -> tuple | None:
+        t0 = time.thread_time()
+        try:
+            return self.node.loop_arguments()
+        finally:
+            self.python_s += time.thread_time() - t0
+
+    def message_bytes(self) -> bytes:
+        """The message the loop took last (an OBSW message it refused)."""
+        return rcl_io.message_bytes(self._message.words).tobytes()
+
+    def take_client_rows(self) -> None:
+        """The client's states the loop kept, handled as they came (``on_client_state_raw`` at their receipt
+        times), in Python's turn (the loop not running)."""
+        ctl = self.node._ctl
+        n = int(ctl[sl.K_CLIENT])
+        if n == 0:
+            return
+        node = self.node
+        subscription, handle = node.polled_others[2]
+        for r in range(n):
+            subscription.taken += 1
+            length = int(self.client_lengths[r])
+            if length < 0:
+                node.side.reject(f'a message on {subscription.topic_name} longer than {self.CLIENT_BYTES} bytes')
+                node._report_rejections()
+            else:
+                handle(self.client_rows[r, :length].tobytes(), float(self.client_times[r]))
+        ctl[sl.K_CLIENT] = 0
+
+    def stop(self) -> str:
+        """Stop the loop (once); its counts, as the node's stop line gives them."""
+        if not self._stopped:
+            self._stopped = True
+            if not self.thread.stop():
+                self.node.get_logger().error('servicer_samples: the compiled loop did not stop')
+            if self.thread.error is not None:
+                self.node.get_logger().error(f'servicer_samples: the compiled loop ended: {self.thread.error}')
+            self.take_client_rows()
+        ctl = self.node._ctl
+        events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
+        return (f'; in a thread: {int(ctl[sl.K_SAMPLES])} samples, {int(ctl[sl.K_STEPS])} steps, '
+                f'{int(ctl[sl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
+                f'{self.python_s * 1e3:.0f} ms of CPU in its Python')
+
+    def release(self) -> None:
+        """The loop's rcl objects freed (after :meth:`stop`, if its thread ended)."""
+        if self.thread._thread.is_alive():
+            return
+        self.wait_set.release()
+        self.stream.release()
+        self._message.release()
+
+
+def _stream_args(stream) -> tuple:
+    """``rcl_io.take_joint_states``' arguments for an ``rcl_io.JointStateStream``."""
+    return (stream._pointer, stream._message.words, stream._info, stream._expected, stream._expected_ends,
+            stream._known, stream._known_len, stream._index, stream._needs, stream.q, stream.dq, stream.stamps,
+            stream.flags)
+
+
 #: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it
 _COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call.*commands: (\d+), held (\d+)')
 
@@ -359,6 +635,31 @@ def sample_counts(log: str) -> tuple[int, int, int, int] | None:
     its stop), or None without that line (the node did not stop cleanly)."""
     match = _COUNTS_LINE.search(log)
     return None if match is None else tuple(int(v) for v in match.groups())
+
+
+def warm_up() -> None:
+    """Load the node's compiled calls (compiled and cached the first time): the node built with the Envisat graph's
+    parameters (``servicer_hot_path: fused``), on loopback, then destroyed; with ``sample_thread`` it loads its
+    compiled loop where it is built (``./dev`` runs this: ``python -m hil_bringup.servicer_sample_loop``)."""
+    import rclpy
+
+    from hil_bringup.graphs import envisat_graph
+    from hil_common.network import apply_network_profile
+
+    spec = envisat_graph({'servicer_hot_path': 'fused'}).node('/servicer_hot_path')
+    apply_network_profile()
+    with tempfile.NamedTemporaryFile('w', suffix='.yaml') as params:
+        params.write(spec.params_yaml())
+        params.flush()
+        rclpy.init(args=['servicer_hot_path_warm_up', *spec.ros_arguments(params.name)])
+        try:
+            node = ServicerHotPathNode()
+            if node.samples is None:
+                raise ConfigError('servicer_hot_path_node: the Envisat graph\'s node has no compiled sample loop')
+            node.close()
+            node.destroy_node()
+        finally:
+            rclpy.shutdown()
 
 
 def main(args=None) -> int:

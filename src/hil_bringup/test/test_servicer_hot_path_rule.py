@@ -330,6 +330,10 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
         assert quiet.rule.table.stats.steps == run.rule.table.stats.steps
         np.testing.assert_array_equal(quiet.side.adm.state.pose_arrays()[0], run.side.adm.state.pose_arrays()[0])
         np.testing.assert_array_equal(quiet.side.adm.state.pose_arrays()[1], run.side.adm.state.pose_arrays()[1])
+        s_q, s_r = quiet.side.adm.state, run.side.adm.state     # the side's time and twists, to the bit
+        assert s_q.t == s_r.t, (s_q.t, s_r.t)
+        np.testing.assert_array_equal(s_q.twist_nominal_body, s_r.twist_nominal_body)
+        np.testing.assert_array_equal(s_q.twist_base_rel_body, s_r.twist_base_rel_body)
         np.testing.assert_array_equal(quiet.side.passivity._acc, run.side.passivity._acc)
         # the policies' state (the quiet rule's: its arrays, read through the adopted objects)
         assert vars(StepPacer(1.0, 0.0)).keys() == PACER_FIELDS
@@ -352,6 +356,9 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     # at every sample), and the others came back to Python as events
     assert loop.rule.quiet_samples == loop.loop_samples > 0.5 * side_stepped, (loop.loop_samples, side_stepped)
     assert loop.state.events > 20 and loop.state.entries > 20, (loop.state.events, loop.state.entries)
+    # late samples' catch-up steps ran in the loop's call too (a tick of several steps: ServicerSide.tick's)
+    print('loop: catch-up steps', loop.state.catch_up_steps, 'events', loop.state.events, 'of', side_stepped)
+    assert loop.state.catch_up_steps > 20, loop.state.catch_up_steps
     assert seen['loop_messages'] > 0.5 * side_stepped, (seen['loop_messages'], side_stepped)
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 

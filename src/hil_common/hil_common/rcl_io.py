@@ -26,7 +26,8 @@ The parts of a sample loop with no Python at all (issue 17; measured as ``bench_
 * :func:`take_serialized`, :func:`message_bytes`, :func:`publish_serialized` and :func:`fixed_message` -- any
   message as its CDR bytes, taken into a buffer rcl may grow or sent from one built once;
 * :func:`decode_wrench`, :func:`decode_float64_array` and :func:`write_stamp` -- the wrist's and the OBSW's
-  messages decoded, a header's stamp written, with :mod:`hil_common.cdr`'s layout and refusals.
+  messages decoded, a header's stamp written, with :mod:`hil_common.cdr`'s layout and refusals;
+* :func:`clock_now_ns` -- an rcl clock read (the node's ROS clock, ``/clock`` under ``use_sim_time``).
 
 The C functions are declared to Numba by name (:func:`_rcl_take`, :func:`_rcl_publish`, :func:`_rcl_wait`, ...)
 and resolved in the
@@ -135,6 +136,11 @@ if not _WHY_NOT:
     def _rcl_wait(typingctx, wait_set, timeout_ns):
         """``rcl_wait(wait_set, timeout_ns)`` (negative: wait until something is ready)."""
         return _rcl_call('rcl_wait', 2, null_last=False)
+
+    @intrinsic
+    def _rcl_clock_get_now(typingctx, clock, time_point):
+        """``rcl_clock_get_now(clock, time_point)`` (the addresses as integers)."""
+        return _rcl_call('rcl_clock_get_now', 2, null_last=False)
 
     @intrinsic
     def _words_at(typingctx, address):
@@ -357,6 +363,13 @@ if not _WHY_NOT:
             for i in range(guard_conditions.shape[0]):
                 ready[n_sub + i] = entries[i] != 0
         return RCL_RET_OK
+
+    @njit(**_OPTS)
+    def clock_now_ns(clock, out):
+        """The rcl clock ``clock``'s reading (its address: rclpy's ``Clock.handle.pointer``; a ROS clock reads the
+        ``/clock`` override rclpy's time source sets under ``use_sim_time``, atomically) into ``out[0]`` [ns]: rcl's
+        return."""
+        return _rcl_clock_get_now(clock, out.ctypes.data)
 
     @njit(**_OPTS)
     def take_serialized(subscription, message, info):

@@ -41,16 +41,17 @@ class LoopThread:
     returns :data:`STOPPED` or an event, until :meth:`stop`.
 
     ``make_args(stop_guard_pointer)`` gives the loop's arguments, given the address of the rcl guard condition it must
-    wait on beside its inputs and return :data:`STOPPED` for. ``on_event(code)`` handles a positive return. The loop
-    is loaded (compiled the first time) by :meth:`load` or :meth:`start`, on a stop already asked for, before the
-    thread starts.
+    wait on beside its inputs and return :data:`STOPPED` for. ``on_event(code)`` handles a positive return.
+    ``before_entry()``, if given, runs in the loop's thread before each entry (never beside a paused callback): new
+    arguments for the loop (the state it steps may have moved), or None to keep them. The loop is loaded (compiled the
+    first time) by :meth:`load` or :meth:`start`, on a stop already asked for, before the thread starts.
     """
 
     def __init__(self, node, loop: Callable, make_args: Callable[[int], tuple], on_event: Callable[[int], None],
-                 name: str = 'sample_loop'):
+                 name: str = 'sample_loop', before_entry: Callable[[], tuple | None] | None = None):
         from rclpy.guard_condition import GuardCondition
 
-        self.node, self.loop, self.on_event = node, loop, on_event
+        self.node, self.loop, self.on_event, self.before_entry = node, loop, on_event, before_entry
         self.stop_guard = GuardCondition(None, None, context=node.context)     # on no executor: the loop's
         self.args = make_args(int(self.stop_guard.handle.pointer))
         self.name = name
@@ -134,6 +135,10 @@ class LoopThread:
                     self._inside = True
                 try:
                     self.entries += 1
+                    if self.before_entry is not None:
+                        args = self.before_entry()
+                        if args is not None:
+                            self.args = args
                     code = self.loop(*self.args)
                     if code < 0:
                         raise StartError(f'rcl error {-code}')
