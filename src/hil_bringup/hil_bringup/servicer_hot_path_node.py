@@ -627,14 +627,16 @@ def _stream_args(stream) -> tuple:
 
 
 #: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it
-_COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call.*commands: (\d+), held (\d+)')
+_COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call'
+                          r'(?:.*in a thread: (\d+) samples)?.*commands: (\d+), held (\d+)')
 
 
-def sample_counts(log: str) -> tuple[int, int, int, int] | None:
-    """``(wrist samples, of them in the one compiled call, commands, of them held)`` from a node's log (its line at
-    its stop), or None without that line (the node did not stop cleanly)."""
+def sample_counts(log: str) -> tuple[int, int, int, int, int] | None:
+    """``(wrist samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them
+    held)`` from a node's log (its line at its stop; 0 in the thread without ``sample_thread``), or None without
+    that line (the node did not stop cleanly)."""
     match = _COUNTS_LINE.search(log)
-    return None if match is None else tuple(int(v) for v in match.groups())
+    return None if match is None else tuple(int(v or 0) for v in match.groups())
 
 
 def warm_up() -> None:

@@ -112,10 +112,11 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path, servicer_ho
         log = next(tmp_path.rglob('servicer_hot_path.log')).read_text()
         counts = sample_counts(log)
         assert counts is not None, log[-2000:]
-        samples, compiled, _, held = counts
+        samples, compiled, threaded, _, held = counts
         # all but the first, the late ones, and those of the re-basing's ramp (in Python by design): 79 % in the
         # demo's 53 s, whose last 14 s are the ramp and after it
         assert compiled > 0.5 * (samples - held) > 1000, counts
+        assert threaded > 0.5 * (samples - held), counts        # in the compiled loop's thread (sample_thread)
     # the stack answered the twin nearly every step (misses: steps the twin took without it)
     steps = RUN_S * 250
     misses = summary['deadline_misses'].get('lab_twin/status', {})

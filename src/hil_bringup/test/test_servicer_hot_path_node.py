@@ -155,8 +155,10 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
     # that need two steps, after a pause)
     counts = sample_counts(out)
     assert counts is not None, out[-2000:]
-    samples, compiled, _, held = counts
+    samples, compiled, threaded, _, held = counts
     assert compiled > 0.6 * (samples - held) > 100, out[-2000:]
+    # and in the compiled loop's thread (sample_thread, the default), with no Python between them
+    assert threaded > 0.6 * (samples - held), out[-2000:]
 
 
 @pytest.mark.parametrize('compiled_io', [True, False])
@@ -250,5 +252,6 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'Traceback' not in out, out[-3000:]            # nor at its stop
     counts = sample_counts(out)
     assert counts is not None, out[-2000:]
-    samples, compiled, _, held = counts
-    assert (compiled > 0.6 * (samples - held) > 100) if compiled_io else (compiled == 0 and samples > 100), counts
+    samples, compiled, threaded, _, held = counts
+    assert (compiled > 0.6 * (samples - held) > 100 and threaded > 0.6 * (samples - held)) if compiled_io \
+        else (compiled == threaded == 0 and samples > 100), counts
