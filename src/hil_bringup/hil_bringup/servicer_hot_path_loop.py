@@ -5,8 +5,9 @@ with no Python") steps the rule's state in arrays it owns: :class:`SampleLoopSta
 *entered* the arrays are the state, and the compiled call
 (:func:`hil_bringup.servicer_hot_path_kernel.loop_sample`) runs each quiet sample on them: the wrist wrench held in
 the EE frame, the tick's policies, the side's step (seed 004 Eqs. 18 and 22, the port's Eq. 28 observer) and the
-table's command, and moves the side's state, the table's and the counts on. Any other sample (a hold, catch-up
-steps, a plan due, a rejected input, a table fault, ...) comes back as an event, with nothing changed: the caller
+table's command (with a late sample's catch-up steps before it), and moves the side's state, the table's and the
+counts on. Any other sample (a hold, dropped steps, a plan due, a rejected input, a table fault, ...) comes back as an
+event, with nothing changed: the caller
 *leaves* (the state copied back into the rule's objects: ``ServicerSide``, ``ServicerState``, ``MotionTable``,
 ``ServicerHotPath``'s counts and ``last``) and the rule runs it in Python, as always.
 
@@ -16,8 +17,9 @@ inputs) and the measured joints are the rule's own array-backed objects (``polic
 entered (so does the client's state, which only a re-basing plan reads, in Python). Everything else that reads
 or changes the rule (the wrist sensor's fault, a reset, the OBSW's phase, the status, the watchdog, a new workspace)
 runs after :meth:`SampleLoopState.leave`; the next :meth:`enter` takes the state in again.
-``servicer_hot_path_node`` (``compiled_samples``, the default) calls it from its wrist callback and leaves it before
-those callbacks; a compiled loop in a thread of its own will pause for them (``hil_common.sample_loop.LoopThread``).
+``servicer_hot_path_node`` (``compiled_samples``, the default) runs it in a compiled loop in a thread of its own
+(``sample_thread``: ``hil_bringup.servicer_sample_loop``), which those callbacks pause
+(``hil_common.sample_loop.LoopThread``), or calls it from its wrist callback; either way it leaves it before them.
 
 ``test_servicer_hot_path_rule`` drives a rule through this state and the rule in Python with the same random
 streams, and requires the same commands and the same end state, to the bit.

@@ -29,11 +29,16 @@ messages that came are handled in Python), and the joints' rows go into the rule
 measured twist; a malformed or partial row, and the rows after it, in Python as before). Only the wrist samples
 wake the node: the arm's and the table's joints, the OBSW's commands and the client's state are taken, in the order
 they came, when a sample arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
-With ``compiled_samples`` (the default, with ``compiled_io``) a quiet wrist sample (no hold, no catch-up, no re-basing
-due or under way) runs in one compiled call on the state of :class:`hil_bringup.servicer_hot_path_loop.SampleLoopState`
+With ``compiled_samples`` (the default, with ``compiled_io``) a quiet wrist sample (no hold, no dropped steps, no
+re-basing due or under way; a late one's catch-up steps included) runs in one compiled call on the state of :class:`hil_bringup.servicer_hot_path_loop.SampleLoopState`
 (the same commands, to the bit), which the node leaves before anything else reads or changes what it owns (the wrist
 sensor's fault, the OBSW's phase, the reset, the status, the watchdog); the other samples run in the rule's Python. At
 its stop the node logs how many samples ran in the compiled call.
+With ``sample_thread`` (the default, with ``compiled_samples``) the wrist samples are not the executor's: a thread of
+the node runs :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop` (:class:`SampleThread`), which waits for
+them and takes, runs and answers each quiet one (its joints, the OBSW's commands, the step, the messages) with no
+Python; the callbacks that read or change the rule run paused (:meth:`ServicerHotPathNode.paused`), and what the loop
+does not run comes back to the node's Python as an event (:meth:`ServicerHotPathNode.on_loop_event`).
 """
 
 from __future__ import annotations
@@ -82,8 +87,8 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 min=0, max=99),
           Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
           rcl_io.COMPILED_IO_PARAM,
-          Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no hold, no catch-up, no '
-                're-basing due or under way) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
+          Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no hold, no dropped steps, '
+                'no re-basing due or under way) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
                 '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
           Param('sample_thread', True, 'With compiled_samples: take and run the wrist samples in a compiled loop in a '
                 'thread of the node (hil_bringup.servicer_sample_loop: no Python between quiet samples), the callbacks '

@@ -19,7 +19,7 @@ them:
 Anything else returns an **event** (:data:`EV_SAMPLE` ...) with nothing of it done past the point named, and the
 node's Python does the rest of that sample as it always does (``ServicerHotPathNode.on_loop_event``): a row the
 rule's compiled rows leave (a malformed or partial row, the table's first joints), a refused OBSW message, a
-refused wrist wrench, a sample the loop's state does not run (a hold, catch-up steps, a plan due: every array
+refused wrist wrench, a sample the loop's state does not run (a hold, dropped steps, a plan due: every array
 restored), or, after a step sent, the status's and the holding's log (:data:`EV_AFTER`). The wrenches of a take
 after the event's are the loop's again when it enters next (``ctl[K_NEXT]``).
 
