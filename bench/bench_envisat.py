@@ -345,7 +345,7 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
             self.streams = [rcl_io.JointStateStream(sub.handle, names)
                             for (sub, _), names in zip(node.polled[:2], joint_names)]
             self.wrist_stream = rcl_io.WrenchStream(wrist.handle)      # its wrenches taken and decoded in the loop
-            self.obsw_message = rcl_io._SerializedMessage()
+            self.obsw_message = rcl_io.SerializedMessage()
             self.publishers = [rcl_io.Float64ArrayPublisher(node.pub_cmd, len(node.q)),
                                rcl_io.Float64ArrayPublisher(node.pub_effort, len(node.tau))]
             self.trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
@@ -357,21 +357,14 @@ def servicer_relay_child(params_path: str, compiled_arm_joints: str = '', warm_u
         def _arguments(self, stop_guard: int) -> tuple:
             rcl_io, node = self.rcl_io, self.node
 
-            def stream_args(st):
-                return (st._pointer, st._message.words, st._info, st._expected, st._expected_ends, st._known,
-                        st._known_len, st._index, st._needs, st.q, st.dq, st.stamps, st.flags)
-
-            def command(pub, values):
-                return pub._pointer, pub._message, pub._data, values
-
             w = self.wrist_stream
             return (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
                     np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000,
                     (w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens, w.flags),
-                    stream_args(self.streams[0]), stream_args(self.streams[1]),
+                    self.streams[0].take_args(), self.streams[1].take_args(),
                     np.array([int(sub.handle.pointer) for sub, _ in node.polled[2:]], dtype=np.int64),
                     np.array([1, 0], dtype=np.int64), self.obsw_message.words,
-                    (command(self.publishers[0], node.q), command(self.publishers[1], node.tau)),
+                    (self.publishers[0].publish_args(node.q), self.publishers[1].publish_args(node.tau)),
                     (int(node.pub_trace.handle.pointer), rcl_io.fixed_message(self.trace_buf), self.trace_buf,
                      bool(node.traced)),
                     (np.array([int(pub.handle.pointer) for pub, _ in node.decimated], dtype=np.int64),

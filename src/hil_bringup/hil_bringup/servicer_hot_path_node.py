@@ -34,7 +34,8 @@ re-basing due or under way; a late one's catch-up steps included) runs in one co
 (the same commands, to the bit), which the node leaves before anything else reads or changes what it owns (the wrist
 sensor's fault, the OBSW's phase, the reset, the status, the watchdog); the other samples run in the rule's Python. At
 its stop the node logs how many samples ran in the compiled call.
-With ``sample_thread`` (the default, with ``compiled_samples``) the wrist samples are not the executor's: a thread of
+With ``sample_thread`` (the default, with ``compiled_samples``; on the lab's wall clock, not under ``use_sim_time``, where
+the twin's ``/clock`` must be taken before the samples that follow it) the wrist samples are not the executor's: a thread of
 the node runs :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop` (:class:`SampleThread`), which waits for
 them and takes, runs and answers each quiet one (its joints, the OBSW's commands, the step, the messages) with no
 Python; the callbacks that read or change the rule run paused (:meth:`ServicerHotPathNode.paused`), and what the loop
@@ -92,7 +93,8 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
           Param('sample_thread', True, 'With compiled_samples: take and run the wrist samples in a compiled loop in a '
                 'thread of the node (hil_bringup.servicer_sample_loop: no Python between quiet samples), the callbacks '
-                'that touch the rule pausing it; false: in the wrist subscription\'s callback'),
+                'that touch the rule pausing it; on the lab\'s wall clock (under use_sim_time, and false: in the '
+                'wrist subscription\'s callback)'),
           TRACE_PARAM]
 
 
@@ -164,7 +166,13 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.last_holding = None
         self.status.paused = self.paused        # its publish reads the guard the loop steps
         if self.loop_state is None and p.sample_thread:
-            self.samples = SampleThread(self)
+            if uses_sim_time(self):
+                # The twin's /clock and the wrist samples are taken in one thread, in the order they came: a loop of
+                # its own read the clock before the executor had set it, ran no step for the sample, and the twin
+                # waited for the command (the live Envisat graph at 0.077 of real time against about 0.3)
+                self.get_logger().info('sample_thread: the wrist samples run in their callback under use_sim_time')
+            else:
+                self.samples = SampleThread(self)
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
         self.create_timer(max(min(p.input_timeout_s, 0.5 * p.joint_states_timeout_s), 0.01),
@@ -461,9 +469,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self._wrist_sample(now, stream.wrench[k].copy(), (int(stream.stamps[k, 0]), int(stream.stamps[k, 1])),
                            refused, python=code == sl.EV_SAMPLE and bool(ctl[sl.K_ENTERED]))
 
-    def loop_arguments(self) -> tuple | None:
+    def loop_arguments(self) -> tuple:
         """Before each entry of the compiled loop (in its thread): the loop's state entered if it can be, the flags
-        it reads at its steps, and its arguments made again when the state it steps changed (None: the same)."""
+        it reads at its steps, and its arguments, made again (the state's arrays change at each entry)."""
         samples, ctl = self.samples, self._ctl
         loop = self.loop_state
         if loop is None and self.side.started:
@@ -491,7 +499,8 @@ class SampleThread:
     """The node's wrist samples taken and run in :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop`, in a
     thread of the node's own (:class:`hil_common.sample_loop.LoopThread`): the wrist's subscription one no executor
     waits on; the loop's inputs (the joints' streams, the OBSW's and the client's subscriptions) and its outputs (the
-    node's compiled publishers) the node's own (``compiled_io``). The events go to
+    node's compiled publishers) the node's own (``compiled_io``). On the lab's wall clock only (not under
+    ``use_sim_time``: the twin's ``/clock`` is the executor's, and the samples must come after it). The events go to
     :meth:`ServicerHotPathNode.on_loop_event`, and :meth:`ServicerHotPathNode.loop_arguments` runs before each entry.
     The loop is loaded here (compiled the first time), not in the thread."""
 
@@ -506,7 +515,7 @@ class SampleThread:
         self.wrist = node.wrist_in = PolledSubscription(node, WrenchStamped, 'servicer/ft/wrench', 10, raw=True)
         self.stream = rcl_io.WrenchStream(self.wrist.handle, node.wrench_frame_id)
         self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
-        self._message = rcl_io._SerializedMessage()
+        self._message = rcl_io.SerializedMessage()
         info = np.zeros(64, dtype=np.uint64)
         side, others = node.side, node.polled_others        # the base wrench's, the torques', (the client's)
         held = [adopt(side.wrench_base_com), adopt(side.tau_obsw)]      # the side's held inputs, as arrays
@@ -518,21 +527,18 @@ class SampleThread:
         self.client_lengths, self.client_times = np.zeros(self.CLIENT_ROWS, dtype=np.int64), np.zeros(self.CLIENT_ROWS)
         self.client = (np.array([int(sub.handle.pointer) for sub, _ in others[2:]], dtype=np.int64),
                        self._message.words, info, self.client_rows, self.client_lengths, self.client_times)
-        # the lab's clock (the twin's /clock under use_sim_time, else the steady one) and the node's
-        sim = uses_sim_time(node)
-        self._steady = None if sim else Clock(clock_type=ClockType.STEADY_TIME)
-        lab = node.get_clock() if sim else self._steady
-        self.clocks = np.array([int(lab.handle.pointer), int(node.get_clock().handle.pointer), int(not sim),
-                                node.t0_ns], dtype=np.int64)
+        # the lab's clock (the steady one: the node runs on the wall clock) and the node's (ROS time)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.clocks = np.array([int(self._steady.handle.pointer), int(node.get_clock().handle.pointer), node.t0_ns],
+                               dtype=np.int64)
         table, arm, cmd, effort = node.compiled_io
-        self.table_js, self.arm_js = (_stream_args(st) for st in (table, arm))
+        self.table_js, self.arm_js = table.take_args(), arm.take_args()
         self._cmd, self._effort = cmd, effort
         trace = node.trace.pub
         trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
         self._trace = (0 if trace is None else int(trace.handle.pointer), rcl_io.fixed_message(trace_buf), trace_buf,
                        trace is not None)
-        d = node.decimated_out
-        self._decimated = (d._pointers, d._messages, d._bufs, d._stamped)
+        self._decimated = node.decimated_out.publish_args()
         self.probe = SampleLoopState.probe_args(node.rule)          # held while the state is not entered
         self._probe_out = np.zeros(len(node.table_names)), np.zeros(side.n)
         self.counts = dict.fromkeys(sl.EVENTS.values(), 0)
@@ -550,17 +556,13 @@ class SampleThread:
     def arguments(self, loop: SampleLoopState | None) -> tuple:
         """The loop's arguments on ``loop``'s state (entered), or on placeholders of its types (None: the loop
         hands every sample to Python)."""
-        node, w = self.node, self.stream
+        node = self.node
         q_cmd, tau_q = (loop.q_cmd, loop.tau_q) if loop is not None else self._probe_out
-        c, e = self._cmd, self._effort
-        out = ((c._pointer, c._message, c._data, q_cmd), (e._pointer, e._message, e._data, tau_q), self._trace,
-               self._decimated, int(node.decimation), int(node.t0_ns), node.decimated_fields,
-               node._decimated_scratch)
-        return (self._waiting,
-                (w._pointer, w._message.words, w._info, w._expected, w.wrench, w.stamps, w.frames, w.frame_lens,
-                 w.flags, w._scratch),
-                self.clocks, self.table_js, node.rule.table_rows_args(), self.arm_js, node.rule.arm_rows_args(),
-                self.obsw, self.client, loop.args() if loop is not None else self.probe, out, node._ctl)
+        out = (self._cmd.publish_args(q_cmd), self._effort.publish_args(tau_q), self._trace, self._decimated,
+               int(node.decimation), int(node.t0_ns), node.decimated_fields, node._decimated_scratch)
+        return (self._waiting, self.stream.take_args(), self.clocks, self.table_js, node.rule.table_rows_args(),
+                self.arm_js, node.rule.arm_rows_args(), self.obsw, self.client,
+                loop.args() if loop is not None else self.probe, out, node._ctl)
 
     def _on_event(self, code: int) -> None:
         t0 = time.thread_time()
@@ -624,13 +626,6 @@ class SampleThread:
         self._message.release()
 
 
-def _stream_args(stream) -> tuple:
-    """``rcl_io.take_joint_states``' arguments for an ``rcl_io.JointStateStream``."""
-    return (stream._pointer, stream._message.words, stream._info, stream._expected, stream._expected_ends,
-            stream._known, stream._known_len, stream._index, stream._needs, stream.q, stream.dq, stream.stamps,
-            stream.flags)
-
-
 #: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it
 _COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call'
                           r'(?:.*in a thread: (\d+) samples)?.*commands: (\d+), held (\d+)')
@@ -653,7 +648,7 @@ def warm_up() -> None:
     from hil_bringup.graphs import envisat_graph
     from hil_common.network import apply_network_profile
 
-    spec = envisat_graph({'servicer_hot_path': 'fused'}).node('/servicer_hot_path')
+    spec = envisat_graph({'servicer_hot_path': 'fused', 'lab_clock': 'wall'}).node('/servicer_hot_path')
     apply_network_profile()
     with tempfile.NamedTemporaryFile('w', suffix='.yaml') as params:
         params.write(spec.params_yaml())
@@ -661,7 +656,7 @@ def warm_up() -> None:
         rclpy.init(args=['servicer_hot_path_warm_up', *spec.ros_arguments(params.name)])
         try:
             node = ServicerHotPathNode()
-            if node.samples is None:
+            if node.samples is None:       # (the graph's node on the wall clock: lab_clock:=wall below)
                 raise ConfigError('servicer_hot_path_node: the Envisat graph\'s node has no compiled sample loop')
             node.close()
             node.destroy_node()

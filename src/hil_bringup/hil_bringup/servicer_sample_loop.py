@@ -6,7 +6,8 @@ its own (:mod:`hil_common.rcl_io`) for the wrist's wrenches (a subscription no e
 guard condition (``hil_common.sample_loop.LoopThread``), and for each wrench, in the order the node's Python takes
 them:
 
-1. the lab's and the node's clocks read (rcl clocks: the twin's ``/clock`` under ``use_sim_time``);
+1. the lab's and the node's clocks read (rcl clocks: the steady one and the node's; the node runs the loop on the
+   lab's wall clock only: under ``use_sim_time`` the twin's ``/clock`` is the executor's to take before a sample);
 2. the table's joint states waiting taken and handed to the rule (``servicer_hot_path_kernel.table_joint_rows``),
    then the arm's (``arm_joint_rows``), then the OBSW's base wrench and torques, decoded and held
    (``ServicerSide.set_wrench_base``, ``set_tau``: the held inputs' arrays), then the client's states (kept as
@@ -66,19 +67,17 @@ EVENTS = {EV_SAMPLE: 'sample', EV_WRIST: 'wrist', EV_TABLE_ROWS: 'table rows', E
 #: level reported); the node's outputs (its decimation's count); counts (samples, steps, wake-ups, OBSW messages)
 K_NEXT, K_ROWS, K_ROW, K_AT, K_TAKEN, K_ENTERED, K_AFTER, K_LEVEL, K_OUTPUTS, K_SAMPLES, K_STEPS, K_WAKES, K_OBSW, \
     K_CLIENT, N_CTL = range(15)
-#: ``clocks``: the lab clock's rcl address, the node clock's, whether the lab's is the steady clock (seconds as
-#: ``time.monotonic`` gives them), the node's start on its clock [ns]
-C_LAB, C_NODE, C_STEADY, C_T0 = range(4)
+#: ``clocks``: the lab clock's rcl address (the steady clock), the node clock's, the node's start on its clock [ns]
+C_LAB, C_NODE, C_T0 = range(3)
 
 
 @njit(cache=True, nogil=True)
 def _clock_s(clocks, scratch):
-    """The lab's time [s] (``hil_common.lab_clock.lab_seconds``) and the node's since its start (``_now_s``); nan
-    after an rcl error."""
+    """The lab's time [s] (``hil_common.lab_clock.lab_seconds`` on the wall clock: ``time.monotonic``'s seconds) and
+    the node's since its start (``_now_s``); nan after an rcl error."""
     if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
         return np.nan, np.nan
-    lab_ns = scratch[0]
-    lab = lab_ns / 1e9 if clocks[C_STEADY] else lab_ns * 1e-9
+    lab = scratch[0] / 1e9
     if clock_now_ns(clocks[C_NODE], scratch) != RCL_RET_OK:
         return np.nan, np.nan
     return lab, (scratch[0] - clocks[C_T0]) * 1e-9

@@ -564,7 +564,7 @@ def _default_allocator() -> _Allocator:
     return get_allocator()
 
 
-class _SerializedMessage:
+class SerializedMessage:
     """An ``rcl_serialized_message_t`` (``rcutils_uint8_array_t``: buffer, length, capacity, allocator) in a
     ``uint64[8]``, its buffer allocated by rcutils' default allocator (rcl grows it for a larger message)."""
 
@@ -647,7 +647,7 @@ class JointStateStream:
         self.dq = np.zeros((rows, len(names)))
         self.stamps = np.zeros((rows, 2), dtype=np.int64)
         self.flags = np.zeros(rows, dtype=np.int64)
-        self._message = _SerializedMessage()
+        self._message = SerializedMessage()
         self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
         self.taken = 0
         # the compiled call loaded now, not in a callback: on no subscription (rcl refuses; nothing is taken)
@@ -660,13 +660,16 @@ class JointStateStream:
         """The messages waiting, decoded into rows ``0..n-1`` of :attr:`q`, :attr:`dq`, :attr:`stamps`,
         :attr:`flags`; returns ``n``. Raises :class:`hil_common.errors.StartError` with rcl's message on an rcl
         error (a take that failed for another reason than an empty subscription)."""
-        n = take_joint_states(self._pointer, self._message.words, self._info, self._expected, self._expected_ends,
-                              self._known, self._known_len, self._index, self._needs, self.q, self.dq, self.stamps,
-                              self.flags)
+        n = take_joint_states(*self.take_args())
         if n < 0:
             raise _rcl_error('taking a joint state', -n)
         self.taken += n
         return n
+
+    def take_args(self) -> tuple:
+        """:func:`take_joint_states`' arguments for this stream (a compiled loop's: it takes as :meth:`take` does)."""
+        return (self._pointer, self._message.words, self._info, self._expected, self._expected_ends, self._known,
+                self._known_len, self._index, self._needs, self.q, self.dq, self.stamps, self.flags)
 
     def readings(self, n: int):
         """Rows ``0..n-1`` of the last :meth:`take` as a joint-state reader gives them: ``(q, dq, malformed)``, ``q``
@@ -711,7 +714,7 @@ class WrenchStream:
         self.frame_lens = np.zeros(rows, dtype=np.intp)
         self.flags = np.zeros(rows, dtype=np.int64)
         self._scratch = np.zeros(8, dtype=np.uint8)
-        self._message = _SerializedMessage()
+        self._message = SerializedMessage()
         self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
         self.taken = 0
         # the compiled call loaded now, not in a callback: on no subscription (rcl refuses; nothing is taken)
@@ -720,8 +723,12 @@ class WrenchStream:
         _rcutils.rcutils_reset_error()
 
     def _take(self, pointer: int) -> int:
-        return take_wrenches(pointer, self._message.words, self._info, self._expected, self.wrench, self.stamps,
-                             self.frames, self.frame_lens, self.flags, self._scratch)
+        return take_wrenches(pointer, *self.take_args()[1:])
+
+    def take_args(self) -> tuple:
+        """:func:`take_wrenches`' arguments for this stream (a compiled loop's: it takes as :meth:`take` does)."""
+        return (self._pointer, self._message.words, self._info, self._expected, self.wrench, self.stamps, self.frames,
+                self.frame_lens, self.flags, self._scratch)
 
     def take(self) -> int:
         """The wrenches waiting, decoded into rows ``0..n-1`` of :attr:`wrench`, :attr:`stamps`, :attr:`flags`;
@@ -759,7 +766,7 @@ class SerializedTakes:
         self.rows = np.zeros((n, 2 * int(depth), int(capacity)), dtype=np.uint8)
         self.lengths = np.zeros((n, 2 * int(depth)), dtype=np.int64)
         self.counts = np.zeros(n, dtype=np.int64)
-        self._message = _SerializedMessage()
+        self._message = SerializedMessage()
         self._info = np.zeros(64, dtype=np.uint64)            # rmw_message_info_t (less than 100 bytes)
         # the compiled call loaded now, not in a callback: on no subscription (nothing to take)
         take_serialized_rows(np.zeros(0, dtype=np.int64), self._message.words, self._info, self.rows, self.lengths,
@@ -804,6 +811,11 @@ class Float64ArrayPublisher:
             raise StartError('hil_common.rcl_io: rcl published on no publisher')
         _rcutils.rcutils_reset_error()
 
+    def publish_args(self, values) -> tuple:
+        """:func:`publish_float64_array`'s arguments to send ``values`` (a compiled loop's: it sends as :meth:`publish`
+        does, the array's values when it sends)."""
+        return self._pointer, self._message, self._data, values
+
     def publish(self, values) -> None:
         """Send ``values`` (float64, ``n`` of them; C-contiguous). Raises :class:`hil_common.errors.StartError`
         with rcl's message when rcl refuses (e.g. its context shut down)."""
@@ -835,10 +847,15 @@ class SerializedPublishers:
             raise StartError('hil_common.rcl_io: rcl published on no publisher')
         _rcutils.rcutils_reset_error()
 
+    def publish_args(self) -> tuple:
+        """:func:`publish_all_stamped`'s arguments before the stamp (a compiled loop's: it sends as :meth:`publish`
+        does)."""
+        return self._pointers, self._messages, self._bufs, self._stamped
+
     def publish(self, sec: int, nanosec: int) -> None:
         """Send every message, the stamped ones stamped ``(sec, nanosec)``. Raises
         :class:`hil_common.errors.StartError` with rcl's message when rcl refuses (e.g. its context shut down)."""
-        ret = publish_all_stamped(self._pointers, self._messages, self._bufs, self._stamped, sec, nanosec)
+        ret = publish_all_stamped(*self.publish_args(), sec, nanosec)
         if ret != RCL_RET_OK:
             raise _rcl_error('publishing ' + ', '.join(p.topic_name for p in self._publishers), ret)
 

@@ -253,7 +253,7 @@ def test_the_compiled_wait_wakes_on_a_sample_and_on_its_guard_condition_and_else
     guard.trigger()             # the first sample still waits to be taken: both ready
     assert rcl_io.wait(wait_set.words, subs, guards, 5_000_000_000, ready) == rcl_io.RCL_RET_OK
     assert list(ready) == [1, 1]
-    message, info = rcl_io._SerializedMessage(), np.zeros(64, dtype=np.uint64)
+    message, info = rcl_io.SerializedMessage(), np.zeros(64, dtype=np.uint64)
     expected, taken = serialize_message(sent), []
 
     def take() -> bool:
