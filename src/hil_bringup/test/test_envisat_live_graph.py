@@ -265,4 +265,5 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
         counts = sample_counts(next(tmp_path.rglob('servicer_hot_path.log')).read_text())
         assert counts is not None
         samples, compiled, threaded, _, held = counts
-        assert threaded > 0.3 * (samples - held) > 100, counts
+        # (50 Hz here: 258 samples in one run beside two busy loops, 257 of them in the loop)
+        assert samples - held > 100 and threaded > 0.5 * (samples - held), counts

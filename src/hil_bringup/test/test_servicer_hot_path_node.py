@@ -10,6 +10,7 @@ import pinocchio as pin
 import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
+from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 
@@ -219,6 +220,12 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             other = WrenchStamped()
             other.header.frame_id = 'not_' + adm['wrench_frame_id']
             pub_ft.publish(other)
+            # a malformed client state (the re-basing's input, taken with the samples: with the compiled loop kept as
+            # its bytes, handled at the node's next turn in Python)
+            assert adm['rebase_enabled']
+            spin_until(executor, lambda: False, 1.1)
+            pub_client = node.create_publisher(Odometry, 'client/state', 10)
+            pub_client.publish(b'\x00\x01\x00\x00\x07')
             # the wrist sensor's fault (an input the executor runs, beside the wrist's samples): the side holds,
             # and resumes when it clears
             pub_fault = node.create_publisher(DiagnosticStatus, 'servicer/ft/fault', FAULT_QOS)
@@ -249,6 +256,7 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'malformed table joint state dropped (' in out, out[-2000:]
     assert 'rejected malformed wrist wrench (' in out, out[-2000:]
     assert f"rejected wrist wrench in frame 'not_{adm['wrench_frame_id']}'" in out, out[-2000:]
+    assert 'rejected malformed client state (' in out, out[-2000:]
     assert 'Traceback' not in out, out[-3000:]            # nor at its stop
     counts = sample_counts(out)
     assert counts is not None, out[-2000:]
