@@ -391,18 +391,18 @@ class ServicerHotPath:
             saved_f=np.empty(pacer.pf.size + guard.gf.size + watch.wf.size),
             saved_i=np.empty(pacer.pi.size + guard.gi.size + watch.wi.size, dtype=np.int64),
             zeros6=np.zeros(6), zeros_n=np.zeros(n), f_e=np.empty(6), f_b=np.empty(6), tau=np.empty(n),
-            v_meas=np.empty(6), g=np.zeros((2, 12)))
+            v_meas=np.empty(6), g=np.zeros((2, 12)), v=np.zeros(12))
 
     def _quiet_call(self, quiet, now_s: float, side_now_s: float, plan_due_s: float, side_args: tuple,
                     outputs: tuple, motion_args: tuple) -> tuple:
         """``servicer_hot_path_kernel.quiet_sample`` on ``quiet``'s arrays (:meth:`_quiet_arrays`)."""
         side, guard, watch, pacer = self.side, quiet.guard, quiet.watch, quiet.pacer
-        state = side.adm.state      # its arrays (one step: quiet_sample does not write them)
-        return quiet_sample(
+        quiet.v[6:] = side.adm.state.twist_base_rel_body     # V_s, the measured twist's stand-in (one step: quiet_sample
+        return quiet_sample(                                  # reads no more of the state and writes none of it)
             now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, 1, pacer.pf, pacer.pi, quiet.has_guard,
             guard.gf, guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f,
-            quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.g,
-            np.concatenate([state.twist_nominal_body, state.twist_base_rel_body]), quiet.f_e, quiet.f_b, quiet.tau,
+            quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.g, quiet.v,
+            quiet.f_e, quiet.f_b, quiet.tau,
             quiet.v_meas, side_args, outputs[1], outputs[2], *self._frame.kernel_args(),
             self.table.limits.max_measurement_age, motion_args, self._cmd, self._twist_ff)[:6]
 
