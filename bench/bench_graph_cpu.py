@@ -23,6 +23,8 @@ stands in for the lab and every node runs at its real-time rate), lets each sett
   paths on a steady 1 kHz stream.
 
 ``./dev bench graph_cpu``. The machine's other load counts against the figures: run it on an idle machine.
+``HIL_BENCH_GRAPHS=envisat_capture`` measures one graph; ``HIL_BENCH_ENVISAT_ARGS=realtime_priority:=0,...`` passes
+launch arguments to the Envisat graph.
 """
 
 from __future__ import annotations
@@ -181,11 +183,21 @@ def main() -> None:
           f'teleop link\'s delays), '
           f'{os.cpu_count()} CPUs; CPU of each node process (% of one core):', flush=True)
     ports = free_udp_ports(4)
-    teleop = teleop_graph({'sim': 'true', 'lab_clock': 'wall', 'slave_ft_port': str(ports[0]),
-                           'payload_ft_port': str(ports[1])})
-    envisat = envisat_graph({'lab_clock': 'wall', 'client_ft_port': str(ports[2]), 'servicer_ft_port': str(ports[3]),
-                             'live_view_port': '0'})
-    results = [measure('massive_payload_teleop', teleop, seconds), measure('envisat_capture', envisat, seconds)]
+    only = [name for name in os.environ.get('HIL_BENCH_GRAPHS', '').split(',') if name]
+    unknown = sorted(set(only) - {'massive_payload_teleop', 'envisat_capture'})
+    if unknown:
+        raise SystemExit(f'HIL_BENCH_GRAPHS: unknown graph(s) {unknown} (massive_payload_teleop, envisat_capture)')
+    # launch arguments of the Envisat graph to compare, e.g. HIL_BENCH_ENVISAT_ARGS=realtime_priority:=0
+    extra = dict(item.split(':=', 1) for item in os.environ.get('HIL_BENCH_ENVISAT_ARGS', '').split(',') if item)
+    results = []
+    if not only or 'massive_payload_teleop' in only:
+        teleop = teleop_graph({'sim': 'true', 'lab_clock': 'wall', 'slave_ft_port': str(ports[0]),
+                               'payload_ft_port': str(ports[1])})
+        results.append(measure('massive_payload_teleop', teleop, seconds))
+    if not only or 'envisat_capture' in only:
+        envisat = envisat_graph({'lab_clock': 'wall', 'client_ft_port': str(ports[2]),
+                                 'servicer_ft_port': str(ports[3]), 'live_view_port': '0', **extra})
+        results.append(measure('envisat_capture', envisat, seconds))
     print(f'  all target nodes within {TARGET_PERCENT:.0f} % and nothing logged: '
           f'{"met" if all(results) else "MISSED"}', flush=True)
 

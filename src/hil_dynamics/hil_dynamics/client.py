@@ -52,10 +52,12 @@ def relative_mapping(pose_nominal_in_orbit: pin.SE3, twist_nominal_body,
     return pose_in_orbit, np.asarray(twist_rel_body, dtype=float) + delta
 
 
-#: per thread: ``id(body)`` -> the integrator :func:`unforced_nominal` restarts, at most
+#: per thread: ``id(body)`` -> the integrator whose constants :func:`unforced_nominal` steps with, at most
 #: ``_FREE_INTEGRATORS_KEPT`` of them (an integrator holds its body, so weak keys would never let one go)
 _free_integrators = threading.local()
 _FREE_INTEGRATORS_KEPT = 8
+#: the client at rest on its nominal (``g_c``), as a 12-array pose
+_IDENTITY_POSE_ARRAY = kernels.pose_array(pin.SE3.Identity())
 
 
 def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
@@ -65,28 +67,29 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     duration_s, dt_s = float(duration_s), float(dt_s)
     if not (np.isfinite(duration_s) and duration_s >= 0.0) or not dt_s > 0.0:
         raise ConfigError(f'duration_s must be >= 0 and dt_s > 0, got {duration_s!r}, {dt_s!r}')
-    # One integrator per body and thread, restarted from the given state: a node that holds, or drops
-    # steps, calls this at every step, and building an admittance costs several of its steps
-    # (docs/performance.md, "Tenth session").
+    twist = np.array(twist_nominal_body, dtype=float).reshape(6)
+    if not all_finite(twist):
+        raise ConfigError(f'twist_nominal_body must be finite, got {twist.tolist()}')
+    # One integrator per body and thread, for its constants: a node that holds, or drops steps, calls this
+    # at every step, and building an admittance costs several of its steps (docs/performance.md, "Tenth
+    # session"). Its steps on the given state run in one compiled call (kernels.unforced_nominal_steps: the
+    # integrator's own steps, from a restart, cost 55 us of Python each; twenty-sixth session).
     cache = getattr(_free_integrators, 'by_body', None)
     if cache is None:
         cache = _free_integrators.by_body = {}
     free = cache.get(id(body))
-    if free is not None and free.body is body:     # (the entry keeps its body alive: its id is not reused)
-        free.restart(twist_nominal_body, pose_nominal_in_orbit)
-    else:
-        free = ClientAdmittance(body, twist_nominal_body, pose_nominal_in_orbit)
+    if free is None or free.body is not body:      # (an entry keeps its body alive: its id is not reused)
+        free = ClientAdmittance(body, twist, pose_nominal_in_orbit)
         if len(cache) >= _FREE_INTEGRATORS_KEPT:    # a re-basing ramp makes a new body every step: bounded
             cache.clear()
         cache[id(body)] = free
     n = int(duration_s / dt_s + 1e-9)
-    zero = np.zeros(6)
-    for _ in range(n):
-        free.step(zero, dt_s)
-    rest = duration_s - n * dt_s
-    if rest > 1e-12:
-        free.step(zero, rest)
-    return free.state.pose_nominal_in_orbit, free.state.twist_nominal_body.copy()
+    g_n = kernels.pose_array(pin.SE3(pose_nominal_in_orbit))
+    g_c = _IDENTITY_POSE_ARRAY.copy()
+    kernels.unforced_nominal_steps(g_n, twist, g_c, np.zeros(6), np.zeros(6), free._mass, free._inertia9,
+                                   free._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, dt_s, n,
+                                   duration_s - n * dt_s)
+    return kernels.array_pose(g_n), twist
 
 
 class RelativeState:

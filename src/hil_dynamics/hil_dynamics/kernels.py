@@ -274,6 +274,17 @@ def client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, no
 
 
 @njit(**_OPTS)
+def unforced_nominal_steps(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, h, n, rest):
+    """``n`` steps of :func:`client_rkmk4_step` of ``h`` and, if ``rest > 1e-12``, one of ``rest``, in place: the
+    nominal's unforced motion (seed 004 Eq. 4) as :func:`hil_dynamics.client.unforced_nominal` integrates it, the
+    client at rest on it (``g_c`` the identity, ``v_c`` and ``wrench`` zero), in one call."""
+    for _ in range(n):
+        client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, h)
+    if rest > 1e-12:
+        client_rkmk4_step(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, rest)
+
+
+@njit(**_OPTS)
 def relative_mapping_into(g_n, v_n, g_rel, v_rel, g_out, v_out):
     """Seed 004 Eq. (23) on arrays: ``g = g_n g_rel``, ``V = V_rel + Ad_{g_rel^-1} V_n``."""
     for i in range(3):
@@ -1748,6 +1759,7 @@ def warm_up() -> None:
     body = RigidBody(10.0, [1.0, 2.0, 2.5])
     client = ClientAdmittance(body, np.full(6, 0.01))
     client.step(np.ones(6), 1e-3)
+    client.advance_nominal(2.5e-3, 1e-3)                     # the held nodes' nominal (unforced_nominal_steps)
     AbsoluteRigidBody(body, np.full(6, 0.01)).step(np.ones(6), 1e-3)
     loop = build_servicer_loop(servicer_lbr_urdf(), 'lbr_flange', body, np.full(6, 0.01), pin.SE3.Identity(), np.zeros(6),
                                np.full(7, 0.1), np.zeros(7))
