@@ -655,6 +655,10 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
               'compiled_samples': os.environ.get('HIL_BENCH_COMPILED_SAMPLES', '1') == '1',
               # HIL_BENCH_SAMPLE_THREAD=0: the quiet samples called from the wrist callback (for an A/B)
               'sample_thread': os.environ.get('HIL_BENCH_SAMPLE_THREAD', '1') == '1'}
+        if os.environ.get('HIL_BENCH_SERVICER_HELD', '0') == '1':
+            # HIL_BENCH_SERVICER_HELD=1: the node holds from its first step on (its overload guard latched by any
+            # lateness), to measure what a held node costs against a running one
+            rt.update(overload_policy='latch', overload_warn_late_s=1e-6, overload_hold_late_s=1e-6)
         procs = {'servicer_hot_path': start_node('hil_bringup', 'servicer_hot_path_node', ros_args=(
             '--params-file', params_file({**s_adm, **s_table, **rt})))}
     elif name == 'servicer_contact':
