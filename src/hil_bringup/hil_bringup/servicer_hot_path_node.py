@@ -284,11 +284,15 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             for k in range(counts[s]):
                 buf = takes.message(s, k)
                 if buf is None:
-                    self.side.reject(f'a message on {subscription.topic_name} longer than {takes.rows.shape[2]} '
-                                     'bytes')
-                    self._report_rejections()
+                    self.reject_too_long(subscription, takes.rows.shape[2])
                 else:
                     handle(buf)
+
+    def reject_too_long(self, subscription, limit_bytes: int) -> None:
+        """A polled message longer than the row it was to be kept in (``limit_bytes``): refused by its topic's name and
+        counted, as any refused input."""
+        self.side.reject(f'a message on {subscription.topic_name} longer than {int(limit_bytes)} bytes')
+        self._report_rejections()
 
     def _table_joints_taken(self, stream, n: int) -> None:
         """:meth:`on_table_joints` for the ``n`` rows ``stream`` decoded (hil_common.rcl_io), through the rule
@@ -596,8 +600,7 @@ class SampleThread:
             subscription.taken += 1
             length = int(self.client_lengths[r])
             if length < 0:
-                node.side.reject(f'a message on {subscription.topic_name} longer than {self.CLIENT_BYTES} bytes')
-                node._report_rejections()
+                node.reject_too_long(subscription, self.CLIENT_BYTES)
             else:
                 handle(self.client_rows[r, :length].tobytes(), float(self.client_times[r]))
         ctl[sl.K_CLIENT] = 0

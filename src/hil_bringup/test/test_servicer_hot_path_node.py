@@ -226,6 +226,11 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             spin_until(executor, lambda: False, 1.1)
             pub_client = node.create_publisher(Odometry, 'client/state', 10)
             pub_client.publish(b'\x00\x01\x00\x00\x07')
+            if compiled_io:     # one longer than the 4096 bytes the loop's rows (and the polled takes) keep
+                spin_until(executor, lambda: False, 1.1)
+                too_long = Odometry()
+                too_long.header.frame_id = 'x' * 5000
+                pub_client.publish(too_long)
             # the wrist sensor's fault (an input the executor runs, beside the wrist's samples): the side holds,
             # and resumes when it clears
             pub_fault = node.create_publisher(DiagnosticStatus, 'servicer/ft/fault', FAULT_QOS)
@@ -257,6 +262,7 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     assert 'rejected malformed wrist wrench (' in out, out[-2000:]
     assert f"rejected wrist wrench in frame 'not_{adm['wrench_frame_id']}'" in out, out[-2000:]
     assert 'rejected malformed client state (' in out, out[-2000:]
+    assert ('client/state longer than 4096 bytes' in out) == compiled_io, out[-2000:]
     assert 'Traceback' not in out, out[-3000:]            # nor at its stop
     counts = sample_counts(out)
     assert counts is not None, out[-2000:]

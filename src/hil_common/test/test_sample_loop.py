@@ -141,3 +141,46 @@ def test_a_failure_of_the_loops_thread_is_raised_in_the_executor(node, fails_in)
     with pytest.raises(StartError, match='rcl error 7' if fails_in == 'loop' else 'event 1 not handled'):
         spin_until(executor, lambda: False, 5.0)
     assert thread.stop()
+
+
+def test_before_entry_gives_each_entry_its_arguments_in_the_loops_thread_and_never_beside_a_paused_callback(node):
+    """``before_entry`` runs in the loop's thread before every entry, the first included: the arguments it returns
+    are the entry's, None keeps the last ones; it never runs while a paused callback does (it reads the state such a
+    callback changes, as the servicer's node makes its loop's arguments from the rule's state)."""
+    import threading
+
+    node, executor = node
+    codes = iter([STOPPED] + [EVENT] * 5 + [STOPPED] * 1000)    # the load's entry, five events, then pauses
+    seen, made, inside_callback, overlaps, threads = [], [], [False], [], set()
+
+    def loop(tag):
+        seen.append(tag)
+        if len(seen) > 6:
+            time.sleep(0.002)       # waiting, as a loop between samples (the pauses' guard ends the wait)
+        return next(codes)
+
+    def before_entry():
+        threads.add(threading.current_thread().name)
+        if inside_callback[0]:
+            overlaps.append(len(seen))
+        made.append(len(made))
+        return None if len(made) % 2 == 0 else (f'args {len(made)}',)      # every other entry keeps the last ones
+    thread = LoopThread(node, loop, lambda guard: ('args 0',), lambda code: None, name='before_entry_loop',
+                        before_entry=before_entry)
+
+    def callback():
+        with thread.paused():
+            inside_callback[0] = True
+            time.sleep(0.001)
+            inside_callback[0] = False
+    node.create_timer(0.003, callback)
+    thread.start()
+    assert spin_until(executor, lambda: len(made) >= 40, 20.0), len(made)
+    assert thread.stop()
+    assert thread.error is None
+    assert seen[0] == 'args 0'                          # the load's entry: make_args' arguments, no before_entry
+    entries = seen[1:len(made) + 1]
+    # entry k (1-based) ran on what before_entry gave last: itself when k is odd, the entry before's when even
+    assert entries == [f'args {k if k % 2 else k - 1}' for k in range(1, len(entries) + 1)], entries[:10]
+    assert threads == {'before_entry_loop'}, threads
+    assert not overlaps, overlaps
