@@ -242,6 +242,10 @@ class ClientAdmittance:
         g = kernels.pose_array(pin.SE3.Identity())
         kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
                                   self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3)
+        # and the nominal's steps while a node holds or drops steps (unforced_nominal's call: no step here)
+        kernels.unforced_nominal_steps(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass,
+                                       self._inertia9, self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3,
+                                       0, 0.0)
         self.state.load_kernels()           # and what the nodes and a re-basing call on the state
 
     def restart(self, twist_client_body_0, pose_client_in_orbit_0: pin.SE3 | None = None,

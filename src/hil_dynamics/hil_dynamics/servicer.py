@@ -381,6 +381,11 @@ class ServicerAdmittance:
                                            np.empty((2, 12)), np.empty(12))
         self.nominal_acceleration(self.state.twist_nominal_body)          # and what the nodes and a re-basing call
         self.state.load_kernels()
+        if isinstance(self.nominal_body, RigidBody):       # and a hold's or a dropped step's (advance_nominal)
+            from hil_dynamics.client import unforced_nominal
+
+            unforced_nominal(self.nominal_body, self.state.pose_nominal_in_orbit, self.state.twist_nominal_body, 0.0,
+                             1e-3)
 
     def rebase(self, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, nominal_body=None) -> ServicerState:
         """Switch to another nominal keeping ``g_b``, ``V_b`` (Eq. 23); ``nominal_body`` gives its
