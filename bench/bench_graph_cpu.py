@@ -188,7 +188,12 @@ def main() -> None:
     if unknown:
         raise SystemExit(f'HIL_BENCH_GRAPHS: unknown graph(s) {unknown} (massive_payload_teleop, envisat_capture)')
     # launch arguments of the Envisat graph to compare, e.g. HIL_BENCH_ENVISAT_ARGS=realtime_priority:=0
-    extra = dict(item.split(':=', 1) for item in os.environ.get('HIL_BENCH_ENVISAT_ARGS', '').split(',') if item)
+    extra = {}
+    for item in filter(None, os.environ.get('HIL_BENCH_ENVISAT_ARGS', '').split(',')):
+        if ':=' not in item:
+            raise SystemExit(f'HIL_BENCH_ENVISAT_ARGS: {item!r} is not name:=value')
+        name, value = item.split(':=', 1)
+        extra[name] = value
     results = []
     if not only or 'massive_payload_teleop' in only:
         teleop = teleop_graph({'sim': 'true', 'lab_clock': 'wall', 'slave_ft_port': str(ports[0]),
