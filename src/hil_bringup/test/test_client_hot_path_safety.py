@@ -23,7 +23,9 @@ from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import Trigger
 
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
+from hil_common.conversions import xyz_rpy_to_pose
 from hil_common.ros_testing import spin_until, start_node, stop_process, test_node
+from hil_dynamics.se3 import transform_wrench
 from hil_motion_table.kinematics_helpers import make_kinematics
 
 V_MAX = 0.5
@@ -67,9 +69,10 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
             velocity_com_in_client = []
             node.create_subscription(Odometry, '/hps/client/state', lambda m: velocity_com_in_client.append(
                 np.array([m.twist.twist.linear.x, m.twist.twist.linear.y, m.twist.twist.linear.z])), 1000)
-            # the sensor's position on the client (seed 004 §III-A's pose_sensor_in_client, no rotation)
-            position_sensor_in_client = np.array(
-                client_admittance_parameters(load_scenario('envisat_capture'))['pose_sensor_in_client_xyz_rpy'][:3])
+            # the client's centre-of-mass frame in the sensor's (seed 004 §III-A's pose_sensor_in_client, inverted):
+            # a wrench about the centre of mass as the sensor measures it
+            pose_client_in_sensor = xyz_rpy_to_pose(
+                client_admittance_parameters(load_scenario('envisat_capture'))['pose_sensor_in_client_xyz_rpy']).inverse()
 
             def robot():       # the robot: measured = last command
                 if io['joints']:
@@ -80,13 +83,14 @@ def test_hot_path_real_time_stale_joints_and_wrench_limit(tmp_path):
                 msg = WrenchStamped()
                 msg.header.frame_id = io['frame']
                 msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.monotonic_ns(), 1_000_000_000)
-                force = np.array([io['force'], 0.0, 0.0])
                 if io['damp'] and velocity_com_in_client:      # a force through the centre of mass against its
                     force = -DAMPING_N_S_PER_M * velocity_com_in_client[-1]      # velocity: no moment about it
                     force *= min(1.0, DAMPING_MAX_N / max(np.linalg.norm(force), 1e-300))
-                torque = np.cross(-position_sensor_in_client, force)
+                    wrench = transform_wrench(pose_client_in_sensor, np.r_[force, 0.0, 0.0, 0.0])
+                else:                                           # the pushes: along the sensor's x axis
+                    wrench = np.array([io['force'], 0.0, 0.0, 0.0, 0.0, 0.0])
                 (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
-                 msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = (float(v) for v in (*force, *torque))
+                 msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = (float(v) for v in wrench)
                 pub_ft.publish(msg)
 
             def call_reset():
