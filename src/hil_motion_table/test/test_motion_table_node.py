@@ -184,15 +184,25 @@ def test_the_cisas_docking_arm_is_a_motion_table_robot(ros):
         assert spin_until(executor, lambda: pub_pose.get_subscription_count() > 0, 30.0), proc.poll()
         spin_until(executor, lambda: False, 0.3)
         target = pin.SE3(home.rotation, home.translation + np.array([0.05, 0.0, 0.0]))
-        for k in range(1, 51):
+
+        def send(pose):
             msg = PoseStamped()
             seconds_to_stamp(time.time(), msg.header.stamp)
-            pose_to_msg(pin.SE3(home.rotation, home.translation + np.array([0.001 * k, 0.0, 0.0])), msg.pose)
+            pose_to_msg(pose, msg.pose)
             pub_pose.publish(msg)
             spin_until(executor, lambda: False, 0.02)
-        assert spin_until(executor, lambda: commands and np.linalg.norm(
-            kin.forward(commands[-1]).translation - target.translation) < 1e-6, 10.0), \
-            (kin.forward(commands[-1]).translation - target.translation) if commands else 'no command'
+        for k in range(1, 51):
+            send(pin.SE3(home.rotation, home.translation + np.array([0.001 * k, 0.0, 0.0])))
+
+        def reached():
+            return commands and np.linalg.norm(kin.forward(commands[-1]).translation - target.translation) < 1e-6
+        # The node commands once per pose, like the admittance nodes that stream it: the target is
+        # streamed on until reached. On a busy machine a burst of poses (a short dt) or stale joint
+        # states (a hold) leave the rate-limited command short of the last pose of the ramp.
+        deadline = time.monotonic() + 10.0
+        while not reached() and time.monotonic() < deadline:
+            send(target)
+        assert reached(), (kin.forward(commands[-1]).translation - target.translation) if commands else 'no command'
         assert np.abs(pin.log3(kin.forward(commands[-1]).rotation.T @ target.rotation)).max() < 1e-6
         assert np.all(np.abs(np.diff(np.array(commands), axis=0)) <= kin.qd_max * 0.1)
     finally:
