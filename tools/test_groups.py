@@ -22,10 +22,17 @@ import re
 import sys
 
 SERIAL_MARKS = (
+    # ROS: nodes, executors, graphs, launch files
     'rclpy', 'ros_testing', 'start_node', 'node_executable', 'ros_main', 'spin_until', 'ros_graph', 'run_live',
-    'run_graph', 'launch', 'lab_twin_node', 'socket', 'subprocess', 'Popen', 'multiprocessing', '_port',
-    'dask', 'distributed', 'LocalCluster', 'threading', 'signal', 'def ros', '(ros)', '(ros,', 'bench',
-    'time.sleep', 'perf_counter', 'monotonic', 'process_time',
+    'run_graph', 'launch', 'lab_twin_node', 'def ros', '(ros)', '(ros,',
+    # sockets and ports: RDT/UDP, HTTP, WebSocket
+    'socket', 'udp', 'UDP', 'ft_port', 'rdt_port', 'sensor_port', 'server.port', 'http_port', 'RdtSimulator',
+    'rdt_server',
+    # other processes, threads and signals
+    'subprocess', 'Popen', 'multiprocessing', 'threading', 'import signal', 'signal.', 'dask', 'distributed',
+    'LocalCluster',
+    # wall time
+    'bench', 'time.sleep', 'perf_counter', 'monotonic', 'process_time',
 )
 _PATTERN = re.compile('|'.join(re.escape(m) for m in SERIAL_MARKS))
 
