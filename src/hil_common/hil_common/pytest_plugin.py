@@ -11,7 +11,11 @@ any test module is imported. It makes every test run DDS-safe:
   imports MuJoCo first;
 * Python's SIGINT handler, if the run inherited SIGINT ignored (a suite started as a background
   job of a script): the Ctrl-C tests send SIGINT to processes they start, which inherit the
-  ignored disposition otherwise (and then never stop: the run hung in ``test_orphans``).
+  ignored disposition otherwise (and then never stop: the run hung in ``test_orphans``);
+* in a pytest-xdist worker (``./dev test``'s first part, the files ``tools/test_groups.py`` calls
+  parallel): ``rclpy.init`` and binding a fixed (non-zero) port raise :class:`ParallelGroupError`, so a
+  file sorted into that part by mistake fails by name instead of sharing DDS or an RDT port with a
+  test beside it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,34 @@ def test_domain_id(pid: int | None = None) -> int:
     return lo + (os.getpid() if pid is None else pid) % (hi - lo + 1)
 
 
+class ParallelGroupError(RuntimeError):
+    """A test run beside another (an xdist worker) started ROS or bound a fixed port."""
+
+
+def _guard_parallel_worker() -> None:
+    import socket
+
+    import rclpy
+
+    def refuse(what):
+        raise ParallelGroupError(f'{what} in a test that runs beside another (pytest-xdist worker '
+                                 f"{os.environ.get('PYTEST_XDIST_WORKER')}): tools/test_groups.py must put its "
+                                 f'file in the serial part (add a mark to SERIAL_MARKS)')
+
+    rclpy.init = lambda *args, **kwargs: refuse('rclpy.init')
+    bind = socket.socket.bind
+
+    def guarded_bind(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple) and address[1] != 0:
+            refuse(f'binding port {address[1]}')
+        return bind(sock, address)
+
+    socket.socket.bind = guarded_bind
+
+
 def pytest_configure(config):  # noqa: D103 - pytest hook
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        _guard_parallel_worker()
     os.environ[MODE_ENV] = 'loopback'
     apply_network_profile()
     os.environ['ROS_DOMAIN_ID'] = str(test_domain_id())
