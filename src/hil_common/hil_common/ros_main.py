@@ -120,7 +120,8 @@ def _destroy(node) -> None:
 
 
 #: ``HIL_EXECUTOR=single`` makes every process of ours spin rclpy's SingleThreadedExecutor (the fallback
-#: if the events executor misbehaves on some install); unset or ``events``: :func:`node_executor` chooses.
+#: if the events executor or our wait-set executor misbehaves on some install); unset or ``events``:
+#: :func:`node_executor` chooses.
 EXECUTOR_ENV = 'HIL_EXECUTOR'
 
 
@@ -132,26 +133,38 @@ def node_executor(node, context=None):
     subscriptions at 2000 messages/s on this machine (``docs/performance.md``), and a 100 Hz graph
     of ours receives thousands per second. Its timers keep the wall-clock period (p99 4.06 ms
     for 4 ms), but not simulated time: a 100 Hz timer on ``/clock`` fired 142 times per
-    simulated second. So a node on the simulated clock (``use_sim_time``) keeps the
-    ``SingleThreadedExecutor``, as does the node that publishes it (the lab twin, whose barrier
+    simulated second. So a node on the simulated clock (``use_sim_time``) waits on an rcl wait set,
+    whose timers follow ``/clock``, as does the node that publishes it (the lab twin, whose barrier
     waits on the stack's answers: with the events executor two twin tests on the simulated clock
-    failed in one CI run, a teleop pull recorded 3.58 s long instead of 4 s), and every node when
-    ``HIL_EXECUTOR=single``.
+    failed in one CI run, a teleop pull recorded 3.58 s long instead of 4 s). That executor is
+    :class:`hil_common.wait_set_executor.WaitSetExecutor`, which keeps its wait set between waits
+    (rclpy's ``SingleThreadedExecutor`` rebuilds it before every wait: 65-90 % of those nodes' CPU).
+    ``HIL_EXECUTOR=single``: rclpy's ``SingleThreadedExecutor`` for every node.
     """
-    from rclpy.executors import SingleThreadedExecutor
-
     context = context if context is not None else node.context
-    choice = os.environ.get(EXECUTOR_ENV, 'events')
-    if choice not in ('events', 'single'):
-        raise ConfigError(f"{EXECUTOR_ENV} must be 'events' or 'single', got {choice!r}")
-    if choice == 'events' and not uses_sim_time(node) and not getattr(node, 'publishes_clock', False):
+    choice = executor_choice()
+    if choice == 'single':
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor(context=context)
+    if not uses_sim_time(node) and not getattr(node, 'publishes_clock', False):
         try:
             from rclpy.experimental import EventsExecutor
         except ImportError:          # an rclpy without it: the portable executor
             pass
         else:
             return EventsExecutor(context=context)
-    return SingleThreadedExecutor(context=context)
+    from hil_common.wait_set_executor import WaitSetExecutor
+
+    return WaitSetExecutor(context=context)
+
+
+def executor_choice() -> str:
+    """``HIL_EXECUTOR``: 'events' (unset: the default, :func:`node_executor` chooses) or 'single'."""
+    choice = os.environ.get(EXECUTOR_ENV, 'events')
+    if choice not in ('events', 'single'):
+        raise ConfigError(f"{EXECUTOR_ENV} must be 'events' or 'single', got {choice!r}")
+    return choice
 
 
 PROFILE_ENV = 'HIL_PROFILE_DIR'

@@ -165,18 +165,24 @@ def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
 
 
 @contextlib.contextmanager
-def test_node(name: str, executor_kind: str = 'single'):
+def test_node(name: str, executor_kind: str = 'waitset'):
     """``with test_node('probe') as (node, executor): ...`` in a private rclpy context.
 
-    ``executor_kind`` 'single' (the default): rclpy's ``SingleThreadedExecutor``: the demos' and tests' nodes that
-    pace simulated-clock runs (pushes, the master's pull) by their own ``spin_once`` loop need it (with the events
-    executor two such tests failed in one run). 'events': rclpy's ``EventsExecutor``, about a quarter of the CPU per
-    message (:func:`hil_common.ros_main.node_executor`), for a node that only watches and records a graph."""
+    ``executor_kind`` 'waitset' (the default): :class:`hil_common.wait_set_executor.WaitSetExecutor`, an rcl wait
+    set as rclpy's ``SingleThreadedExecutor`` waits on (so its timers follow ``/clock``), kept between waits: the
+    demos' and tests' nodes that pace simulated-clock runs (pushes, the master's pull) by their own ``spin_once``
+    loop need such an executor (with the events executor two such tests failed in one run); with
+    ``HIL_EXECUTOR=single``, rclpy's ``SingleThreadedExecutor`` instead. 'single': rclpy's
+    ``SingleThreadedExecutor``. 'events': rclpy's ``EventsExecutor``, about a quarter of the CPU per message
+    (:func:`hil_common.ros_main.node_executor`), for a node that only watches and records a graph."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
-    if executor_kind not in ('single', 'events'):
-        raise ConfigError(f"test_node: executor_kind must be 'single' or 'events', got {executor_kind!r}")
+    from hil_common.ros_main import executor_choice
+
+    if executor_kind not in ('waitset', 'single', 'events'):
+        raise ConfigError(f"test_node: executor_kind must be 'waitset', 'single' or 'events', got {executor_kind!r}")
+    if executor_kind == 'waitset' and executor_choice() == 'single':
+        executor_kind = 'single'
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(name, context=ctx)
@@ -184,8 +190,14 @@ def test_node(name: str, executor_kind: str = 'single'):
         from rclpy.experimental import EventsExecutor
 
         executor = EventsExecutor(context=ctx)
-    else:
+    elif executor_kind == 'single':
+        from rclpy.executors import SingleThreadedExecutor
+
         executor = SingleThreadedExecutor(context=ctx)
+    else:
+        from hil_common.wait_set_executor import WaitSetExecutor
+
+        executor = WaitSetExecutor(context=ctx)
     executor.add_node(node)
     try:
         yield node, executor

@@ -24,7 +24,10 @@ def two_nodes(executor_kind: str, cli_args=()):
     listener = rclpy.create_node('listener', namespace='/lab', context=ctx,
                                  cli_args=['--ros-args', *cli_args] if cli_args else None)
     talker = rclpy.create_node('talker', namespace='/lab', context=ctx)
-    executor = (SingleThreadedExecutor if executor_kind == 'single' else EventsExecutor)(context=ctx)
+    from hil_common.wait_set_executor import WaitSetExecutor
+
+    kinds = {'single': SingleThreadedExecutor, 'events': EventsExecutor, 'waitset': WaitSetExecutor}
+    executor = kinds[executor_kind](context=ctx)
     executor.add_node(listener)
     executor.add_node(talker)
     try:
@@ -49,7 +52,7 @@ def wait_matched(executor, publisher, subscription, timeout_s: float = 10.0) -> 
         executor.spin_once(timeout_sec=0.02)
 
 
-@pytest.mark.parametrize('executor_kind', ['single', 'events'])
+@pytest.mark.parametrize('executor_kind', ['single', 'events', 'waitset'])
 def test_the_executor_leaves_the_messages_to_the_node_which_takes_them_all_in_order(executor_kind):
     with two_nodes(executor_kind) as (listener, talker, executor):
         polled = PolledSubscription(listener, Int32, 'counts', depth=10, raw=False)

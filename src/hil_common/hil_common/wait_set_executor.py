@@ -1,0 +1,310 @@
+"""An rclpy executor whose wait set is built once per change of its nodes' entities (issue 17).
+
+rclpy's ``SingleThreadedExecutor`` builds a new ``rcl`` wait set before every wait: it walks every node's
+subscriptions, timers, services, guard conditions and QoS event handlers, enters each handle, counts them,
+allocates the wait set and adds them all, then wraps each ready callback in a ``Task`` around a coroutine and
+triggers its own guard condition twice per callback, which makes the next wait return at once and rebuild again.
+In the simulated-clock capture graph that was 65-90 % of each node's CPU (docs/performance.md, "Where the graph's
+CPU goes on the simulated clock").
+
+:class:`WaitSetExecutor` waits on the same ``rcl`` wait set, so timers on the ROS clock follow ``/clock`` exactly
+as with the ``SingleThreadedExecutor`` (rcl's timers carry the jump guard condition that wakes the wait; rclpy's
+``EventsExecutor`` schedules them on the steady clock, which is why the simulated-clock nodes cannot use it). What
+differs is the work around the wait:
+
+* the entities are gathered, their handles entered (kept alive) and the wait set allocated only when a node's
+  entities change (a node wakes its executor whenever it creates or destroys one; the executor compares the
+  entities' identities before each wait, which costs a few microseconds);
+* before each wait the wait set is cleared and the same handles added again (``rcl_wait`` empties the slots of
+  what was not ready);
+* the ready callbacks of one wait all run in that ``spin_once``, in rclpy's order (QoS events, timers,
+  subscriptions, guard conditions, clients, services), called directly: no ``Task``, no coroutine, no guard trigger.
+  One message is taken per ready subscription per wait, as rclpy's executor does.
+
+What it does not cover, and says so by name: coroutine callbacks (no node of ours has one). Tasks given to
+:meth:`create_task` (a client's future's done callbacks among them) run at the start of the next ``spin_once``.
+A callback that raises ends that ``spin_once`` with its exception, as rclpy's executor does; the ready entities
+after it are waited for again (their messages stay queued, timers stay ready).
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Callable
+
+from rclpy.exceptions import InvalidHandle
+from rclpy.executors import (Executor, ExternalShutdownException, ShutdownException, TimeoutException,
+                             TimeoutObject)
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.subscription import Subscription
+from rclpy.utilities import timeout_sec_to_nsec
+from rclpy.waitable import NumberOfEntities
+
+from hil_common.errors import ConfigError
+
+
+class UnsupportedEntity(ConfigError):
+    """A node handed to :class:`WaitSetExecutor` has an entity it does not run (a coroutine callback)."""
+
+
+def _entity_key(nodes) -> tuple:
+    """The identities of every entity the nodes have, in order: equal keys, the same wait set."""
+    key = []
+    for node in nodes:
+        key.append(id(node))
+        key.extend(map(id, node.subscriptions))
+        key.append(0)
+        key.extend(map(id, node.timers))
+        key.append(0)
+        key.extend(map(id, node.guards))
+        key.append(0)
+        key.extend(map(id, node.services))
+        key.append(0)
+        key.extend(map(id, node.waitables))
+        key.append(0)
+        key.extend(map(id, node.clients))
+    return tuple(key)
+
+
+def _plain(callback, what: str):
+    if callback is not None and (inspect.iscoroutinefunction(callback)
+                                 or inspect.iscoroutinefunction(getattr(callback, '__call__', None))):
+        raise UnsupportedEntity(f'WaitSetExecutor runs plain callbacks only; {what} has a coroutine callback '
+                                f'{callback!r} (use rclpy.executors.SingleThreadedExecutor for it)')
+    return callback
+
+
+class _Entities:
+    """One node set's entities, their handles entered for as long as this object is the executor's current set,
+    and the wait set sized for them."""
+
+    def __init__(self, executor: 'WaitSetExecutor', nodes, key: tuple):
+        self.key = key
+        self._entered: list = []
+        try:
+            self._gather(executor, nodes)
+        except BaseException:
+            self.release()
+            raise
+
+    def _enter(self, handle) -> bool:
+        try:
+            handle.__enter__()
+        except InvalidHandle:     # destroyed since it was listed: not waited on
+            return False
+        self._entered.append(handle)
+        return True
+
+    def _gather(self, executor, nodes) -> None:
+        self.subscriptions = {}       # pointer -> (subscription, handle, with_info)
+        self.timers = {}              # pointer -> (timer, handle)
+        self.guards = {}              # pointer -> guard condition (nodes' own)
+        self.services = {}            # pointer -> (service, handle)
+        self.clients = {}             # pointer -> (client, handle)
+        self.waitables = []
+        sub_handles, timer_handles, guard_handles, service_handles, client_handles = [], [], [], [], []
+        count = NumberOfEntities()
+        for node in nodes:
+            for sub in node.subscriptions:
+                handle = sub.handle
+                if self._enter(handle):
+                    _plain(sub.callback, f'the subscription to {sub.topic_name!r}')
+                    with_info = sub._callback_type is not Subscription.CallbackType.MessageOnly
+                    self.subscriptions[handle.pointer] = (sub, handle, with_info)
+                    sub_handles.append(handle)
+            for tmr in node.timers:
+                handle = tmr.handle
+                if self._enter(handle):
+                    _plain(tmr.callback, f'a timer of node {node.get_name()!r}')
+                    self.timers[handle.pointer] = (tmr, handle)
+                    timer_handles.append(handle)
+            for gc in node.guards:
+                handle = gc.handle
+                if self._enter(handle):
+                    _plain(gc.callback, f'a guard condition of node {node.get_name()!r}')
+                    self.guards[handle.pointer] = gc
+                    guard_handles.append(handle)
+            for srv in node.services:
+                handle = srv.handle
+                if self._enter(handle):
+                    _plain(srv.callback, f'the service {srv.srv_name!r}')
+                    self.services[handle.pointer] = (srv, handle)
+                    service_handles.append(handle)
+            for cli in node.clients:
+                handle = cli.handle
+                if self._enter(handle):
+                    self.clients[handle.pointer] = (cli, handle)
+                    client_handles.append(handle)
+            for waitable in node.waitables:
+                if self._enter(waitable):
+                    self.waitables.append(waitable)
+                    count += waitable.get_num_entities()
+        for gc in (executor._guard, executor._sigint_gc):
+            if self._enter(gc.handle):
+                guard_handles.append(gc.handle)
+        context_handle = executor.context.handle
+        self._enter(context_handle)
+        self.handles = (sub_handles, timer_handles, guard_handles, service_handles, client_handles)
+        self.wait_set = _rclpy.WaitSet(len(sub_handles), len(guard_handles), len(timer_handles),
+                                       len(client_handles), len(service_handles), count.num_events, context_handle)
+
+    def wait(self, timeout_nsec: int):
+        wait_set = self.wait_set
+        sub_handles, timer_handles, guard_handles, service_handles, client_handles = self.handles
+        wait_set.clear_entities()
+        for handle in sub_handles:
+            wait_set.add_subscription(handle)
+        for handle in client_handles:
+            wait_set.add_client(handle)
+        for handle in service_handles:
+            wait_set.add_service(handle)
+        for handle in timer_handles:
+            wait_set.add_timer(handle)
+        for handle in guard_handles:
+            wait_set.add_guard_condition(handle)
+        for waitable in self.waitables:
+            waitable.add_to_wait_set(wait_set)
+        wait_set.wait(timeout_nsec)
+        return wait_set
+
+    def release(self) -> None:
+        entered, self._entered = self._entered, []
+        for handle in reversed(entered):
+            handle.__exit__(None, None, None)
+
+
+class WaitSetExecutor(Executor):
+    """A single-threaded rclpy executor that keeps its wait set between waits (module docstring)."""
+
+    def __init__(self, *, context=None) -> None:
+        super().__init__(context=context)
+        self._entities: _Entities | None = None
+
+    def _current(self) -> _Entities:
+        nodes = self.get_nodes()
+        key = _entity_key(nodes)
+        if self._entities is None or self._entities.key != key:
+            if self._entities is not None:
+                self._entities.release()
+                self._entities = None
+            self._entities = _Entities(self, nodes, key)
+        return self._entities
+
+    def _run_tasks(self) -> bool:
+        with self._tasks_lock:
+            tasks = [task for task, _, _ in self._tasks if not task.executing() and not task.done()]
+        for task in tasks:
+            task()
+            if task.exception() is not None:
+                raise task.exception()
+        if tasks:
+            with self._tasks_lock:
+                self._tasks = [t for t in self._tasks if not t[0].done() and not t[0].cancelled()]
+        return bool(tasks)
+
+    def _wait_and_run(self, timeout_sec: float | None) -> bool:
+        """One wait, then every callback it found ready; whether anything ran."""
+        ran = self._run_tasks()
+        entities = self._current()
+        wait_set = entities.wait(timeout_sec_to_nsec(0.0 if ran else timeout_sec))
+        if self._is_shutdown:
+            raise ShutdownException()
+        if not self._context.ok():
+            raise ExternalShutdownException()
+        for waitable in entities.waitables:
+            if waitable.is_ready(wait_set):
+                data = waitable.take_data()
+                result = waitable.execute(data)
+                if inspect.iscoroutine(result):     # rclpy's QoS event handlers: an async wrapper of a call
+                    try:
+                        result.send(None)
+                    except StopIteration:
+                        pass
+                    else:
+                        result.close()
+                        raise UnsupportedEntity(f'WaitSetExecutor: the waitable {waitable!r} awaited something; '
+                                                f'use rclpy.executors.SingleThreadedExecutor for it')
+                ran = True
+        timers = entities.timers
+        for pointer in wait_set.get_ready_entities('timer'):
+            tmr, handle = timers[pointer]
+            if handle.is_timer_ready():      # a cancelled timer can be reported ready (rclpy's own check)
+                handle.call_timer()
+                tmr.callback()
+                ran = True
+        subscriptions = entities.subscriptions
+        for pointer in wait_set.get_ready_entities('subscription'):
+            sub, handle, with_info = subscriptions[pointer]
+            taken = handle.take_message(sub.msg_type, sub.raw)
+            if taken is not None:
+                if with_info:
+                    sub.callback(*taken)
+                else:
+                    sub.callback(taken[0])
+                ran = True
+        guards = entities.guards
+        for pointer in wait_set.get_ready_entities('guard_condition'):
+            gc = guards.get(pointer)            # None: the executor's own guard or the SIGINT guard
+            if gc is not None and gc.callback is not None:
+                gc.callback()
+                ran = True
+        clients = entities.clients
+        for pointer in wait_set.get_ready_entities('client'):
+            cli, handle = clients[pointer]
+            header, response = handle.take_response(cli.srv_type.Response)
+            if header is not None:
+                try:
+                    future = cli.get_pending_request(header.request_id.sequence_number)
+                except KeyError:                # the request was cancelled
+                    pass
+                else:
+                    future._set_executor(self)
+                    future.set_result(response)
+                ran = True
+        services = entities.services
+        for pointer in wait_set.get_ready_entities('service'):
+            srv, handle = services[pointer]
+            request, header = handle.service_take_request(srv.srv_type.Request)
+            if header is not None:
+                srv.send_response(srv.callback(request, srv.srv_type.Response()), header)
+                ran = True
+        return ran
+
+    def _spin_once_impl(self, timeout_sec: float | None, condition: Callable[[], bool]) -> None:
+        """Wait and run until a callback ran, ``condition()`` holds, the executor or its context is shut down, or
+        ``timeout_sec`` (None or negative: no limit) has passed: rclpy's ``spin_once`` contract. A wake-up with
+        nothing to run (the executor's guard condition: a node's entities changed) waits again."""
+        deadline = None if timeout_sec is None or timeout_sec < 0 else time.monotonic() + timeout_sec
+        while not self._is_shutdown and not condition():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self._wait_and_run(left) or (deadline is not None and time.monotonic() >= deadline):
+                return
+
+    def spin_once(self, timeout_sec: float | None = None) -> None:
+        """Wait up to ``timeout_sec`` (None: no limit) for work, then run every callback that wait found ready."""
+        try:
+            self._spin_once_impl(timeout_sec, _never)
+        except (ShutdownException, TimeoutException):
+            pass
+
+    def spin_once_until_future_complete(self, future, timeout_sec=None) -> None:
+        """As :meth:`spin_once`, returning early once ``future`` is done (``timeout_sec``: seconds, None or rclpy's
+        ``TimeoutObject``, which ``spin_until_future_complete`` passes)."""
+        if isinstance(timeout_sec, TimeoutObject):
+            timeout_sec = timeout_sec.timeout
+        future.add_done_callback(lambda _future: self.wake())
+        try:
+            self._spin_once_impl(timeout_sec, future.done)
+        except (ShutdownException, TimeoutException):
+            pass
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        done = super().shutdown(timeout_sec)
+        if self._entities is not None:
+            self._entities.release()
+            self._entities = None
+        return done
+
+
+def _never() -> bool:
+    return False
