@@ -17,6 +17,10 @@ differs is the work around the wait:
   entities' identities before each wait, which costs a few microseconds);
 * before each wait the wait set is cleared and the same handles added again (``rcl_wait`` empties the slots of
   what was not ready);
+* rclpy's QoS event handlers (every publisher's and subscription's incompatible-QoS and incompatible-type warnings,
+  8-18 per node) are added to one wait in every :data:`QOS_EVENT_PERIOD_S`, not to each: a QoS event's status stays
+  set in the middleware until it is taken, so none is lost; it is reported up to that period later. Other waitables
+  are in every wait;
 * the ready callbacks of one wait all run in that ``spin_once``, in rclpy's order (QoS events, timers,
   subscriptions, guard conditions, clients, services), called directly: no ``Task``, no coroutine, no guard trigger.
   One message is taken per ready subscription per wait, as rclpy's executor does.
@@ -32,6 +36,7 @@ import inspect
 import time
 from typing import Callable
 
+from rclpy.event_handler import EventHandler
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import (Executor, ExternalShutdownException, ShutdownException, TimeoutException,
                              TimeoutObject)
@@ -41,6 +46,10 @@ from rclpy.utilities import timeout_sec_to_nsec
 from rclpy.waitable import NumberOfEntities
 
 from hil_common.errors import ConfigError
+
+
+#: A node's QoS event handlers are waited on once in this period [s] (module docstring).
+QOS_EVENT_PERIOD_S = 0.2
 
 
 class UnsupportedEntity(ConfigError):
@@ -101,7 +110,8 @@ class _Entities:
         self.guards = {}              # pointer -> guard condition (nodes' own)
         self.services = {}            # pointer -> (service, handle)
         self.clients = {}             # pointer -> (client, handle)
-        self.waitables = []
+        self.waitables = []           # waited on in every wait
+        self.qos_events = []          # rclpy's QoS event handlers: in one wait per QOS_EVENT_PERIOD_S
         sub_handles, timer_handles, guard_handles, service_handles, client_handles = [], [], [], [], []
         count = NumberOfEntities()
         for node in nodes:
@@ -137,7 +147,7 @@ class _Entities:
                     client_handles.append(handle)
             for waitable in node.waitables:
                 if self._enter(waitable):
-                    self.waitables.append(waitable)
+                    (self.qos_events if isinstance(waitable, EventHandler) else self.waitables).append(waitable)
                     count += waitable.get_num_entities()
         for gc in (executor._guard, executor._sigint_gc):
             if self._enter(gc.handle):
@@ -148,7 +158,7 @@ class _Entities:
         self.wait_set = _rclpy.WaitSet(len(sub_handles), len(guard_handles), len(timer_handles),
                                        len(client_handles), len(service_handles), count.num_events, context_handle)
 
-    def wait(self, timeout_nsec: int):
+    def wait(self, timeout_nsec: int, waitables: list):
         wait_set = self.wait_set
         sub_handles, timer_handles, guard_handles, service_handles, client_handles = self.handles
         wait_set.clear_entities()
@@ -162,7 +172,7 @@ class _Entities:
             wait_set.add_timer(handle)
         for handle in guard_handles:
             wait_set.add_guard_condition(handle)
-        for waitable in self.waitables:
+        for waitable in waitables:
             waitable.add_to_wait_set(wait_set)
         wait_set.wait(timeout_nsec)
         return wait_set
@@ -179,6 +189,7 @@ class WaitSetExecutor(Executor):
     def __init__(self, *, context=None) -> None:
         super().__init__(context=context)
         self._entities: _Entities | None = None
+        self._next_qos_events_s = 0.0      # when the QoS event handlers are next waited on (time.monotonic)
 
     def _current(self) -> _Entities:
         nodes = self.get_nodes()
@@ -206,12 +217,22 @@ class WaitSetExecutor(Executor):
         """One wait, then every callback it found ready; whether anything ran."""
         ran = self._run_tasks()
         entities = self._current()
-        wait_set = entities.wait(timeout_sec_to_nsec(0.0 if ran else timeout_sec))
+        if ran:
+            timeout_sec = 0.0
+        waitables = entities.waitables
+        if entities.qos_events:
+            now = time.monotonic()
+            if now >= self._next_qos_events_s:
+                self._next_qos_events_s = now + QOS_EVENT_PERIOD_S
+                waitables = waitables + entities.qos_events
+            elif timeout_sec is None or timeout_sec < 0 or timeout_sec > self._next_qos_events_s - now:
+                timeout_sec = self._next_qos_events_s - now      # a long wait still looks at them in time
+        wait_set = entities.wait(timeout_sec_to_nsec(timeout_sec), waitables)
         if self._is_shutdown:
             raise ShutdownException()
         if not self._context.ok():
             raise ExternalShutdownException()
-        for waitable in entities.waitables:
+        for waitable in waitables:
             if waitable.is_ready(wait_set):
                 data = waitable.take_data()
                 result = waitable.execute(data)
