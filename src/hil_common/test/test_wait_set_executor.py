@@ -125,6 +125,35 @@ def test_entities_made_and_destroyed_while_it_spins_are_waited_on_and_let_go():
         assert got == [7]
 
 
+def test_a_subscription_made_by_another_thread_during_a_wait_is_waited_on_at_once():
+    """Making an entity wakes the executor, which then waits on it: a wait of 10 s ends with the new subscription's
+    first message, not with its timeout."""
+    with context_with(WaitSetExecutor, 'talker') as (talker, talker_executor), \
+            context_with(WaitSetExecutor, 'listener') as (listener, executor):
+        pub = talker.create_publisher(Int32, 'from_thread', 10)
+        executor.spin_once(timeout_sec=0.0)            # its entities as they are before the thread makes one
+        got, done = [], threading.Event()
+
+        def make_and_talk():
+            time.sleep(0.2)
+            listener.create_subscription(Int32, 'from_thread', lambda m: got.append(m.data), 10)
+            while not done.is_set():
+                pub.publish(Int32(data=5))
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=make_and_talk)
+        thread.start()
+        try:
+            started = time.monotonic()
+            while not got and time.monotonic() - started < 10.0:
+                executor.spin_once(timeout_sec=10.0)
+            assert got and got[0] == 5
+            assert time.monotonic() - started < 9.0, 'the new subscription was waited on only after a timeout'
+        finally:
+            done.set()
+            thread.join()
+
+
 def test_services_clients_parameters_guard_conditions_and_tasks_run():
     with context_with(WaitSetExecutor, 'server', 'caller') as (server, caller, executor):
         calls = []
