@@ -26,7 +26,8 @@ differs is the work around the wait:
   subscriptions, guard conditions, clients, services), called directly: no ``Task``, no coroutine, no guard trigger.
   One message is taken per ready subscription per wait, as rclpy's executor does.
 
-What it does not cover, and says so by name: coroutine callbacks (no node of ours has one). Tasks given to
+What it does not cover, and says so by name: coroutine callbacks (no node of ours has one), and a ``spin_once``
+inside a callback or beside another thread's (it has one wait set). Tasks given to
 :meth:`create_task` (a client's future's done callbacks among them) run at the start of the next ``spin_once``.
 A callback that raises ends that ``spin_once`` with its exception, as rclpy's executor does; the ready entities
 after it are waited for again (their messages stay queued, timers stay ready).
@@ -192,6 +193,7 @@ class WaitSetExecutor(Executor):
         super().__init__(context=context)
         self._entities: _Entities | None = None
         self._woken = True                 # the executor's guard fired: look whether the entities changed
+        self._spinning = False             # in spin_once (its wait set is reused: no spin inside a spin)
         self._next_qos_events_s = 0.0      # when the QoS event handlers are next waited on (time.monotonic)
 
     def _current(self) -> _Entities:
@@ -304,11 +306,18 @@ class WaitSetExecutor(Executor):
         """Wait and run until a callback ran, ``condition()`` holds, the executor or its context is shut down, or
         ``timeout_sec`` (None or negative: no limit) has passed: rclpy's ``spin_once`` contract. A wake-up with
         nothing to run (the executor's guard condition: a node's entities changed) waits again."""
-        deadline = None if timeout_sec is None or timeout_sec < 0 else time.monotonic() + timeout_sec
-        while not self._is_shutdown and not condition():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if self._wait_and_run(left) or (deadline is not None and time.monotonic() >= deadline):
-                return
+        if self._spinning:
+            raise UnsupportedEntity('WaitSetExecutor: spin_once was called again while it ran (from a callback, or '
+                                    'from a second thread); its wait set is one, so it spins in one thread at a time')
+        self._spinning = True
+        try:
+            deadline = None if timeout_sec is None or timeout_sec < 0 else time.monotonic() + timeout_sec
+            while not self._is_shutdown and not condition():
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if self._wait_and_run(left) or (deadline is not None and time.monotonic() >= deadline):
+                    return
+        finally:
+            self._spinning = False
 
     def spin_once(self, timeout_sec: float | None = None) -> None:
         """Wait up to ``timeout_sec`` (None: no limit) for work, then run every callback that wait found ready."""

@@ -235,6 +235,22 @@ def test_a_coroutine_callback_is_refused_by_name():
             executor.spin_once(timeout_sec=0.0)
 
 
+def test_a_spin_inside_a_callback_is_refused_by_name():
+    with context_with(WaitSetExecutor, 'nested') as (node, executor):
+        refused = []
+
+        def tick():
+            try:
+                executor.spin_once(timeout_sec=0.0)
+            except UnsupportedEntity as exc:
+                refused.append(str(exc))
+
+        node.create_timer(0.01, tick)
+        spin_until(executor, lambda: refused)
+        assert 'called again while it ran' in refused[0]
+        executor.spin_once(timeout_sec=0.0)          # after it: spins as before
+
+
 def test_a_shutdown_of_its_context_ends_a_wait_with_no_timeout():
     with context_with(WaitSetExecutor, 'idle') as (node, executor):
         ctx = executor.context
