@@ -106,47 +106,36 @@ class _Entities:
         self._entered.append(handle)
         return True
 
+    def _add(self, entity, table: dict, handles: list, what: str | None, extra=None) -> None:
+        """``entity`` waited on (its handle entered, listed by its pointer as ``(entity, handle, extra)``); ``what``
+        names it if its callback is a coroutine (None: a client, whose futures are not callbacks)."""
+        handle = entity.handle
+        if self._enter(handle):
+            if what is not None:
+                _plain(entity.callback, what)
+            table[handle.pointer] = (entity, handle, extra)
+            handles.append(handle)
+
     def _gather(self, executor, nodes) -> None:
-        self.subscriptions = {}       # pointer -> (subscription, handle, with_info)
-        self.timers = {}              # pointer -> (timer, handle)
-        self.guards = {}              # pointer -> guard condition (nodes' own)
-        self.services = {}            # pointer -> (service, handle)
-        self.clients = {}             # pointer -> (client, handle)
+        # pointer -> (entity, handle, extra): extra is a subscription's "with its message info"
+        self.subscriptions, self.timers, self.guards, self.services, self.clients = {}, {}, {}, {}, {}
         self.waitables = []           # waited on in every wait
         self.qos_events = []          # rclpy's QoS event handlers: in one wait per QOS_EVENT_PERIOD_S
         sub_handles, timer_handles, guard_handles, service_handles, client_handles = [], [], [], [], []
         count = NumberOfEntities()
         for node in nodes:
+            name = node.get_name()
             for sub in node.subscriptions:
-                handle = sub.handle
-                if self._enter(handle):
-                    _plain(sub.callback, f'the subscription to {sub.topic_name!r}')
-                    with_info = sub._callback_type is not Subscription.CallbackType.MessageOnly
-                    self.subscriptions[handle.pointer] = (sub, handle, with_info)
-                    sub_handles.append(handle)
+                self._add(sub, self.subscriptions, sub_handles, f'the subscription to {sub.topic_name!r}',
+                          sub._callback_type is not Subscription.CallbackType.MessageOnly)
             for tmr in node.timers:
-                handle = tmr.handle
-                if self._enter(handle):
-                    _plain(tmr.callback, f'a timer of node {node.get_name()!r}')
-                    self.timers[handle.pointer] = (tmr, handle)
-                    timer_handles.append(handle)
+                self._add(tmr, self.timers, timer_handles, f'a timer of node {name!r}')
             for gc in node.guards:
-                handle = gc.handle
-                if self._enter(handle):
-                    _plain(gc.callback, f'a guard condition of node {node.get_name()!r}')
-                    self.guards[handle.pointer] = gc
-                    guard_handles.append(handle)
+                self._add(gc, self.guards, guard_handles, f'a guard condition of node {name!r}')
             for srv in node.services:
-                handle = srv.handle
-                if self._enter(handle):
-                    _plain(srv.callback, f'the service {srv.srv_name!r}')
-                    self.services[handle.pointer] = (srv, handle)
-                    service_handles.append(handle)
+                self._add(srv, self.services, service_handles, f'the service {srv.srv_name!r}')
             for cli in node.clients:
-                handle = cli.handle
-                if self._enter(handle):
-                    self.clients[handle.pointer] = (cli, handle)
-                    client_handles.append(handle)
+                self._add(cli, self.clients, client_handles, None)
             for waitable in node.waitables:
                 if self._enter(waitable):
                     (self.qos_events if isinstance(waitable, EventHandler) else self.waitables).append(waitable)
@@ -157,24 +146,22 @@ class _Entities:
         self.wake_pointer = executor._guard.handle.pointer     # ready: the executor was woken (entities changed?)
         context_handle = executor.context.handle
         self._enter(context_handle)
-        self.handles = (sub_handles, timer_handles, guard_handles, service_handles, client_handles)
-        self.wait_set = _rclpy.WaitSet(len(sub_handles), len(guard_handles), len(timer_handles),
-                                       len(client_handles), len(service_handles), count.num_events, context_handle)
+        wait_set = self.wait_set = _rclpy.WaitSet(len(sub_handles), len(guard_handles), len(timer_handles),
+                                                  len(client_handles), len(service_handles), count.num_events,
+                                                  context_handle)
+        # what each wait adds, in rclpy's order: (the wait set's add method, the handle)
+        self.adds = [(add, handle) for add, handles in ((wait_set.add_subscription, sub_handles),
+                                                        (wait_set.add_client, client_handles),
+                                                        (wait_set.add_service, service_handles),
+                                                        (wait_set.add_timer, timer_handles),
+                                                        (wait_set.add_guard_condition, guard_handles))
+                     for handle in handles]
 
     def wait(self, timeout_nsec: int, waitables: list):
         wait_set = self.wait_set
-        sub_handles, timer_handles, guard_handles, service_handles, client_handles = self.handles
         wait_set.clear_entities()
-        for handle in sub_handles:
-            wait_set.add_subscription(handle)
-        for handle in client_handles:
-            wait_set.add_client(handle)
-        for handle in service_handles:
-            wait_set.add_service(handle)
-        for handle in timer_handles:
-            wait_set.add_timer(handle)
-        for handle in guard_handles:
-            wait_set.add_guard_condition(handle)
+        for add, handle in self.adds:
+            add(handle)
         for waitable in waitables:
             waitable.add_to_wait_set(wait_set)
         wait_set.wait(timeout_nsec)
@@ -257,50 +244,28 @@ class WaitSetExecutor(Executor):
                         raise UnsupportedEntity(f'WaitSetExecutor: the waitable {waitable!r} awaited something; '
                                                 f'use rclpy.executors.SingleThreadedExecutor for it')
                 ran = True
-        timers = entities.timers
-        for pointer in wait_set.get_ready_entities('timer'):
-            tmr, handle = timers[pointer]
-            if handle.is_timer_ready():      # a cancelled timer can be reported ready (rclpy's own check)
-                handle.call_timer()
-                tmr.callback()
-                ran = True
-        subscriptions = entities.subscriptions
-        for pointer in wait_set.get_ready_entities('subscription'):
-            sub, handle, with_info = subscriptions[pointer]
-            taken = handle.take_message(sub.msg_type, sub.raw)
-            if taken is not None:
-                if with_info:
-                    sub.callback(*taken)
-                else:
-                    sub.callback(taken[0])
-                ran = True
-        guards = entities.guards
-        for pointer in ready_guards:
-            gc = guards.get(pointer)            # None: the executor's own guard or the SIGINT guard
-            if gc is not None and gc.callback is not None:
-                gc.callback()
-                ran = True
-        clients = entities.clients
-        for pointer in wait_set.get_ready_entities('client'):
-            cli, handle = clients[pointer]
-            header, response = handle.take_response(cli.srv_type.Response)
-            if header is not None:
-                try:
-                    future = cli.get_pending_request(header.request_id.sequence_number)
-                except KeyError:                # the request was cancelled
-                    pass
-                else:
-                    future._set_executor(self)
-                    future.set_result(response)
-                ran = True
-        services = entities.services
-        for pointer in wait_set.get_ready_entities('service'):
-            srv, handle = services[pointer]
-            request, header = handle.service_take_request(srv.srv_type.Request)
-            if header is not None:
-                srv.send_response(srv.callback(request, srv.srv_type.Response()), header)
-                ran = True
+        for kind, table, run in (('timer', entities.timers, _run_timer),
+                                 ('subscription', entities.subscriptions, _run_subscription),
+                                 ('guard_condition', entities.guards, _run_guard_condition),
+                                 ('client', entities.clients, self._run_client),
+                                 ('service', entities.services, _run_service)):
+            for pointer in (ready_guards if kind == 'guard_condition' else wait_set.get_ready_entities(kind)):
+                entry = table.get(pointer)      # a guard condition: None for the executor's own and the SIGINT one
+                if entry is not None and run(*entry):
+                    ran = True
         return ran
+
+    def _run_client(self, cli, handle, _) -> bool:
+        header, response = handle.take_response(cli.srv_type.Response)
+        if header is None:
+            return False
+        try:
+            future = cli.get_pending_request(header.request_id.sequence_number)
+        except KeyError:                # the request was cancelled
+            return True
+        future._set_executor(self)
+        future.set_result(response)
+        return True
 
     def _spin_once_impl(self, timeout_sec: float | None, condition: Callable[[], bool]) -> None:
         """Wait and run until a callback ran, ``condition()`` holds, the executor or its context is shut down, or
@@ -343,6 +308,40 @@ class WaitSetExecutor(Executor):
             self._entities.release()
             self._entities = None
         return done
+
+
+def _run_timer(tmr, handle, _) -> bool:
+    if not handle.is_timer_ready():      # a cancelled timer can be reported ready (rclpy's own check)
+        return False
+    handle.call_timer()
+    tmr.callback()
+    return True
+
+
+def _run_subscription(sub, handle, with_info) -> bool:
+    taken = handle.take_message(sub.msg_type, sub.raw)
+    if taken is None:
+        return False
+    if with_info:
+        sub.callback(*taken)
+    else:
+        sub.callback(taken[0])
+    return True
+
+
+def _run_guard_condition(gc, _handle, _) -> bool:
+    if gc.callback is None:
+        return False
+    gc.callback()
+    return True
+
+
+def _run_service(srv, handle, _) -> bool:
+    request, header = handle.service_take_request(srv.srv_type.Request)
+    if header is None:
+        return False
+    srv.send_response(srv.callback(request, srv.srv_type.Response()), header)
+    return True
 
 
 def _never() -> bool:
