@@ -49,10 +49,10 @@ def echo_loop(wait_set, waited, guards, ready, wrist, total, count, work):
             return EVENT
 
 
-@pytest.fixture(params=['single'])
+@pytest.fixture(params=['single', 'waitset'])
 def node(request):
-    """A node on loopback and its executor (``hil_common.ros_testing.test_node``: rclpy's SingleThreadedExecutor, or
-    its EventsExecutor with ``events``)."""
+    """A node on loopback and its executor (``hil_common.ros_testing.test_node``: rclpy's SingleThreadedExecutor, our
+    WaitSetExecutor with ``waitset``, or rclpy's EventsExecutor with ``events``)."""
     with test_node('sample_loop_test', request.param) as (node, executor):
         yield node, executor
 
