@@ -267,3 +267,33 @@ def test_a_shutdown_of_its_context_ends_a_wait_with_no_timeout():
             executor.spin_once(timeout_sec=None)
         timer.join()
         assert time.monotonic() - started < 20.0
+
+
+def test_node_executor_gives_the_simulated_clock_nodes_and_the_clocks_publisher_a_wait_set(monkeypatch):
+    """``run_node``'s choice: rclpy's events executor on the wall clock (its timers do not follow ``/clock``),
+    ``WaitSetExecutor`` on the simulated clock and for the node that publishes it, rclpy's single-threaded executor for
+    every node with ``HIL_EXECUTOR=single``; another value stops the start by name."""
+    from hil_common.errors import ConfigError
+    from hil_common.ros_main import EXECUTOR_ENV, node_executor
+
+    monkeypatch.delenv(EXECUTOR_ENV, raising=False)
+    with context_with(SingleThreadedExecutor, 'on_wall') as (wall, _), \
+            context_with(SingleThreadedExecutor, 'on_sim', sim_time=True) as (sim, _):
+        made = []
+
+        def kind(node):
+            made.append(node_executor(node))
+            return type(made[-1]).__name__
+
+        wall.publishes_clock = False
+        chosen = [kind(wall), kind(sim)]
+        wall.publishes_clock = True
+        chosen.append(kind(wall))
+        assert chosen == ['EventsExecutor', 'WaitSetExecutor', 'WaitSetExecutor']
+        monkeypatch.setenv(EXECUTOR_ENV, 'single')
+        assert {kind(wall), kind(sim)} == {'SingleThreadedExecutor'}
+        for executor in made:
+            executor.shutdown()
+        monkeypatch.setenv(EXECUTOR_ENV, 'lean')
+        with pytest.raises(ConfigError, match=EXECUTOR_ENV):
+            node_executor(sim)
