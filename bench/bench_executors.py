@@ -35,13 +35,8 @@ LISTENER = textwrap.dedent('''
         node.create_subscription(WrenchStamped, f'bench_executors/in{i}', taken, 10)
         node.create_publisher(WrenchStamped, f'bench_executors/out{i}', 10)
     node.create_timer(0.01, lambda: None)
-    if kind == 'single':
-        from rclpy.executors import SingleThreadedExecutor as Executor
-    elif kind == 'events':
-        from rclpy.experimental import EventsExecutor as Executor
-    else:
-        from hil_common.wait_set_executor import WaitSetExecutor as Executor
-    executor = Executor()
+    from hil_common.ros_testing import executor_maker
+    executor = executor_maker(kind)()
     executor.add_node(node)
     print('ready', flush=True)
     start = time.monotonic()
@@ -97,7 +92,10 @@ def measure(kind: str) -> tuple[int, float]:
             talker.wait(timeout=30)
         if not line or line[0] != 'result':
             raise StartError(f'the {kind} listener gave no result')
-        return int(line[1]), float(line[2])
+        taken = int(line[1])
+        if taken == 0:
+            raise StartError(f'the {kind} listener took no message in {LISTEN_S:.0f} s (the talker never matched)')
+        return taken, float(line[2])
     finally:
         listener.wait(timeout=30)
 
@@ -112,6 +110,6 @@ def main(argv=None) -> None:
     for kind, what in (('single', "rclpy's SingleThreadedExecutor"), ('waitset', 'WaitSetExecutor (ours)'),
                        ('events', "rclpy's EventsExecutor")):
         taken, cpu = measure(kind)
-        per = cpu / max(taken, 1) * 1e6
+        per = cpu / taken * 1e6
         print(f'  {what:34s} {taken:6d} messages, {cpu:5.2f} s CPU ({cpu / LISTEN_S * 100:3.0f} % of a core): '
               f'{per:6.1f} us per message ({per / aba:5.1f} aba)', flush=True)

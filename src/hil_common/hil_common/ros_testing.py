@@ -164,6 +164,29 @@ def dump_stacks(proc: subprocess.Popen, wait_s: float = 1.0) -> None:
         proc.wait(timeout=wait_s)
 
 
+#: the executors a test's or bench's node can spin (``test_node``'s ``executor_kind``)
+EXECUTOR_KINDS = ('waitset', 'single', 'events')
+
+
+def executor_maker(kind: str):
+    """The executor class (or rclpy's factory) of ``kind``: 'waitset' our
+    :class:`hil_common.wait_set_executor.WaitSetExecutor`, 'single' rclpy's ``SingleThreadedExecutor``, 'events'
+    rclpy's ``EventsExecutor``; called with ``context=``."""
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor
+    if kind == 'single':
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor
+    if kind == 'waitset':
+        from hil_common.wait_set_executor import WaitSetExecutor
+
+        return WaitSetExecutor
+    raise ConfigError(f'executor kind must be one of {", ".join(EXECUTOR_KINDS)}, got {kind!r}')
+
+
 @contextlib.contextmanager
 def test_node(name: str, executor_kind: str = 'waitset'):
     """``with test_node('probe') as (node, executor): ...`` in a private rclpy context.
@@ -179,25 +202,13 @@ def test_node(name: str, executor_kind: str = 'waitset'):
 
     from hil_common.ros_main import executor_choice
 
-    if executor_kind not in ('waitset', 'single', 'events'):
-        raise ConfigError(f"test_node: executor_kind must be 'waitset', 'single' or 'events', got {executor_kind!r}")
     if executor_kind == 'waitset' and executor_choice() == 'single':
         executor_kind = 'single'
+    make = executor_maker(executor_kind)
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     node = rclpy.create_node(name, context=ctx)
-    if executor_kind == 'events':
-        from rclpy.experimental import EventsExecutor
-
-        executor = EventsExecutor(context=ctx)
-    elif executor_kind == 'single':
-        from rclpy.executors import SingleThreadedExecutor
-
-        executor = SingleThreadedExecutor(context=ctx)
-    else:
-        from hil_common.wait_set_executor import WaitSetExecutor
-
-        executor = WaitSetExecutor(context=ctx)
+    executor = make(context=ctx)
     executor.add_node(node)
     try:
         yield node, executor

@@ -6,28 +6,23 @@ import time
 
 import pytest
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64MultiArray, Int32
 
 from hil_common.errors import ConfigError
 from hil_common.polled import PolledSubscription
+from hil_common.ros_testing import executor_maker
 
 
 @contextlib.contextmanager
 def two_nodes(executor_kind: str, cli_args=()):
     """A listening node (namespace ``/lab``, ``cli_args``) spun by ``executor_kind``, and a talking node."""
-    from rclpy.experimental import EventsExecutor
-
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     listener = rclpy.create_node('listener', namespace='/lab', context=ctx,
                                  cli_args=['--ros-args', *cli_args] if cli_args else None)
     talker = rclpy.create_node('talker', namespace='/lab', context=ctx)
-    from hil_common.wait_set_executor import WaitSetExecutor
-
-    kinds = {'single': SingleThreadedExecutor, 'events': EventsExecutor, 'waitset': WaitSetExecutor}
-    executor = kinds[executor_kind](context=ctx)
+    executor = executor_maker(executor_kind)(context=ctx)
     executor.add_node(listener)
     executor.add_node(talker)
     try:

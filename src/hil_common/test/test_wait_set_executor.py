@@ -16,10 +16,8 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Int32
 from std_srvs.srv import Trigger
 
+from hil_common.ros_testing import executor_maker
 from hil_common.wait_set_executor import UnsupportedEntity, WaitSetExecutor
-
-KINDS = {'waitset': WaitSetExecutor, 'single': SingleThreadedExecutor}
-
 
 @contextlib.contextmanager
 def context_with(executor_type, *names, sim_time=False):
@@ -53,7 +51,7 @@ def test_a_timer_on_the_simulated_clock_fires_at_each_period_of_the_clock_it_is_
     ticks fires 100 times, each at a multiple of its period (rclpy's ``EventsExecutor`` fired such a timer 142 times
     per simulated second, docs/performance.md). rclpy's ``SingleThreadedExecutor`` is the reference."""
     with context_with(SingleThreadedExecutor, 'clock_source') as (source, source_executor), \
-            context_with(KINDS[kind], 'timed', sim_time=True) as (timed, executor):
+            context_with(executor_maker(kind), 'timed', sim_time=True) as (timed, executor):
         clock_pub = source.create_publisher(Clock, '/clock', 10)
         fired = []
         timed.create_timer(0.010, lambda: fired.append(timed.get_clock().now().nanoseconds))
