@@ -92,6 +92,7 @@ class _Entities:
     def __init__(self, executor: 'WaitSetExecutor', nodes, key: tuple):
         self.key = key
         self._entered: list = []
+        self.stale = False        # a waitable was destroyed since it was listed (wait)
         try:
             self._gather(executor, nodes)
         except BaseException:
@@ -158,14 +159,24 @@ class _Entities:
                      for handle in handles]
 
     def wait(self, timeout_nsec: int, waitables: list):
+        """One wait on the entities and ``waitables``; returns the wait set and the waitables it waited on. A
+        waitable destroyed since it was listed (rclpy's QoS event handlers go with their subscription or publisher;
+        the handle this holds keeps them, but they refuse to be added) is left out, and :attr:`stale` set: the
+        executor gathers the entities again."""
         wait_set = self.wait_set
         wait_set.clear_entities()
         for add, handle in self.adds:
             add(handle)
+        added = []
         for waitable in waitables:
-            waitable.add_to_wait_set(wait_set)
+            try:
+                waitable.add_to_wait_set(wait_set)
+            except InvalidHandle:
+                self.stale = True
+                continue
+            added.append(waitable)
         wait_set.wait(timeout_nsec)
-        return wait_set
+        return wait_set, added
 
     def release(self) -> None:
         entered, self._entered = self._entered, []
@@ -222,9 +233,9 @@ class WaitSetExecutor(Executor):
                 waitables = waitables + entities.qos_events
             elif timeout_sec is None or timeout_sec < 0 or timeout_sec > self._next_qos_events_s - now:
                 timeout_sec = self._next_qos_events_s - now      # a long wait still looks at them in time
-        wait_set = entities.wait(timeout_sec_to_nsec(timeout_sec), waitables)
+        wait_set, waitables = entities.wait(timeout_sec_to_nsec(timeout_sec), waitables)
         ready_guards = wait_set.get_ready_entities('guard_condition')
-        if entities.wake_pointer in ready_guards:       # before any callback, which could raise
+        if entities.wake_pointer in ready_guards or entities.stale:     # before any callback, which could raise
             self._woken = True
         if self._is_shutdown:
             raise ShutdownException()

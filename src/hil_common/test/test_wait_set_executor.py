@@ -123,6 +123,38 @@ def test_entities_made_and_destroyed_while_it_spins_are_waited_on_and_let_go():
         assert got == [7]
 
 
+def test_a_subscription_destroyed_between_two_spins_leaves_its_qos_events_out_of_the_next_wait(monkeypatch):
+    """rclpy gives every subscription QoS event handlers (waitables). Destroyed between two spins (a recorder closed
+    mid-run, as ``test_envisat_recording`` does), its handlers refuse to be added to a wait set (their destruction was
+    requested): the next wait leaves them out and gathers the entities again, and the other subscriptions go on. With
+    the QoS events looked at in every wait, as a wait every ``QOS_EVENT_PERIOD_S`` does (CI under a CPU quota: the
+    spin raised ``InvalidHandle``)."""
+    from hil_common import wait_set_executor
+
+    monkeypatch.setattr(wait_set_executor, 'QOS_EVENT_PERIOD_S', 0.0)
+    with context_with(WaitSetExecutor, 'talker', 'listener') as (talker, listener, executor):
+        kept, gone = [], []
+        listener.create_subscription(Int32, 'kept', lambda m: kept.append(m.data), 10)
+        sub = listener.create_subscription(Int32, 'gone', lambda m: gone.append(m.data), 10)
+        pub_kept = talker.create_publisher(Int32, 'kept', 10)
+        pub_gone = talker.create_publisher(Int32, 'gone', 10)
+        spin_until(executor, lambda: pub_kept.get_subscription_count() == 1 and pub_gone.get_subscription_count() == 1)
+        pub_gone.publish(Int32(data=1))
+        spin_until(executor, lambda: gone == [1])
+        assert any(w for w in listener.waitables)          # the subscriptions' QoS event handlers
+        deadline = time.monotonic() + 0.3              # the wake-ups of the entities made are taken
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.02)
+        listener.destroy_subscription(sub)
+        pub_kept.publish(Int32(data=2))
+        spin_until(executor, lambda: kept == [2])          # raised InvalidHandle before
+        spin_until(executor, lambda: pub_gone.get_subscription_count() == 0)
+        pub_gone.publish(Int32(data=3))
+        pub_kept.publish(Int32(data=4))
+        spin_until(executor, lambda: kept == [2, 4])
+        assert gone == [1]
+
+
 def test_a_subscription_made_by_another_thread_during_a_wait_is_waited_on_at_once():
     """Making an entity wakes the executor, which then waits on it: a wait of 10 s ends with the new subscription's
     first message, not with its timeout."""
