@@ -246,7 +246,8 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.OK, message='cleared'))
             # resumed: a status that no longer holds (OK, or on a busy machine degraded for running late, a WARN the
             # overload guard reports beside it: CI saw 21-29 ms late steps there for 5 s), and commands again
-            assert spin_until(executor, lambda: any(s.level in (DiagnosticStatus.OK, DiagnosticStatus.WARN) and not s.message.startswith('holding')
+            resumed = (DiagnosticStatus.OK, DiagnosticStatus.WARN)
+            assert spin_until(executor, lambda: any(s.level in resumed and not s.message.startswith('holding')
                                                     for s in statuses[first:]), 5.0), \
                 [s.message for s in statuses[first:]]
             assert len(commands) > held

@@ -145,6 +145,7 @@ def test_a_subscription_destroyed_between_two_spins_leaves_its_qos_events_out_of
         deadline = time.monotonic() + 0.3              # the wake-ups of the entities made are taken
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.02)
+        assert not executor._woken        # else the next wait gathers the entities anew, and this tests nothing
         listener.destroy_subscription(sub)
         pub_kept.publish(Int32(data=2))
         spin_until(executor, lambda: kept == [2])          # raised InvalidHandle before
