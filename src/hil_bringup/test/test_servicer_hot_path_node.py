@@ -242,7 +242,11 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.ERROR, message='test fault'))
             assert spin_until(executor, lambda: any('F/T fault latched' in s.message for s in statuses[first:]), 5.0), \
                 [s.message for s in statuses[first:]]
-            first, held = len(statuses), len(commands)
+            # held: the arm gets its gravity compensation only (none here), not the OBSW's torques (commands go on,
+            # the held pose repeated, so their count proves nothing)
+            tau = np.array(tau_obsw.data)
+            assert spin_until(executor, lambda: np.linalg.norm(efforts[-1] - tau) > 1.0, 5.0), efforts[-1]
+            first = len(statuses)
             pub_fault.publish(DiagnosticStatus(level=DiagnosticStatus.OK, message='cleared'))
             # resumed: a status that no longer holds (OK, or on a busy machine degraded for running late, a WARN the
             # overload guard reports beside it: CI saw 21-29 ms late steps there for 5 s), and commands again
@@ -250,7 +254,8 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
             assert spin_until(executor, lambda: any(s.level in resumed and not s.message.startswith('holding')
                                                     for s in statuses[first:]), 5.0), \
                 [s.message for s in statuses[first:]]
-            assert len(commands) > held
+            # and the OBSW's torques reach the arm again (as before the fault, to the same 0.1 N m)
+            assert spin_until(executor, lambda: np.allclose(efforts[-1], tau, atol=0.1), 5.0), efforts[-1]
             wrist['on'] = False
             first = len(statuses)
             # 1.5 s of wrist silence (five watchdog timeouts) while the joints keep coming
