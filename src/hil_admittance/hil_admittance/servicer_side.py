@@ -326,8 +326,9 @@ class ServicerSide:
             self.follower.advance(self.adm, self.pacer.step_time(first), skipped * self.dt_s)
         s = self.adm.state
         if holding:
-            # Hold: the table keeps its last pose, the arm gets only its gravity compensation.
-            twist_cmd, tau_q = np.zeros(6), -self.ff.gravity_torque(s.pose_base_in_nominal, self.q)
+            # Hold: the table keeps its last pose, the arm gets only its gravity compensation (-G of Eq. 20, one
+            # compiled call: ArmFeedForward.hold_torques, which a compiled sample loop's held sample calls too)
+            twist_cmd, tau_q = np.zeros(6), self.ff.hold_torques(s.pose_arrays()[1], self.q)
         else:
             timeout = self.timeout_s
             wrench_ee = self.wrench_ee.get(now_s, timeout, np.zeros(6))

@@ -399,7 +399,7 @@ class ServicerHotPath:
         side, guard, watch, pacer = self.side, quiet.guard, quiet.watch, quiet.pacer
         quiet.v[6:] = side.adm.state.twist_base_rel_body     # V_s, the measured twist's stand-in (one step: quiet_sample
         return quiet_sample(                                  # reads no more of the state and writes none of it)
-            now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, 1, pacer.pf, pacer.pi, quiet.has_guard,
+            now_s, side_now_s, self.lead_s, side.timeout_s, plan_due_s, 1, False, pacer.pf, pacer.pi, quiet.has_guard,
             guard.gf, guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f,
             quiet.saved_i, quiet.held_values, quiet.held_stamps, quiet.zeros6, quiet.zeros_n, quiet.g, quiet.v,
             quiet.f_e, quiet.f_b, quiet.tau,

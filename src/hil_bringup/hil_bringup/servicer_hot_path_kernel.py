@@ -32,8 +32,8 @@ from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, P_T0, P_DT, S_OK, W_LAST, W_STATE, \
     guard_update, held_fresh, pacer_due, pacer_step_time, steps_since, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, mat_vec_into, pose_mul_into, relative_mapping_into, side_port_step, \
-    xyzquat_into
+from hil_dynamics.kernels import _OPTS, hold_torque_command, mat_vec_into, pose_mul_into, relative_mapping_into, \
+    side_port_step, unforced_nominal_steps, xyzquat_into
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
@@ -63,19 +63,14 @@ def side_and_table_step(side_args, poses, x, has_home, home_y, y_inv, ad_flange_
     excess, pending, status = side_port_step(*side_args)
     if status != 0:
         return excess, pending, status, TABLE_NOT_RUN
-    g_s = poses[1]
+    frame_target(poses[1], has_home, home_y, y_inv, cmd)
     if has_home:
-        partial = np.empty(12)
-        pose_mul_into(home_y, g_s, partial)
-        pose_mul_into(partial, y_inv, cmd)
         for i in range(6):
             t = 0.0
             for j in range(6):
                 t += ad_flange_from_body[i, j] * x[6 + j]
             twist[i] = t
     else:
-        for i in range(12):
-            cmd[i] = g_s[i]
         for i in range(6):
             twist[i] = x[6 + i]
     if not command_ok(cmd[:9].reshape((3, 3)), cmd[9:], twist, ROTATION_TOL):
@@ -85,8 +80,22 @@ def side_and_table_step(side_args, poses, x, has_home, home_y, y_inv, ad_flange_
     return excess, pending, status, table_motion(cmd, twist, *table_args)
 
 
-#: :func:`quiet_sample`'s outcomes
-QUIET_STEPPED, QUIET_NOT_DUE, QUIET_EVENT = 0, 1, 2
+@njit(**_OPTS)
+def frame_target(g_s, has_home, home_y, y_inv, cmd):
+    """The flange target for the table pose ``g_s``: ``cmd = home Y g_s Y^-1`` (``g_s`` without a home), as
+    ``CommandFrame.target_array`` makes it (the same two compiled products)."""
+    if has_home:
+        partial = np.empty(12)
+        pose_mul_into(home_y, g_s, partial)
+        pose_mul_into(partial, y_inv, cmd)
+    else:
+        for i in range(12):
+            cmd[i] = g_s[i]
+
+
+#: :func:`quiet_sample`'s outcomes: a step and its command; no step due; a sample for Python; a held tick's steps
+#: due (the overload guard holds: the caller runs them, :func:`loop_sample`)
+QUIET_STEPPED, QUIET_NOT_DUE, QUIET_EVENT, QUIET_HELD = 0, 1, 2, 3
 #: the steps :func:`loop_sample` runs in one sample (catch-up steps: the pacer's own limit drops the others, which
 #: makes the sample an event)
 LOOP_MAX_STEPS = 1_000_000
@@ -101,7 +110,8 @@ def _held_or(value, stamp, now_s, timeout_s, fallback, out):
 
 
 @njit(**_OPTS)
-def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, max_steps, pf, pi, has_guard, gf, gi, ring_t,
+def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, max_steps, held_ok, pf, pi, has_guard, gf, gi,
+                 ring_t,
                  ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e,
                  f_b, tau, v_meas, side_args, poses, x, has_home, home_y, y_inv, ad_flange_from_body, max_age,
                  table_args, cmd, twist):
@@ -113,7 +123,9 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, max_steps, pf
     ``held_values``/``held_stamps`` in that order).
 
     Quiet: the joints usable, at most ``max_steps`` steps due (none dropped), the guard not holding, no re-basing
-    plan due (the tick's first step's time ``>= plan_due_s``). The caller checked the rest (the side started and not
+    plan due (the tick's first step's time ``>= plan_due_s``). With ``held_ok``, a tick the guard holds is quiet
+    too: :data:`QUIET_HELD`, the policies moved on as the Python tick moves them and nothing else done (the caller
+    runs the held steps: :func:`loop_sample`). The caller checked the rest (the side started and not
     held by a fault, the joints measured, the table unlatched, no re-basing under way). The steps before a tick's
     last (catch-up steps: ``ServicerSide.tick``'s ``port_step``, its compiled call ``kernels.side_port_step``) step the
     side's state ``g`` (``g_n, g_s`` rows) and ``v`` (``V_n; V_s``), which ``side_args`` read (a caller that owns
@@ -143,9 +155,13 @@ def quiet_sample(now_s, side_now_s, lead_s, timeout_s, plan_due_s, max_steps, pf
             return QUIET_NOT_DUE, age, excess, pending, status, table, steps
         if steps > max_steps or pi[P_DROPPED] != 0:
             outcome = QUIET_EVENT                        # more catch-up steps than the caller runs, or dropped ones
-        elif has_guard and (guard_update(gf, gi, ring_t, ring_steps, ring_late, tick_s, pf[P_LAST_LATE], pi[P_DROPPED],
-                                         steps) < 0 or gi[GI_HOLDING] != 0):
-            outcome = QUIET_EVENT                        # the guard holds (or its ring is full)
+        elif has_guard and guard_update(gf, gi, ring_t, ring_steps, ring_late, tick_s, pf[P_LAST_LATE], pi[P_DROPPED],
+                                        steps) < 0:
+            outcome = QUIET_EVENT                        # the guard's ring is full
+        elif has_guard and gi[GI_HOLDING] != 0:          # the guard holds
+            if held_ok and pacer_step_time(pf, pi[P_STEPS] - steps) < plan_due_s:
+                return QUIET_HELD, age, excess, pending, status, table, steps
+            outcome = QUIET_EVENT
         elif pacer_step_time(pf, pi[P_STEPS] - steps) >= plan_due_s:
             outcome = QUIET_EVENT                        # a re-basing plan is due
         else:
@@ -202,16 +218,17 @@ def _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i):
 LF_T_SIDE, LF_EXCESS, LF_PENDING, LF_T_PREV, LF_HINT_SIGMA, LF_LAST_SAMPLE = range(6)
 #: ``li`` (int64): the table's flags (a previous command, twist, step time, IK solution, IK change, sigma hint), its
 #: step count and clamp counts (``table._CLAMP_BITS``' order), and the rule's counts since the loop's state was entered
-#: (samples, commands, samples with no step due, catch-up steps: a tick's steps before its last)
+#: (samples, commands, samples with no step due, catch-up steps: a tick's steps before its last; held commands), whether
+#: the newest command was held, and whether the port's output ``pv`` (``held``'s) holds one (a step ran since the start)
 LI_HAS_PREV_CMD, LI_HAS_TWIST_PREV, LI_HAS_T_PREV, LI_HAS_IK_PREV, LI_HAS_IK_STEP, LI_HAS_HINT, LI_TABLE_STEPS, \
-    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE, LI_CATCH_UP = \
-    range(14)
+    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE, LI_CATCH_UP, \
+    LI_HELD, LI_LAST_HELD, LI_HAS_PASSIVITY = range(17)
 #: a fault of ``table_motion`` (the table holds: the Python path runs the sample)
 _TABLE_FAULTS = WORKSPACE_EXIT | UNREACHABLE | SINGULAR | JOINT_LIMIT
 
 
 @njit(**_OPTS)
-def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
+def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, li):
     """One wrist sample of the fused servicer hot path on state a compiled sample loop owns, with no Python: what
     ``ServicerHotPath.wrench`` does for a quiet sample (``servicer_hot_path.SampleLoopState``, which enters the rule's
     state into these arrays and leaves it back in the rule's objects):
@@ -223,18 +240,26 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
       step, the prediction's and the IK's state with their flags);
     * the step's outcome: the side's new state (``ServicerState.of_arrays``), the table's state moved on
       (``MotionTable.begin_step`` and ``motion_outcome``: the new command, the IK's solution, change and hint, the
-      clamps counted) and the counts.
+      clamps counted) and the counts;
+    * or a tick the overload guard holds (:data:`QUIET_HELD`), as ``ServicerSide.tick`` and ``ServicerHotPath._command``
+      hold: the nominal moved on over the held steps with the base co-moving (``ServicerAdmittance.advance_nominal``:
+      ``kernels.unforced_nominal_steps``), the arm's torques its gravity compensation at the held pose
+      (``ArmFeedForward.hold_torques``: ``kernels.hold_torque_command``), and the table's command for that pose with no
+      twist feed-forward (its check and steps 2-7). The port's output is the last step's.
 
     ``quiet``: :func:`quiet_sample`'s arguments but the sample's times, the plan's, ``side_args`` and the table's;
     ``side``: ``(side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee)``, the state ``g``
     (``g_n, g_s`` rows) and ``v`` (``V_n; V_s``) that ``side_args`` read, the arrays it writes, the port's
-    accumulators and their copies, the sensor-to-EE wrench matrix; ``table``: its state and constants
+    accumulators and their copies, the sensor-to-EE wrench matrix; ``table``: its state and constants; ``held``: a
+    held tick's (``(nominal_ok, nominal constants, g_c, v_c, w_c, hold_args, tau_q, pv, no_twist)``: whether the
+    nominal is a rigid body's, ``hil_dynamics.client.unforced_nominal_constants``, their scratch, the torques' call's
+    arguments and output, the last step's port output ``[E_obs, E_port, E_integration, E_dissipated, beta]``, zeros)
     (``SampleLoopState``).
 
     Returns :data:`QUIET_STEPPED` (the command in the table's ``q_cmd``, the torques in ``side_args``' ``tau_q``),
-    :data:`QUIET_NOT_DUE`, or :data:`QUIET_EVENT`: any other sample (not quiet, a non-finite wrench, a step or a
-    table command refused, a table fault), every array as it was but the held ``F_e``, which the Python path sets
-    again to the same value: it runs the sample."""
+    :data:`QUIET_HELD` (the same, held), :data:`QUIET_NOT_DUE`, or :data:`QUIET_EVENT`: any other sample (not quiet,
+    a non-finite wrench, a step or a table command refused, a table fault, a held tick on a re-based nominal), every
+    array as it was but the held ``F_e``, which the Python path sets again to the same value: it runs the sample."""
     (lead_s, timeout_s, plan_due_s, pf, pi, has_guard, gf, gi, ring_t, ring_steps, ring_late, wf, wi, saved_f, saved_i,
      held_values, held_stamps, zeros6, zeros_n, f_e, f_b, tau, v_meas, has_home, home_y, y_inv, ad, max_age, cmd,
      twist) = quiet
@@ -242,6 +267,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
     (q_measured, q_cmd, qd_cmd, pose_safe, prev_cmd, twist_est, twist_prev, ik_prev, ik_step, hint_q, prev_cmd_saved,
      twist_est_saved, twist_prev_saved, q_ik, q_next, qd_next, ik_step_out, par, ws_min, ws_max, placements, kind,
      axis, frame_placement, poses, jac, chain_hint_q, q_lo, q_hi, qd_max, qdd_max, target, result, period) = table
+    nominal_ok, nominal, g_c, v_c, w_c, hold_args, tau_q, pv, no_twist = held
     for i in range(6):
         if not np.isfinite(wrench_sensor[i]):
             return QUIET_EVENT
@@ -270,9 +296,9 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
                   has_ik_prev, has_ik_step, placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint, q_lo,
                   q_hi, qd_max, qdd_max, target, q_ik, q_next, qd_next, ik_step_out, result)
     outcome, age, excess, pending, status, flags, steps = quiet_sample(
-        now_s, side_now_s, lead_s, timeout_s, plan_due_s, LOOP_MAX_STEPS, pf, pi, has_guard, gf, gi, ring_t,
-        ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e, f_b,
-        tau, v_meas, side_args, poses_out, x_out, has_home, home_y, y_inv, ad, max_age, table_args, cmd, twist)
+        now_s, side_now_s, lead_s, timeout_s, plan_due_s, LOOP_MAX_STEPS, nominal_ok, pf, pi, has_guard, gf, gi,
+        ring_t, ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e,
+        f_b, tau, v_meas, side_args, poses_out, x_out, has_home, home_y, y_inv, ad, max_age, table_args, cmd, twist)
     if outcome == QUIET_EVENT:
         if steps > 1:                                   # after catch-up steps: the side's state as it was
             acc[:] = acc_saved
@@ -280,13 +306,24 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
             g[:] = g_saved
             v[:] = v_saved
         return QUIET_EVENT
-    li[LI_SAMPLES] += 1
-    lf[LF_LAST_SAMPLE] = now_s
     if outcome == QUIET_NOT_DUE:
+        li[LI_SAMPLES] += 1
+        lf[LF_LAST_SAMPLE] = now_s
         li[LI_NOT_DUE] += 1
         return QUIET_NOT_DUE
-    if status != 0 or flags < 0 or flags & _TABLE_FAULTS:
-        li[LI_SAMPLES] -= 1                             # the Python path runs it (and counts it) from the start
+    has_ff = outcome == QUIET_STEPPED
+    if outcome == QUIET_HELD:
+        # the table's command for the held pose g_s, without a twist (ServicerHotPath._command, MotionTable._check)
+        frame_target(g[1], has_home, home_y, y_inv, cmd)
+        flags = TABLE_INVALID_COMMAND
+        if command_ok(cmd[:9].reshape((3, 3)), cmd[9:], no_twist, ROTATION_TOL) and age <= max_age:
+            flags = table_motion(cmd, no_twist, False, dt, par, prev_cmd, li[LI_HAS_PREV_CMD] != 0, twist_est,
+                                 twist_prev, li[LI_HAS_TWIST_PREV] != 0, pose_safe, ws_min, ws_max, q_measured, q_cmd,
+                                 qd_cmd, ik_prev, ik_step, has_ik_prev, has_ik_step, placements, kind, axis,
+                                 frame_placement, poses, jac, hint_sigma, hint, q_lo, q_hi, qd_max, qdd_max, target,
+                                 q_ik, q_next, qd_next, ik_step_out, result)
+    if (outcome == QUIET_STEPPED and status != 0) or flags < 0 or flags & _TABLE_FAULTS:
+        # the Python path runs it (and counts it) from the start
         _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
         acc[:] = acc_saved
         prev[:] = prev_saved
@@ -296,19 +333,45 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
         twist_est[:] = twist_est_saved
         twist_prev[:] = twist_prev_saved
         return QUIET_EVENT
-    # the side's new state (servicer.port_step_outcome)
-    g[:] = poses_out
-    v[:] = x_out
-    for _ in range(steps):                              # ServicerState's t + dt, a step at a time
-        lf[LF_T_SIDE] += side_args[4]
-    li[LI_CATCH_UP] += steps - 1
-    lf[LF_EXCESS], lf[LF_PENDING] = excess, pending
+    li[LI_SAMPLES] += 1
+    lf[LF_LAST_SAMPLE] = now_s
+    dt_side = side_args[4]
+    if outcome == QUIET_HELD:
+        # ServicerSide.tick's hold: the nominal moved on over the held steps, the base co-moving (g_s, V_s kept)
+        # (RebaseFollower.advance -> ServicerAdmittance.advance_nominal -> client.unforced_nominal), the time with it
+        duration = steps * dt_side
+        n = int(duration / dt_side + 1e-9)
+        for i in range(12):
+            g_c[i] = 0.0
+        g_c[0], g_c[4], g_c[8] = 1.0, 1.0, 1.0
+        for i in range(6):
+            v_c[i] = 0.0
+            w_c[i] = 0.0
+        mass, inertia9, inertia_inv9, m6, m6_inv = nominal
+        unforced_nominal_steps(g[0], v[:6], g_c, v_c, w_c, mass, inertia9, inertia_inv9, m6, m6_inv, dt_side, n,
+                               duration - n * dt_side)
+        lf[LF_T_SIDE] += duration
+        hold_torque_command(g[1], *hold_args, tau_q)
+        li[LI_HELD] += 1
+        li[LI_LAST_HELD] = 1
+    else:
+        # the side's new state (servicer.port_step_outcome)
+        g[:] = poses_out
+        v[:] = x_out
+        for _ in range(steps):                          # ServicerState's t + dt, a step at a time
+            lf[LF_T_SIDE] += dt_side
+        li[LI_CATCH_UP] += steps - 1
+        lf[LF_EXCESS], lf[LF_PENDING] = excess, pending
+        # the port's output (PassivityController.output), which held ticks publish again
+        pv[0], pv[1], pv[2], pv[3], pv[4] = excess, acc[0], acc[1], acc[2] + pending, acc[3]
+        li[LI_HAS_PASSIVITY] = 1
+        li[LI_LAST_HELD] = 0
     # the table's command cycle (MotionTable.begin_step, motion_outcome)
     li[LI_TABLE_STEPS] += 1
     lf[LF_T_PREV] = t
     li[LI_HAS_T_PREV] = 1
     li[LI_HAS_PREV_CMD] = 1
-    if par[P_HORIZON] > 0.0:
+    if has_ff and par[P_HORIZON] > 0.0:
         li[LI_HAS_TWIST_PREV] = 1
     lf[LF_HINT_SIGMA] = result[1]
     hint_q[:] = q_ik
@@ -324,8 +387,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, lf, li):
     li[LI_CLAMP_VELOCITY] += (flags & JOINT_VELOCITY) != 0
     li[LI_CLAMP_ACCELERATION] += (flags & JOINT_ACCELERATION) != 0
     li[LI_COMMANDS] += 1
-    return QUIET_STEPPED
-
+    return outcome
 
 
 @njit(**_OPTS)
@@ -338,27 +400,24 @@ def _message_pose(g, out):
 
 
 @njit(**_OPTS)
-def decimated_values(t0_ns, step_time_s, g, v, excess, pending, acc, pose, twist, state_pose, state_twist, passivity,
-                     g_abs, v_abs):
-    """The values of the servicer side's decimated messages (``ServicerAdmittanceNode.publish_decimated``) for a
-    loop's state (``servicer_hot_path_loop.SampleLoopState``: ``g`` = ``g_n, g_s``, ``v`` = ``V_n; V_s``, the last
-    step's ``E_obs`` and pending dissipation, the port's accumulators ``acc``), written into the messages' doubles:
-    ``pose`` the table's pose ``g_s`` (``[x, y, z, qx, qy, qz, qw]``), ``twist`` its twist ``V_s``, ``state_pose`` and
-    ``state_twist`` the base's absolute ``g_b, V_b`` (seed 004 Eq. 23; ``g_abs``, ``v_abs``: scratch), ``passivity``
-    ``[E_obs, E_port, E_integration, E_dissipated, beta]`` (``PassivityOutput.as_list``). Returns the stamp, the step
-    time ``step_time_s`` on the ROS clock from ``t0_ns``, in nanoseconds."""
+def decimated_values(t0_ns, step_time_s, g, v, held, pv, pose, twist, state_pose, state_twist, passivity, g_abs, v_abs):
+    """The values of the servicer side's decimated messages (``ServicerAdmittanceNode.publish_decimated``,
+    ``ServicerMessages.encode``) for a loop's state (``servicer_hot_path_loop.SampleLoopState``: ``g`` = ``g_n, g_s``,
+    ``v`` = ``V_n; V_s``, whether the newest command was ``held``, the port's newest output ``pv``), written into the
+    messages' doubles: ``pose`` the table's pose ``g_s`` (``[x, y, z, qx, qy, qz, qw]``), ``twist`` its commanded
+    twist (``V_s``; zero while held), ``state_pose`` and ``state_twist`` the base's absolute ``g_b, V_b`` (seed 004
+    Eq. 23; ``g_abs``, ``v_abs``: scratch), ``passivity`` ``pv`` (``PassivityOutput.as_list``: ``[E_obs, E_port,
+    E_integration, E_dissipated, beta]``). Returns the stamp, the step time ``step_time_s`` on the ROS clock from
+    ``t0_ns``, in nanoseconds."""
     _message_pose(g[1], pose)
     for i in range(6):
-        twist[i] = v[6 + i]
+        twist[i] = 0.0 if held else v[6 + i]
     relative_mapping_into(g[0], v[:6], g[1], v[6:], g_abs, v_abs)
     _message_pose(g_abs, state_pose)
     for i in range(6):
         state_twist[i] = v_abs[i]
-    passivity[0] = excess
-    passivity[1] = acc[0]
-    passivity[2] = acc[1]
-    passivity[3] = acc[2] + pending
-    passivity[4] = acc[3]
+    for i in range(5):
+        passivity[i] = pv[i]
     return t0_ns + np.int64(round(step_time_s * 1e9))
 
 #: a joint-state row the arm takes: a whole one (``hil_common.cdr.WHOLE_ROW``, ``JointStateStream.whole``)
@@ -501,7 +560,7 @@ def warm_up() -> None:
     state.sample(np.zeros(6), t, t)
     # the decimated messages' values (on the messages' own views: their types), as the node writes them
     _, fields = ServicerMessages(('orbit', 'nominal', 'base')).fields()
-    decimated_values(0, t, state.g, state.v, 0.0, 0.0, side.passivity._acc, *fields, np.empty(12), np.empty(6))
+    decimated_values(0, t, state.g, state.v, False, state.pv, *fields, np.empty(12), np.empty(6))
     state.leave()
 
 

@@ -6,8 +6,9 @@ with no Python") steps the rule's state in arrays it owns: :class:`SampleLoopSta
 (:func:`hil_bringup.servicer_hot_path_kernel.loop_sample`) runs each quiet sample on them: the wrist wrench held in
 the EE frame, the tick's policies, the side's step (seed 004 Eqs. 18 and 22, the port's Eq. 28 observer) and the
 table's command (with a late sample's catch-up steps before it), and moves the side's state, the table's and the
-counts on. Any other sample (a hold, dropped steps, a plan due, a rejected input, a table fault, ...) comes back as an
-event, with nothing changed: the caller
+counts on; a tick the overload guard holds runs there too (the nominal moved on, the hold's gravity torques, the
+table's command for the held pose). Any other sample (a fault's or stale joints' hold, dropped steps, a plan due, a
+rejected input, a table fault, ...) comes back as an event, with nothing changed: the caller
 *leaves* (the state copied back into the rule's objects: ``ServicerSide``, ``ServicerState``, ``MotionTable``,
 ``ServicerHotPath``'s counts and ``last``) and the rule runs it in Python, as always.
 
@@ -34,16 +35,20 @@ import numpy as np
 from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
 from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
     LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
-    LI_HAS_IK_STEP, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, \
-    LI_CATCH_UP, QUIET_EVENT, loop_sample
+    LI_HAS_IK_STEP, LI_HAS_PASSIVITY, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_HELD, LI_LAST_HELD, \
+    LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, LI_CATCH_UP, QUIET_EVENT, loop_sample
 from hil_common.errors import ConfigError
 from hil_common.policy_kernel import GuardState, HeldState, PacerState, WatchState
+from hil_dynamics.client import unforced_nominal_constants
+from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.servicer import ServicerState, port_step_args, side_port_args
 
 #: ``lf`` and ``li`` sizes (``servicer_hot_path_kernel``'s ``LF_*``, ``LI_*``)
-N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_CATCH_UP + 1
+N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_HAS_PASSIVITY + 1
 #: the counts a loop adds to ``ServicerHotPath.counters``
-_COUNTS = (('samples', LI_SAMPLES), ('commands', LI_COMMANDS), ('not_due', LI_NOT_DUE))
+_COUNTS = (('samples', LI_SAMPLES), ('commands', LI_COMMANDS), ('not_due', LI_NOT_DUE), ('held', LI_HELD))
+#: a body whose constants stand in (of the same types) where a held tick does not run in the loop
+_PROBE_BODY = RigidBody(1.0, np.eye(3))
 _CLAMPS = (('cartesian_speed', LI_CLAMP_SPEED), ('joint_velocity', LI_CLAMP_VELOCITY),
            ('joint_acceleration', LI_CLAMP_ACCELERATION))
 
@@ -82,6 +87,10 @@ class SampleLoopState:
         (self.twist_est, self.twist_prev, self.twist_est_saved, self.twist_prev_saved) = (np.zeros(6) for _ in range(4))
         port = side.passivity
         self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
+        # a held tick's (loop_sample's held): the nominal's constants and scratch, the hold's torques, the port's
+        # newest output (PassivityOutput.as_list), zeros for the table's missing twist feed-forward
+        self.pv = np.zeros(5)
+        self._g_c, self._v_c, self._w_c, self._no_twist = np.zeros(12), np.zeros(6), np.zeros(6), np.zeros(6)
         self.active = False
         self.entries = 0                 # times entered
         self.catch_up_steps = 0          # steps run before a tick's last (late samples), in the compiled call
@@ -143,16 +152,27 @@ class SampleLoopState:
         li[LI_HAS_HINT] = hint is not None
         if hint is not None:
             lf[LF_HINT_SIGMA], self.hint_q[:] = hint
+        # the port's newest output, which a held tick publishes again (none before the side's first step)
+        out = side.passivity_out
+        li[LI_HAS_PASSIVITY] = out is not None
+        self.pv[:] = out.as_list() if out is not None else 0.0
         self._args = self._build(quiet, rule.plan_due_s(), side_args, poses_out, x_out, side.passivity._acc,
-                                 side.passivity._prev)
+                                 side.passivity._prev, self.tau_q)
         self.active = True
         self.entries += 1
         return True
 
-    def _build(self, quiet, plan_due_s: float, side_args: tuple, poses_out, x_out, acc, prev) -> tuple:
+    def _build(self, quiet, plan_due_s: float, side_args: tuple, poses_out, x_out, acc, prev, tau_q) -> tuple:
         """``loop_sample``'s arguments after the sample's: on ``quiet`` (the policies' arrays), the side's step's
-        (``side_args`` and the arrays it writes, the port's accumulators) and the loop's own arrays."""
+        (``side_args`` and the arrays it writes, the port's accumulators, the torques ``tau_q``) and the loop's own
+        arrays."""
         rule, side, table = self.rule, self.rule.side, self.rule.table
+        # a held tick runs in the loop where the nominal is a rigid body's (after a re-basing it is the compound's:
+        # ServicerAdmittance.advance_nominal's other branch, in Python)
+        nominal = side.adm.nominal_body
+        held_ok = isinstance(nominal, RigidBody)
+        held = (held_ok, unforced_nominal_constants(nominal if held_ok else _PROBE_BODY), self._g_c, self._v_c,
+                self._w_c, side.ff.hold_args(rule._inputs.joints.q), tau_q, self.pv, self._no_twist)
         guard, watch, pacer = quiet.guard, quiet.watch, quiet.pacer
         return ((rule.lead_s, side.timeout_s, plan_due_s, pacer.pf, pacer.pi, quiet.has_guard, guard.gf, guard.gi,
                  guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi, quiet.saved_f, quiet.saved_i,
@@ -161,7 +181,7 @@ class SampleLoopState:
                  rule._twist_ff),
                 (side_args, self.g, self.v, poses_out, x_out, acc, prev, self.acc_saved, self.prev_saved,
                  side._wrench_sensor_to_ee, self.g_saved, self.v_saved),
-                self._table_args(), self.lf, self.li)
+                self._table_args(), held, self.lf, self.li)
 
     @classmethod
     def load(cls, rule: ServicerHotPath) -> bool:
@@ -180,7 +200,7 @@ class SampleLoopState:
         (not to be stepped). None where the rule cannot have a loop's state (:meth:`load`)."""
         side, table = rule.side, rule.table
         if rule._frame is None or rule.inputs_on_arrays() is None or table.clock is not None \
-                or side.pose_start_inv is not None:
+                or side.pose_start_inv is not None or side.ff.__dict__.get('_command') in (None, False):
             return None
         held = [HeldState(h) for h in (side.wrench_ee, side.wrench_base_com, side.tau_obsw, side.twist_measured)]
         guard = GuardState(side.overload) if side.overload is not None else None
@@ -189,9 +209,9 @@ class SampleLoopState:
         probe._arrays(rule, quiet)
         port, z, z6 = side.passivity, np.zeros(side.n), np.zeros(6)
         acc, prev = port._acc.copy(), port._prev.copy()
-        side_args, (_, poses_out, x_out, _) = side_port_args(side.adm, side.ff, port, acc, prev, side.dt_s, z, z, z,
-                                                             z6, z6, z6, z)
-        return probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev)
+        side_args, (_, poses_out, x_out, tau_q) = side_port_args(side.adm, side.ff, port, acc, prev, side.dt_s, z, z,
+                                                                 z, z6, z6, z6, z)
+        return probe._build(quiet, math.inf, side_args, poses_out, x_out, acc, prev, tau_q)
 
     def args(self) -> tuple:
         """``loop_sample``'s arguments after the sample's wrench and times (entered)."""
@@ -206,8 +226,8 @@ class SampleLoopState:
     def wrench(self, wrench_sensor: np.ndarray, now_s: float, side_now_s: float) -> tuple[int, object]:
         """One wrist sample as the fused node runs it: on the loop's state (entered if it can be), else, left, by the
         rule in Python (``ServicerHotPath.wrench``). Returns ``(outcome, command)``: :data:`QUIET_STEPPED` (the command
-        in the arrays: :attr:`q_cmd`, :attr:`tau_q`, ``g``, ``v``) or :data:`QUIET_NOT_DUE` with None, or
-        :data:`QUIET_EVENT` with the rule's ``ServicerCommand`` (or None)."""
+        in the arrays: :attr:`q_cmd`, :attr:`tau_q`, ``g``, ``v``), :data:`QUIET_HELD` (a held tick's, the same arrays)
+        or :data:`QUIET_NOT_DUE` with None, or :data:`QUIET_EVENT` with the rule's ``ServicerCommand`` (or None)."""
         if self.active or self.enter():
             outcome = self.sample(wrench_sensor, now_s, side_now_s)
             if outcome != QUIET_EVENT:
@@ -230,10 +250,16 @@ class SampleLoopState:
         else:
             g, v = self.g.copy(), self.v.copy()
             state = side.adm.state = ServicerState.of_arrays(float(lf[LF_T_SIDE]), g[0], v[:6], g[1], v[6:])
-            side.passivity_out = side.passivity.output(float(lf[LF_EXCESS]), float(lf[LF_PENDING]),
-                                                       self.wrench_pc.copy())
-            out = side.output(state, state.twist_base_rel_body, self.tau_q.copy(), False)
-            rule.last = ServicerCommand(out, self.q_cmd.copy(), False, '')
+            held = int(li[LI_HELD])
+            if li[LI_COMMANDS] > held:          # a step ran (held ticks leave the port's output as it was)
+                side.passivity_out = side.passivity.output(float(lf[LF_EXCESS]), float(lf[LF_PENDING]),
+                                                           self.wrench_pc.copy())
+            # the newest command: a step's, or a held tick's (the overload guard's hold: ServicerSide.tick's output
+            # with no twist and the hold's torques, ServicerHotPath._command's with no reason of its own)
+            last_held = bool(li[LI_LAST_HELD])
+            twist = np.zeros(6) if last_held else state.twist_base_rel_body
+            out = side.output(state, twist, self.tau_q.copy(), last_held)
+            rule.last = ServicerCommand(out, self.q_cmd.copy(), last_held, '')
             table._q_cmd, table._qd_cmd, table._pose_safe = self.q_cmd.copy(), self.qd_cmd.copy(), self.pose_safe.copy()
             table._twist_est[:] = self.twist_est
             table._pose_prev_cmd = self.prev_cmd.copy() if li[LI_HAS_PREV_CMD] else None
@@ -245,7 +271,7 @@ class SampleLoopState:
             table.stats.steps += int(li[LI_TABLE_STEPS])
             for name, index in _CLAMPS:
                 table.stats.clamp_counts[name] += int(li[index])
-            rule.fused_steps += int(li[LI_COMMANDS])
+            rule.fused_steps += int(li[LI_COMMANDS]) - held
             self.catch_up_steps += int(li[LI_CATCH_UP])
         for name, index in _COUNTS:
             rule.counters[name] += int(li[index])

@@ -29,8 +29,9 @@ messages that came are handled in Python), and the joints' rows go into the rule
 measured twist; a malformed or partial row, and the rows after it, in Python as before). Only the wrist samples
 wake the node: the arm's and the table's joints, the OBSW's commands and the client's state are taken, in the order
 they came, when a sample arrives, or when the watchdog runs (:mod:`hil_common.polled`; one wake-up per sample instead of one per message).
-With ``compiled_samples`` (the default, with ``compiled_io``) a quiet wrist sample (no hold, no dropped steps, no
-re-basing due or under way; a late one's catch-up steps included) runs in one compiled call on the state of :class:`hil_bringup.servicer_hot_path_loop.SampleLoopState`
+With ``compiled_samples`` (the default, with ``compiled_io``) a quiet wrist sample (no fault's or stale joints' hold,
+no dropped steps, no re-basing due or under way; a late one's catch-up steps and the overload guard's held ticks
+included) runs in one compiled call on the state of :class:`hil_bringup.servicer_hot_path_loop.SampleLoopState`
 (the same commands, to the bit), which the node leaves before anything else reads or changes what it owns (the wrist
 sensor's fault, the OBSW's phase, the reset, the status, the watchdog); the other samples run in the rule's Python. At
 its stop the node logs how many samples ran in the compiled call.
@@ -60,7 +61,8 @@ from std_msgs.msg import Float64MultiArray
 from hil_admittance import servicer_admittance_node as servicer_node
 from hil_common.ros_main import guarded
 from hil_bringup.servicer_hot_path import ServicerHotPath
-from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, QUIET_EVENT, QUIET_STEPPED, decimated_values
+from hil_bringup.servicer_hot_path_kernel import LI_HAS_PASSIVITY, LI_LAST_HELD, QUIET_EVENT, QUIET_HELD, \
+    QUIET_STEPPED, decimated_values
 from hil_bringup.servicer_hot_path_loop import SampleLoopState
 from hil_bringup import servicer_sample_loop as sl
 from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped, \
@@ -88,8 +90,9 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 min=0, max=99),
           Param('cpu_affinity', [-1], 'CPUs the node runs on ([-1]: any)', min=-1, max=1023),
           rcl_io.COMPILED_IO_PARAM,
-          Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no hold, no dropped steps, '
-                'no re-basing due or under way) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
+          Param('compiled_samples', True, 'With compiled_io: run each quiet wrist sample (no fault\'s or stale '
+                'joints\' hold, no dropped steps, no re-basing due or under way; the overload guard\'s held ticks '
+                'included) in one compiled call on the state of hil_bringup.servicer_hot_path_loop '
                 '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
           Param('sample_thread', True, 'With compiled_samples: take and run the wrist samples in a compiled loop in a '
                 'thread of the node (hil_bringup.servicer_sample_loop: no Python between quiet samples), the callbacks '
@@ -158,7 +161,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
                     (True, True, True, False))])
             self._decimated_scratch = np.empty(12), np.empty(6)
             identity = np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])   # its call loaded now, not in a callback
-            decimated_values(0, 0.0, np.stack([identity, identity]), np.zeros(12), 0.0, 0.0, np.zeros(8),
+            decimated_values(0, 0.0, np.stack([identity, identity]), np.zeros(12), False, np.zeros(5),
                              *self.decimated_fields, *self._decimated_scratch)
         if p.compiled_samples and self.loop_state is False:
             self.get_logger().info('compiled_samples: every wrist sample runs in Python (no compiled_io, or a '
@@ -377,25 +380,27 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if outcome == QUIET_EVENT:       # run in the rule's Python
             self._after(out, (sec, nanosec))
         else:
-            self._after_loop(loop, outcome == QUIET_STEPPED, (sec, nanosec))
+            self._after_loop(loop, outcome, (sec, nanosec))
 
-    def _after_loop(self, loop, stepped: bool, sample_stamp) -> None:
-        """:meth:`_after` for a sample the loop's state ran: its command (``stepped``) and the decimated messages
-        from the loop's arrays."""
+    def _after_loop(self, loop, outcome: int, sample_stamp) -> None:
+        """:meth:`_after` for a sample the loop's state ran (``loop_sample``'s ``outcome``): its command (a step's or
+        a held tick's) and the decimated messages from the loop's arrays."""
         self.status.after_tick()
         self.report_dropped_steps()
-        if not stepped:
+        if outcome != QUIET_STEPPED and outcome != QUIET_HELD:
             return
+        held = outcome == QUIET_HELD
         self._send_command(loop.q_cmd, sample_stamp)
         self.send_effort(loop.tau_q)
         self.outputs += 1
         if self.outputs % self.decimation == 0:        # publish_decimated's messages, from the loop's arrays
-            pacer, lf = self.side.pacer, loop.lf
-            stamp_ns = decimated_values(self.t0_ns, pacer.step_time(pacer.steps_done), loop.g, loop.v,
-                                        lf[LF_EXCESS], lf[LF_PENDING], self.side.passivity._acc,
+            pacer = self.side.pacer
+            stamp_ns = decimated_values(self.t0_ns, pacer.step_time(pacer.steps_done), loop.g, loop.v, held, loop.pv,
                                         *self.decimated_fields, *self._decimated_scratch)
-            self.decimated_out.publish(*divmod(int(stamp_ns), 1_000_000_000))
-        self._holding(False, '')
+            # (no passivity message before the port's first output, as ServicerMessages.encode)
+            self.decimated_out.publish(*divmod(int(stamp_ns), 1_000_000_000), count=None if loop.li[LI_HAS_PASSIVITY]
+                                       else 3)
+        self._holding(held, '')
 
     def _send_command(self, q_command, sample_stamp) -> None:
         """The robot's command, and the trace of the sample it came from (None: the watchdog's)."""
@@ -434,7 +439,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         if code == sl.EV_AFTER:           # a step sent: what _after_loop does after it, but the messages
             self.status.after_tick()
             self.report_dropped_steps()
-            self._holding(False, '')
+            self._holding(bool(self.loop_state.li[LI_LAST_HELD]), '')
             return
         self.leave_loop()
         at, taken = int(ctl[sl.K_AT]), int(ctl[sl.K_TAKEN])
@@ -483,6 +488,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         entered = bool(loop) and (loop.active or loop.enter())
         ctl[sl.K_ENTERED] = entered
         ctl[sl.K_AFTER] = self.last_holding is not False
+        ctl[sl.K_AFTER_HELD] = self.last_holding is not True
         guard = self.side.overload
         ctl[sl.K_LEVEL] = LEVELS.index(guard.level) if guard is not None and guard.level == self.status.reported \
             else -1

@@ -20,8 +20,9 @@ them:
 Anything else returns an **event** (:data:`EV_SAMPLE` ...) with nothing of it done past the point named, and the
 node's Python does the rest of that sample as it always does (``ServicerHotPathNode.on_loop_event``): a row the
 rule's compiled rows leave (a malformed or partial row, the table's first joints), a refused OBSW message, a
-refused wrist wrench, a sample the loop's state does not run (a hold, dropped steps, a plan due: every array
-restored), or, after a step sent, the status's and the holding's log (:data:`EV_AFTER`). The wrenches of a take
+refused wrist wrench, a sample the loop's state does not run (a fault's hold, dropped steps, a plan due: every array
+restored), or, after a step or an overload guard's held tick sent, the status's and the holding's log
+(:data:`EV_AFTER`). The wrenches of a take
 after the event's are the loop's again when it enters next (``ctl[K_NEXT]``).
 
 Plain Numba over :mod:`hil_common.rcl_io`'s compiled calls; no rclpy.
@@ -33,8 +34,8 @@ import numpy as np
 from numba import njit
 
 from hil_bringup import servicer_hot_path_kernel as _hot_path_kernel
-from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, QUIET_EVENT, QUIET_STEPPED, arm_joint_rows, \
-    decimated_values, loop_sample, table_joint_rows
+from hil_bringup.servicer_hot_path_kernel import LI_HAS_PASSIVITY, LI_LAST_HELD, QUIET_EVENT, QUIET_HELD, \
+    QUIET_STEPPED, arm_joint_rows, decimated_values, loop_sample, table_joint_rows
 from hil_common import rcl_io as _rcl_io
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_LEVEL, P_STEPS, pacer_step_time
@@ -55,7 +56,8 @@ EV_TABLE_ROWS = 3
 EV_ARM_ROWS = 4
 #: an OBSW message (subscription ``ctl[K_AT]``, its bytes in the loop's message) refused, then the sample
 EV_OBSW = 5
-#: a step sent; the node's Python logs and publishes what changed (the guard's level, the end of a hold)
+#: a step or a held tick sent; the node's Python logs and publishes what changed (the guard's level, a hold's start
+#: or end)
 EV_AFTER = 6
 #: the client's states kept for Python are as many as their rows hold: Python takes them, then the sample
 EV_CLIENT = 7
@@ -64,9 +66,10 @@ EVENTS = {EV_SAMPLE: 'sample', EV_WRIST: 'wrist', EV_TABLE_ROWS: 'table rows', E
 
 #: ``ctl``: the take's next wrist row and its count, the event's row, where in a take it stopped and the take's size;
 #: flags the node sets at each entry (the state entered, the after-step's Python wanted at the next step, the guard's
-#: level reported); the node's outputs (its decimation's count); counts (samples, steps, wake-ups, OBSW messages)
+#: level reported, the after-step's Python wanted at the next held tick); the node's outputs (its decimation's count);
+#: counts (samples, steps and held ticks, wake-ups, OBSW messages, client states kept)
 K_NEXT, K_ROWS, K_ROW, K_AT, K_TAKEN, K_ENTERED, K_AFTER, K_LEVEL, K_OUTPUTS, K_SAMPLES, K_STEPS, K_WAKES, K_OBSW, \
-    K_CLIENT, N_CTL = range(15)
+    K_CLIENT, K_AFTER_HELD, N_CTL = range(16)
 #: ``clocks``: the lab clock's rcl address (the steady clock), the node clock's, the node's start on its clock [ns]
 C_LAB, C_NODE, C_T0 = range(3)
 
@@ -150,10 +153,10 @@ def _client(client, side_now_s, ctl):
 
 @njit(cache=True, nogil=True)
 def _send(out, state, stamp, ctl):
-    """A step's messages: the robot's command, the trace, the efforts, every ``decimation``-th step the decimated
-    four. rcl's return."""
+    """A step's (or a held tick's) messages: the robot's command, the trace, the efforts, every ``decimation``-th
+    the decimated four (three before the port's first output, as ``ServicerMessages.encode``). rcl's return."""
     cmd, effort, trace, decimated, decimation, t0_ns, fields, scratch = out
-    quiet, side, table, lf, li = state
+    quiet, side, table, held, lf, li = state
     publisher, message, data, values = cmd
     ret = publish_float64_array(publisher, message, data, values)
     if ret == RCL_RET_OK and trace[3]:
@@ -168,11 +171,11 @@ def _send(out, state, stamp, ctl):
     if ctl[K_OUTPUTS] % decimation == 0:
         pf, pi = quiet[3], quiet[4]
         pose, twist, state_pose, state_twist, passivity = fields
-        stamp_ns = decimated_values(t0_ns, pacer_step_time(pf, pi[P_STEPS]), side[1], side[2], lf[LF_EXCESS],
-                                    lf[LF_PENDING], side[5], pose, twist, state_pose, state_twist, passivity,
-                                    scratch[0], scratch[1])
+        stamp_ns = decimated_values(t0_ns, pacer_step_time(pf, pi[P_STEPS]), side[1], side[2], li[LI_LAST_HELD] != 0,
+                                    held[7], pose, twist, state_pose, state_twist, passivity, scratch[0], scratch[1])
         publishers, messages, bufs, stamped = decimated
-        ret = publish_all_stamped(publishers, messages, bufs, stamped, stamp_ns // 1_000_000_000,
+        n = publishers.shape[0] if li[LI_HAS_PASSIVITY] else publishers.shape[0] - 1
+        ret = publish_all_stamped(publishers[:n], messages[:n], bufs, stamped[:n], stamp_ns // 1_000_000_000,
                                   stamp_ns % 1_000_000_000)
     return ret
 
@@ -193,7 +196,7 @@ def servicer_sample_loop(waiting, wrist, clocks, table_js, table_rows, arm_js, a
     wait_set, waited, guards, ready, timeout_ns = waiting
     w_sub, w_message, w_info, w_expected, wrenches, stamps, frames, frame_lens, flags, w_scratch = wrist
     now_scratch = np.zeros(1, dtype=np.int64)
-    quiet, side, table, lf, li = state
+    quiet, side, table, held, lf, li = state
     gi, has_guard = quiet[7], quiet[5]
     while True:
         if ctl[K_NEXT] >= ctl[K_ROWS]:
@@ -241,16 +244,17 @@ def servicer_sample_loop(waiting, wrist, clocks, table_js, table_rows, arm_js, a
         if flags[k] != 0:
             return EV_WRIST
         ctl[K_SAMPLES] += 1
-        outcome = loop_sample(wrenches[k], now_s, side_now_s, quiet, side, table, lf, li)
+        outcome = loop_sample(wrenches[k], now_s, side_now_s, quiet, side, table, held, lf, li)
         if outcome == QUIET_EVENT:
             ctl[K_SAMPLES] -= 1
             return EV_SAMPLE
-        if outcome == QUIET_STEPPED:
+        if outcome == QUIET_STEPPED or outcome == QUIET_HELD:
             ctl[K_STEPS] += 1
             ret = _send(out, state, stamps[k], ctl)
             if ret != RCL_RET_OK:
                 return -ret
-            if ctl[K_AFTER] or (has_guard and gi[GI_LEVEL] != ctl[K_LEVEL]):
+            after = ctl[K_AFTER_HELD] if outcome == QUIET_HELD else ctl[K_AFTER]
+            if after or (has_guard and gi[GI_LEVEL] != ctl[K_LEVEL]):
                 return EV_AFTER
 
 

@@ -82,13 +82,14 @@ class LoopLockstep(Lockstep):
         self.rule.inputs_on_arrays()            # the joints and the held inputs on arrays, as the node has them
         self.state = None
         self.loop_samples = 0
+        self.loop_held = 0                      # held ticks run on the loop's state
 
     def leave(self) -> None:
         if self.state is not None:
             self.state.leave()
 
     def wrench(self, force_sensor, t: float):
-        from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_STEPPED
+        from hil_bringup.servicer_hot_path_kernel import QUIET_EVENT, QUIET_HELD, QUIET_STEPPED
         from hil_bringup.servicer_hot_path_loop import SampleLoopState
 
         if self.state is None and self.side.started:
@@ -99,30 +100,32 @@ class LoopLockstep(Lockstep):
         if outcome == QUIET_EVENT:
             return out
         self.loop_samples += 1
-        if outcome != QUIET_STEPPED:
+        if outcome != QUIET_STEPPED and outcome != QUIET_HELD:
             return None
-        st = self.state
+        st, held = self.state, outcome == QUIET_HELD
+        self.loop_held += held
         side = types.SimpleNamespace(pose_table_cmd_array=st.g[1].copy(), tau_q=st.tau_q.copy(),
-                                     twist_table_cmd=st.v[6:].copy(), rebase_plan=None, holding=False)
-        return types.SimpleNamespace(q_command=st.q_cmd.copy(), holding=False, reason='', side=side,
-                                     messages=self.messages())
+                                     twist_table_cmd=np.zeros(6) if held else st.v[6:].copy(), rebase_plan=None,
+                                     holding=held)
+        return types.SimpleNamespace(q_command=st.q_cmd.copy(), holding=held, reason='', side=side,
+                                     messages=self.messages(held))
 
-    def messages(self) -> tuple[int, int, list[bytes]]:
-        """The decimated messages of the loop's last step, as the node writes them from the loop's arrays
-        (``servicer_hot_path_kernel.decimated_values`` into ``ServicerMessages.fields``), stamped here by
-        ``ServicerMessages.encode``'s rule."""
-        from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_PENDING, decimated_values
+    def messages(self, held: bool) -> tuple[int, int, list[bytes]]:
+        """The decimated messages of the loop's last step or ``held`` tick, as the node writes them from the loop's
+        arrays (``servicer_hot_path_kernel.decimated_values`` into ``ServicerMessages.fields``; no passivity before
+        the port's first output), stamped here by ``ServicerMessages.encode``'s rule."""
+        from hil_bringup.servicer_hot_path_kernel import LI_HAS_PASSIVITY, decimated_values
 
         if not hasattr(self, 'encoders'):
             self.encoders = ServicerMessages(FRAMES)
         buffers, fields = self.encoders.fields()
         st, pacer = self.state, self.side.pacer
-        stamp_ns = decimated_values(T0_NS, pacer.step_time(pacer.steps_done), st.g, st.v, st.lf[LF_EXCESS],
-                                    st.lf[LF_PENDING], self.side.passivity._acc, *fields, np.empty(12), np.empty(6))
+        stamp_ns = decimated_values(T0_NS, pacer.step_time(pacer.steps_done), st.g, st.v, held, st.pv, *fields,
+                                    np.empty(12), np.empty(6))
         sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
         for buf in buffers[:3]:
             struct.pack_into('<iI', buf, 4, sec, nanosec)
-        return sec, nanosec, [bytes(buf) for buf in buffers]
+        return sec, nanosec, [bytes(buf) for buf in buffers[:4 if st.li[LI_HAS_PASSIVITY] else 3]]
 
 
 def jittered_times(n: int, seed: int = 4) -> np.ndarray:
@@ -212,18 +215,21 @@ def test_without_samples_the_watchdog_runs_the_steps_held_and_says_why(setup):
 
 @pytest.mark.parametrize('horizon_s', [0.0, 0.02])
 def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horizon_s):
-    """Three rules fed the same random stream: the reference (the separate calls, the tick in Python), one making each
+    """Four rules fed the same random stream: the reference (the separate calls, the tick in Python), one making each
     tick's last step and the table's command in one compiled call, and one that also runs each quiet sample's tick
     in that call (``quiet_sample``: the policies on their arrays). The stream: 1 kHz samples with jitter, gaps of up
     to 6 periods (catch-up steps, and holds of a tight overload guard), wrenches that drive the table out of its
     workspace (latched, then reset), non-finite wrenches (rejected), a wrist F/T fault, table joints that stop
     (stale: held) and come back, arm joints moving, the OBSW's torques and base wrench, and a post-grasp re-basing
-    (its plan and ramp). Every output is the same (the side's to the bit, the table's command to 1e-12), the rules
+    (its plan and ramp); the fourth rule runs the quiet samples, and the overload guard's held ticks, on a compiled
+    sample loop's state. Every output is the same (the side's to the bit, the table's command to 1e-12), the rules
     end in the same state, and the stream did reach each of those branches. The table without its delay
     compensation (the wall clock's) and with it (the twin's: the twist feed-forward predicts the pose)."""
     values, q_table_0, q_arm = setup
+    # the lab's gravity in Eq. (22) and in the hold's torques (the Envisat arm compensates its own: 0 there), so that
+    # a hold's torques, which are only that, can differ between the rules
     setup = ({**values, 'prediction_horizon_s': horizon_s, 'rebase_enabled': True, 'rebase_after_post_grasp_s': 0.1,
-              'rebase_ramp_s': 0.2, 'rebase_lead_s': 0.02}, q_table_0, q_arm)
+              'rebase_ramp_s': 0.2, 'rebase_lead_s': 0.02, 'gravity_m_s2': 9.80665}, q_table_0, q_arm)
 
     def guard():              # holds on the longest gaps (a tick 5.5 ms late), recovers after 20 ms on time
         return OverloadGuard(DT, 2e-3, 5.5e-3, 0.02, 'auto', window_s=0.05)
@@ -355,7 +361,10 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     # the loop's state ran the quiet samples the quiet call ran, but those of the re-basing's stretch (left there
     # at every sample), and the others came back to Python as events
     assert loop.rule.quiet_samples == loop.loop_samples > 0.5 * side_stepped, (loop.loop_samples, side_stepped)
-    assert loop.state.events > 20 and loop.state.entries > 20, (loop.state.events, loop.state.entries)
+    assert loop.state.events > 5 and loop.state.entries > 20, (loop.state.events, loop.state.entries)
+    # the overload guard's holds ran there too: held ticks (the nominal moved on, the hold's torques, the table's
+    # command for the held pose), each the same as the Python path's to the bit (above)
+    assert loop.loop_held > 20 and quiet.side.overload.holds > 3, (loop.loop_held, quiet.side.overload.holds)
     # late samples' catch-up steps ran in the loop's call too (a tick of several steps: ServicerSide.tick's)
     print('loop: catch-up steps', loop.state.catch_up_steps, 'events', loop.state.events, 'of', side_stepped)
     assert loop.state.catch_up_steps > 20, loop.state.catch_up_steps

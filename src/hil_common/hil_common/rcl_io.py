@@ -852,10 +852,12 @@ class SerializedPublishers:
         does)."""
         return self._pointers, self._messages, self._bufs, self._stamped
 
-    def publish(self, sec: int, nanosec: int) -> None:
-        """Send every message, the stamped ones stamped ``(sec, nanosec)``. Raises
+    def publish(self, sec: int, nanosec: int, count: int | None = None) -> None:
+        """Send every message (the first ``count``), the stamped ones stamped ``(sec, nanosec)``. Raises
         :class:`hil_common.errors.StartError` with rcl's message when rcl refuses (e.g. its context shut down)."""
-        ret = publish_all_stamped(*self.publish_args(), sec, nanosec)
+        pointers, messages, bufs, stamped = self.publish_args()
+        n = len(pointers) if count is None else count
+        ret = publish_all_stamped(pointers[:n], messages[:n], bufs, stamped[:n], sec, nanosec)
         if ret != RCL_RET_OK:
             raise _rcl_error('publishing ' + ', '.join(p.topic_name for p in self._publishers), ret)
 

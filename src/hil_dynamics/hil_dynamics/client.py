@@ -70,6 +70,18 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     twist = np.array(twist_nominal_body, dtype=float).reshape(6)
     if not all_finite(twist):
         raise ConfigError(f'twist_nominal_body must be finite, got {twist.tolist()}')
+    n = int(duration_s / dt_s + 1e-9)
+    g_n = kernels.pose_array(pin.SE3(pose_nominal_in_orbit))
+    g_c = _IDENTITY_POSE_ARRAY.copy()
+    kernels.unforced_nominal_steps(g_n, twist, g_c, np.zeros(6), np.zeros(6), *unforced_nominal_constants(body), dt_s,
+                                   n, duration_s - n * dt_s)
+    return kernels.array_pose(g_n), twist
+
+
+def unforced_nominal_constants(body: RigidBody) -> tuple:
+    """The constants :func:`unforced_nominal` steps ``body``'s unforced motion with
+    (:func:`hil_dynamics.kernels.unforced_nominal_steps`' ``mass, inertia, inertia_inv, nom_m6, nom_m6_inv``), for a
+    compiled caller that moves a nominal on as it does (a held servicer sample in a sample loop)."""
     # One integrator per body and thread, for its constants: a node that holds, or drops steps, calls this
     # at every step, and building an admittance costs several of its steps (docs/performance.md, "Tenth
     # session"). Its steps on the given state run in one compiled call (kernels.unforced_nominal_steps): the
@@ -80,17 +92,11 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
         cache = _free_integrators.by_body = {}
     free = cache.get(id(body))
     if free is None or free.body is not body:      # (an entry keeps its body alive: its id is not reused)
-        free = ClientAdmittance(body, twist, pose_nominal_in_orbit)
+        free = ClientAdmittance(body, np.zeros(6), pin.SE3.Identity())
         if len(cache) >= _FREE_INTEGRATORS_KEPT:    # a re-basing ramp makes a new body every step: bounded
             cache.clear()
         cache[id(body)] = free
-    n = int(duration_s / dt_s + 1e-9)
-    g_n = kernels.pose_array(pin.SE3(pose_nominal_in_orbit))
-    g_c = _IDENTITY_POSE_ARRAY.copy()
-    kernels.unforced_nominal_steps(g_n, twist, g_c, np.zeros(6), np.zeros(6), free._mass, free._inertia9,
-                                   free._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, dt_s, n,
-                                   duration_s - n * dt_s)
-    return kernels.array_pose(g_n), twist
+    return free._mass, free._inertia9, free._inertia_inv9, body.mass_matrix, body.mass_matrix_inv
 
 
 class RelativeState:

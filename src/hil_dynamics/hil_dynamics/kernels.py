@@ -748,6 +748,25 @@ def arm_torque_command(pose_s, v_n, v_s, vn_dot, q, dq, tau, parents, placements
 
 
 @njit(**_OPTS)
+def hold_torque_command(pose_s, q, parents, placements, kind, axis, inertia, lab_gravity, nominal_in_lab, work, tw,
+                        tau_q):
+    """The arm's torques while the servicer side holds (seed 004 Eq. 20's ``-G`` only,
+    :meth:`hil_dynamics.servicer.ArmFeedForward.hold_torques`): Pinocchio's generalised gravity of the arm on ground at
+    its lab pose ``nominal_in_lab pose_s`` and joints ``q``, as the compiled RNEA at zero velocity and acceleration
+    (:func:`chain_rnea`); ``tw`` is ``arm_torque_command``'s ``(6 + nv, nv)`` work."""
+    nv = tw.shape[1]
+    zero, grav = tw[2], tw[5]
+    for k in range(nv):
+        zero[k] = 0.0
+    pose_lab = np.empty(12)
+    pose_mul_into(nominal_in_lab, pose_s, pose_lab)
+    chain_rnea(parents, placements, kind, axis, inertia, lab_gravity, pose_lab, q, zero, zero,
+               np.zeros((parents.shape[0], 6)), work, grav, True)
+    for i in range(6, nv):
+        tau_q[i - 6] = grav[i]
+
+
+@njit(**_OPTS)
 def inverse_into(a, out):
     """``out = a^-1`` by Gauss-Jordan elimination with partial pivoting (``a`` is overwritten)."""
     n = a.shape[0]

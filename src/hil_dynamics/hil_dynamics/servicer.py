@@ -784,6 +784,32 @@ class ArmFeedForward:
                                    *self.kernel_weights(), w.work, w.work_ic, w.tw, tau_q)
         return tau_q
 
+    def hold_torques(self, pose_base_in_nominal, q_arm) -> np.ndarray:
+        """The arm's torques while the servicer side holds: only its gravity compensation, ``-G`` of Eq. (20)
+        (``-``:meth:`gravity_torque`), in one compiled call (:func:`hil_dynamics.kernels.hold_torque_command`, the
+        chain's RNEA; ``test_fast_paths`` holds it to :meth:`gravity_torque` to 1e-12). ``pose_base_in_nominal`` is
+        a ``pin.SE3`` or a 12-array; for a model that is not a free-flyer chain it is ``-gravity_torque``. Raises
+        ValueError naming a malformed ``q_arm``."""
+        w = self.__dict__.get('_command')
+        if w is None:
+            w = self._command = self._command_setup()
+        if w is False:
+            pose = pose_base_in_nominal if isinstance(pose_base_in_nominal, pin.SE3) else kernels.array_pose(
+                np.asarray(pose_base_in_nominal, dtype=float))
+            return -self.gravity_torque(pose, finite_vectors((q_arm, self.model.n, 'q_arm'))[0])
+        pose = kernels.pose_array(pose_base_in_nominal, w.pose) if isinstance(pose_base_in_nominal, pin.SE3) \
+            else pose_base_in_nominal
+        tau_q = np.empty(self.model.n)
+        q = np.ascontiguousarray(finite_vectors((q_arm, self.model.n, 'q_arm'))[0])
+        kernels.hold_torque_command(pose, *self.hold_args(q), tau_q)
+        return tau_q
+
+    def hold_args(self, q_arm) -> tuple:
+        """``kernels.hold_torque_command``'s arguments after the pose and before the torques, for the joints
+        ``q_arm`` (a float64 array; a compiled caller passes the array it keeps the measured joints in)."""
+        w = self._command
+        return (q_arm, *w.chain, w.lab_gravity, w.nominal_in_lab, w.work, w.tw)
+
     def kernel_weights(self) -> tuple[float, float, float]:
         """The compiled Eq. (22) steps' switches, ``(tau_ff1, tau_ff2 + tau_ff3, G)`` as 1.0 or 0.0 (they take
         ``tau_ff2`` and ``tau_ff3`` together: callers with the two switched differently take the readable path)."""
@@ -879,6 +905,7 @@ def load_port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port) -> None:
     n = adm.model.n
     _side_port_call(adm, ff, port, port._acc.copy(), port._prev.copy(), 1e-3, np.zeros(n), np.zeros(n), np.zeros(n),
                     np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(n))
+    ff.hold_torques(adm.state.pose_arrays()[1], np.zeros(n))      # and a hold's torques (the work arrays: scratch)
 
 
 def port_step(adm: ServicerAdmittance, ff: ArmFeedForward, port, dt: float, q_arm, dq_arm, ddq_arm, wrench_base_com,

@@ -360,6 +360,29 @@ def test_arm_feedforward_fused_torques_match_reference_terms(switches):
         ff.torque_command(*args[:6], np.full(6, np.nan))
 
 
+def test_the_holds_compiled_torques_are_the_arms_gravity_compensation():
+    """A held servicer commands its arm only the gravity compensation ``-G`` (seed 004 Eq. 20): the compiled call
+    (``ArmFeedForward.hold_torques``, the chain's RNEA on the arm's lab pose) against Pinocchio's
+    ``computeGeneralizedGravity`` (``-gravity_torque``) at random base poses and joints, the pose as a ``pin.SE3`` and
+    as a 12-array; it compensates gravity whatever Eq. (22)'s switches say (the G switch off too)."""
+    from hil_dynamics.servicer import ArmFeedForward
+
+    adm = _lbr_lockstep(False).admittance
+    rng = np.random.default_rng(23)
+    for switches in ({}, {'use_gravity': False}):
+        ff = ArmFeedForward(adm.model, pin.SE3(pin.rpy.rpyToMatrix(0.3, 0.2, -0.5), np.array([0.4, -1.0, 1.2])),
+                            **switches)
+        for _ in range(10):
+            pose, q = pin.SE3(pin.exp3(rng.normal(0.0, 1.0, 3)), rng.normal(0.0, 1.0, 3)), rng.uniform(-3.0, 3.0, 7)
+            ref = -ff.gravity_torque(pose, q)
+            assert np.abs(ref).max() > 1.0                   # the arm's weight shows (a test that can fail)
+            for p in (pose, kernels.pose_array(pose)):
+                out = ff.hold_torques(p, q)
+                assert np.abs(out - ref).max() < TOL * np.abs(ref).max()
+    with pytest.raises(ValueError, match='q_arm'):
+        ff.hold_torques(pose, np.full(7, np.nan))
+
+
 def test_absolute_rigid_body_compiled_step_matches_reference_step():
     from hil_dynamics.client import AbsoluteRigidBody
 
@@ -525,7 +548,8 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
                    kernels.admittance_inputs_step,
                    kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_ramp_step,
                    kernels.frame_pose_and_jacobian,
-                   kernels.nominal_twist_change_into, kernels.passivity_update, kernels.arm_torque_command):
+                   kernels.nominal_twist_change_into, kernels.passivity_update, kernels.arm_torque_command,
+                   kernels.hold_torque_command):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
 
 
