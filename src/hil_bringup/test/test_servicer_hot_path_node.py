@@ -282,3 +282,83 @@ def test_the_polled_inputs_are_taken_with_the_samples_and_without_them_in_time_f
     samples, compiled, threaded, _, held = counts
     assert (compiled > 0.6 * (samples - held) > 100 and threaded > 0.6 * (samples - held)) if compiled_io \
         else (compiled == threaded == 0 and samples > 100), counts
+
+
+def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compensation(tmp_path):
+    """The node's overload guard latched by any lateness (as ``HIL_BENCH_SERVICER_HELD`` latches it) holds at its
+    first late step and stays held, and its held ticks run in the compiled loop's thread (issue 17: a held node must not cost more
+    than a running one, or a machine that falls behind falls further): the status says it holds, the base's twist
+    command is zero and its pose stays, the arm's efforts are its gravity compensation at the held base pose (seed
+    004 Eq. 20's ``-G``, against Pinocchio's generalised gravity on the lab's model; the lab's gravity on here, which
+    the Envisat arm compensates itself), and the node's count says the held samples ran in the compiled call."""
+    from geometry_msgs.msg import TwistStamped
+
+    from hil_dynamics.servicer import ArmFeedForward
+
+    run = start_hot_path(tmp_path, state_decimation=1, gravity_m_s2=9.80665, overload_policy='latch',
+                         overload_warn_late_s=1e-6, overload_hold_late_s=1e-6)
+    adm, model, q_table_0, kin, proc = run.adm, run.model, run.q_table_0, run.kin, run.proc
+    q_arm = run.q_arm
+    try:
+        with test_node('servicer_hot_path_probe') as (node, executor):
+            commands, poses, twists, efforts, statuses = [], [], [], [], []
+            node.create_subscription(Float64MultiArray, 'servicer/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: poses.append(m.pose), 1000)
+            node.create_subscription(TwistStamped, 'servicer/table/twist_cmd',
+                                     lambda m: twists.append([m.twist.linear.x, m.twist.linear.y, m.twist.linear.z,
+                                                              m.twist.angular.x, m.twist.angular.y,
+                                                              m.twist.angular.z]), 1000)
+            node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
+                                     lambda m: efforts.append(np.array(m.data)), 1000)
+            node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
+            pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
+            pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
+            pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
+            table_js = JointState(name=list(kin.joint_names), position=[float(v) for v in q_table_0], velocity=[0.0] * 6)
+            arm_js = JointState(name=list(model.joint_names), position=[float(v) for v in q_arm],
+                                velocity=[0.0] * len(q_arm))
+            push = WrenchStamped()
+            push.header.frame_id = adm['wrench_frame_id']
+            push.wrench.force.x = 300.0                      # held: it moves nothing
+
+            def tick():
+                stamp = node.get_clock().now().to_msg()
+                arm_js.header.stamp = push.header.stamp = stamp
+                pub_arm.publish(arm_js)
+                pub_table.publish(table_js)
+                pub_ft.publish(push)
+            node.create_timer(1.0 / RATE_HZ, tick)
+            assert spin_until(executor, lambda: any(s.level == DiagnosticStatus.ERROR and 'overloaded, holding'
+                                                    in s.message for s in statuses), 30.0), \
+                [s.message for s in statuses[-3:]]
+            n = (len(commands), len(poses), len(twists), len(efforts))
+            assert spin_until(executor, lambda: min(len(commands) - n[0], len(poses) - n[1], len(twists) - n[2],
+                                                    len(efforts) - n[3]) >= 300, 30.0), (len(commands), n)
+            held_poses = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
+                                    p.orientation.z, p.orientation.w] for p in poses[n[1]:]])
+            assert np.all(held_poses == held_poses[0]), 'the held base pose moved'
+            assert np.all(np.array(twists[n[2]:]) == 0.0), twists[-1]
+            tail = np.array(commands[-50:])
+            assert np.all(tail == tail[0]), 'the table moves while held'
+            # the efforts: -G at the held base pose (the pose message's precision: 1e-6 N m on some 100 N m)
+            p = poses[-1]
+            pose_base = pin.XYZQUATToSE3(np.array([p.position.x, p.position.y, p.position.z, p.orientation.x,
+                                                   p.orientation.y, p.orientation.z, p.orientation.w]))
+            ff = ArmFeedForward(model, xyz_rpy_to_pose(adm['pose_nominal_in_lab_xyz_rpy']), 9.80665)
+            gravity = -ff.gravity_torque(pose_base, q_arm)
+            assert np.abs(gravity).max() > 10.0, gravity               # the arm's weight shows
+            np.testing.assert_allclose(np.array(efforts[n[3]:]), np.tile(gravity, (len(efforts) - n[3], 1)),
+                                       atol=1e-6)
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
+    assert not late_kernels(out), late_kernels(out)
+    assert 'Traceback' not in out, out[-3000:]
+    counts = sample_counts(out)
+    assert counts is not None, out[-2000:]
+    samples, compiled, threaded, commands_n, held = counts
+    # the held samples in the compiled loop's thread (not one event each, handed to the node's Python: before, every
+    # held sample was one): few samples outside it against the held ones
+    assert held > 300 and samples - threaded < 0.1 * held, counts
