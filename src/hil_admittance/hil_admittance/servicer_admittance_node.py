@@ -343,7 +343,10 @@ class ServicerAdmittanceNode(Node):
         pacer = self.side.pacer
         if pacer.overruns > self.overruns_reported:
             self.overruns_reported = pacer.overruns
-            self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded)',
+            # how late the tick that dropped them came, on the node's clock (a simulated clock that moved on while the
+            # node did not run shows as a late tick too)
+            self.get_logger().warn(f'{pacer.overruns} admittance steps dropped so far (host overloaded; the last tick '
+                                   f'{1e3 * pacer.last_late_s:.1f} ms after its step on the node\'s clock)',
                                    throttle_duration_sec=1.0)
 
     def send_effort(self, tau_q) -> None:
