@@ -19,7 +19,9 @@ each in turn, so that the machine's speed at any moment falls on all five alike:
   here called from Python: each call unboxes the state's arrays, which a compiled loop does not. So the state's own
   cost per sample is measured too, after the stream: a compiled caller runs ``loop_sample`` on it for 2000 more
   samples (the same kind of stream, the table's joints sampled before each, the arm's and the OBSW's inputs held),
-  as the loop will, with no Python.
+  as the loop will, with no Python; and so on the state of a rule whose overload guard holds (latched by its first
+  late step, as ``HIL_BENCH_SERVICER_HELD`` latches the node's): its held ticks (the nominal moved on, the hold's
+  torques, the table's command for the held pose).
 
 Printed beside Pinocchio's ``aba`` measured in the same run (issue 17). The commands of the five are the same to
 1e-12 (``test_servicer_hot_path_rule``); here they are checked on the stream too (the reference's to 1e-9: the table
@@ -40,9 +42,10 @@ from numba import njit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aba_reference import aba_us  # noqa: E402
 
-from hil_bringup.servicer_hot_path_kernel import ARM_ROW, QUIET_EVENT, QUIET_NOT_DUE, QUIET_STEPPED, \
+from hil_bringup.servicer_hot_path_kernel import ARM_ROW, QUIET_EVENT, QUIET_HELD, QUIET_NOT_DUE, QUIET_STEPPED, \
     envisat_rule, loop_sample  # noqa: E402
 from hil_bringup.servicer_hot_path_loop import SampleLoopState  # noqa: E402
+from hil_common.overload import OverloadGuard  # noqa: E402
 from hil_common.policy_kernel import watch_sample  # noqa: E402
 from hil_common.cdr import DQ_OK, POSITIONS_FULL, Q_OK  # noqa: E402
 
@@ -54,7 +57,7 @@ MODES = {'quiet': {'quiet': True}, 'fused': {}, 'rows': {}, 'reference': {'fused
 def _compiled_samples(wrenches, times, *args):
     """``loop_sample`` on each row of ``wrenches`` at ``times`` (both clocks) with no Python, the table's joints
     sampled just before each (their watch: ``args[0]``'s ``wf, wi``), the other inputs held: the outcomes' counts."""
-    counts = np.zeros(3, dtype=np.int64)
+    counts = np.zeros(4, dtype=np.int64)           # loop_sample's outcomes (QUIET_STEPPED ... QUIET_HELD)
     for k in range(times.shape[0]):
         watch_sample(args[0][11], args[0][12], times[k])
         counts[loop_sample(wrenches[k], times[k], times[k], *args)] += 1
@@ -68,6 +71,32 @@ def _loop_wrench(state, wrench, t):
     if outcome == QUIET_STEPPED:
         return types.SimpleNamespace(q_command=state.q_cmd.copy(), holding=False)
     return out
+
+
+def _held_own(rng, n_own: int):
+    """``loop_sample`` with no Python on the state of a rule whose overload guard latched at its first late step
+    (any lateness holds), for ``n_own`` jittered samples: ``(CPU us per sample, the outcomes' counts)``."""
+    rule, q_table_0, q_arm = envisat_rule(overload=OverloadGuard(DT, 1e-6, 1e-6, 1.0, 'latch'))
+    rule.inputs_on_arrays()
+    side, zeros = rule.side, np.zeros(len(q_arm))
+    t = 1.0
+    for _ in range(1000):                       # in Python until the guard holds (a sample a little late)
+        t += DT * (1.0 + rng.uniform(-0.45, 0.45))
+        side.set_joints(q_arm, zeros, t, t)
+        rule.table_joints(q_table_0, None, t, t)
+        rule.wrench(np.zeros(6), t, t)
+        if side.overload.holding:
+            break
+    state = SampleLoopState(rule)
+    if not side.overload.holding or not state.enter():
+        raise SystemExit('bench_servicer_hot_path: the latched rule did not hold, or its loop state cannot be entered')
+    times = t + DT * (np.arange(1, n_own + 1) + rng.uniform(-0.45, 0.45, n_own))
+    wrenches = np.c_[rng.normal(0.0, 20.0, (n_own, 3)), rng.normal(0.0, 1.0, (n_own, 3))]
+    cpu = time.process_time()
+    counts = _compiled_samples(wrenches, times, *state.args())
+    own_us = (time.process_time() - cpu) / n_own * 1e6
+    state.leave()
+    return own_us, counts
 
 
 def main(samples: int = 6000) -> None:
@@ -139,6 +168,7 @@ def main(samples: int = 6000) -> None:
     counts = _compiled_samples(wrenches, times, *loop_state.args())
     own_us = (time.process_time() - cpu) / n_own * 1e6
     loop_state.leave()
+    held_us, held_counts = _held_own(rng, n_own)
     aba = aba_us()
     print(f'servicer hot path rule, one process, {samples} wrist samples at 1 kHz with jitter (the Envisat graph\'s '
           f'parameters); pin.aba: {aba:.2f} us median')
@@ -150,6 +180,9 @@ def main(samples: int = 6000) -> None:
     print(f'  loop state, in one compiled call (no Python): {own_us:6.1f} us CPU per sample ({own_us / aba:5.1f} aba); '
           f'stepped {counts[QUIET_STEPPED]}, not due {counts[QUIET_NOT_DUE]}, events {counts[QUIET_EVENT]} '
           f'(an event ends nothing here: the sample is counted and left as it was)')
+    print(f'  the same, the overload guard holding:        {held_us:6.1f} us CPU per sample ({held_us / aba:5.1f} aba); '
+          f'held {held_counts[QUIET_HELD]}, stepped {held_counts[QUIET_STEPPED]}, not due {held_counts[QUIET_NOT_DUE]}, '
+          f'events {held_counts[QUIET_EVENT]}')
 
 
 if __name__ == '__main__':

@@ -52,6 +52,24 @@ def start_hot_path(tmp_path, **overrides):
         proc=start_node('hil_bringup', 'servicer_hot_path_node', ros_args=('--params-file', str(path))))
 
 
+def lab_inputs(node, run, force_sensor) -> SimpleNamespace:
+    """The probe's publishers of what the lab sends the node (the table's and the arm's joint states, the wrist
+    wrench) and their messages: the table at its start joints, the arm held at its start angles, ``force_sensor``
+    pushing on the wrist (in its frame)."""
+    push = WrenchStamped()
+    push.header.frame_id = run.adm['wrench_frame_id']
+    push.wrench.force.x, push.wrench.force.y, push.wrench.force.z = map(float, force_sensor)
+    return SimpleNamespace(
+        pub_table=node.create_publisher(JointState, 'servicer/joint_states', 10),
+        pub_arm=node.create_publisher(JointState, 'servicer_arm/joint_states', 10),
+        pub_ft=node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10),
+        table_js=JointState(name=list(run.kin.joint_names), position=[float(v) for v in run.q_table_0],
+                            velocity=[0.0] * 6),
+        arm_js=JointState(name=list(run.model.joint_names), position=[float(v) for v in run.q_arm],
+                          velocity=[0.0] * len(run.q_arm)),
+        push=push)
+
+
 def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_stale_joints(tmp_path):
     run = start_hot_path(tmp_path, state_decimation=1, trace_sample_stamps=True)
     adm, table, q_table_0, model, q_arm, kin, proc = (run.adm, run.table, run.q_table_0, run.model, run.q_arm, run.kin,
@@ -71,15 +89,9 @@ def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_
             efforts = []
             node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
                                      lambda m: efforts.append(np.array(m.data)), 1000)
-            pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
-            pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
-            pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
-            table_js = JointState(name=list(kin.joint_names), position=[float(v) for v in q_table_0], velocity=[0.0] * 6)
-            arm_js = JointState(name=list(model.joint_names), position=[float(v) for v in q_arm],
-                                velocity=[0.0] * len(q_arm))
-            push = WrenchStamped()
-            push.header.frame_id = adm['wrench_frame_id']
-            push.wrench.force.x, push.wrench.force.y, push.wrench.force.z = map(float, force_sensor)
+            lab = lab_inputs(node, run, force_sensor)
+            pub_table, pub_arm, pub_ft, table_js, arm_js, push = (lab.pub_table, lab.pub_arm, lab.pub_ft, lab.table_js,
+                                                                  lab.arm_js, lab.push)
             sent = {'n': 0, 'ft': True, 'table': True}
             sent_stamps = set()
 
@@ -297,8 +309,7 @@ def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compen
 
     run = start_hot_path(tmp_path, state_decimation=1, gravity_m_s2=9.80665, overload_policy='latch',
                          overload_warn_late_s=1e-6, overload_hold_late_s=1e-6)
-    adm, model, q_table_0, kin, proc = run.adm, run.model, run.q_table_0, run.kin, run.proc
-    q_arm = run.q_arm
+    adm, model, q_arm, proc = run.adm, run.model, run.q_arm, run.proc
     try:
         with test_node('servicer_hot_path_probe') as (node, executor):
             commands, poses, twists, efforts, statuses = [], [], [], [], []
@@ -312,26 +323,28 @@ def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compen
             node.create_subscription(Float64MultiArray, 'servicer_arm/forward_effort_controller/commands',
                                      lambda m: efforts.append(np.array(m.data)), 1000)
             node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', statuses.append, 100)
-            pub_table = node.create_publisher(JointState, 'servicer/joint_states', 10)
-            pub_arm = node.create_publisher(JointState, 'servicer_arm/joint_states', 10)
-            pub_ft = node.create_publisher(WrenchStamped, 'servicer/ft/wrench', 10)
-            table_js = JointState(name=list(kin.joint_names), position=[float(v) for v in q_table_0], velocity=[0.0] * 6)
-            arm_js = JointState(name=list(model.joint_names), position=[float(v) for v in q_arm],
-                                velocity=[0.0] * len(q_arm))
-            push = WrenchStamped()
-            push.header.frame_id = adm['wrench_frame_id']
-            push.wrench.force.x = 300.0                      # held: it moves nothing
+            # a small push: the twist is not zero before the hold
+            lab = lab_inputs(node, run, (2.0, 0.0, 0.0))
+            gap = {'samples': 0}                 # wrist samples left out (the joints keep coming)
 
             def tick():
                 stamp = node.get_clock().now().to_msg()
-                arm_js.header.stamp = push.header.stamp = stamp
-                pub_arm.publish(arm_js)
-                pub_table.publish(table_js)
-                pub_ft.publish(push)
+                lab.arm_js.header.stamp = lab.push.header.stamp = stamp
+                lab.pub_arm.publish(lab.arm_js)
+                lab.pub_table.publish(lab.table_js)
+                if gap['samples'] > 0:
+                    gap['samples'] -= 1
+                else:
+                    lab.pub_ft.publish(lab.push)
             node.create_timer(1.0 / RATE_HZ, tick)
+            assert spin_until(executor, lambda: len(commands) >= 50, 30.0), f'{len(commands)} robot commands'
+            # a gap of 8 wrist samples: the next step runs some ms late, and the guard latches then (if no late step
+            # did before): the base, which drifts from its start relative to the tumbling nominal (in 3-10 s runs
+            # the table reached a joint limit and held for that first), must be held before
+            gap['samples'] = 8
             assert spin_until(executor, lambda: any(s.level == DiagnosticStatus.ERROR and 'overloaded, holding'
-                                                    in s.message for s in statuses), 30.0), \
-                [s.message for s in statuses[-3:]]
+                                                    in s.message for s in statuses), 10.0), \
+                list(dict.fromkeys(s.message for s in statuses))
             n = (len(commands), len(poses), len(twists), len(efforts))
             assert spin_until(executor, lambda: min(len(commands) - n[0], len(poses) - n[1], len(twists) - n[2],
                                                     len(efforts) - n[3]) >= 300, 30.0), (len(commands), n)
@@ -340,7 +353,7 @@ def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compen
             assert np.all(held_poses == held_poses[0]), 'the held base pose moved'
             assert np.all(np.array(twists[n[2]:]) == 0.0), twists[-1]
             tail = np.array(commands[-50:])
-            assert np.all(tail == tail[0]), 'the table moves while held'
+            assert np.ptp(tail, axis=0).max() < 1e-6, ('the table moves while held', np.ptp(tail, axis=0))
             # the efforts: -G at the held base pose (the pose message's precision: 1e-6 N m on some 100 N m)
             p = poses[-1]
             pose_base = pin.XYZQUATToSE3(np.array([p.position.x, p.position.y, p.position.z, p.orientation.x,
