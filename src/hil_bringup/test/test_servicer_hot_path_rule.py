@@ -462,3 +462,46 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
     assert expected <= {k for k, v in seen.items() if v > 0}, seen
     assert seen['arm compiled'] > 300 and seen['table compiled'] > 300, seen
     assert values['joint_states_timeout_s'] < 0.25        # the gaps do make the table's joints stale
+
+
+def test_a_hold_before_the_first_step_runs_in_the_loop_and_publishes_no_passivity(setup):
+    """A guard that latches at the first late step (any lateness holds), the first step after the start late: the side
+    holds before it ever stepped, so the port has no output yet. The loop's state runs those held ticks too, with the
+    lab's gravity on (the hold's torques not zero), and gives the Python path's commands and decimated messages to the
+    bit: three of them, no passivity message (``ServicerMessages.encode`` sends none without the port's output; the
+    node's compiled loop sends the first three, ``servicer_sample_loop._send``)."""
+    values, q_table_0, q_arm = setup
+    setup = ({**values, 'gravity_m_s2': 9.80665}, q_table_0, q_arm)
+
+    def guard():
+        return OverloadGuard(DT, 1e-6, 1e-6, 1.0, 'latch')
+
+    ref, loop = Lockstep(setup, overload=guard()), LoopLockstep(setup, overload=guard())
+    python_messages = ServicerMessages(FRAMES)
+    t = 1.0
+    for run in (ref, loop):
+        run.sample(t - DT)                         # the start (in Python: the side starts)
+    zeros = np.zeros(len(q_arm))
+    for k in range(200):
+        t += DT * (3.0 if k == 0 else 1.0 + 0.3 * np.sin(k))     # the first step late, then a jittered stream
+        outs = []
+        for run in (ref, loop):
+            run.side.set_joints(q_arm, zeros, t, t)
+            run.rule.table_joints(q_table_0, None, t, t)
+            outs.append(run.wrench(np.r_[5.0, 0.0, 0.0, 0.0, 0.0, 0.0], t))
+        a, b = outs
+        assert (a is None) == (b is None), k
+        if a is None:
+            continue
+        assert a.holding and b.holding, k
+        np.testing.assert_array_equal(a.q_command, b.q_command)
+        np.testing.assert_array_equal(a.side.tau_q, b.side.tau_q)
+        assert np.abs(a.side.tau_q).max() > 1.0, a.side.tau_q              # the arm's weight shows
+        if getattr(b, 'messages', None) is not None:
+            assert b.messages == python_messages.encode(T0_NS, a.side) and len(b.messages[2]) == 3, k
+    loop.leave()
+    assert ref.side.passivity_out is None and loop.side.passivity_out is None      # no step ever ran
+    assert loop.loop_held > 150, loop.loop_held
+    np.testing.assert_array_equal(ref.side.adm.state.pose_arrays()[0], loop.side.adm.state.pose_arrays()[0])
+    assert ref.side.adm.state.t == loop.side.adm.state.t
+    assert ref.rule.counters == loop.rule.counters
