@@ -40,6 +40,21 @@ def lab_seconds(node) -> Callable[[], float]:
     return lambda: handle.get_now().nanoseconds * 1e-9
 
 
+def measurement_seconds(node) -> Callable[[float], float]:
+    """When a measurement stamped ``stamp_s`` (ROS time, s) was taken, on :func:`lab_seconds`' clock.
+
+    Under ``use_sim_time`` it is the stamp: the twin stamps its outputs with its simulated time, the graph's one
+    clock. A node that fell behind while the twin stepped on (the twin waits for no robot before its first command)
+    then judges the measurements queued for it by when they were taken, not by when it got to them: by arrival they
+    would look as old as its own hold-up. On the wall clock it is the arrival (now, monotonic): a robot driver stamps
+    on its own host's clock, which need not agree with this one. A stamp that is not a positive finite time falls
+    back to the arrival."""
+    now = lab_seconds(node)
+    if not uses_sim_time(node):
+        return lambda stamp_s: now()
+    return lambda stamp_s: stamp_s if 0.0 < stamp_s < float('inf') else now()
+
+
 #: The parameter of every node that integrates a part of the mission relative to the nominal
 #: (the admittances): the ROS time of the mission's t = 0, so that nodes started at different
 #: instants integrate one nominal (seed 004 Eqs. 4, 23). Declared with hil_common.params.Param.
@@ -71,4 +86,4 @@ def ros_to_lab_seconds(node, ros_s: float) -> float:
     return ros_s - (node.get_clock().now().nanoseconds * 1e-9 - time.monotonic())
 
 
-__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']
+__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']

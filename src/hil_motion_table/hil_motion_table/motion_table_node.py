@@ -30,7 +30,8 @@ Input freshness (:class:`hil_common.freshness.InputWatch`): poses before the fir
 are counted (``no_measurement``) and nothing is commanded; joint states older than
 ``joint_states_timeout_s`` hold the command (``stale_measurement``), and with ``auto_recover``
 (default) the table commands again once they have been fresh for ``joint_states_recover_s``;
-without it the fault latches until ``table/reset``. Speed and acceleration limits run on the
+without it the fault latches until ``table/reset``. Each pose is judged after the joint states that
+arrived before it (a node that fell behind takes them first). Speed and acceleration limits run on the
 node's monotonic clock, never on the message stamps.
 * service ``table/reset_statistics`` (std_srvs/Trigger): restart the running tracking
   statistics (RMS and maximum position/angle error) that ``table/status`` reports.
@@ -58,7 +59,7 @@ from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_se
 from hil_common.errors import InputError
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
-from hil_common.lab_clock import lab_seconds
+from hil_common.lab_clock import lab_seconds, measurement_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.kinematics import HexapodKinematics
@@ -107,6 +108,12 @@ PARAMS = [
           'until table/reset)'),
     Param('tracking_error_decimation', 1, 'Publish every n-th tracking error (statistics use all)', min=1, max=10000),
 ]
+
+
+#: The joint states a node that fell behind keeps (KEEP_LAST): 2 s of a 250 Hz robot. Under ``use_sim_time``
+#: their stamps are their times (:func:`hil_common.lab_clock.measurement_seconds`), so a hold-up of the node shorter
+#: than that shows no gap between them (its freshness watch would hold for a gap longer than the timeout).
+JOINT_STATES_DEPTH = 500
 
 
 def limits_from(values: dict) -> TableLimits:
@@ -217,6 +224,7 @@ class MotionTableNode(Node):
         super().__init__('motion_table')
         p = declare_parameters(self, PARAMS)
         self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
+        self.measured_at = measurement_seconds(self)     # a joint state's time: its stamp under use_sim_time
         self.table = build_table(p, clock=self.lab_now)
         self.kin = self.table.kin
         self.names = tuple(self.kin.joint_names)
@@ -237,7 +245,8 @@ class MotionTableNode(Node):
         self.last_status = None
         self.create_subscription(PoseStamped, 'table/pose_cmd', self.on_pose, 10)
         self.create_subscription(TwistStamped, 'table/twist_cmd', self.on_twist, 10)
-        self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10)
+        self.joints_in = self.create_subscription(JointState, 'joint_states', self.on_joint_states,
+                                                  JOINT_STATES_DEPTH)
         if self.output == 'forward_position':
             self.pub_cmd = self.create_publisher(Float64MultiArray, 'forward_position_controller/commands', 10)
         else:
@@ -258,7 +267,7 @@ class MotionTableNode(Node):
             self.counters['bad_joint_states'] += 1
             return
         self.q_measured = q
-        self.q_measured_at = self.lab_now()
+        self.q_measured_at = self.measured_at(stamp_to_seconds(msg.header.stamp))
         self.joints.sample(self.q_measured_at)
         if not self.table.initialized:
             self.table.initialize(q)
@@ -297,7 +306,22 @@ class MotionTableNode(Node):
         if np.all(np.isfinite(twist)):
             self.twist_ff, self.twist_stamp = twist, stamp_to_seconds(msg.header.stamp)
 
+    def take_arrived_joint_states(self) -> None:
+        """Run :meth:`on_joint_states` on the joint states that have arrived but wait behind this pose in the
+        executor. A node held up (a busy machine's start-up) takes the newest ``/clock`` first (rclpy's clock
+        subscription keeps one) and its queued joint states after the pose: judged in that order they would look
+        as old as the hold-up, and the table would hold for a stale measurement it has in fact received. The
+        executor, finding the queue empty, skips them."""
+        sub = self.joints_in
+        with sub.handle:
+            for _ in range(2 * sub.qos_profile.depth):
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    return
+                self.on_joint_states(taken[0])
+
     def on_pose(self, msg: PoseStamped) -> None:
+        self.take_arrived_joint_states()
         if self.q_measured is None:
             self.counters['no_measurement'] += 1
             return
