@@ -30,7 +30,9 @@ The F/T samples are taken and the robot commands sent as raw CDR (:mod:`hil_comm
 rclpy's message objects cost more per sample than the decode (measured there). Only the F/T samples
 wake the node: ``client/joint_states`` is a subscription no executor waits on
 (:mod:`hil_common.polled`), whose messages the node takes, in order, at each sample, and every
-``joint_states_timeout_s / 2`` besides, so the joint watch stays fresh while the F/T stream is silent.
+``joint_states_timeout_s / 2`` besides, so the joint watch stays fresh while the F/T stream is silent. Under
+``use_sim_time`` a joint state's time is its stamp (:func:`hil_common.lab_clock.measurement_seconds`): a node held
+up while the twin stepped on judges the ones queued for it (2 s of them) by when they were taken.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ from hil_common import rcl_io
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
-from hil_common.lab_clock import clock_ns, lab_seconds, mission_epoch, ros_to_lab_seconds, uses_sim_time
+from hil_common.lab_clock import (JOINT_STATES_DEPTH, clock_ns, lab_seconds, measurement_seconds, mission_epoch,
+                                  ros_to_lab_seconds, uses_sim_time)
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
@@ -125,10 +128,12 @@ class ClientHotPathNode(Node):
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
         self.create_timer(0.5, self.publish_status)
         # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
-        self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', 10, raw=True)
+        # (a joint state's time: its stamp under use_sim_time, hil_common.lab_clock.measurement_seconds)
+        self.measured_at = measurement_seconds(self)
+        self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', JOINT_STATES_DEPTH, raw=True)
         self.compiled_io = None         # (the joint states, the robot command) in compiled code (hil_common.rcl_io)
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
-            self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names),
+            self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names, JOINT_STATES_DEPTH),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
         self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
@@ -157,12 +162,13 @@ class ClientHotPathNode(Node):
         now = self.lab_now()
         if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        for q, dq, malformed in stream.readings(n):     # on_joints, for the rows the compiled call decoded
+        stamps = stream.stamps
+        for k, (q, dq, malformed) in enumerate(stream.readings(n)):     # on_joints, for the rows the call decoded
             if malformed:
                 self.rule.counters['refused_joint_states'] += 1
                 self.get_logger().warn(f'malformed joint state dropped ({malformed})', throttle_duration_sec=1.0)
             else:
-                self.rule.joint_states(q, now, dq)
+                self.rule.joint_states(q, self.measured_at(float(stamps[k, 0]) + 1e-9 * float(stamps[k, 1])), dq)
 
     def destroy_node(self):
         if self.compiled_io is not None:
@@ -180,7 +186,7 @@ class ClientHotPathNode(Node):
             self.rule.counters['refused_joint_states'] += 1
             self.get_logger().warn(f'malformed joint state dropped ({exc})', throttle_duration_sec=1.0)
             return
-        self.rule.joint_states(q, now, dq)
+        self.rule.joint_states(q, self.measured_at(self.read_joints.stamp_s), dq)
 
     def on_wrench(self, buf):
         self.take_joints()

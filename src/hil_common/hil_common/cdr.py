@@ -151,8 +151,8 @@ class JointStateDecoder:
 class JointStateReader:
     """A raw ``sensor_msgs/JointState`` stream as ``(q, dq)`` in ``expected_names`` order
     (:class:`JointStateDecoder`, then :class:`hil_common.conversions.JointOrder`): ``q`` None when a joint is
-    missing or a value is not finite, ``dq`` None also when the message has no velocities. Raises
-    :class:`CdrError` for a buffer that does not decode."""
+    missing or a value is not finite, ``dq`` None also when the message has no velocities; :attr:`stamp_s` its
+    header's stamp. Raises :class:`CdrError` for a buffer that does not decode."""
 
     def __init__(self, expected_names):
         from hil_common.conversions import JointOrder
@@ -160,8 +160,11 @@ class JointStateReader:
         self._decode = JointStateDecoder()
         self._order = JointOrder(expected_names)
 
+        self.stamp_s = 0.0                       # the header stamp of the last message read [s]
+
     def __call__(self, buf) -> tuple[np.ndarray | None, np.ndarray | None]:
-        _, _, names, position, velocity = self._decode(buf)
+        sec, nanosec, names, position, velocity = self._decode(buf)
+        self.stamp_s = sec + 1e-9 * nanosec
         order = self._order
         return order(names, position), order(names, velocity) if len(velocity) == len(names) else None
 

@@ -40,6 +40,12 @@ def lab_seconds(node) -> Callable[[], float]:
     return lambda: handle.get_now().nanoseconds * 1e-9
 
 
+#: The joint states a node keeps waiting (KEEP_LAST): 2 s of a 250 Hz robot. With their stamps as their times
+#: (:func:`measurement_seconds`) a hold-up of the node shorter than that shows no gap between them (a freshness
+#: watch holds for a gap longer than its timeout, :class:`hil_common.freshness.InputWatch`).
+JOINT_STATES_DEPTH = 500
+
+
 def measurement_seconds(node) -> Callable[[float], float]:
     """When a measurement stamped ``stamp_s`` (ROS time, s) was taken, on :func:`lab_seconds`' clock.
 
@@ -86,4 +92,4 @@ def ros_to_lab_seconds(node, ros_s: float) -> float:
     return ros_s - (node.get_clock().now().nanoseconds * 1e-9 - time.monotonic())
 
 
-__all__ = ['MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']
+__all__ = ['JOINT_STATES_DEPTH', 'MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']

@@ -59,7 +59,7 @@ from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_se
 from hil_common.errors import InputError
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
-from hil_common.lab_clock import lab_seconds, measurement_seconds
+from hil_common.lab_clock import JOINT_STATES_DEPTH, lab_seconds, measurement_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.kinematics import HexapodKinematics
@@ -108,12 +108,6 @@ PARAMS = [
           'until table/reset)'),
     Param('tracking_error_decimation', 1, 'Publish every n-th tracking error (statistics use all)', min=1, max=10000),
 ]
-
-
-#: The joint states a node that fell behind keeps (KEEP_LAST): 2 s of a 250 Hz robot. Under ``use_sim_time``
-#: their stamps are their times (:func:`hil_common.lab_clock.measurement_seconds`), so a hold-up of the node shorter
-#: than that shows no gap between them (its freshness watch would hold for a gap longer than the timeout).
-JOINT_STATES_DEPTH = 500
 
 
 def limits_from(values: dict) -> TableLimits:
