@@ -112,7 +112,8 @@ def main(samples: int = 6000) -> None:
     m = len(q_table_0)
     # the 'rows' rule's joints as a take's rows (hil_common.rcl_io.JointStateStream: one row each, every joint)
     arm_rows = np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, 2), dtype=np.int64), np.full(1, ARM_ROW, dtype=np.int64)
-    table_rows = np.zeros((1, m)), np.zeros((1, m)), np.full(1, Q_OK | DQ_OK | POSITIONS_FULL, dtype=np.int64)
+    table_rows = np.zeros((1, m)), np.zeros((1, m)), np.zeros((1, 2), dtype=np.int64), \
+        np.full(1, Q_OK | DQ_OK | POSITIONS_FULL, dtype=np.int64)
     rules['rows'][0].inputs_on_arrays()
     rules['loop'][0].inputs_on_arrays()
     loop_state = None

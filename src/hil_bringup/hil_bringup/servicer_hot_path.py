@@ -73,7 +73,8 @@ from hil_common.finite import all_finite
 from hil_common.freshness import InputWatch
 from hil_common import policy_kernel
 from hil_common.overload import OverloadGuard
-from hil_common.policy_kernel import P_DT, P_STEPS, P_T0, GuardState, HeldState, PacerState, WatchState, adopt
+from hil_common.policy_kernel import P_DT, P_STEPS, P_T0, GuardState, HeldState, PacerState, WatchState, adopt, \
+    measurement_time
 from hil_dynamics.servicer import port_step, port_step_args, port_step_outcome, side_port_args
 from hil_motion_table.table import MotionTable
 
@@ -95,8 +96,11 @@ class ServicerHotPath:
     def __init__(self, side: ServicerSide, table: MotionTable, *, target: Callable, twist: Callable,
                  twist_from_joints: Callable, joint_states_timeout_s: float = 0.1, recover_after_s: float = 0.5,
                  auto_recover: bool = True, lead_s: float = 0.0, sample_timeout_s: float = 0.05, fused: bool = True,
-                 quiet: bool = False):
+                 quiet: bool = False, joints_by_stamp: bool = False):
         self.side, self.table = side, table
+        # a table joint state's time in a take's rows: its stamp (use_sim_time: the twin's; the node passes it),
+        # else the take's time (hil_common.lab_clock.measurement_seconds)
+        self.joints_by_stamp = bool(joints_by_stamp)
         self.lead_s = float(lead_s)
         self.sample_timeout_s = float(sample_timeout_s)
         self.last_sample_s: float | None = None     # the newest wrist sample (table's clock)
@@ -179,7 +183,7 @@ class ServicerHotPath:
         policy_kernel.warm_up()
         rows, stamps, flags = np.zeros((1, n)), np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=np.int64)
         self.arm_joint_rows(0, np.zeros((1, self.side.n)), np.zeros((1, self.side.n)), stamps, flags, 0.0, load=True)
-        self.table_joint_rows(0, rows, rows, flags, 0.0, 0.0, load=True)
+        self.table_joint_rows(0, rows, rows, stamps, flags, 0.0, 0.0, load=True)
         return self._inputs
 
     def arm_rows_args(self) -> tuple:
@@ -190,12 +194,12 @@ class ServicerHotPath:
 
     def table_rows_args(self) -> tuple:
         """``servicer_hot_path_kernel.table_joint_rows``' arguments after the rows and the times (with the joints on
-        arrays): whether the table started, its measured joints, the joints' watch, the twist's work and the held
+        arrays): whether a row's time is its stamp (``joints_by_stamp``), whether the table started, its measured joints, the joints' watch, the twist's work and the held
         measured twist. ``initialized`` is read now: a caller that keeps them makes them again once the table
         started."""
         (c, ad, poses, jac, scratch), w, tw = self._inputs.twist_work, self._inputs.watch, self._inputs.twist
-        return (self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi, c.placements, c.kind, c.axis,
-                c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
+        return (self.joints_by_stamp, self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi,
+                c.placements, c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
 
     def arm_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, side_now_s: float, compiled: bool = True,
                        load: bool = False) -> int:
@@ -221,10 +225,12 @@ class ServicerHotPath:
                 side.reject(NO_ARM_JOINTS)
         return start
 
-    def table_joint_rows(self, n_rows: int, q_rows, dq_rows, flags, now_s: float, side_now_s: float,
+    def table_joint_rows(self, n_rows: int, q_rows, dq_rows, stamps, flags, now_s: float, side_now_s: float,
                          compiled: bool = True, load: bool = False) -> tuple[int, str]:
-        """The table's joint states of a take, in order, each as :meth:`table_joints` (``now_s``, ``side_now_s``;
-        without its positions: ``q`` None, without its velocities: ``dq`` None); a malformed row refused and
+        """The table's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``), in
+        order, each as :meth:`table_joints` at its time (its stamp with ``joints_by_stamp``, else ``now_s``;
+        ``side_now_s``; without its positions: ``q`` None, without its velocities: ``dq`` None); a malformed row
+        refused and
         counted. The rows from the first on go in compiled code (``servicer_hot_path_kernel.table_joint_rows``) up
         to the first it leaves (a malformed or partial row, or the first joints, which start the table), the rest
         in Python (all of them with ``compiled=False``). Returns how many went in compiled code and the last
@@ -232,7 +238,7 @@ class ServicerHotPath:
         inputs = self.inputs_on_arrays() if compiled else None
         start, malformed = 0, ''
         if inputs is not None and (n_rows > 0 or load):
-            start = table_joint_rows(n_rows, q_rows, dq_rows, flags, float(now_s), float(side_now_s),
+            start = table_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, float(now_s), float(side_now_s),
                                      *self.table_rows_args())
         for k in range(start, n_rows):
             f = int(flags[k])
@@ -241,7 +247,8 @@ class ServicerHotPath:
                 malformed = malformed_reason(f)
             else:
                 self.table_joints(q_rows[k].copy() if f & Q_OK else None, dq_rows[k].copy() if f & DQ_OK else None,
-                                  now_s, side_now_s)
+                                  measurement_time(int(stamps[k, 0]), int(stamps[k, 1]), self.joints_by_stamp,
+                                                   float(now_s)), side_now_s)
         return start, malformed
 
     def set_ft_fault(self, latched: bool) -> bool:

@@ -30,7 +30,7 @@ from hil_common.cdr import DQ_OK, MALFORMED, Q_OK, WHOLE_ROW
 from hil_common.errors import StartError
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS, P_T0, P_DT, S_OK, W_LAST, W_STATE, \
-    guard_update, held_fresh, pacer_due, pacer_step_time, steps_since, watch_sample, watch_update
+    guard_update, held_fresh, measurement_time, pacer_due, pacer_step_time, steps_since, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, hold_torque_command, mat_vec_into, pose_mul_into, relative_mapping_into, \
     side_port_step, unforced_nominal_steps, xyzquat_into
@@ -464,11 +464,12 @@ def arm_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, now_s, q, dq, ddq, jf
 
 
 @njit(**_OPTS)
-def table_joint_rows(n_rows, q_rows, dq_rows, flags, now_s, side_now_s, initialized, q_measured, q_flag, wf, wi,
-                     placements, kind, axis, frame_placement, ad_body_from_flange, poses, jac, scratch, twist_value,
-                     twist_stamp):
-    """The table's joint states, rows ``0..n_rows-1`` of a take, each as ``ServicerHotPath.table_joints(q, dq, now_s,
-    side_now_s)``: ``q`` into ``q_measured`` (``q_flag[0] = 1``), a sample of the joints' watch (``wf, wi``,
+def table_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, now_s, side_now_s, by_stamp, initialized, q_measured,
+                     q_flag, wf, wi, placements, kind, axis, frame_placement, ad_body_from_flange, poses, jac, scratch,
+                     twist_value, twist_stamp):
+    """The table's joint states, rows ``0..n_rows-1`` of a take, each as ``ServicerHotPath.table_joints(q, dq, t,
+    side_now_s)`` with ``t`` its time (:func:`hil_common.policy_kernel.measurement_time` of its stamp, ``by_stamp``,
+    ``now_s``): ``q`` into ``q_measured`` (``q_flag[0] = 1``), a sample of the joints' watch (``wf, wi``,
     :func:`hil_common.policy_kernel.watch_sample`), and with its velocities the base's measured twist
     ``Ad_{Y^-1} J_b(q) dq`` (``CommandFrame.twist_from_joints``'s call, ``ik_kernel.body_twist_into``; seed 004
     Eq. 28's ``Ṽ_s``) held at ``side_now_s`` (``twist_value``, ``twist_stamp``) when finite (``placements ...
@@ -484,7 +485,7 @@ def table_joint_rows(n_rows, q_rows, dq_rows, flags, now_s, side_now_s, initiali
         for i in range(n):
             q_measured[i] = q_rows[k, i]
         q_flag[0] = 1.0
-        watch_sample(wf, wi, now_s)
+        watch_sample(wf, wi, measurement_time(stamps[k, 0], stamps[k, 1], by_stamp, now_s))
         if f & DQ_OK and body_twist_into(placements, kind, axis, frame_placement, ad_body_from_flange, q_measured,
                                          dq_rows[k], poses, jac, scratch, twist_value):
             twist_stamp[0] = side_now_s             # ServicerSide.set_twist_measured: held when finite

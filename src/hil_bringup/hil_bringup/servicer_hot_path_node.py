@@ -70,7 +70,7 @@ from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStat
 from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
 from hil_common.sample_loop import LoopThread
 from hil_common.errors import ConfigError
-from hil_common.lab_clock import lab_seconds, uses_sim_time
+from hil_common.lab_clock import JOINT_STATES_DEPTH, lab_seconds, measurement_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.polled import PolledSubscription
@@ -128,7 +128,9 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             raise ParameterError("parameter 'output': the fused servicer hot path commands forward_position only")
         self.decimation = p.state_decimation
         self.lab_now = lab_seconds(self)    # the joint watch's clock: monotonic, or the twin's simulated time
-        self.rule, self.frame = build_rule(p, self.side)     # the table timed on the side's step grid
+        self.measured_at = measurement_seconds(self)     # a table joint state's time: its stamp under use_sim_time
+        # the table timed on the side's step grid; the joints judged by their stamps under use_sim_time
+        self.rule, self.frame = build_rule(p, self.side, joints_by_stamp=uses_sim_time(self))
         table = self.rule.table
         self.table_names = tuple(table.kin.joint_names)
         self.read_table_joints = JointStateReader(self.table_names)   # servicer/joint_states, raw, in its order
@@ -137,14 +139,16 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
-        self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', 10, raw=True)
+        self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', JOINT_STATES_DEPTH,
+                                                  raw=True)
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.polled_others = tuple(self.polled[1:])      # the OBSW's commands (and the client's state)
             # taken in one compiled call (mostly none waits: an empty take through rclpy costs its Python)
             self.polled_takes = rcl_io.SerializedTakes([sub.handle for sub, _ in self.polled_others])
-            self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names),
+            self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names,
+                                                        JOINT_STATES_DEPTH),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
                                 rcl_io.Float64ArrayPublisher(self.pub_effort, len(self.joint_names)))
@@ -265,7 +269,7 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             self.rule.counters['refused_joint_states'] += 1
             self.get_logger().warn(f'malformed table joint state dropped ({exc})', throttle_duration_sec=1.0)
             return
-        self.rule.table_joints(q, dq, now, self._now_s())
+        self.rule.table_joints(q, dq, self.measured_at(self.read_table_joints.stamp_s), self._now_s())
 
     def on_ft(self, buf):
         guarded(lambda: self._on_ft(buf), self.context)
@@ -305,7 +309,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         now = self.lab_now()
         if now <= 0.0:       # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        _, malformed = self.rule.table_joint_rows(n, stream.q, stream.dq, stream.flags, now, self._now_s())
+        _, malformed = self.rule.table_joint_rows(n, stream.q, stream.dq, stream.stamps, stream.flags, now,
+                                                  self._now_s())
         if malformed:
             self.get_logger().warn(f'malformed table joint state dropped ({malformed})', throttle_duration_sec=1.0)
 
@@ -448,7 +453,8 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
             now = self.lab_now()
             if now > 0.0:
                 _, malformed = self.rule.table_joint_rows(taken - at, stream.q[at:taken], stream.dq[at:taken],
-                                                          stream.flags[at:taken], now, self._now_s(), compiled=False)
+                                                          stream.stamps[at:taken], stream.flags[at:taken], now,
+                                                          self._now_s(), compiled=False)
                 if malformed:
                     self.get_logger().warn(f'malformed table joint state dropped ({malformed})',
                                            throttle_duration_sec=1.0)

@@ -225,7 +225,8 @@ def servicer_sample_loop(waiting, wrist, clocks, table_js, table_rows, arm_js, a
         n = take_joint_states(*table_js)
         if n < 0:
             return n
-        done = table_joint_rows(n, table_js[9], table_js[10], table_js[12], now_s, side_now_s, *table_rows)
+        done = table_joint_rows(n, table_js[9], table_js[10], table_js[11], table_js[12], now_s, side_now_s,
+                                *table_rows)
         if done < n:
             ctl[K_AT], ctl[K_TAKEN] = done, n
             return EV_TABLE_ROWS

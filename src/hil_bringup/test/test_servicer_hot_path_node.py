@@ -375,3 +375,64 @@ def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compen
     # the held samples in the compiled loop's thread (not one event each, handed to the node's Python: before, every
     # held sample was one): few samples outside it against the held ones
     assert held > 300 and samples - threaded < 0.1 * held, counts
+
+
+def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_stamps(tmp_path):
+    """On the twin's simulated clock the twin steps on its own before the servicer table's first command. The fused
+    node held up meanwhile (a busy start-up; here SIGSTOP for 0.4 s, twice, while a probe steps as the twin does:
+    the joint states and the wrist sample of the step, stamped with its time, then ``/clock``) must judge the table's
+    joint states queued for it by their stamps: no stale hold of the table (by arrival each hold-up looked like
+    0.4 s without joints). Table joint states that stop still hold."""
+    import os
+    import signal
+
+    from rosgraph_msgs.msg import Clock
+
+    run = start_hot_path(tmp_path, use_sim_time=True)
+    proc = run.proc
+    try:
+        with test_node('servicer_hot_path_sim_probe') as (node, executor):
+            commands, statuses = [], []
+            node.create_subscription(Float64MultiArray, 'servicer/forward_position_controller/commands',
+                                     lambda m: commands.append(np.array(m.data)), 1000)
+            node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', lambda m: statuses.append(
+                m.message), 100)
+            lab = lab_inputs(node, run, (0.0, 0.0, 0.0))
+            pub_clock = node.create_publisher(Clock, '/clock', 10)
+            twin = {'t': 10.0, 'table': True}
+
+            def step():
+                twin['t'] += 1.0 / RATE_HZ
+                stamp = Clock()
+                sec = int(twin['t'])
+                stamp.clock.sec, stamp.clock.nanosec = sec, int(round((twin['t'] - sec) * 1e9))
+                for msg in (lab.arm_js, lab.table_js, lab.push):
+                    msg.header.stamp = stamp.clock
+                lab.pub_arm.publish(lab.arm_js)
+                if twin['table']:
+                    lab.pub_table.publish(lab.table_js)
+                lab.pub_ft.publish(lab.push)
+                pub_clock.publish(stamp)
+
+            def table_stale_since(n):
+                return [m for m in statuses[n:] if 'stale_measurement' in m
+                        or 'joint_states' in m and ('stale' in m or 'recovering' in m)]
+
+            node.create_timer(1.0 / RATE_HZ, step)
+            assert spin_until(executor, lambda: len(commands) > 50, 30.0), (proc.poll(), statuses[-1:])
+            n_status = len(statuses)
+            for _ in range(2):
+                os.kill(proc.pid, signal.SIGSTOP)
+                t_stop = twin['t']
+                spin_until(executor, lambda: False, 0.4)
+                os.kill(proc.pid, signal.SIGCONT)
+                assert twin['t'] - t_stop > 0.2          # the twin went on by twice the timeout
+                n = len(commands)
+                assert spin_until(executor, lambda: len(commands) > n + 50, 10.0), proc.poll()
+            assert not table_stale_since(n_status), (table_stale_since(n_status), statuses[n_status:])
+            twin['table'] = False                       # lost feedback: held within the timeout
+            assert spin_until(executor, lambda: table_stale_since(n_status), 5.0), statuses[-3:]
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out

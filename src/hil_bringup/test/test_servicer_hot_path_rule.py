@@ -49,12 +49,14 @@ class Lockstep:
     """One rule on a given clock, built as the node builds it (``build_rule``: the table timed on the side's grid),
     with the side's overload guard ``overload``: the arm held at ``q_arm``, the KR 120 measured at its start joints."""
 
-    def __init__(self, setup, lead_steps: float = 1.5, fused: bool = True, quiet: bool = False, overload=None):
+    def __init__(self, setup, lead_steps: float = 1.5, fused: bool = True, quiet: bool = False, overload=None,
+                 joints_by_stamp: bool = False):
         values, self.q_table_0, self.q_arm = setup
         p = ParamValues(values)
         self.t = 0.0
         self.side = build_side(p, overload)
-        self.rule, self.frame = build_rule(p, self.side, lead_s=lead_steps * DT, fused=fused, quiet=quiet)
+        self.rule, self.frame = build_rule(p, self.side, lead_s=lead_steps * DT, fused=fused, quiet=quiet,
+                                           joints_by_stamp=joints_by_stamp)
 
     def sample(self, t: float, force_sensor=(0.0, 0.0, 0.0)):
         self.t = t
@@ -372,16 +374,20 @@ def test_the_compiled_calls_give_the_commands_of_the_separate_calls(setup, horiz
     assert all(v > 0 for v in seen.values()), (seen, reasons)
 
 
-def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
+@pytest.mark.parametrize('joints_by_stamp', [False, True])
+def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup, joints_by_stamp):
     """A take's joint-state rows (``JointStateStream``'s arrays) into the rule (``ServicerHotPath.arm_joint_rows``,
     ``table_joint_rows``, as the node hands them): in compiled code up to the first row it leaves and the rest in
     Python, against the Python for every row (``compiled=False``), on two rules fed the same random takes: arm stamps advancing with jitter, the
     same stamp again, a clock going back, unstamped rows; malformed and partial rows; the table's first joints (they
     start the table), gaps that make its joints stale and their recovery, a twist too large to be finite. After every
     take the side's joints (``q``, ``dq``, ``ddq`` by differencing, their times), the rejections, the table's measured
-    joints, the joints' watch and the measured twist are the same, to the bit; and every branch was reached."""
+    joints, the joints' watch and the measured twist are the same, to the bit; and every branch was reached. With
+    ``joints_by_stamp`` (the node under ``use_sim_time``) the table's rows are timed by their stamps (unstamped ones
+    by the take's time) and the watch's last sample is the last row's stamp."""
     values = setup[0]
-    ref, fast = Lockstep(setup), Lockstep(setup)     # the reference keeps its Python objects
+    # the reference keeps its Python objects
+    ref, fast = Lockstep(setup, joints_by_stamp=joints_by_stamp), Lockstep(setup, joints_by_stamp=joints_by_stamp)
     assert fast.rule.inputs_on_arrays() is not None
     rng = np.random.default_rng(23)
     n, m = len(setup[2]), len(setup[1])
@@ -416,7 +422,11 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
         tq_rows = setup[1] + rng.normal(0.0, 0.01, (rows_table, m))
         tdq_rows = rng.normal(0.0, 0.05, (rows_table, m))
         tflags = np.full(rows_table, Q_OK | DQ_OK | POSITIONS_FULL, dtype=np.int64)
+        tstamps = np.zeros((rows_table, 2), dtype=np.int64)
         for k in range(rows_table):
+            if rng.random() < 0.9:                     # the twin's stamps, a step behind the take's time
+                ts = t - 4e-3 * (rows_table - k)
+                tstamps[k] = int(ts), int(round((ts - int(ts)) * 1e9))
             u = rng.random()
             if u < 0.04:
                 tflags[k] = MALFORMED | 3 << 8           # names beyond the buffer
@@ -427,7 +437,7 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
             elif u < 0.17:
                 tdq_rows[k] = 1e307                    # finite rates, a twist that is not
                 seen['huge rates'] += 1
-        arm, table = (q_rows, dq_rows, stamps, flags), (tq_rows, tdq_rows, tflags)
+        arm, table = (q_rows, dq_rows, stamps, flags), (tq_rows, tdq_rows, tstamps, tflags)
         side_t = t - 0.7                               # the side's clock: not the table's
         for run in (ref, fast):
             compiled = run is fast
@@ -453,12 +463,20 @@ def test_the_joints_taken_in_compiled_code_are_the_python_handlers(setup):
         assert a.twist_measured.stamp_s == b.twist_measured.stamp_s, batch
         np.testing.assert_array_equal(a.twist_measured.value, b.twist_measured.value, err_msg=f'take {batch}')
         seen['differenced'] += bool(np.any(a.ddq != 0.0))
+        taken_rows = [k for k in range(rows_table) if tflags[k] & Q_OK and not tflags[k] & MALFORMED]
+        if taken_rows and ref.rule.table.initialized and ref.rule.joints.last_s is not None:
+            last = taken_rows[-1]
+            stamp_s = tstamps[last, 0] + 1e-9 * tstamps[last, 1]
+            if stamp_s > 0.0 and ref.rule.joints.last_s != t:
+                seen['timed by stamp'] += 1
+                assert joints_by_stamp and ref.rule.joints.last_s == stamp_s, batch
         seen['stale'] += ref.rule.joints.state != 'ok'
     seen['rejected'] = ref.side.rejected
     seen['refused table joints'] = ref.rule.counters['refused_joint_states']
     seen['stale events'] = ref.rule.joints.stale_events
     expected = {'unstamped', 'same stamp', 'clock back', 'huge rates', 'arm compiled', 'table compiled', 'differenced',
-                'stale', 'rejected', 'refused table joints', 'stale events', 'malformed reported'}
+                'stale', 'rejected', 'refused table joints', 'stale events', 'malformed reported'} | \
+        ({'timed by stamp'} if joints_by_stamp else set())
     assert expected <= {k for k, v in seen.items() if v > 0}, seen
     assert seen['arm compiled'] > 300 and seen['table compiled'] > 300, seen
     assert values['joint_states_timeout_s'] < 0.25        # the gaps do make the table's joints stale

@@ -125,6 +125,18 @@ def watch_update(wf, wi, now_s):
 
 
 @njit(**_OPTS)
+def measurement_time(sec, nanosec, by_stamp, now_s):
+    """When a message stamped ``(sec, nanosec)`` was taken: with ``by_stamp`` (``use_sim_time``: the twin's stamps)
+    its stamp, else (or for a stamp that is not a positive finite time) ``now_s``, the arrival.
+    :func:`hil_common.lab_clock.measurement_seconds` in compiled code (the fused servicer hot path's table joints)."""
+    if by_stamp:
+        t = sec + 1e-9 * nanosec
+        if 0.0 < t < np.inf:
+            return t
+    return now_s
+
+
+@njit(**_OPTS)
 def watch_sample(wf, wi, now_s):
     """:meth:`InputWatch.sample`: a valid sample arrived at ``now_s``."""
     last = wf[W_LAST]
@@ -515,6 +527,7 @@ def warm_up() -> None:
     watch_sample(watch.wf, watch.wi, 0.0)
     watch_update(watch.wf, watch.wi, 0.0)
     held_fresh(0.0, 0.0, 1.0)
+    measurement_time(0, 0, True, 0.0)          # the types the Python callers pass (int stamps, a bool, a float)
     GuardState(OverloadGuard(1e-3, 1e-3, 1e-3, 0.0), ring=2).update(0.0, 0.0, 0, 1)
 
 
