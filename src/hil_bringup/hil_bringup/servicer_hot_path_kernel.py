@@ -33,7 +33,7 @@ from hil_common.policy_kernel import GI_HOLDING, P_DROPPED, P_LAST_LATE, P_STEPS
     guard_update, held_fresh, measurement_time, pacer_due, pacer_step_time, steps_since, watch_sample, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, hold_torque_command, mat_vec_into, pose_mul_into, relative_mapping_into, \
-    side_port_step, unforced_nominal_steps, xyzquat_into
+    side_port_step, unforced_nominal_over, xyzquat_into
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
@@ -243,7 +243,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
       clamps counted) and the counts;
     * or a tick the overload guard holds (:data:`QUIET_HELD`), as ``ServicerSide.tick`` and ``ServicerHotPath._command``
       hold: the nominal moved on over the held steps with the base co-moving (``ServicerAdmittance.advance_nominal``:
-      ``kernels.unforced_nominal_steps``), the arm's torques its gravity compensation at the held pose
+      ``kernels.unforced_nominal_over``), the arm's torques its gravity compensation at the held pose
       (``ArmFeedForward.hold_torques``: ``kernels.hold_torque_command``), and the table's command for that pose with no
       twist feed-forward (its check and steps 2-7). The port's output is the last step's.
 
@@ -340,16 +340,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
         # ServicerSide.tick's hold: the nominal moved on over the held steps, the base co-moving (g_s, V_s kept)
         # (RebaseFollower.advance -> ServicerAdmittance.advance_nominal -> client.unforced_nominal), the time with it
         duration = steps * dt_side
-        n = int(duration / dt_side + 1e-9)
-        for i in range(12):
-            g_c[i] = 0.0
-        g_c[0], g_c[4], g_c[8] = 1.0, 1.0, 1.0
-        for i in range(6):
-            v_c[i] = 0.0
-            w_c[i] = 0.0
-        mass, inertia9, inertia_inv9, m6, m6_inv = nominal
-        unforced_nominal_steps(g[0], v[:6], g_c, v_c, w_c, mass, inertia9, inertia_inv9, m6, m6_inv, dt_side, n,
-                               duration - n * dt_side)
+        unforced_nominal_over(g[0], v[:6], g_c, v_c, w_c, *nominal, dt_side, duration)
         lf[LF_T_SIDE] += duration
         hold_torque_command(g[1], *hold_args, tau_q)
         li[LI_HELD] += 1

@@ -70,11 +70,9 @@ def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nomi
     twist = np.array(twist_nominal_body, dtype=float).reshape(6)
     if not all_finite(twist):
         raise ConfigError(f'twist_nominal_body must be finite, got {twist.tolist()}')
-    n = int(duration_s / dt_s + 1e-9)
     g_n = kernels.pose_array(pin.SE3(pose_nominal_in_orbit))
-    g_c = _IDENTITY_POSE_ARRAY.copy()
-    kernels.unforced_nominal_steps(g_n, twist, g_c, np.zeros(6), np.zeros(6), *unforced_nominal_constants(body), dt_s,
-                                   n, duration_s - n * dt_s)
+    kernels.unforced_nominal_over(g_n, twist, np.empty(12), np.empty(6), np.empty(6), *unforced_nominal_constants(body),
+                                  dt_s, duration_s)
     return kernels.array_pose(g_n), twist
 
 
@@ -249,9 +247,9 @@ class ClientAdmittance:
         kernels.client_rkmk4_step(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass, self._inertia9,
                                   self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3)
         # and the nominal's steps while a node holds or drops steps (unforced_nominal's call: no step here)
-        kernels.unforced_nominal_steps(g.copy(), twist0.copy(), g.copy(), np.zeros(6), np.zeros(6), self._mass,
-                                       self._inertia9, self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3,
-                                       0, 0.0)
+        kernels.unforced_nominal_over(g.copy(), twist0.copy(), np.empty(12), np.empty(6), np.empty(6), self._mass,
+                                      self._inertia9, self._inertia_inv9, body.mass_matrix, body.mass_matrix_inv, 1e-3,
+                                      0.0)
         self.state.load_kernels()           # and what the nodes and a re-basing call on the state
 
     def restart(self, twist_client_body_0, pose_client_in_orbit_0: pin.SE3 | None = None,

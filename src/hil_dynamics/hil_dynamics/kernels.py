@@ -285,6 +285,23 @@ def unforced_nominal_steps(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_in
 
 
 @njit(**_OPTS)
+def unforced_nominal_over(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, h, duration):
+    """The nominal ``(g_n, V_n)`` moved on by ``duration`` in place, in :func:`unforced_nominal_steps` of ``h`` (the
+    last one shorter): :func:`hil_dynamics.client.unforced_nominal`'s steps, which a held servicer sample in a compiled
+    sample loop takes too (one definition of the step count). ``g_c``, ``v_c``, ``wrench``: scratch (the client at
+    rest on the nominal: set here)."""
+    for i in range(12):
+        g_c[i] = 0.0
+    g_c[0], g_c[4], g_c[8] = 1.0, 1.0, 1.0
+    for i in range(6):
+        v_c[i] = 0.0
+        wrench[i] = 0.0
+    n = int(duration / h + 1e-9)
+    unforced_nominal_steps(g_n, v_n, g_c, v_c, wrench, mass, inertia, inertia_inv, nom_m6, nom_m6_inv, h, n,
+                           duration - n * h)
+
+
+@njit(**_OPTS)
 def relative_mapping_into(g_n, v_n, g_rel, v_rel, g_out, v_out):
     """Seed 004 Eq. (23) on arrays: ``g = g_n g_rel``, ``V = V_rel + Ad_{g_rel^-1} V_n``."""
     for i in range(3):
@@ -1778,7 +1795,7 @@ def warm_up() -> None:
     body = RigidBody(10.0, [1.0, 2.0, 2.5])
     client = ClientAdmittance(body, np.full(6, 0.01))
     client.step(np.ones(6), 1e-3)
-    client.advance_nominal(2.5e-3, 1e-3)                     # the held nodes' nominal (unforced_nominal_steps)
+    client.advance_nominal(2.5e-3, 1e-3)                     # the held nodes' nominal (unforced_nominal_over)
     AbsoluteRigidBody(body, np.full(6, 0.01)).step(np.ones(6), 1e-3)
     loop = build_servicer_loop(servicer_lbr_urdf(), 'lbr_flange', body, np.full(6, 0.01), pin.SE3.Identity(), np.zeros(6),
                                np.full(7, 0.1), np.zeros(7))
