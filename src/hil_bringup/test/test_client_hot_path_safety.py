@@ -245,12 +245,9 @@ def test_on_the_twins_clock_a_held_up_node_judges_its_joints_by_their_stamps(tmp
     """On the twin's simulated clock the twin steps on its own before the client's first command. A hot path held up
     meanwhile (a busy start-up; here SIGSTOP for 0.4 s, twice, while a probe steps as the twin does: the joint state
     and the F/T sample of the step, stamped with its time, then ``/clock``) must judge the joint states queued for it
-    by their stamps: no ``joint_states: stale`` hold (by arrival each hold-up looked like 0.4 s without joints; the
-    live graph's start-up holds). Joint states that stop still hold."""
-    import os
-    import signal
-
-    from rosgraph_msgs.msg import Clock
+    by their stamps: no ``joint_states`` hold (by arrival each hold-up looked like 0.4 s without joints: 'recovering';
+    the live graph's start-up holds). Joint states that stop still hold."""
+    from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
 
     proc = start_hot_path(tmp_path, use_sim_time=True, joint_states_timeout_s=0.1)
     kin = make_kinematics('ur10e')
@@ -263,21 +260,16 @@ def test_on_the_twins_clock_a_held_up_node_judges_its_joints_by_their_stamps(tmp
                 m.message), 100)
             pub_js = node.create_publisher(JointState, '/hps/client/joint_states', 10)
             pub_ft = node.create_publisher(WrenchStamped, '/hps/client/ft/wrench', 10)
-            pub_clock = node.create_publisher(Clock, '/clock', 10)
-            twin = {'t': 10.0, 'joints': True}
+            twin, lab = FreeTwinClock(node, 0.004), {'joints': True}
 
             def step():
-                twin['t'] += 0.004
-                stamp = Clock()
-                sec = int(twin['t'])
-                stamp.clock.sec, stamp.clock.nanosec = sec, int(round((twin['t'] - sec) * 1e9))
-                if twin['joints']:
+                stamp = twin.step()
+                if lab['joints']:
                     q = commands[-1] if commands else kin.q_home
-                    pub_js.publish(JointState(header=Header(stamp=stamp.clock), name=list(kin.joint_names),
+                    pub_js.publish(JointState(header=Header(stamp=stamp), name=list(kin.joint_names),
                                               position=[float(v) for v in q]))
-                msg = WrenchStamped(header=Header(stamp=stamp.clock, frame_id='ft_sensor'))
-                pub_ft.publish(msg)
-                pub_clock.publish(stamp)
+                pub_ft.publish(WrenchStamped(header=Header(stamp=stamp, frame_id='ft_sensor')))
+                twin.publish()
 
             def stale_since(n):
                 return [m for m in statuses[n:] if 'joint_states' in m and ('stale' in m or 'recovering' in m)]
@@ -285,16 +277,9 @@ def test_on_the_twins_clock_a_held_up_node_judges_its_joints_by_their_stamps(tmp
             node.create_timer(0.004, step)
             assert spin_until(executor, lambda: len(commands) > 50, 30.0), (proc.poll(), statuses[-1:])
             n_status = len(statuses)
-            for _ in range(2):
-                os.kill(proc.pid, signal.SIGSTOP)
-                t_stop = twin['t']
-                spin_until(executor, lambda: False, 0.4)
-                os.kill(proc.pid, signal.SIGCONT)
-                assert twin['t'] - t_stop > 0.2          # the twin went on by twice the timeout
-                n = len(commands)
-                assert spin_until(executor, lambda: len(commands) > n + 25, 10.0), proc.poll()
+            stall_while_the_twin_steps(proc, executor, twin, commands, 25)
             assert not stale_since(n_status), stale_since(n_status)
-            twin['joints'] = False                      # lost feedback: held within the timeout
+            lab['joints'] = False                       # lost feedback: held within the timeout
             assert spin_until(executor, lambda: stale_since(n_status), 5.0), statuses[-3:]
         alive = proc.poll() is None
     finally:

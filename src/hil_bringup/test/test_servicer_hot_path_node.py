@@ -383,10 +383,7 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
     the joint states and the wrist sample of the step, stamped with its time, then ``/clock``) must judge the table's
     joint states queued for it by their stamps: no stale hold of the table (by arrival each hold-up looked like
     0.4 s without joints). Table joint states that stop still hold."""
-    import os
-    import signal
-
-    from rosgraph_msgs.msg import Clock
+    from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
 
     run = start_hot_path(tmp_path, use_sim_time=True)
     proc = run.proc
@@ -398,21 +395,17 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
             node.create_subscription(DiagnosticStatus, 'servicer/hot_path/status', lambda m: statuses.append(
                 m.message), 100)
             lab = lab_inputs(node, run, (0.0, 0.0, 0.0))
-            pub_clock = node.create_publisher(Clock, '/clock', 10)
-            twin = {'t': 10.0, 'table': True}
+            twin, sending = FreeTwinClock(node, 1.0 / RATE_HZ), {'table': True}
 
             def step():
-                twin['t'] += 1.0 / RATE_HZ
-                stamp = Clock()
-                sec = int(twin['t'])
-                stamp.clock.sec, stamp.clock.nanosec = sec, int(round((twin['t'] - sec) * 1e9))
+                stamp = twin.step()
                 for msg in (lab.arm_js, lab.table_js, lab.push):
-                    msg.header.stamp = stamp.clock
+                    msg.header.stamp = stamp
                 lab.pub_arm.publish(lab.arm_js)
-                if twin['table']:
+                if sending['table']:
                     lab.pub_table.publish(lab.table_js)
                 lab.pub_ft.publish(lab.push)
-                pub_clock.publish(stamp)
+                twin.publish()
 
             def table_stale_since(n):
                 return [m for m in statuses[n:] if 'stale_measurement' in m
@@ -421,16 +414,9 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
             node.create_timer(1.0 / RATE_HZ, step)
             assert spin_until(executor, lambda: len(commands) > 50, 30.0), (proc.poll(), statuses[-1:])
             n_status = len(statuses)
-            for _ in range(2):
-                os.kill(proc.pid, signal.SIGSTOP)
-                t_stop = twin['t']
-                spin_until(executor, lambda: False, 0.4)
-                os.kill(proc.pid, signal.SIGCONT)
-                assert twin['t'] - t_stop > 0.2          # the twin went on by twice the timeout
-                n = len(commands)
-                assert spin_until(executor, lambda: len(commands) > n + 50, 10.0), proc.poll()
+            stall_while_the_twin_steps(proc, executor, twin, commands, 50)
             assert not table_stale_since(n_status), (table_stale_since(n_status), statuses[n_status:])
-            twin['table'] = False                       # lost feedback: held within the timeout
+            sending['table'] = False                    # lost feedback: held within the timeout
             assert spin_until(executor, lambda: table_stale_since(n_status), 5.0), statuses[-3:]
         alive = proc.poll() is None
     finally:

@@ -248,6 +248,44 @@ def stall_node(proc: subprocess.Popen, executor, statuses: list, seconds: float 
     return next(s for s in statuses[n:] if s[0] == 2)
 
 
+class FreeTwinClock:
+    """A probe's stand-in for the lab twin stepping on its own (before a robot's first command it waits for nobody):
+    :meth:`step` moves the simulated time on by ``period_s`` and returns it as a ``builtin_interfaces/Time`` for the
+    step's stamps; the caller publishes the step's measurements with it, then :meth:`publish` sends ``/clock``
+    (``clock_topic``, remappable) as the twin does."""
+
+    def __init__(self, node, period_s: float, start_s: float = 10.0, clock_topic: str = '/clock'):
+        from rosgraph_msgs.msg import Clock
+
+        self.period_s, self.t = float(period_s), float(start_s)
+        self.msg = Clock()
+        self.pub = node.create_publisher(Clock, clock_topic, 10)
+
+    def step(self):
+        self.t += self.period_s
+        sec = int(self.t)
+        self.msg.clock.sec, self.msg.clock.nanosec = sec, int(round((self.t - sec) * 1e9))
+        return self.msg.clock
+
+    def publish(self) -> None:
+        self.pub.publish(self.msg)
+
+
+def stall_while_the_twin_steps(proc: subprocess.Popen, executor, twin: FreeTwinClock, outputs: list, more: int,
+                               seconds: float = 0.4, times: int = 2) -> None:
+    """A node held up while the twin steps on (a busy start-up): its process stopped for ``seconds`` (SIGSTOP),
+    ``times`` times, the probe's ``twin`` stepping meanwhile (its executor spun); after each, ``more`` new
+    ``outputs`` (the node's commands) must come. Asserts the simulated time went on by at least half the stall."""
+    for _ in range(times):
+        os.kill(proc.pid, signal.SIGSTOP)
+        t_stop = twin.t
+        spin_until(executor, lambda: False, seconds)
+        os.kill(proc.pid, signal.SIGCONT)
+        assert twin.t - t_stop > 0.5 * seconds, (twin.t, t_stop)
+        n = len(outputs)
+        assert spin_until(executor, lambda: len(outputs) > n + more, 10.0), (proc.poll(), len(outputs) - n)
+
+
 def throttle_node(proc: subprocess.Popen, stall_s: float, run_s: float, seconds: float):
     """What a machine busy with other work does to a node: its process gets no CPU for ``stall_s`` of
     every ``stall_s + run_s`` (SIGSTOP, SIGCONT), for ``seconds``, in a thread (the caller spins its

@@ -125,15 +125,13 @@ def test_a_node_that_falls_behind_judges_the_joints_it_has_received_not_its_queu
     """On the twin's simulated clock the twin may step without waiting for the table (before the table's first
     command, or after a barrier miss). A table node held up meanwhile (a start-up on a busy machine; here
     SIGSTOP for 0.4 s) then takes the newest ``/clock`` (depth 1) before the joint states and the pose commands
-    queued behind it (depth 10 each; an executor takes one message per entity per wait, ``/clock`` first). It
-    must judge the joints by what has arrived, not by the order its executor takes them: no stale hold (CI's
-    failed live capture: the servicer table held 1 s at the start, its catch-up shook the arm, no grasp).
-    Joint states that really stop still hold within the timeout."""
-    import os
-    import signal
-
+    queued behind it (an executor takes one message per entity per wait, ``/clock`` first). It must judge the
+    joints by when they were taken (their stamps) and after those that arrived before the pose, not by the order
+    its executor takes them: no stale hold (CI's failed live capture: the servicer table held 1 s at the start,
+    its catch-up shook the arm, no grasp). Joint states that really stop still hold within the timeout."""
     from diagnostic_msgs.msg import DiagnosticStatus
-    from rosgraph_msgs.msg import Clock
+
+    from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
 
     node, executor = ros
     kin = make_kinematics('ur10e')
@@ -145,22 +143,20 @@ def test_a_node_that_falls_behind_judges_the_joints_it_has_received_not_its_queu
                              lambda m: commands.append(np.array(m.data)), 1000)
     node.create_subscription(DiagnosticStatus, '/mtlag/table/status', statuses.append, 100)
     pub_js = node.create_publisher(JointState, '/mtlag/joint_states', 10)
-    pub_clock = node.create_publisher(Clock, '/mtlag/clock', 10)
     pub_pose = node.create_publisher(PoseStamped, '/mtlag/table/pose_cmd', 10)
-    twin = {'t': 10.0, 'joints': True, 'k': 0}
+    twin = FreeTwinClock(node, 0.004, clock_topic='/mtlag/clock')
+    lab = {'joints': True, 'k': 0}
 
-    def step():   # a free-running twin: the states of the step, its /clock, and the stack's pose for it
-        twin['t'] += 0.004
-        stamp = Clock()
-        seconds_to_stamp(twin['t'], stamp.clock)
-        if twin['joints']:
+    def step():   # the states of the step, its /clock, and the stack's pose for it
+        stamp = twin.step()
+        if lab['joints']:
             q = commands[-1] if commands else kin.q_home
-            pub_js.publish(JointState(header=Header(stamp=stamp.clock), name=list(kin.joint_names),
+            pub_js.publish(JointState(header=Header(stamp=stamp), name=list(kin.joint_names),
                                       position=[float(v) for v in q]))
-        pub_clock.publish(stamp)
-        twin['k'] += 1
-        msg = PoseStamped(header=Header(stamp=stamp.clock))
-        pose_to_msg(pin.SE3(home.rotation, home.translation + np.array([1e-4 * twin['k'], 0.0, 0.0])), msg.pose)
+        twin.publish()
+        lab['k'] += 1
+        msg = PoseStamped(header=Header(stamp=stamp))
+        pose_to_msg(pin.SE3(home.rotation, home.translation + np.array([1e-4 * lab['k'], 0.0, 0.0])), msg.pose)
         pub_pose.publish(msg)
 
     def stale_since(n):
@@ -171,16 +167,9 @@ def test_a_node_that_falls_behind_judges_the_joints_it_has_received_not_its_queu
         assert spin_until(executor, lambda: len(commands) > 100, 30.0), proc.poll()
         n_status = len(statuses)
         assert not stale_since(0), stale_since(0)
-        for _ in range(2):
-            os.kill(proc.pid, signal.SIGSTOP)
-            t_stop = twin['t']
-            spin_until(executor, lambda: False, 0.4)
-            os.kill(proc.pid, signal.SIGCONT)
-            assert twin['t'] - t_stop > 0.2          # the twin went on by twice the timeout
-            n = len(commands)
-            assert spin_until(executor, lambda: len(commands) > n + 100, 10.0), proc.poll()
+        stall_while_the_twin_steps(proc, executor, twin, commands, 100)
         assert not stale_since(n_status), stale_since(n_status)
-        twin['joints'] = False                      # lost feedback: held within the timeout
+        lab['joints'] = False                       # lost feedback: held within the timeout
         assert spin_until(executor, lambda: stale_since(n_status), 5.0), [s.message for s in statuses[-3:]]
     finally:
         out = stop_process(proc)
