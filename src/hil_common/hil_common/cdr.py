@@ -159,7 +159,6 @@ class JointStateReader:
 
         self._decode = JointStateDecoder()
         self._order = JointOrder(expected_names)
-
         self.stamp_s = 0.0                       # the header stamp of the last message read [s]
 
     def __call__(self, buf) -> tuple[np.ndarray | None, np.ndarray | None]:

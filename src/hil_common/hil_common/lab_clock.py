@@ -92,4 +92,5 @@ def ros_to_lab_seconds(node, ros_s: float) -> float:
     return ros_s - (node.get_clock().now().nanoseconds * 1e-9 - time.monotonic())
 
 
-__all__ = ['JOINT_STATES_DEPTH', 'MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch', 'ros_to_lab_seconds', 'uses_sim_time']
+__all__ = ['JOINT_STATES_DEPTH', 'MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch',
+           'ros_to_lab_seconds', 'uses_sim_time']
