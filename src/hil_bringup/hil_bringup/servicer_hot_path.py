@@ -194,9 +194,9 @@ class ServicerHotPath:
 
     def table_rows_args(self) -> tuple:
         """``servicer_hot_path_kernel.table_joint_rows``' arguments after the rows and the times (with the joints on
-        arrays): whether a row's time is its stamp (``joints_by_stamp``), whether the table started, its measured joints, the joints' watch, the twist's work and the held
-        measured twist. ``initialized`` is read now: a caller that keeps them makes them again once the table
-        started."""
+        arrays): whether a row's time is its stamp (``joints_by_stamp``), whether the table started, its measured
+        joints, the joints' watch, the twist's work and the held measured twist. ``initialized`` is read now: a caller
+        that keeps them makes them again once the table started."""
         (c, ad, poses, jac, scratch), w, tw = self._inputs.twist_work, self._inputs.watch, self._inputs.twist
         return (self.joints_by_stamp, self.table.initialized, self._q_table, self._q_table_flag, w.wf, w.wi,
                 c.placements, c.kind, c.axis, c.frame_placement, ad, poses, jac, scratch, tw.value, tw.stamp)
