@@ -243,10 +243,10 @@ def test_a_stalled_hot_path_node_holds_and_resumes_on_its_own(tmp_path):
 
 def test_on_the_twins_clock_a_held_up_node_judges_its_joints_by_their_stamps(tmp_path):
     """On the twin's simulated clock the twin steps on its own before the client's first command. A hot path held up
-    meanwhile (a busy start-up; here SIGSTOP for 0.4 s, twice, while a probe steps as the twin does: the joint state
-    and the F/T sample of the step, stamped with its time, then ``/clock``) must judge the joint states queued for it
-    by their stamps: no ``joint_states`` hold (by arrival each hold-up looked like 0.4 s without joints: 'recovering';
-    the live graph's start-up holds). Joint states that stop still hold."""
+    meanwhile (a busy start-up; here SIGSTOPped, twice, while a probe steps 0.3 s of simulated time on as the twin
+    does: the joint state and the F/T sample of the step, stamped with its time, then ``/clock``) must judge the joint
+    states queued for it by their stamps: no ``joint_states`` hold (by arrival each hold-up looked like 0.3 s without
+    joints: 'recovering'; the live graph's start-up holds). Joint states that stop still hold."""
     from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
 
     proc = start_hot_path(tmp_path, use_sim_time=True, joint_states_timeout_s=0.1)

@@ -379,10 +379,10 @@ def test_an_overload_hold_runs_in_the_compiled_loop_with_the_arms_gravity_compen
 
 def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_stamps(tmp_path):
     """On the twin's simulated clock the twin steps on its own before the servicer table's first command. The fused
-    node held up meanwhile (a busy start-up; here SIGSTOP for 0.4 s, twice, while a probe steps as the twin does:
-    the joint states and the wrist sample of the step, stamped with its time, then ``/clock``) must judge the table's
-    joint states queued for it by their stamps: no stale hold of the table (by arrival each hold-up looked like
-    0.4 s without joints). Table joint states that stop still hold."""
+    node held up meanwhile (a busy start-up; here SIGSTOPped, twice, while a probe steps 0.3 s of simulated time on as
+    the twin does: the joint states and the wrist sample of the step, stamped with its time, then ``/clock``) must
+    judge the table's joint states queued for it by their stamps: no stale hold of the table (by arrival each hold-up
+    looked like 0.3 s without joints). Table joint states that stop still hold."""
     from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
 
     run = start_hot_path(tmp_path, use_sim_time=True)

@@ -123,12 +123,13 @@ def test_stale_joint_states_hold_then_recover_on_their_own(ros):
 
 def test_a_node_that_falls_behind_judges_the_joints_it_has_received_not_its_queue_order(ros):
     """On the twin's simulated clock the twin may step without waiting for the table (before the table's first
-    command, or after a barrier miss). A table node held up meanwhile (a start-up on a busy machine; here
-    SIGSTOP for 0.4 s) then takes the newest ``/clock`` (depth 1) before the joint states and the pose commands
-    queued behind it (an executor takes one message per entity per wait, ``/clock`` first). It must judge the
-    joints by when they were taken (their stamps) and after those that arrived before the pose, not by the order
-    its executor takes them: no stale hold (CI's failed live capture: the servicer table held 1 s at the start,
-    its catch-up shook the arm, no grasp). Joint states that really stop still hold within the timeout."""
+    command, or after a barrier miss). A table node held up meanwhile (a start-up on a busy machine; here SIGSTOPped
+    while a probe steps 0.3 s of simulated time on, twice) then takes the newest ``/clock`` (depth 1) before the
+    joint states and the pose commands queued behind it (an executor takes one message per entity per wait,
+    ``/clock`` first). It must judge the joints by when they were taken (their stamps) and after those that arrived
+    before the pose, not by the order its executor takes them: no stale hold (CI's failed live capture: the servicer
+    table held 1 s at the start, its catch-up shook the arm, no grasp). Joint states that really stop still hold
+    within the timeout."""
     from diagnostic_msgs.msg import DiagnosticStatus
 
     from hil_common.ros_testing import FreeTwinClock, stall_while_the_twin_steps
