@@ -62,7 +62,7 @@ from hil_common import rcl_io
 from hil_common.params import Param, declare_parameters
 from hil_common.realtime import make_realtime
 from hil_common.sample_trace import TRACE_PARAM, SampleTrace
-from hil_common.lab_clock import (JOINT_STATES_DEPTH, clock_ns, lab_seconds, measurement_seconds, mission_epoch,
+from hil_common.lab_clock import (clock_ns, joint_states_depth, lab_seconds, measurement_seconds, mission_epoch,
                                   ros_to_lab_seconds, uses_sim_time)
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
@@ -130,10 +130,11 @@ class ClientHotPathNode(Node):
         # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
         # (a joint state's time: its stamp under use_sim_time, hil_common.lab_clock.measurement_seconds)
         self.measured_at = measurement_seconds(self)
-        self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', JOINT_STATES_DEPTH, raw=True)
+        depth = joint_states_depth(self)
+        self.joints_in = PolledSubscription(self, JointState, 'client/joint_states', depth, raw=True)
         self.compiled_io = None         # (the joint states, the robot command) in compiled code (hil_common.rcl_io)
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
-            self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names, JOINT_STATES_DEPTH),
+            self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names, depth),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
         self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)

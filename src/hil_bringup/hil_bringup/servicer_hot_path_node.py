@@ -70,7 +70,7 @@ from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStat
 from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
 from hil_common.sample_loop import LoopThread
 from hil_common.errors import ConfigError
-from hil_common.lab_clock import JOINT_STATES_DEPTH, lab_seconds, measurement_seconds, uses_sim_time
+from hil_common.lab_clock import joint_states_depth, lab_seconds, measurement_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
 from hil_common.polled import PolledSubscription
@@ -139,16 +139,15 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'servicer/forward_position_controller/commands', 10)
         self.encode_cmd = Float64ArrayEncoder(len(self.table_names))        # published as raw CDR
         self.trace = SampleTrace(self, 'servicer/hot_path/trace', p.trace_sample_stamps)
-        self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', JOINT_STATES_DEPTH,
-                                                  raw=True)
+        depth = joint_states_depth(self)
+        self.table_joints_in = PolledSubscription(self, JointState, 'servicer/joint_states', depth, raw=True)
         self.compiled_io = None          # (table joints, arm joints, robot command, effort command) in compiled code
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             arm_in = self.polled[0][0]           # servicer_arm/joint_states, the first of the admittance's polled
             self.polled_others = tuple(self.polled[1:])      # the OBSW's commands (and the client's state)
             # taken in one compiled call (mostly none waits: an empty take through rclpy costs its Python)
             self.polled_takes = rcl_io.SerializedTakes([sub.handle for sub, _ in self.polled_others])
-            self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names,
-                                                        JOINT_STATES_DEPTH),
+            self.compiled_io = (rcl_io.JointStateStream(self.table_joints_in.handle, self.table_names, depth),
                                 rcl_io.JointStateStream(arm_in.handle, self.joint_names),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.table_names)),
                                 rcl_io.Float64ArrayPublisher(self.pub_effort, len(self.joint_names)))

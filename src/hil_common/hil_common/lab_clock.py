@@ -40,10 +40,13 @@ def lab_seconds(node) -> Callable[[], float]:
     return lambda: handle.get_now().nanoseconds * 1e-9
 
 
-#: The joint states a node keeps waiting (KEEP_LAST): 2 s of a 250 Hz robot. With their stamps as their times
-#: (:func:`measurement_seconds`) a hold-up of the node shorter than that shows no gap between them (a freshness
-#: watch holds for a gap longer than its timeout, :class:`hil_common.freshness.InputWatch`).
-JOINT_STATES_DEPTH = 500
+def joint_states_depth(node) -> int:
+    """How many joint states a node keeps waiting (KEEP_LAST). Under ``use_sim_time``: 500, 2 s of a 250 Hz robot.
+    With their stamps as their times (:func:`measurement_seconds`) a hold-up of the node shorter than that shows no
+    gap between them (a freshness watch holds for a gap longer than its timeout,
+    :class:`hil_common.freshness.InputWatch`). On the wall clock they are timed by their arrival, so older ones
+    would add nothing: 10."""
+    return 500 if uses_sim_time(node) else 10
 
 
 def measurement_seconds(node) -> Callable[[float], float]:
@@ -92,5 +95,5 @@ def ros_to_lab_seconds(node, ros_s: float) -> float:
     return ros_s - (node.get_clock().now().nanoseconds * 1e-9 - time.monotonic())
 
 
-__all__ = ['JOINT_STATES_DEPTH', 'MISSION_EPOCH_PARAM', 'lab_seconds', 'measurement_seconds', 'mission_epoch',
+__all__ = ['MISSION_EPOCH_PARAM', 'joint_states_depth', 'lab_seconds', 'measurement_seconds', 'mission_epoch',
            'ros_to_lab_seconds', 'uses_sim_time']

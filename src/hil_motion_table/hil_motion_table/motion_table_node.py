@@ -59,7 +59,7 @@ from hil_common.conversions import (pose_from_msg, seconds_to_stamp, stamp_to_se
 from hil_common.errors import InputError
 from hil_common.freshness import InputWatch
 from hil_common.params import Param, ParameterError, declare_parameters
-from hil_common.lab_clock import JOINT_STATES_DEPTH, lab_seconds, measurement_seconds
+from hil_common.lab_clock import joint_states_depth, lab_seconds, measurement_seconds
 from hil_common.ros_main import run_node
 from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.kinematics import HexapodKinematics
@@ -240,7 +240,7 @@ class MotionTableNode(Node):
         self.create_subscription(PoseStamped, 'table/pose_cmd', self.on_pose, 10)
         self.create_subscription(TwistStamped, 'table/twist_cmd', self.on_twist, 10)
         self.joints_in = self.create_subscription(JointState, 'joint_states', self.on_joint_states,
-                                                  JOINT_STATES_DEPTH)
+                                                  joint_states_depth(self))
         if self.output == 'forward_position':
             self.pub_cmd = self.create_publisher(Float64MultiArray, 'forward_position_controller/commands', 10)
         else:
