@@ -56,8 +56,6 @@ def relative_mapping(pose_nominal_in_orbit: pin.SE3, twist_nominal_body,
 #: ``_FREE_INTEGRATORS_KEPT`` of them (an integrator holds its body, so weak keys would never let one go)
 _free_integrators = threading.local()
 _FREE_INTEGRATORS_KEPT = 8
-#: the client at rest on its nominal (``g_c``), as a 12-array pose
-_IDENTITY_POSE_ARRAY = kernels.pose_array(pin.SE3.Identity())
 
 
 def unforced_nominal(body: RigidBody, pose_nominal_in_orbit: pin.SE3, twist_nominal_body, duration_s: float,
