@@ -230,11 +230,10 @@ class ServicerHotPath:
         """The table's joint states of a take (``hil_common.rcl_io.JointStateStream``'s ``q, dq, stamps, flags``), in
         order, each as :meth:`table_joints` at its time (its stamp with ``joints_by_stamp``, else ``now_s``;
         ``side_now_s``; without its positions: ``q`` None, without its velocities: ``dq`` None); a malformed row
-        refused and
-        counted. The rows from the first on go in compiled code (``servicer_hot_path_kernel.table_joint_rows``) up
-        to the first it leaves (a malformed or partial row, or the first joints, which start the table), the rest
-        in Python (all of them with ``compiled=False``). Returns how many went in compiled code and the last
-        malformed row's decode error ('' if none), for the node's warning."""
+        refused and counted. The rows from the first on go in compiled code
+        (``servicer_hot_path_kernel.table_joint_rows``) up to the first it leaves (a malformed or partial row, or the
+        first joints, which start the table), the rest in Python (all of them with ``compiled=False``). Returns how
+        many went in compiled code and the last malformed row's decode error ('' if none), for the node's warning."""
         inputs = self.inputs_on_arrays() if compiled else None
         start, malformed = 0, ''
         if inputs is not None and (n_rows > 0 or load):
