@@ -35,12 +35,14 @@ included) runs in one compiled call on the state of :class:`hil_bringup.servicer
 (the same commands, to the bit), which the node leaves before anything else reads or changes what it owns (the wrist
 sensor's fault, the OBSW's phase, the reset, the status, the watchdog); the other samples run in the rule's Python. At
 its stop the node logs how many samples ran in the compiled call.
-With ``sample_thread`` (the default, with ``compiled_samples``; on the lab's wall clock, not under ``use_sim_time``, where
-the twin's ``/clock`` must be taken before the samples that follow it) the wrist samples are not the executor's: a thread of
+With ``sample_thread`` (the default, with ``compiled_samples``) the wrist samples are not the executor's: a thread of
 the node runs :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop` (:class:`SampleThread`), which waits for
 them and takes, runs and answers each quiet one (its joints, the OBSW's commands, the step, the messages) with no
 Python; the callbacks that read or change the rule run paused (:meth:`ServicerHotPathNode.paused`), and what the loop
-does not run comes back to the node's Python as an event (:meth:`ServicerHotPathNode.on_loop_event`).
+does not run comes back to the node's Python as an event (:meth:`ServicerHotPathNode.on_loop_event`). Under
+``use_sim_time`` the loop takes the twin's ``/clock`` itself before each sample (a ``/clock`` at least as new as the
+sample's stamp, waited for a little), and the node's Python reads the newest of that and of the ROS clock
+(:meth:`SampleThread.clock_ns`).
 """
 
 from __future__ import annotations
@@ -96,8 +98,8 @@ PARAMS = [*[p for p in servicer_node.PARAMS if not p.name.startswith('overload_'
                 '(the same commands, to the bit), the others in the rule\'s Python; false: every sample in Python'),
           Param('sample_thread', True, 'With compiled_samples: take and run the wrist samples in a compiled loop in a '
                 'thread of the node (hil_bringup.servicer_sample_loop: no Python between quiet samples), the callbacks '
-                'that touch the rule pausing it; on the lab\'s wall clock (under use_sim_time, and false: in the '
-                'wrist subscription\'s callback)'),
+                'that touch the rule pausing it (under use_sim_time the loop takes the twin\'s /clock itself; false: '
+                'in the wrist subscription\'s callback)'),
           TRACE_PARAM]
 
 
@@ -172,13 +174,10 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self.last_holding = None
         self.status.paused = self.paused        # its publish reads the guard the loop steps
         if self.loop_state is None and p.sample_thread:
-            if uses_sim_time(self):
-                # The twin's /clock and the wrist samples are taken in one thread, in the order they came: a loop of
-                # its own read the clock before the executor had set it, ran no step for the sample, and the twin
-                # waited for the command (the live Envisat graph at 0.077 of real time against about 0.3)
-                self.get_logger().info('sample_thread: the wrist samples run in their callback under use_sim_time')
-            else:
-                self.samples = SampleThread(self)
+            self.samples = SampleThread(self)
+            if self.samples.sim:      # the node's Python reads the twin's time as the loop does
+                self.clock_ns = self.samples.clock_ns
+                self.lab_now = lambda: self.clock_ns() * 1e-9
         # Without wrist samples the steps go on held (the effort controller keeps its last command). The
         # watchdog also takes the joints then, often enough for the table's joint watch.
         self.create_timer(max(min(p.input_timeout_s, 0.5 * p.joint_states_timeout_s), 0.01),
@@ -514,8 +513,9 @@ class SampleThread:
     """The node's wrist samples taken and run in :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop`, in a
     thread of the node's own (:class:`hil_common.sample_loop.LoopThread`): the wrist's subscription one no executor
     waits on; the loop's inputs (the joints' streams, the OBSW's and the client's subscriptions) and its outputs (the
-    node's compiled publishers) the node's own (``compiled_io``). On the lab's wall clock only (not under
-    ``use_sim_time``: the twin's ``/clock`` is the executor's, and the samples must come after it). The events go to
+    node's compiled publishers) the node's own (``compiled_io``). Under ``use_sim_time`` a subscription of its own to
+    the twin's ``/clock`` too, which the loop takes before each sample (:attr:`newest`; rclpy's time source, which sets
+    the ROS clock in the executor's thread, may not have taken it yet). The events go to
     :meth:`ServicerHotPathNode.on_loop_event`, and :meth:`ServicerHotPathNode.loop_arguments` runs before each entry.
     The loop is loaded here (compiled the first time), not in the thread."""
 
@@ -524,6 +524,7 @@ class SampleThread:
 
     def __init__(self, node: 'ServicerHotPathNode'):
         from rclpy.clock import Clock, ClockType
+        from rosgraph_msgs.msg import Clock as ClockMessage
 
         self.node = node
         node.destroy_subscription(node.wrist_in)          # the wrist's samples: the loop's, no executor's
@@ -542,10 +543,18 @@ class SampleThread:
         self.client_lengths, self.client_times = np.zeros(self.CLIENT_ROWS, dtype=np.int64), np.zeros(self.CLIENT_ROWS)
         self.client = (np.array([int(sub.handle.pointer) for sub, _ in others[2:]], dtype=np.int64),
                        self._message.words, info, self.client_rows, self.client_lengths, self.client_times)
-        # the lab's clock (the steady one: the node runs on the wall clock) and the node's (ROS time)
+        # the lab's clock (the steady one on the wall clock; under use_sim_time it times the wait for a /clock only)
+        # and the node's (ROS time)
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.clocks = np.array([int(self._steady.handle.pointer), int(node.get_clock().handle.pointer), node.t0_ns],
-                               dtype=np.int64)
+        self.sim = uses_sim_time(node)
+        self._node_clock = node.get_clock().handle
+        self.clocks = np.array([int(self._steady.handle.pointer), int(self._node_clock.pointer), node.t0_ns,
+                                int(self.sim)], dtype=np.int64)
+        # under use_sim_time the twin's /clock, taken by the loop before each sample (servicer_sample_loop._sim_time)
+        self.newest = np.zeros(sl.N_SIM, dtype=np.int64)
+        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True) if self.sim else None
+        self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
+        self._clock_message = rcl_io.SerializedMessage()
         table, arm, cmd, effort = node.compiled_io
         self.table_js, self.arm_js = table.take_args(), arm.take_args()
         self._cmd, self._effort = cmd, effort
@@ -566,7 +575,18 @@ class SampleThread:
     def _first_arguments(self, stop_guard: int) -> tuple:
         self._waiting = (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
                          np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000)
+        # on the wall clock the loop reads none of these (arrays of the same types: one compiled loop for both)
+        clock_in = np.array([int(self.clock_in.handle.pointer) if self.sim else 0], dtype=np.int64)
+        words = self.clock_wait_set.words if self.sim else np.zeros_like(self.wait_set.words)
+        self._sim = (clock_in, self._clock_message.words, np.zeros(64, dtype=np.uint64), self.newest, words, clock_in,
+                     np.array([stop_guard], dtype=np.int64), np.zeros(2, dtype=np.int64))
         return self.arguments(None)
+
+    def clock_ns(self) -> int:
+        """The node's clock [ns] as the loop reads it (``servicer_sample_loop._clock_s``): under ``use_sim_time`` the
+        newest of the ROS clock's reading (rclpy's time source) and the ``/clock`` the loop took, so that the node's
+        Python, which runs the samples the loop hands it, never reads an older time than the loop did."""
+        return max(self._node_clock.get_now().nanoseconds, int(self.newest[sl.S_NEWEST]))
 
     def arguments(self, loop: SampleLoopState | None) -> tuple:
         """The loop's arguments on ``loop``'s state (entered), or on placeholders of its types (None: the loop
@@ -575,7 +595,7 @@ class SampleThread:
         q_cmd, tau_q = (loop.q_cmd, loop.tau_q) if loop is not None else self._probe_out
         out = (self._cmd.publish_args(q_cmd), self._effort.publish_args(tau_q), self._trace, self._decimated,
                int(node.decimation), int(node.t0_ns), node.decimated_fields, node._decimated_scratch)
-        return (self._waiting, self.stream.take_args(), self.clocks, self.table_js, node.rule.table_rows_args(),
+        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.table_js, node.rule.table_rows_args(),
                 self.arm_js, node.rule.arm_rows_args(), self.obsw, self.client,
                 loop.args() if loop is not None else self.probe, out, node._ctl)
 
@@ -625,11 +645,13 @@ class SampleThread:
             if self.thread.error is not None:
                 self.node.get_logger().error(f'servicer_samples: the compiled loop ended: {self.thread.error}')
             self.take_client_rows()
-        ctl = self.node._ctl
+        ctl, newest = self.node._ctl, self.newest
         events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
+        clock = (f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
+                 f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed') if self.sim else ''
         return (f'; in a thread: {int(ctl[sl.K_SAMPLES])} samples, {int(ctl[sl.K_STEPS])} steps, '
                 f'{int(ctl[sl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
-                f'{self.python_s * 1e3:.0f} ms of CPU in its Python')
+                f'{self.python_s * 1e3:.0f} ms of CPU in its Python{clock}')
 
     def release(self) -> None:
         """The loop's rcl objects freed (after :meth:`stop`, if its thread ended)."""
@@ -638,6 +660,10 @@ class SampleThread:
         self.wait_set.release()
         self.stream.release()
         self._message.release()
+        self._clock_message.release()
+        if self.sim:
+            self.clock_wait_set.release()
+            self.clock_in.destroy()
 
 
 #: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it

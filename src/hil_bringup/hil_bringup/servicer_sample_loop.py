@@ -6,8 +6,13 @@ its own (:mod:`hil_common.rcl_io`) for the wrist's wrenches (a subscription no e
 guard condition (``hil_common.sample_loop.LoopThread``), and for each wrench, in the order the node's Python takes
 them:
 
-1. the lab's and the node's clocks read (rcl clocks: the steady one and the node's; the node runs the loop on the
-   lab's wall clock only: under ``use_sim_time`` the twin's ``/clock`` is the executor's to take before a sample);
+1. the lab's and the node's clocks read: on the lab's wall clock the steady one and the node's (rcl clocks); under
+   ``use_sim_time`` the twin's time, which the loop takes from ``/clock`` itself (:func:`_sim_time`): the newest
+   ``/clock`` waiting, waited for (at most :data:`CLOCK_WAIT_NS`) while it is older than the wrist sample's stamp (the
+   F/T driver stamps on the twin's clock, so a ``/clock`` at least as new is on its way), or the node clock's reading
+   if rclpy's time source set a newer one. Before, the loop read the node's clock, which the executor's thread sets:
+   a sample taken before the executor had handled the step's ``/clock`` found no step due, and the twin waited for
+   the command (the live Envisat graph at 0.077 of real time against about 0.3);
 2. the table's joint states waiting taken and handed to the rule (``servicer_hot_path_kernel.table_joint_rows``),
    then the arm's (``arm_joint_rows``), then the OBSW's base wrench and torques, decoded and held
    (``ServicerSide.set_wrench_base``, ``set_tau``: the held inputs' arrays), then the client's states (kept as
@@ -40,7 +45,7 @@ from hil_common import rcl_io as _rcl_io
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_LEVEL, P_STEPS, pacer_step_time
 from hil_common.rcl_io import RCL_RET_OK, RCL_RET_TIMEOUT, clock_now_ns, decode_float64_array, decode_wrench, \
-    message_bytes, publish_all_stamped, publish_float64_array, publish_serialized, take_joint_states, \
+    message_bytes, publish_all_stamped, publish_float64_array, publish_serialized, take_clock, take_joint_states, \
     take_serialized, take_wrenches, wait, write_stamp
 
 #: the loop's return: its stop guard condition was triggered (``hil_common.sample_loop.STOPPED``)
@@ -70,20 +75,80 @@ EVENTS = {EV_SAMPLE: 'sample', EV_WRIST: 'wrist', EV_TABLE_ROWS: 'table rows', E
 #: counts (samples, steps and held ticks, wake-ups, OBSW messages, client states kept)
 K_NEXT, K_ROWS, K_ROW, K_AT, K_TAKEN, K_ENTERED, K_AFTER, K_LEVEL, K_OUTPUTS, K_SAMPLES, K_STEPS, K_WAKES, K_OBSW, \
     K_CLIENT, K_AFTER_HELD, N_CTL = range(16)
-#: ``clocks``: the lab clock's rcl address (the steady clock), the node clock's, the node's start on its clock [ns]
-C_LAB, C_NODE, C_T0 = range(3)
+#: ``clocks``: the lab clock's rcl address (the steady clock), the node clock's, the node's start on its clock [ns],
+#: 1 under ``use_sim_time`` (the twin's time: the loop takes ``/clock``, :func:`_sim_time`) else 0
+C_LAB, C_NODE, C_T0, C_SIM = range(4)
+#: ``sim``'s ``newest``: the newest ``/clock`` the loop took [ns] (0: none yet), the malformed ones, the samples that
+#: waited for a ``/clock`` as new as their stamp, and those that stopped waiting after :data:`CLOCK_WAIT_NS`
+S_NEWEST, S_MALFORMED, S_WAITED, S_LATE, N_SIM = range(5)
+#: how long (steady time) a wrist sample stamped ahead of the newest ``/clock`` waits for it; then it runs on the time
+#: the loop has, as the node's Python would. In the live Envisat graph none waits (the drivers stamp on the twin's
+#: clock as they have it, no newer than the ``/clock`` on its way to this node), so this bounds only a rare late
+#: ``/clock``
+CLOCK_WAIT_NS = 200_000_000
+#: a stamp further ahead of the newest ``/clock`` is not waited for: not the twin's time (a driver on another clock),
+#: or ``/clock`` not there yet
+CLOCK_AHEAD_NS = 1_000_000_000
 
 
 @njit(cache=True, nogil=True)
-def _clock_s(clocks, scratch):
-    """The lab's time [s] (``hil_common.lab_clock.lab_seconds`` on the wall clock: ``time.monotonic``'s seconds) and
-    the node's since its start (``_now_s``); nan after an rcl error."""
+def _clock_s(clocks, newest, scratch):
+    """The lab's time [s] (``hil_common.lab_clock.lab_seconds``: ``time.monotonic``'s seconds on the wall clock, the
+    twin's time under ``use_sim_time``) and the node's since its start (``_now_s``); nan after an rcl error. Under
+    ``use_sim_time`` both are the newest of the node clock's reading and the ``/clock`` the loop took
+    (``newest[S_NEWEST]``), as the node's Python reads them (``SampleThread.clock_ns``)."""
+    if clocks[C_SIM]:
+        if clock_now_ns(clocks[C_NODE], scratch) != RCL_RET_OK:
+            return np.nan, np.nan
+        ns = max(scratch[0], newest[S_NEWEST])
+        return ns / 1e9, (ns - clocks[C_T0]) * 1e-9
     if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
         return np.nan, np.nan
     lab = scratch[0] / 1e9
     if clock_now_ns(clocks[C_NODE], scratch) != RCL_RET_OK:
         return np.nan, np.nan
     return lab, (scratch[0] - clocks[C_T0]) * 1e-9
+
+
+@njit(cache=True, nogil=True)
+def _sim_time(sim, stamp, clocks, scratch):
+    """Under ``use_sim_time``, before a wrist sample stamped ``stamp`` (sec, nanosec) runs: the ``/clock`` waiting
+    taken (``sim``: its subscription's address, the take's message and info, ``newest`` (:data:`S_NEWEST` ...), a wait
+    set of the subscription and the loop's stop guard: its words, the two addresses' arrays, ``ready``), and while the
+    newest time is older than the stamp (by at most :data:`CLOCK_AHEAD_NS`), waited for, at most :data:`CLOCK_WAIT_NS`
+    of steady time. 1; 0 when the stop guard was triggered (the sample not taken); ``-(rcl's return)``."""
+    subscription, message, info, newest, wait_set, waited, guards, ready = sim
+    n = take_clock(subscription[0], message, info, newest)
+    if n < 0:
+        return n
+    want = stamp[0] * 1_000_000_000 + stamp[1]
+    if newest[S_NEWEST] >= want or want - newest[S_NEWEST] > CLOCK_AHEAD_NS:
+        return 1
+    if clock_now_ns(clocks[C_NODE], scratch) != RCL_RET_OK:
+        return -1
+    if scratch[0] >= want:              # rclpy's time source set a newer one
+        return 1
+    newest[S_WAITED] += 1
+    if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
+        return -1
+    deadline = scratch[0] + CLOCK_WAIT_NS
+    remaining = np.int64(CLOCK_WAIT_NS)
+    while remaining > 0:
+        ret = wait(wait_set, waited, guards, remaining, ready)
+        if ret != RCL_RET_OK and ret != RCL_RET_TIMEOUT:
+            return -ret
+        if ret == RCL_RET_OK and ready[waited.shape[0]]:
+            return 0
+        n = take_clock(subscription[0], message, info, newest)
+        if n < 0:
+            return n
+        if newest[S_NEWEST] >= want:
+            return 1
+        if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
+            return -1
+        remaining = deadline - scratch[0]
+    newest[S_LATE] += 1
+    return 1
 
 
 @njit(cache=True, nogil=True)
@@ -181,12 +246,13 @@ def _send(out, state, stamp, ctl):
 
 
 @njit(cache=True, nogil=True)
-def servicer_sample_loop(waiting, wrist, clocks, table_js, table_rows, arm_js, arm_rows, obsw, client, state, out,
-                         ctl):
+def servicer_sample_loop(waiting, wrist, clocks, sim, table_js, table_rows, arm_js, arm_rows, obsw, client, state,
+                         out, ctl):
     """The wrist samples until the stop's guard condition, or an event (module docstring).
 
     ``waiting``: ``(wait set words, [wrist subscription], [stop guard], ready, timeout_ns)`` (``rcl_io.wait``);
     ``wrist``: ``rcl_io.take_wrenches``' arguments (an ``rcl_io.WrenchStream``'s); ``clocks``: :data:`C_LAB` ...;
+    ``sim``: :func:`_sim_time`'s (read under ``use_sim_time`` only);
     ``table_js``, ``arm_js``: ``take_joint_states``' (``rcl_io.JointStateStream``'s); ``table_rows``,
     ``arm_rows``: ``table_joint_rows``' and ``arm_joint_rows``' arguments after the rows and times (the rule's);
     ``obsw``: :func:`_obsw`'s; ``client``: :func:`_client`'s; ``state``: ``loop_sample``'s after the sample (``SampleLoopState.args``); ``out``:
@@ -215,9 +281,15 @@ def servicer_sample_loop(waiting, wrist, clocks, table_js, table_rows, arm_js, a
             ctl[K_NEXT], ctl[K_ROWS] = 0, n
             continue
         k = ctl[K_NEXT]
+        if clocks[C_SIM] and flags[k] == 0:      # (a refused row's stamp is not waited for)
+            ret = _sim_time(sim, stamps[k], clocks, now_scratch)
+            if ret == 0:
+                return STOPPED        # (the row stays the next one)
+            if ret < 0:
+                return ret
         ctl[K_NEXT] = k + 1           # this row is the loop's or the event's
         ctl[K_ROW] = k
-        now_s, side_now_s = _clock_s(clocks, now_scratch)
+        now_s, side_now_s = _clock_s(clocks, sim[3], now_scratch)
         if np.isnan(now_s):
             return -1
         if now_s <= 0.0 or not ctl[K_ENTERED]:

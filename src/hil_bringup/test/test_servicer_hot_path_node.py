@@ -2,6 +2,7 @@
 wrist sample, the base pushed as its locked rigid body predicts, the command the IK of that pose,
 a hold while the table's joints are stale, and a hold (gravity compensation only) without samples."""
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -422,3 +423,77 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
     finally:
         out = stop_process(proc)
     assert alive, out
+    counts = sample_counts(out)         # the samples ran in the compiled loop's thread, which takes /clock itself
+    assert counts is not None and counts[2] > 0.6 * (counts[0] - counts[4]), (counts, out[-2000:])
+
+
+def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_stamp(tmp_path):
+    """Under ``use_sim_time`` the compiled loop takes the twin's ``/clock`` itself, and a wrist sample stamped ahead of
+    the newest ``/clock`` waits for it (a little). The probe steps in lockstep with the node, as the twin does once
+    commanded, two control periods a step (beyond the pacer's lead of 1.5 periods), and sends every other step's
+    measurements before its ``/clock`` (a twin waiting for its F/T drivers, with drivers stamping the sample's time),
+    the ``/clock`` a millisecond later. Run on the older time, such a sample would find no step due and send no
+    command, and the twin would wait for it. Every sample must get its command (its stamp traced), each at its own
+    time: one base pose per sample, two periods apart."""
+    from hil_common.ros_testing import FreeTwinClock
+
+    run = start_hot_path(tmp_path, use_sim_time=True, trace_sample_stamps=True, state_decimation=1)
+    proc = run.proc
+    try:
+        with test_node('servicer_hot_path_sim_probe') as (node, executor):
+            traced, poses = set(), []
+            node.create_subscription(Header, 'servicer/hot_path/trace',
+                                     lambda m: traced.add((m.stamp.sec, m.stamp.nanosec)), 1000)
+            node.create_subscription(PoseStamped, 'servicer/table/pose_cmd', lambda m: poses.append(
+                m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), 1000)
+            lab = lab_inputs(node, run, (0.0, 0.0, 0.0))
+            twin = FreeTwinClock(node, 2.0 / RATE_HZ)
+            state = {'lockstep': 0, 'k': 0, 'sent': None, 'since': 0.0, 'clock_due': False, 'missed': [],
+                     'answered': 0}
+
+            def step():
+                stamp = twin.step()
+                state['k'] += 1
+                clock_first = not state['lockstep'] or state['k'] % 2 == 0
+                if clock_first:
+                    twin.publish()
+                for msg in (lab.arm_js, lab.table_js, lab.push):
+                    msg.header.stamp = stamp
+                lab.pub_arm.publish(lab.arm_js)
+                lab.pub_table.publish(lab.table_js)
+                lab.pub_ft.publish(lab.push)
+                state['clock_due'] = not clock_first       # /clock at the next tick
+                state['sent'], state['since'] = (stamp.sec, stamp.nanosec), time.monotonic()
+
+            def tick():
+                if state['clock_due']:
+                    twin.publish()
+                    state['clock_due'] = False
+                if not state['lockstep'] or state['sent'] is None:
+                    step()                           # free running until the node commands
+                    return
+                answered = state['sent'] in traced
+                if not answered and time.monotonic() - state['since'] < 2.0:
+                    return
+                if answered:
+                    state['answered'] += 1
+                else:
+                    state['missed'].append(state['sent'])
+                state['lockstep'] -= 1
+                if state['lockstep']:
+                    step()
+            node.create_timer(1e-3, tick)
+            assert spin_until(executor, lambda: len(traced) > 50, 30.0), (proc.poll(), len(traced))
+            state['lockstep'] = 101
+            assert spin_until(executor, lambda: state['lockstep'] == 1, 60.0), state
+            assert not state['missed'] and state['answered'] == 100, state
+            # the poses of the lockstep's samples (the first and the last diff left out: the free run's last sample,
+            # or the one sent as the lockstep ended, may be among the last 100)
+            steps = np.diff(poses[-100:])[1:-1]
+            np.testing.assert_allclose(steps, 2.0 / RATE_HZ, atol=1e-6)
+        alive = proc.poll() is None
+    finally:
+        out = stop_process(proc)
+    assert alive, out
+    counts = sample_counts(out)
+    assert counts is not None and counts[2] > 0.6 * (counts[0] - counts[4]), (counts, out[-2000:])

@@ -27,7 +27,9 @@ The parts of a sample loop with no Python at all (issue 17; measured as ``bench_
   message as its CDR bytes, taken into a buffer rcl may grow or sent from one built once;
 * :func:`decode_wrench`, :func:`decode_float64_array` and :func:`write_stamp` -- the wrist's and the OBSW's
   messages decoded, a header's stamp written, with :mod:`hil_common.cdr`'s layout and refusals;
-* :func:`clock_now_ns` -- an rcl clock read (the node's ROS clock, ``/clock`` under ``use_sim_time``).
+* :func:`clock_now_ns` -- an rcl clock read (the node's ROS clock, ``/clock`` under ``use_sim_time``);
+* :func:`take_clock` -- the lab twin's ``/clock`` taken by a loop itself (the newest time), so that a sample loop
+  under ``use_sim_time`` reads the time of the step its sample came from without waiting for rclpy's time source.
 
 The C functions are declared to Numba by name (:func:`_rcl_take`, :func:`_rcl_publish`, :func:`_rcl_wait`, ...)
 and resolved in the
@@ -467,6 +469,27 @@ if not _WHY_NOT:
             flags[taken] = code
             taken += 1
         return taken
+
+    @njit(**_OPTS)
+    def take_clock(subscription, message, info, newest):
+        """Every ``rosgraph_msgs/Clock`` waiting on the rcl ``subscription`` (its address; the lab twin's ``/clock``),
+        oldest first: ``newest[0]`` becomes the latest time among them and itself [ns] (a clock never goes back),
+        ``newest[1]`` counts the malformed ones (not plain little-endian CDR, or shorter than a time). ``message``: an
+        ``rcl_serialized_message_t`` (8 words) that rcl may grow. Returns how many were taken, or ``-(rcl's return)``
+        after an rcl error."""
+        taken = 0
+        while True:
+            n = take_serialized(subscription, message, info)
+            if n <= 0:
+                return taken if n == 0 else n
+            taken += 1
+            buf = message_bytes(message)
+            if n < 12 or not _little_endian_cdr(buf, n):
+                newest[1] += 1
+                continue
+            ns = np.int64(np.int32(_u32(buf, 4))) * 1_000_000_000 + np.int64(_u32(buf, 8))
+            if ns > newest[0]:
+                newest[0] = ns
 
     @njit(**_OPTS)
     def decode_float64_array(buf, n_buf, values, scratch):

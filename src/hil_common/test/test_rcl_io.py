@@ -477,3 +477,36 @@ def test_serialized_messages_go_out_in_one_call_as_their_encoders_bytes_the_stam
         assert msg.header.frame_id == 'orbit' and msg.child_frame_id == 'base'
     for sub in subs:
         sub.destroy()
+
+
+def test_the_twins_clock_is_taken_in_one_call_its_newest_time_kept_and_a_malformed_one_counted(node):
+    """``take_clock`` (the servicer's sample loop under ``use_sim_time``) on a polled ``/clock``: nothing waiting
+    leaves the time; then every ``rosgraph_msgs/Clock`` waiting is taken and the newest time kept, in nanoseconds as
+    rclpy's ``Time`` gives it, an older one arriving after it ignored (a clock never goes back), a malformed message
+    counted and skipped."""
+    from rclpy.time import Time
+    from rosgraph_msgs.msg import Clock
+
+    polled = PolledSubscription(node, Clock, 'rcl_io/clock', 100)
+    message, info, newest = rcl_io.SerializedMessage(), np.zeros(64, dtype=np.uint64), np.zeros(2, dtype=np.int64)
+    pointer = int(polled.handle.pointer)
+    assert rcl_io.take_clock(pointer, message.words, info, newest) == 0 and list(newest) == [0, 0]
+    pub = node.create_publisher(Clock, 'rcl_io/clock', 100)
+    matched(pub, polled)
+    times = [(12, 999_999_999), (13, 0), (2**31 - 1, 5), (7, 1)]         # the last older than the one before
+    for sec, nanosec in times:
+        msg = Clock()
+        msg.clock.sec, msg.clock.nanosec = sec, nanosec
+        pub.publish(msg)
+    pub.publish(b'\x00\x01\x00\x00\x07')                                 # raw CDR, too short for a time
+    taken = 0
+    deadline = time.monotonic() + 10.0
+    while taken < len(times) + 1:
+        assert time.monotonic() < deadline, taken
+        n = rcl_io.take_clock(pointer, message.words, info, newest)
+        assert n >= 0
+        taken += n
+        time.sleep(0.01)
+    assert newest[0] == Time(seconds=2**31 - 1, nanoseconds=5).nanoseconds and newest[1] == 1, list(newest)
+    message.release()
+    polled.destroy()
