@@ -552,7 +552,9 @@ class SampleThread:
                                 int(self.sim)], dtype=np.int64)
         # under use_sim_time the twin's /clock, taken by the loop before each sample (servicer_sample_loop._sim_time)
         self.newest = np.zeros(sl.N_SIM, dtype=np.int64)
-        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True) if self.sim else None
+        # (best effort, as rclpy's time source reads it: it takes from any /clock writer)
+        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True, best_effort=True) \
+            if self.sim else None
         self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
         self._clock_message = rcl_io.SerializedMessage()
         table, arm, cmd, effort = node.compiled_io
@@ -595,8 +597,8 @@ class SampleThread:
         q_cmd, tau_q = (loop.q_cmd, loop.tau_q) if loop is not None else self._probe_out
         out = (self._cmd.publish_args(q_cmd), self._effort.publish_args(tau_q), self._trace, self._decimated,
                int(node.decimation), int(node.t0_ns), node.decimated_fields, node._decimated_scratch)
-        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.table_js, node.rule.table_rows_args(),
-                self.arm_js, node.rule.arm_rows_args(), self.obsw, self.client,
+        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.table_js,
+                node.rule.table_rows_args(), self.arm_js, node.rule.arm_rows_args(), self.obsw, self.client,
                 loop.args() if loop is not None else self.probe, out, node._ctl)
 
     def _on_event(self, code: int) -> None:
@@ -647,8 +649,9 @@ class SampleThread:
             self.take_client_rows()
         ctl, newest = self.node._ctl, self.newest
         events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
-        clock = (f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
-                 f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed') if self.sim else ''
+        clock = '' if not self.sim else (
+            f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
+            f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed')
         return (f'; in a thread: {int(ctl[sl.K_SAMPLES])} samples, {int(ctl[sl.K_STEPS])} steps, '
                 f'{int(ctl[sl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
                 f'{self.python_s * 1e3:.0f} ms of CPU in its Python{clock}')

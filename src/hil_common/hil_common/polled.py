@@ -17,7 +17,7 @@ in the node's subscription list, so no executor waits on it or takes from it.
 from __future__ import annotations
 
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-from rclpy.qos import QoSProfile
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.type_support import check_is_valid_msg_type
 
 from hil_common.errors import ConfigError
@@ -27,14 +27,16 @@ class PolledSubscription:
     """A subscription taken from by hand (:meth:`take_all`), never by an executor.
 
     ``raw=True`` returns each message as its serialized CDR ``bytes`` (:mod:`hil_common.cdr`),
-    otherwise as a ``msg_type`` instance.
+    otherwise as a ``msg_type`` instance. ``best_effort``: a best-effort reader (reliable by default), which takes
+    from reliable and best-effort writers alike (``/clock``: rclpy's time source reads it so).
     """
 
-    def __init__(self, node, msg_type, topic: str, depth: int = 10, raw: bool = True):
+    def __init__(self, node, msg_type, topic: str, depth: int = 10, raw: bool = True, best_effort: bool = False):
         if depth < 1:
             raise ConfigError(f"polled subscription to '{topic}': depth must be at least 1 (got {depth})")
         check_is_valid_msg_type(msg_type)     # imports the type support, as Node.create_subscription does
-        qos = QoSProfile(depth=depth)
+        qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT if best_effort
+                         else ReliabilityPolicy.RELIABLE)
         with node.handle:
             self._impl = _rclpy.Subscription(node.handle, msg_type, topic, qos.get_c_qos_profile())
         self.msg_type = msg_type

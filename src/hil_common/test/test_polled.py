@@ -113,3 +113,31 @@ def test_take_latest_gives_the_newest_value_once_and_none_until_another_arrives(
         spin_for(executor, 0.2)
         assert polled.take_latest().data == 11
         polled.destroy()
+
+
+def test_a_best_effort_one_takes_from_reliable_and_best_effort_writers_a_reliable_one_from_reliable_only():
+    """``best_effort`` (the servicer's sample loop reads the twin's ``/clock`` so, as rclpy's time source does): it
+    matches a reliable writer (the lab twin's) and a best-effort one (another simulator's); a reliable reader does
+    not match a best-effort writer, and gets nothing from it."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    with two_nodes('events') as (listener, talker, executor):
+        polled = PolledSubscription(listener, Int32, 'clock', raw=False, best_effort=True)
+        reliable = PolledSubscription(listener, Int32, 'clock', raw=False)
+        pub_reliable = talker.create_publisher(Int32, 'clock', 10)
+        pub_best_effort = talker.create_publisher(Int32, 'clock', QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+        deadline = time.monotonic() + 10.0
+        while polled.get_publisher_count() < 2 or pub_reliable.get_subscription_count() < 2:
+            assert time.monotonic() < deadline, 'not matched'
+            spin_for(executor, 0.05)
+        spin_for(executor, 0.2)
+        assert reliable.get_publisher_count() == 1        # the best-effort writer does not match it
+        assert pub_best_effort.get_subscription_count() == 1
+        pub_reliable.publish(Int32(data=1))
+        pub_best_effort.publish(Int32(data=2))
+        spin_for(executor, 0.3)
+        assert sorted(m.data for m in polled.take_all()) == [1, 2]
+        assert [m.data for m in reliable.take_all()] == [1]
+        polled.destroy()
+        reliable.destroy()
