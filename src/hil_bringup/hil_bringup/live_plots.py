@@ -141,8 +141,10 @@ def read_live_run(folder) -> dict:
     (N, 5, ``PASSIVITY_LAYOUT``); ``t_nominal_client``, ``pose_nominal_client``, ``t_nominal_servicer``,
     ``pose_nominal_servicer`` (N, 7 x y z qx qy qz qw: each admittance's nominal in orbit, where a state and
     a table command share a stamp), ``pose_cmd_client``, ``pose_cmd_servicer`` (the table commands ``g_c``,
-    ``g_s`` at those stamps); ``rebase_plans`` (the re-basing plans published); ``t_gripper``, ``gripper_cmd``; plus ``phase_times_s`` (dict),
-    ``start_s`` (the twin's time at t = 0) and ``notes`` (list of what is missing and why).
+    ``g_s`` at those stamps); ``rebase_plans`` (the re-basing plans published); ``t_gripper``, ``gripper_cmd``; plus
+    ``phase_times_s`` (dict: when the demo's observer got each phase), ``phase_stamps_s`` (dict: each phase by the
+    OBSW's stamp, that of the message it published in the same step, to one OBSW step; empty without the recorded
+    ``obsw/phase``), ``start_s`` (the twin's time at t = 0) and ``notes`` (list of what is missing and why).
     """
     from hil_admittance.node_common import arm_joints
     from hil_common.conversions import pose_from_msg, twist_from_msg, wrench_from_msg
@@ -178,7 +180,12 @@ def read_live_run(folder) -> dict:
     if not phases and 'obsw/phase' in topics and stamps_of('obsw/phase') is not None:
         for name, t in zip((m.data for m in topics['obsw/phase'][2]), stamps_of('obsw/phase')):
             phases.setdefault(name, float(t - start_s))
-    data: dict = {'phase_times_s': phases, 'start_s': float(start_s), 'notes': notes}
+    # each phase by the OBSW's own stamp (its companion's, known to one OBSW step), not by when an observer got it
+    phase_stamps: dict[str, float] = {}
+    if 'obsw/phase' in topics and stamps_of('obsw/phase') is not None:
+        for name, t in zip((m.data for m in topics['obsw/phase'][2]), stamps_of('obsw/phase')):
+            phase_stamps.setdefault(name, float(t - start_s))
+    data: dict = {'phase_times_s': phases, 'phase_stamps_s': phase_stamps, 'start_s': float(start_s), 'notes': notes}
 
     def series(topic, key_t, key_v, convert, width):
         if topic not in topics or not len(topics[topic][0]):

@@ -14,6 +14,7 @@ no stamp and are logged on a wall clock running at a fifth of the twin's.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pinocchio as pin
@@ -127,8 +128,9 @@ def live_run(tmp_path_factory):
         write('/servicer/passivity', t, 2, _array([-1e-3 * t, 0.0, 0.0, 2e-4 * t, 0.0]))
         write('/servicer_arm/joint_states', t, 3, T['sensor_msgs/msg/JointState'](
             header=_header(t), name=joint_names, position=q_star, velocity=np.zeros(len(q_star)), effort=np.zeros(len(q_star))))
-        if k == 0:
-            write('/obsw/phase', t, 4, T['std_msgs/msg/String'](data='sync'))
+        for name, t_phase in PHASES.items():     # the OBSW's phase at the step its time falls in (sync: the first)
+            if k == 0 and name == 'sync' or t - 0.004 < t_phase <= t and name != 'sync':
+                write('/obsw/phase', t, 4, T['std_msgs/msg/String'](data=name))
         write('/servicer/base_wrench_cmd', t, 5, _wrench(t, [np.sin(t), 0.0, -1.0, 0.0, 0.0, 0.0], 'servicer_base_com'))
         write('/servicer_arm/torque_cmd', t, 6, _array(t * np.arange(1.0, 8.0)))   # no stamp: tau_j = (j+1) t
         force = 10.0 * max(0.0, t - PHASES['grasp'])
@@ -147,6 +149,13 @@ def test_the_reader_returns_the_recorded_motion_on_the_run_clock(live_run, live_
     folder, pose_target_in_base = live_run
     d = live_data
     assert d['start_s'] == START_S and d['phase_times_s'] == PHASES
+    # each phase by the OBSW's stamp: that of its base wrench command of the step it was published in (sync: the
+    # first; the others the first 250 Hz step at or after their time), not when the observer got it
+    steps = {name: 0.001 + (0.0 if name == 'sync' else 0.004 * math.ceil((t - 0.001) / 0.004 - 1e-9))
+             for name, t in PHASES.items()}
+    assert d['phase_stamps_s'].keys() == PHASES.keys()
+    for name, t in steps.items():
+        assert d['phase_stamps_s'][name] == pytest.approx(t, abs=1e-9), (name, d['phase_stamps_s'])
     t = d['t_state']                                  # the client's stamps inside the servicer's span
     assert t[0] == pytest.approx(0.02) and t[-1] == pytest.approx(DURATION_S - 0.02) and len(t) == 99
     np.testing.assert_allclose(d['twist_base_rel_client'], np.tile(TWIST_BASE_REL_CLIENT, (len(t), 1)), atol=1e-9)
