@@ -71,7 +71,7 @@ from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStat
     encode_header, malformed_reason
 from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
 from hil_common.sample_loop import LoopThread
-from hil_common.errors import ConfigError
+from hil_common.errors import ConfigError, StartError
 from hil_common.lab_clock import joint_states_depth, lab_seconds, measurement_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError
@@ -557,6 +557,8 @@ class SampleThread:
             if self.sim else None
         self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
         self._clock_message = rcl_io.SerializedMessage()
+        self._clock_scratch = np.zeros(1, dtype=np.int64)
+        self.clock_ns()                 # (its compiled call loaded now, not in a callback)
         table, arm, cmd, effort = node.compiled_io
         self.table_js, self.arm_js = table.take_args(), arm.take_args()
         self._cmd, self._effort = cmd, effort
@@ -585,10 +587,13 @@ class SampleThread:
         return self.arguments(None)
 
     def clock_ns(self) -> int:
-        """The node's clock [ns] as the loop reads it (``servicer_sample_loop._clock_s``): under ``use_sim_time`` the
-        newest of the ROS clock's reading (rclpy's time source) and the ``/clock`` the loop took, so that the node's
-        Python, which runs the samples the loop hands it, never reads an older time than the loop did."""
-        return max(self._node_clock.get_now().nanoseconds, int(self.newest[sl.S_NEWEST]))
+        """The node's clock [ns] as the loop reads it under ``use_sim_time`` (``servicer_sample_loop.sim_clock_ns``:
+        the newest of the ROS clock and the ``/clock`` the loop took; the node's Python reads it so). Raises
+        :class:`hil_common.errors.StartError` after an rcl error."""
+        ns = int(sl.sim_clock_ns(self.clocks[sl.C_NODE], self.newest, self._clock_scratch))
+        if ns < 0:
+            raise StartError('servicer_samples: rcl could not read the node\'s clock')
+        return ns
 
     def arguments(self, loop: SampleLoopState | None) -> tuple:
         """The loop's arguments on ``loop``'s state (entered), or on placeholders of its types (None: the loop

@@ -92,15 +92,26 @@ CLOCK_AHEAD_NS = 1_000_000_000
 
 
 @njit(cache=True, nogil=True)
+def sim_clock_ns(node_clock, newest, scratch):
+    """Under ``use_sim_time``, the node's time [ns] as the loop reads it and the node's Python too
+    (``SampleThread.clock_ns``): the newest of the node clock's reading (``node_clock``: its rcl address; rclpy's time
+    source sets it in the executor's thread) and the ``/clock`` the loop took (``newest[S_NEWEST]``), so that the
+    Python, which runs the samples the loop hands it, never reads an older time than the loop did. -1 after an rcl
+    error."""
+    if clock_now_ns(node_clock, scratch) != RCL_RET_OK:
+        return np.int64(-1)
+    return max(scratch[0], newest[S_NEWEST])
+
+
+@njit(cache=True, nogil=True)
 def _clock_s(clocks, newest, scratch):
     """The lab's time [s] (``hil_common.lab_clock.lab_seconds``: ``time.monotonic``'s seconds on the wall clock, the
-    twin's time under ``use_sim_time``) and the node's since its start (``_now_s``); nan after an rcl error. Under
-    ``use_sim_time`` both are the newest of the node clock's reading and the ``/clock`` the loop took
-    (``newest[S_NEWEST]``), as the node's Python reads them (``SampleThread.clock_ns``)."""
+    twin's time under ``use_sim_time``: :func:`sim_clock_ns`) and the node's since its start (``_now_s``); nan after an
+    rcl error."""
     if clocks[C_SIM]:
-        if clock_now_ns(clocks[C_NODE], scratch) != RCL_RET_OK:
+        ns = sim_clock_ns(clocks[C_NODE], newest, scratch)
+        if ns < 0:
             return np.nan, np.nan
-        ns = max(scratch[0], newest[S_NEWEST])
         return ns / 1e9, (ns - clocks[C_T0]) * 1e-9
     if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
         return np.nan, np.nan
