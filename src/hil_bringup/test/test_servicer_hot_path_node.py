@@ -71,6 +71,23 @@ def lab_inputs(node, run, force_sensor) -> SimpleNamespace:
         push=push)
 
 
+def publish_step(lab, stamp, table: bool = True) -> None:
+    """One twin step's measurements stamped ``stamp``: the arm's joints, the table's (unless ``table`` is False: lost
+    feedback) and the wrist sample, as the twin and its F/T driver send them."""
+    for msg in (lab.arm_js, lab.table_js, lab.push):
+        msg.header.stamp = stamp
+    lab.pub_arm.publish(lab.arm_js)
+    if table:
+        lab.pub_table.publish(lab.table_js)
+    lab.pub_ft.publish(lab.push)
+
+
+def assert_in_the_loops_thread(out: str) -> None:
+    """Most samples that did not hold ran in the compiled loop's thread (the node's stop line)."""
+    counts = sample_counts(out)
+    assert counts is not None and counts[2] > 0.6 * (counts[0] - counts[4]), (counts, out[-2000:])
+
+
 def test_fused_servicer_hot_path_moves_the_base_as_its_locked_body_and_holds_on_stale_joints(tmp_path):
     run = start_hot_path(tmp_path, state_decimation=1, trace_sample_stamps=True)
     adm, table, q_table_0, model, q_arm, kin, proc = (run.adm, run.table, run.q_table_0, run.model, run.q_arm, run.kin,
@@ -399,13 +416,7 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
             twin, sending = FreeTwinClock(node, 1.0 / RATE_HZ), {'table': True}
 
             def step():
-                stamp = twin.step()
-                for msg in (lab.arm_js, lab.table_js, lab.push):
-                    msg.header.stamp = stamp
-                lab.pub_arm.publish(lab.arm_js)
-                if sending['table']:
-                    lab.pub_table.publish(lab.table_js)
-                lab.pub_ft.publish(lab.push)
+                publish_step(lab, twin.step(), sending['table'])
                 twin.publish()
 
             def table_stale_since(n):
@@ -423,8 +434,7 @@ def test_on_the_twins_clock_a_held_up_node_judges_the_tables_joints_by_their_sta
     finally:
         out = stop_process(proc)
     assert alive, out
-    counts = sample_counts(out)         # the samples ran in the compiled loop's thread, which takes /clock itself
-    assert counts is not None and counts[2] > 0.6 * (counts[0] - counts[4]), (counts, out[-2000:])
+    assert_in_the_loops_thread(out)     # the compiled loop's thread, which takes /clock itself
 
 
 def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_stamp(tmp_path):
@@ -457,11 +467,7 @@ def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_s
                 clock_first = not state['lockstep'] or state['k'] % 2 == 0
                 if clock_first:
                     twin.publish()
-                for msg in (lab.arm_js, lab.table_js, lab.push):
-                    msg.header.stamp = stamp
-                lab.pub_arm.publish(lab.arm_js)
-                lab.pub_table.publish(lab.table_js)
-                lab.pub_ft.publish(lab.push)
+                publish_step(lab, stamp)
                 state['clock_due'] = not clock_first       # /clock at the next tick
                 state['sent'], state['since'] = (stamp.sec, stamp.nanosec), time.monotonic()
 
@@ -495,5 +501,4 @@ def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_s
     finally:
         out = stop_process(proc)
     assert alive, out
-    counts = sample_counts(out)
-    assert counts is not None and counts[2] > 0.6 * (counts[0] - counts[4]), (counts, out[-2000:])
+    assert_in_the_loops_thread(out)

@@ -1,6 +1,7 @@
 """The lab clock's readings (hil_common.lab_clock): read from rclpy's clock handle, they are what rclpy's
 ``Clock.now()`` gives, on the simulated clock (``/clock``, here its override) and on the system clock."""
 
+import contextlib
 import time
 
 import rclpy
@@ -10,13 +11,25 @@ from rclpy.time import Time
 from hil_common.lab_clock import clock_ns, lab_seconds
 
 
-def test_readings_from_the_clock_handle_are_rclpys_on_the_simulated_and_the_system_clock():
+@contextlib.contextmanager
+def sim_and_wall():
+    """Two nodes on one context: one with ``use_sim_time`` (its clock overridden by hand, as ``/clock`` does), one on
+    the system clock."""
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     try:
         sim = rclpy.create_node('lab_clock_sim', context=ctx,
                                 parameter_overrides=[Parameter('use_sim_time', value=True)])
         wall = rclpy.create_node('lab_clock_wall', context=ctx)
+        yield sim, wall
+        sim.destroy_node()
+        wall.destroy_node()
+    finally:
+        ctx.try_shutdown()
+
+
+def test_readings_from_the_clock_handle_are_rclpys_on_the_simulated_and_the_system_clock():
+    with sim_and_wall() as (sim, wall):
         clock = sim.get_clock()
         read_ns, read_s = clock_ns(sim), lab_seconds(sim)
         for ns in (0, 1, 123_456_789_012, 4_000_000_000_000_000_001):
@@ -28,10 +41,6 @@ def test_readings_from_the_clock_handle_are_rclpys_on_the_simulated_and_the_syst
         after = wall.get_clock().now().nanoseconds
         assert before <= reading <= after                  # the system clock, as rclpy reads it
         assert lab_seconds(wall) is time.monotonic         # off the simulated clock: monotonic
-        sim.destroy_node()
-        wall.destroy_node()
-    finally:
-        ctx.try_shutdown()
 
 
 def test_a_measurements_time_is_its_stamp_on_the_simulated_clock_and_its_arrival_on_the_wall_clock():
@@ -42,12 +51,7 @@ def test_a_measurements_time_is_its_stamp_on_the_simulated_clock_and_its_arrival
     from hil_common.lab_clock import joint_states_depth, measurement_seconds
     from hil_common.policy_kernel import measurement_time
 
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        sim = rclpy.create_node('lab_clock_sim_m', context=ctx,
-                                parameter_overrides=[Parameter('use_sim_time', value=True)])
-        wall = rclpy.create_node('lab_clock_wall_m', context=ctx)
+    with sim_and_wall() as (sim, wall):
         sim.get_clock().set_ros_time_override(Time(nanoseconds=12_500_000_000, clock_type=sim.get_clock().clock_type))
         at_sim, at_wall = measurement_seconds(sim), measurement_seconds(wall)
         for sec, nanosec in ((12, 496_000_000), (12, 504_000_000), (3, 0), (0, 0)):
@@ -59,7 +63,3 @@ def test_a_measurements_time_is_its_stamp_on_the_simulated_clock_and_its_arrival
             assert before <= got <= time.monotonic()
             assert measurement_time(sec, nanosec, False, 12.5) == 12.5
         assert joint_states_depth(sim) == 500 and joint_states_depth(wall) == 10
-        sim.destroy_node()
-        wall.destroy_node()
-    finally:
-        ctx.try_shutdown()
