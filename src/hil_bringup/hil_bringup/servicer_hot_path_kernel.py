@@ -37,8 +37,8 @@ from hil_dynamics.kernels import _OPTS, hold_torque_command, mat_vec_into, pose_
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
-from hil_motion_table.table_kernel import CARTESIAN_SPEED, JOINT_ACCELERATION, JOINT_LIMIT, JOINT_VELOCITY, \
-    P_HORIZON, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, table_motion
+from hil_motion_table.table_kernel import JOINT_LIMIT, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, loop_advance, \
+    loop_dt, loop_motion, loop_motion_args, loop_restore, loop_save, table_motion
 
 #: the table's part of :func:`side_and_table_step` when it did not run ``table_motion`` (its flags otherwise, >= 0)
 TABLE_NOT_RUN, TABLE_INVALID_COMMAND, TABLE_STALE_MEASUREMENT = -1, -2, -3
@@ -214,15 +214,13 @@ def _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i):
 
 
 #: :func:`loop_sample`'s ``lf`` (float64): the side's state time, the last step's ``E_obs`` and pending
-#: dissipation, the table's previous step time and its IK's sigma hint, the newest wrist sample's time
-LF_T_SIDE, LF_EXCESS, LF_PENDING, LF_T_PREV, LF_HINT_SIGMA, LF_LAST_SAMPLE = range(6)
-#: ``li`` (int64): the table's flags (a previous command, twist, step time, IK solution, IK change, sigma hint), its
-#: step count and clamp counts (``table._CLAMP_BITS``' order), and the rule's counts since the loop's state was entered
-#: (samples, commands, samples with no step due, catch-up steps: a tick's steps before its last; held commands), whether
-#: the newest command was held, and whether the port's output ``pv`` (``held``'s) holds one (a step ran since the start)
-LI_HAS_PREV_CMD, LI_HAS_TWIST_PREV, LI_HAS_T_PREV, LI_HAS_IK_PREV, LI_HAS_IK_STEP, LI_HAS_HINT, LI_TABLE_STEPS, \
-    LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_CLAMP_ACCELERATION, LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE, LI_CATCH_UP, \
-    LI_HELD, LI_LAST_HELD, LI_HAS_PASSIVITY = range(17)
+#: dissipation, the newest wrist sample's time
+LF_T_SIDE, LF_EXCESS, LF_PENDING, LF_LAST_SAMPLE = range(4)
+#: ``li`` (int64): the rule's counts since the loop's state was entered (samples, commands, samples with no step due,
+#: catch-up steps: a tick's steps before its last; held commands), whether the newest command was held, and whether the
+#: port's output ``pv`` (``held``'s) holds one (a step ran since the start). The table's state has its own
+#: (``hil_motion_table.table_loop.TableLoopState``)
+LI_SAMPLES, LI_COMMANDS, LI_NOT_DUE, LI_CATCH_UP, LI_HELD, LI_LAST_HELD, LI_HAS_PASSIVITY = range(7)
 #: a fault of ``table_motion`` (the table holds: the Python path runs the sample)
 _TABLE_FAULTS = WORKSPACE_EXIT | UNREACHABLE | SINGULAR | JOINT_LIMIT
 
@@ -264,9 +262,6 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
      held_values, held_stamps, zeros6, zeros_n, f_e, f_b, tau, v_meas, has_home, home_y, y_inv, ad, max_age, cmd,
      twist) = quiet
     side_args, g, v, poses_out, x_out, acc, prev, acc_saved, prev_saved, to_ee, g_saved, v_saved = side
-    (q_measured, q_cmd, qd_cmd, pose_safe, prev_cmd, twist_est, twist_prev, ik_prev, ik_step, hint_q, prev_cmd_saved,
-     twist_est_saved, twist_prev_saved, q_ik, q_next, qd_next, ik_step_out, par, ws_min, ws_max, placements, kind,
-     axis, frame_placement, poses, jac, chain_hint_q, q_lo, q_hi, qd_max, qdd_max, target, result, period) = table
     nominal_ok, nominal, g_c, v_c, w_c, hold_args, tau_q, pv, no_twist = held
     for i in range(6):
         if not np.isfinite(wrench_sensor[i]):
@@ -275,26 +270,13 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
     held_stamps[0][0] = side_now_s
     # the tick's last step's time, if steps are due (the table's command is for it)
     t = pacer_step_time(pf, pi[P_STEPS] + max(1, quiet_steps_due(pf, pi, side_now_s, lead_s)))
-    dt = period
-    if li[LI_HAS_T_PREV]:                               # MotionTable.dt_at
-        dt = t - lf[LF_T_PREV]
-        if not 0.0 < dt < 10.0 * period:
-            dt = period
+    dt = loop_dt(table, t)
     acc_saved[:] = acc
     prev_saved[:] = prev
     g_saved[:] = g
     v_saved[:] = v
-    prev_cmd_saved[:] = prev_cmd
-    twist_est_saved[:] = twist_est
-    twist_prev_saved[:] = twist_prev
-    has_ik_prev, has_ik_step = li[LI_HAS_IK_PREV] != 0, li[LI_HAS_IK_STEP] != 0
-    hint_sigma, hint = -1.0, chain_hint_q              # MotionTable.motion_args without a hint
-    if li[LI_HAS_HINT]:
-        hint_sigma, hint = lf[LF_HINT_SIGMA], hint_q
-    table_args = (True, dt, par, prev_cmd, li[LI_HAS_PREV_CMD] != 0, twist_est, twist_prev,
-                  li[LI_HAS_TWIST_PREV] != 0, pose_safe, ws_min, ws_max, q_measured, q_cmd, qd_cmd, ik_prev, ik_step,
-                  has_ik_prev, has_ik_step, placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint, q_lo,
-                  q_hi, qd_max, qdd_max, target, q_ik, q_next, qd_next, ik_step_out, result)
+    loop_save(table)
+    table_args = loop_motion_args(table, True, dt)
     outcome, age, excess, pending, status, flags, steps = quiet_sample(
         now_s, side_now_s, lead_s, timeout_s, plan_due_s, LOOP_MAX_STEPS, nominal_ok, pf, pi, has_guard, gf, gi,
         ring_t, ring_steps, ring_late, wf, wi, saved_f, saved_i, held_values, held_stamps, zeros6, zeros_n, g, v, f_e,
@@ -317,11 +299,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
         frame_target(g[1], has_home, home_y, y_inv, cmd)
         flags = TABLE_INVALID_COMMAND
         if command_ok(cmd[:9].reshape((3, 3)), cmd[9:], no_twist, ROTATION_TOL) and age <= max_age:
-            flags = table_motion(cmd, no_twist, False, dt, par, prev_cmd, li[LI_HAS_PREV_CMD] != 0, twist_est,
-                                 twist_prev, li[LI_HAS_TWIST_PREV] != 0, pose_safe, ws_min, ws_max, q_measured, q_cmd,
-                                 qd_cmd, ik_prev, ik_step, has_ik_prev, has_ik_step, placements, kind, axis,
-                                 frame_placement, poses, jac, hint_sigma, hint, q_lo, q_hi, qd_max, qdd_max, target,
-                                 q_ik, q_next, qd_next, ik_step_out, result)
+            flags = loop_motion(cmd, no_twist, False, dt, table)
     if (outcome == QUIET_STEPPED and status != 0) or flags < 0 or flags & _TABLE_FAULTS:
         # the Python path runs it (and counts it) from the start
         _restore_policies(pf, gf, wf, pi, gi, wi, saved_f, saved_i)
@@ -329,9 +307,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
         prev[:] = prev_saved
         g[:] = g_saved
         v[:] = v_saved
-        prev_cmd[:] = prev_cmd_saved
-        twist_est[:] = twist_est_saved
-        twist_prev[:] = twist_prev_saved
+        loop_restore(table)
         return QUIET_EVENT
     li[LI_SAMPLES] += 1
     lf[LF_LAST_SAMPLE] = now_s
@@ -358,25 +334,7 @@ def loop_sample(wrench_sensor, now_s, side_now_s, quiet, side, table, held, lf, 
         li[LI_HAS_PASSIVITY] = 1
         li[LI_LAST_HELD] = 0
     # the table's command cycle (MotionTable.begin_step, motion_outcome)
-    li[LI_TABLE_STEPS] += 1
-    lf[LF_T_PREV] = t
-    li[LI_HAS_T_PREV] = 1
-    li[LI_HAS_PREV_CMD] = 1
-    if has_ff and par[P_HORIZON] > 0.0:
-        li[LI_HAS_TWIST_PREV] = 1
-    lf[LF_HINT_SIGMA] = result[1]
-    hint_q[:] = q_ik
-    li[LI_HAS_HINT] = 1
-    if has_ik_prev:
-        ik_step[:] = ik_step_out
-    li[LI_HAS_IK_STEP] = has_ik_prev
-    ik_prev[:] = q_ik
-    li[LI_HAS_IK_PREV] = 1
-    qd_cmd[:] = qd_next
-    q_cmd[:] = q_next
-    li[LI_CLAMP_SPEED] += (flags & CARTESIAN_SPEED) != 0
-    li[LI_CLAMP_VELOCITY] += (flags & JOINT_VELOCITY) != 0
-    li[LI_CLAMP_ACCELERATION] += (flags & JOINT_ACCELERATION) != 0
+    loop_advance(table, t, has_ff, flags)
     li[LI_COMMANDS] += 1
     return outcome
 

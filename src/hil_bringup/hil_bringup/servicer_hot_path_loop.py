@@ -33,15 +33,14 @@ import math
 import numpy as np
 
 from hil_bringup.servicer_hot_path import ServicerCommand, ServicerHotPath
-from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_HINT_SIGMA, LF_LAST_SAMPLE, LF_PENDING, LF_T_PREV, \
-    LF_T_SIDE, LI_CLAMP_ACCELERATION, LI_CLAMP_SPEED, LI_CLAMP_VELOCITY, LI_COMMANDS, LI_HAS_HINT, LI_HAS_IK_PREV, \
-    LI_HAS_IK_STEP, LI_HAS_PASSIVITY, LI_HAS_PREV_CMD, LI_HAS_T_PREV, LI_HAS_TWIST_PREV, LI_HELD, LI_LAST_HELD, \
-    LI_NOT_DUE, LI_SAMPLES, LI_TABLE_STEPS, LI_CATCH_UP, QUIET_EVENT, loop_sample
+from hil_bringup.servicer_hot_path_kernel import LF_EXCESS, LF_LAST_SAMPLE, LF_PENDING, LF_T_SIDE, LI_CATCH_UP, \
+    LI_COMMANDS, LI_HAS_PASSIVITY, LI_HELD, LI_LAST_HELD, LI_NOT_DUE, LI_SAMPLES, QUIET_EVENT, loop_sample
 from hil_common.errors import ConfigError
 from hil_common.policy_kernel import GuardState, HeldState, PacerState, WatchState
 from hil_dynamics.client import unforced_nominal_constants
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.servicer import ServicerState, port_step_args, side_port_args
+from hil_motion_table.table_loop import TableLoopState
 
 #: ``lf`` and ``li`` sizes (``servicer_hot_path_kernel``'s ``LF_*``, ``LI_*``)
 N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_HAS_PASSIVITY + 1
@@ -49,8 +48,6 @@ N_LF, N_LI = LF_LAST_SAMPLE + 1, LI_HAS_PASSIVITY + 1
 _COUNTS = (('samples', LI_SAMPLES), ('commands', LI_COMMANDS), ('not_due', LI_NOT_DUE), ('held', LI_HELD))
 #: a body whose constants stand in (of the same types) where a held tick does not run in the loop
 _PROBE_BODY = RigidBody(1.0, np.eye(3))
-_CLAMPS = (('cartesian_speed', LI_CLAMP_SPEED), ('joint_velocity', LI_CLAMP_VELOCITY),
-           ('joint_acceleration', LI_CLAMP_ACCELERATION))
 
 
 class SampleLoopState:
@@ -77,14 +74,11 @@ class SampleLoopState:
         """The loop's own arrays for ``rule``, on ``quiet`` (the rule's quiet arrays: the policies' states)."""
         side, table = rule.side, rule.table
         self.rule, self._quiet = rule, quiet
-        n_table = table.kin.dof
         self.g, self.v = np.zeros((2, 12)), np.zeros(12)        # g_n, g_s; V_n, V_s
         self.g_saved, self.v_saved = np.zeros((2, 12)), np.zeros(12)     # before a sample's steps
         self.lf, self.li = np.zeros(N_LF), np.zeros(N_LI, dtype=np.int64)
-        (self.q_cmd, self.qd_cmd, self.ik_prev, self.ik_step, self.hint_q, self.q_ik, self.q_next, self.qd_next,
-         self.ik_step_out) = (np.zeros(n_table) for _ in range(9))
-        self.pose_safe, self.prev_cmd, self.prev_cmd_saved = np.zeros(12), np.zeros(12), np.zeros(12)
-        (self.twist_est, self.twist_prev, self.twist_est_saved, self.twist_prev_saved) = (np.zeros(6) for _ in range(4))
+        self.table_state = TableLoopState(table)
+        self.q_cmd = self.table_state.q_cmd          # the newest command (the table's state, while entered)
         port = side.passivity
         self.acc_saved, self.prev_saved = np.empty_like(port._acc), np.empty_like(port._prev)
         # a held tick's (loop_sample's held): the nominal's constants and scratch, the hold's torques, the port's
@@ -98,18 +92,6 @@ class SampleLoopState:
         self._entered_state = None       # adm.state when entered (kept if no step ran)
         self._args = None
 
-    def _table_args(self) -> tuple:
-        """``loop_sample``'s ``table``: the table's state arrays (the loop's) and its constants (the table's own, read
-        at each :meth:`enter`: a caller may have given it a new workspace)."""
-        rule, table = self.rule, self.rule.table
-        chain, kin = table._chain, table.kin
-        return (rule._q_table, self.q_cmd, self.qd_cmd, self.pose_safe, self.prev_cmd, self.twist_est,
-                self.twist_prev, self.ik_prev, self.ik_step, self.hint_q, self.prev_cmd_saved,
-                self.twist_est_saved, self.twist_prev_saved, self.q_ik, self.q_next, self.qd_next,
-                self.ik_step_out, table._par, table.workspace_min, table.workspace_max, chain.placements,
-                chain.kind, chain.axis, chain.frame_placement, chain.poses, chain.jac, chain.hint_q, table.q_lo,
-                table.q_hi, kin.qd_max, kin.qdd_max, table._target, chain.result, float(table.period))
-
     # -- in and out ---------------------------------------------------------------------------------------------
     def enter(self) -> bool:
         """Take the rule's state into the arrays; False (nothing taken) where a quiet sample is not
@@ -118,7 +100,7 @@ class SampleLoopState:
             return True
         if not self.rule.quiet_possible():
             return False
-        rule, side, table = self.rule, self.rule.side, self.rule.table
+        rule, side = self.rule, self.rule.side
         adm, quiet = side.adm, self._quiet
         s = self._entered_state = adm.state
         g_n, g_s = s.pose_arrays()
@@ -136,22 +118,7 @@ class SampleLoopState:
         lf[:] = 0.0
         li[:] = 0
         lf[LF_T_SIDE] = s.t
-        # the table's state (MotionTable's optional arrays: a flag each)
-        self.q_cmd[:], self.qd_cmd[:], self.pose_safe[:] = table._q_cmd, table._qd_cmd, table._pose_safe
-        self.twist_est[:] = table._twist_est
-        for array, value, flag in ((self.prev_cmd, table._pose_prev_cmd, LI_HAS_PREV_CMD),
-                                   (self.twist_prev, table._twist_prev, LI_HAS_TWIST_PREV),
-                                   (self.ik_prev, table._q_ik_prev, LI_HAS_IK_PREV),
-                                   (self.ik_step, table._q_ik_step, LI_HAS_IK_STEP)):
-            li[flag] = value is not None
-            if value is not None:
-                array[:] = value
-        li[LI_HAS_T_PREV] = table._t_prev is not None
-        lf[LF_T_PREV] = math.nan if table._t_prev is None else table._t_prev
-        hint = table.kin._sigma_hint
-        li[LI_HAS_HINT] = hint is not None
-        if hint is not None:
-            lf[LF_HINT_SIGMA], self.hint_q[:] = hint
+        self.table_state.enter()
         # the port's newest output, which a held tick publishes again (none before the side's first step)
         out = side.passivity_out
         li[LI_HAS_PASSIVITY] = out is not None
@@ -181,7 +148,7 @@ class SampleLoopState:
                  rule._twist_ff),
                 (side_args, self.g, self.v, poses_out, x_out, acc, prev, self.acc_saved, self.prev_saved,
                  side._wrench_sensor_to_ee, self.g_saved, self.v_saved),
-                self._table_args(), held, self.lf, self.li)
+                self.table_state.args(rule._q_table), held, self.lf, self.li)
 
     @classmethod
     def load(cls, rule: ServicerHotPath) -> bool:
@@ -242,7 +209,7 @@ class SampleLoopState:
         if not self.active:
             return
         self.active = False
-        rule, side, table = self.rule, self.rule.side, self.rule.table
+        rule, side = self.rule, self.rule.side
         lf, li = self.lf, self.li
         stepped = li[LI_COMMANDS] > 0
         if not stepped:
@@ -260,17 +227,7 @@ class SampleLoopState:
             twist = np.zeros(6) if last_held else state.twist_base_rel_body
             out = side.output(state, twist, self.tau_q.copy(), last_held)
             rule.last = ServicerCommand(out, self.q_cmd.copy(), last_held, '')
-            table._q_cmd, table._qd_cmd, table._pose_safe = self.q_cmd.copy(), self.qd_cmd.copy(), self.pose_safe.copy()
-            table._twist_est[:] = self.twist_est
-            table._pose_prev_cmd = self.prev_cmd.copy() if li[LI_HAS_PREV_CMD] else None
-            table._twist_prev = self.twist_prev.copy() if li[LI_HAS_TWIST_PREV] else None
-            table._q_ik_prev = self.ik_prev.copy() if li[LI_HAS_IK_PREV] else None
-            table._q_ik_step = self.ik_step.copy() if li[LI_HAS_IK_STEP] else None
-            table._t_prev = float(lf[LF_T_PREV]) if li[LI_HAS_T_PREV] else None
-            table.kin._sigma_hint = (float(lf[LF_HINT_SIGMA]), self.hint_q.copy()) if li[LI_HAS_HINT] else None
-            table.stats.steps += int(li[LI_TABLE_STEPS])
-            for name, index in _CLAMPS:
-                table.stats.clamp_counts[name] += int(li[index])
+            self.table_state.leave()
             rule.fused_steps += int(li[LI_COMMANDS]) - held
             self.catch_up_steps += int(li[LI_CATCH_UP])
         for name, index in _COUNTS:

@@ -183,6 +183,94 @@ def table_motion(cmd, twist_ff, has_ff, dt, par, prev_cmd, has_prev_cmd, twist_e
     return flags
 
 
+#: a table loop state's ``tf`` (float64): the previous step's time, the IK's sigma hint
+#: (``hil_motion_table.table_loop.TableLoopState``)
+TF_T_PREV, TF_HINT_SIGMA = range(2)
+#: its ``ti`` (int64): the table's flags (a previous command, twist, step time, IK solution, IK change, sigma hint), the
+#: steps run and the clamps counted (``table._CLAMP_BITS``' order) since it was entered
+TI_HAS_PREV_CMD, TI_HAS_TWIST_PREV, TI_HAS_T_PREV, TI_HAS_IK_PREV, TI_HAS_IK_STEP, TI_HAS_HINT, TI_STEPS, \
+    TI_CLAMP_SPEED, TI_CLAMP_VELOCITY, TI_CLAMP_ACCELERATION = range(10)
+
+
+@njit(**_OPTS)
+def loop_dt(table, t):
+    """``MotionTable.dt_at(t)`` on a table loop state ``table`` (``TableLoopState.args``): the time since the
+    previous step, one period if there is none or it is not in (0, 10 periods)."""
+    period, tf, ti = table[33], table[34], table[35]
+    if ti[TI_HAS_T_PREV]:
+        dt = t - tf[TF_T_PREV]
+        if 0.0 < dt < 10.0 * period:
+            return dt
+    return period
+
+
+@njit(**_OPTS)
+def loop_save(table):
+    """Save the prediction's state that ``table_motion`` changes before it can fail (:func:`loop_restore`)."""
+    table[10][:] = table[4]
+    table[11][:] = table[5]
+    table[12][:] = table[6]
+
+
+@njit(**_OPTS)
+def loop_restore(table):
+    """The prediction's state as :func:`loop_save` saved it: a command the caller hands back to Python."""
+    table[4][:] = table[10]
+    table[5][:] = table[11]
+    table[6][:] = table[12]
+
+
+@njit(**_OPTS)
+def loop_motion_args(table, has_ff, dt):
+    """``MotionTable.motion_args(has_ff, dt, q_seed)`` on a table loop state: ``table_motion``'s arguments after its
+    command and twist."""
+    (q_seed, q_cmd, qd_cmd, pose_safe, prev_cmd, twist_est, twist_prev, ik_prev, ik_step, hint_q, _, _, _, q_ik,
+     q_next, qd_next, ik_step_out, par, ws_min, ws_max, placements, kind, axis, frame_placement, poses, jac,
+     chain_hint_q, q_lo, q_hi, qd_max, qdd_max, target, result, _, tf, ti) = table
+    hint_sigma, hint = -1.0, chain_hint_q               # without a hint
+    if ti[TI_HAS_HINT]:
+        hint_sigma, hint = tf[TF_HINT_SIGMA], hint_q
+    return (has_ff, dt, par, prev_cmd, ti[TI_HAS_PREV_CMD] != 0, twist_est, twist_prev, ti[TI_HAS_TWIST_PREV] != 0,
+            pose_safe, ws_min, ws_max, q_seed, q_cmd, qd_cmd, ik_prev, ik_step, ti[TI_HAS_IK_PREV] != 0,
+            ti[TI_HAS_IK_STEP] != 0, placements, kind, axis, frame_placement, poses, jac, hint_sigma, hint, q_lo, q_hi,
+            qd_max, qdd_max, target, q_ik, q_next, qd_next, ik_step_out, result)
+
+
+@njit(**_OPTS)
+def loop_motion(cmd, twist, has_ff, dt, table):
+    """``table_motion`` for the checked command ``cmd`` (and ``twist``) on a table loop state: its flags."""
+    return table_motion(cmd, twist, *loop_motion_args(table, has_ff, dt))
+
+
+@njit(**_OPTS)
+def loop_advance(table, t, has_ff, flags):
+    """The table loop state moved on after a step at ``t`` whose ``table_motion`` returned ``flags`` without a
+    fault (``MotionTable.begin_step`` and ``motion_outcome``: the new command, the IK's solution, change and hint,
+    the clamps counted)."""
+    (_, q_cmd, qd_cmd, _, _, _, _, ik_prev, ik_step, hint_q, _, _, _, q_ik, q_next, qd_next, ik_step_out, par, _, _,
+     _, _, _, _, _, _, _, _, _, _, _, _, result, _, tf, ti) = table
+    ti[TI_STEPS] += 1
+    tf[TF_T_PREV] = t
+    ti[TI_HAS_T_PREV] = 1
+    ti[TI_HAS_PREV_CMD] = 1
+    if has_ff and par[P_HORIZON] > 0.0:
+        ti[TI_HAS_TWIST_PREV] = 1
+    tf[TF_HINT_SIGMA] = result[1]
+    hint_q[:] = q_ik
+    ti[TI_HAS_HINT] = 1
+    has_ik_prev = ti[TI_HAS_IK_PREV] != 0
+    if has_ik_prev:
+        ik_step[:] = ik_step_out
+    ti[TI_HAS_IK_STEP] = has_ik_prev
+    ik_prev[:] = q_ik
+    ti[TI_HAS_IK_PREV] = 1
+    qd_cmd[:] = qd_next
+    q_cmd[:] = q_next
+    ti[TI_CLAMP_SPEED] += (flags & CARTESIAN_SPEED) != 0
+    ti[TI_CLAMP_VELOCITY] += (flags & JOINT_VELOCITY) != 0
+    ti[TI_CLAMP_ACCELERATION] += (flags & JOINT_ACCELERATION) != 0
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the table's kernels and the IK's (:mod:`hil_motion_table.ik_kernel`)
     with the types a table passes: ``./dev`` runs this, so no node compiles in its first command."""
