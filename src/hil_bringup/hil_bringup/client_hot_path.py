@@ -52,6 +52,7 @@ from hil_common.freshness import InputWatch
 from hil_common.overload import OverloadGuard
 from hil_common.pacing import steps_since
 from hil_dynamics.client import ClientAdmittance, ClientState
+from hil_dynamics.kernels import mat_vec_into
 from hil_dynamics.passivity import ClientPort
 from hil_dynamics.rebase import RebaseFollower, RebasePlan
 from hil_dynamics.se3 import wrench_transform_matrix
@@ -103,6 +104,7 @@ class ClientHotPath:
         # the table's target for g_c: a callable on pin.SE3, or a CommandFrame (its target_array on 12-arrays:
         # MotionTable.step_array, no pin.SE3 per sample)
         self._target_array = getattr(table_target, 'target_array', None)
+        self.frame = table_target if self._target_array is not None else None
         self.table_target = (table_target.target if self._target_array is not None else
                              table_target or (lambda pose: pose))
         self.joints = InputWatch('joint_states', joint_states_timeout_s, recover_after_s=recover_after_s,
@@ -112,8 +114,10 @@ class ClientHotPath:
         self.epoch_s = None if epoch_s is None else float(epoch_s)
         self.last_command: HotPathCommand | None = None
         self.overruns = 0                   # rate_hz steps dropped (more than max_catch_up in one sample)
-        self.q_measured: np.ndarray | None = None
-        self.dq_measured: np.ndarray | None = None
+        self.q_measured: np.ndarray | None = None     # _q once joint states came
+        self.dq_measured: np.ndarray | None = None    # _dq while the newest joint state had rates
+        n = table.kin.dof
+        self._q, self._dq, self._dq_ok = np.zeros(n), np.zeros(n), np.zeros(1, dtype=np.int64)
         self.latched = ''            # reason of the latched wrench fault ('' = none)
         self.latched_detail = ''
         self.last_wrench = np.zeros(6)     # the newest accepted sample (zero-order hold)
@@ -132,19 +136,29 @@ class ClientHotPath:
             self.counters['refused_joint_states'] += 1
             return False
         q = np.asarray(q, dtype=float)
-        if q.ndim != 1 or not all_finite(q):
+        if q.shape != self._q.shape or not all_finite(q):
             self.counters['refused_joint_states'] += 1
             return False
-        self.q_measured = q
+        # in the arrays the rule keeps (a sample loop's compiled call reads them: client_hot_path_loop)
+        self._q[:] = q
+        self.q_measured = self._q
         if dq is not None:
             dq = np.asarray(dq, dtype=float)
             if dq.shape != q.shape or not all_finite(dq):
                 dq = None
-        self.dq_measured = dq
+        self._dq_ok[0] = dq is not None
+        if dq is not None:
+            self._dq[:] = dq
+        self.dq_measured = self._dq if dq is not None else None
         if not self.table.initialized:
             self.table.initialize(self.q_measured)
         self.joints.sample(now_s)
         return True
+
+    def plan_due_s(self) -> float:
+        """The time (the caller's clock) from which a step runs the re-basing plan (inf: none, or done)."""
+        side = self.rebase.side
+        return math.inf if side is None or side.done else side.plan.t_start - 1e-9
 
     def set_rebase_plan(self, plan: RebasePlan, now_s: float) -> str:
         """The servicer node's re-basing plan (:meth:`RebaseFollower.accept`: '' or why not / how late)."""
@@ -222,7 +236,8 @@ class ClientHotPath:
             return self._held(reason)
         if skipped:          # the dropped time, too: this g_n stays the servicer's (Eq. 23)
             self.rebase.advance(self.admittance, t_from, skipped)
-        wrench_com = self._wrench_sensor_to_com @ self.last_wrench
+        wrench_com = np.empty(6)         # one product for this path and the compiled sample (client_hot_path_kernel)
+        mat_vec_into(self._wrench_sensor_to_com, self.last_wrench, wrench_com)
         measured = (self.twist_from_joints(self.q_measured, self.dq_measured)
                     if self.port is not None and self.twist_from_joints is not None and self.dq_measured is not None
                     else None)

@@ -86,26 +86,32 @@ PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not
           TRACE_PARAM]
 
 
+def build_rule(p, clock, epoch_s: float | None = None, sim_time: bool = False) -> ClientHotPath:
+    """The node's rule on its validated parameters ``p``: the client admittance with its port, the table on
+    ``clock`` (the lab's), the command frame, the overload guard (``sim_time``: the guard's policy under
+    ``use_sim_time``), the mission's epoch ``epoch_s`` on that clock (None: the first sample)."""
+    admittance, pose_sensor_in_client = client_node.build_rule(p)
+    table = table_node.build_table(p, clock=clock)
+    frame = table_node.CommandFrame(p, table.kin)
+    return ClientHotPath(admittance, pose_sensor_in_client, table, rate_hz=p.rate_hz, epoch_s=epoch_s,
+                         max_catch_up=p.max_catch_up, max_force_n=p.max_force_n, max_torque_nm=p.max_torque_nm,
+                         wrench_frame_id=p.wrench_frame_id, joint_states_timeout_s=p.joint_states_timeout_s,
+                         recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover, table_target=frame,
+                         port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
+                         twist_from_joints=frame.twist_from_joints,
+                         overload=overload_guard(p, 1.0 / p.rate_hz, sim_time))
+
+
 class ClientHotPathNode(Node):
     def __init__(self):
         super().__init__('client_hot_path')
         p = declare_parameters(self, PARAMS)
         self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
         self.clock_ns = clock_ns(self)      # the ROS clock, for stamps
-        admittance, pose_sensor_in_client = client_node.build_rule(p)
-        self.table = table_node.build_table(p, clock=self.lab_now)
-        self.frame = table_node.CommandFrame(p, self.table.kin)   # g_c in the lab's nominal frame, or 'home'
-        self.rule = ClientHotPath(admittance, pose_sensor_in_client, self.table, rate_hz=p.rate_hz,
-                                  epoch_s=epoch if (epoch := mission_epoch(self, p.mission_epoch_s)) is None
-                                  else ros_to_lab_seconds(self, epoch),
-                                  max_catch_up=p.max_catch_up, max_force_n=p.max_force_n,
-                                  max_torque_nm=p.max_torque_nm, wrench_frame_id=p.wrench_frame_id,
-                                  joint_states_timeout_s=p.joint_states_timeout_s,
-                                  recover_after_s=p.joint_states_recover_s, auto_recover=p.auto_recover,
-                                  table_target=self.frame,
-                                  port=ClientPort(admittance, p.passivity_max_rate_per_s, enabled=p.passivity_control),
-                                  twist_from_joints=self.frame.twist_from_joints,
-                                  overload=overload_guard(p, 1.0 / p.rate_hz, uses_sim_time(self)))
+        epoch = mission_epoch(self, p.mission_epoch_s)
+        self.rule = build_rule(p, self.lab_now, None if epoch is None else ros_to_lab_seconds(self, epoch),
+                               uses_sim_time(self))
+        self.table, self.frame = self.rule.table, self.rule.frame   # g_c in the lab's nominal frame, or 'home'
         self.names = tuple(self.table.kin.joint_names)
         self.read_joints = JointStateReader(self.names)           # client/joint_states, raw, in the table's order
         self.decimation = p.state_decimation

@@ -1,12 +1,13 @@
 """The hot-path rule without DDS (as a lockstep runner uses it): time, NaN input, reset."""
 
+import collections
 import math
 
 import numpy as np
 import pytest
 
 from hil_admittance import client_admittance_node as client_node
-from hil_bringup.client_hot_path import ClientHotPath
+from hil_bringup.client_hot_path import ClientHotPath, HotPathCommand
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_motion_table import motion_table_node as table_node
 from hil_motion_table.kinematics_helpers import home_pose
@@ -320,3 +321,122 @@ def test_malformed_joint_states_are_refused_and_counted(values):
     assert rule.dq_measured is None and np.array_equal(rule.q_measured, q0)
     assert rule.joint_states(q0, 0.02, np.zeros(5)) and rule.dq_measured is None
     assert rule.joint_states(q0, 0.03, np.full(6, 1e308)) and rule.dq_measured is not None
+
+
+def test_the_loops_compiled_samples_give_the_python_rules_commands_and_state():
+    """Two Envisat client rules as the node builds them, fed the same random stream: one in Python, one through a
+    sample loop's state (``client_hot_path_loop.ClientLoopState``: its quiet samples in one compiled call, left for
+    everything else). The stream: 1 kHz samples with jitter, gaps of up to 6 periods (several Eq. 11 steps, and holds
+    of a tight overload guard), gaps that drop time, two samples at one instant, unframed samples and samples in
+    another frame, non-finite wrenches and wrenches over the limit (latched, then reset), joint states with and
+    without their rates, joint states that stop (stale) and come back, a workspace the table leaves (latched, then
+    reset) and a re-basing plan with its ramp. Every command is the same to the bit, the rules end in the same state,
+    and the stream did reach each of those branches."""
+    import pinocchio as pin
+
+    from hil_bringup.client_hot_path_loop import ClientLoopState, envisat_client_rule
+    from hil_common.overload import OverloadGuard
+    from hil_dynamics.rebase import RebasePlan
+
+    rules = []
+    for _ in range(2):
+        rule, q0 = envisat_client_rule()
+        # holds on the longest gaps (a sample 5.5 ms late), recovers after 20 ms on time
+        rule.overload = OverloadGuard(rule.dt, 2e-3, 5.5e-3, 0.02, 'auto', window_s=0.05)
+        rules.append(rule)
+    ref, fast = rules
+    loop = ClientLoopState(fast)
+    dt = ref.dt
+    frame_id = ref.wrench_frame_id
+    plan = RebasePlan(0.0, 0.2, 9000.0, pin.SE3(np.eye(3), np.array([0.1, 0.0, 0.0])), np.diag([1e4, 1.2e4, 1.5e4]),
+                      np.array([0.0, 0.0, 0.01, 0.0, 0.0, 0.005]))
+    rng = np.random.default_rng(11)
+    t, q = 1.0, q0.copy()
+    stale_until = -1.0
+    seen = collections.Counter()
+    loop_steps = 0
+    for k in range(2400):
+        gap = 1 + (rng.integers(2, 7) if rng.random() < 0.03 else 0) + (30 if rng.random() < 0.003 else 0)
+        if rng.random() > 0.01:                    # else a second sample at the same instant
+            t += dt * (gap + rng.uniform(-0.45, 0.45))
+        if k == 300:
+            stale_until = t + 1.5 * ref.joints.timeout_s
+        wrench = rng.normal(0.0, 40.0, 6) * (1.0, 1.0, 1.0, 0.1, 0.1, 0.1)
+        if rng.random() < 0.004:
+            wrench[2] = np.nan
+        if rng.random() < 0.003:
+            wrench[:3] *= 1e4                      # over max_force_n
+        if 1000 <= k < 1150:
+            wrench[0] += 3000.0                    # a push out of the workspace below
+        frame = rng.choice([frame_id, '', 'other'], p=[0.7, 0.29, 0.01])
+        dq = rng.normal(0.0, 0.01, len(q)) if rng.random() < 0.8 else None
+        outs = []
+        for rule in rules:
+            table = rule.table
+            leave = (k in (1000, 1150) or (k == 1800) or (k % 50 == 0 and (rule.latched or table.latched_faults)))
+            if leave and rule is fast:
+                loop.leave()                       # what only Python changes: the state back in the rule first
+            if k == 1000:                          # a workspace of +-0.05 mm around the target: soon left (latched)
+                box = table.workspace_min.copy(), table.workspace_max.copy()
+                table.workspace_min, table.workspace_max = table._target[9:] - 5e-5, table._target[9:] + 5e-5
+            if k == 1150:
+                table.workspace_min, table.workspace_max = box
+            if k == 1800:
+                plan.t_start = t + 0.1
+                assert rule.set_rebase_plan(plan, t) == ''
+            if k % 50 == 0 and (rule.latched or table.latched_faults):
+                rule.reset(t)
+            if t > stale_until:
+                rule.joint_states(q, t, dq)
+            if rule is ref:
+                outs.append(rule.wrench(wrench, frame, t))
+            else:
+                stepped, out = loop.wrench(wrench, frame, t)
+                loop_steps += stepped
+                outs.append(HotPathCommand(loop.q_cmd.copy(), False, None, 0) if stepped else out)
+        a, b = outs
+        assert (a is None) == (b is None), k
+        if a is None:
+            seen['none'] += 1
+            continue
+        np.testing.assert_array_equal(a.q_command, b.q_command, err_msg=f'sample {k}')
+        assert a.holding == b.holding, k
+        seen['holding'] += a.holding
+        seen['stale'] += 'joint_states' in ref.last_reason
+        seen['overload'] += 'overload' in ref.last_reason or 'late' in ref.last_reason
+        seen['latched'] += bool(ref.latched)
+        seen['table_fault'] += bool(ref.table.latched_faults)
+        if not a.holding:
+            q = a.q_command.copy()                 # the robot follows its command
+    loop.leave()
+    assert ref.counters == fast.counters
+    assert ref.overruns == fast.overruns > 0
+    assert ref.t_last == fast.t_last
+    s_r, s_f = ref.admittance.state, fast.admittance.state
+    assert s_r.t == s_f.t
+    for x, y in zip(s_r.pose_arrays(), s_f.pose_arrays()):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(s_r.twist_nominal_body, s_f.twist_nominal_body)
+    np.testing.assert_array_equal(s_r.twist_client_rel_body, s_f.twist_client_rel_body)
+    assert ref.port.integration_j == fast.port.integration_j
+    assert ref.port.out.as_list() == fast.port.out.as_list()
+    np.testing.assert_array_equal(ref.port.controller._acc, fast.port.controller._acc)
+    np.testing.assert_array_equal(ref.last_wrench, fast.last_wrench)
+    np.testing.assert_array_equal(ref.newest_wrench, fast.newest_wrench)
+    for name in ('_q_cmd', '_qd_cmd', '_pose_safe', '_twist_est', '_pose_prev_cmd', '_q_ik_prev', '_q_ik_step'):
+        np.testing.assert_array_equal(getattr(ref.table, name), getattr(fast.table, name), err_msg=name)
+    assert ref.table._t_prev == fast.table._t_prev
+    assert ref.table.stats.steps == fast.table.stats.steps
+    assert ref.table.stats.clamp_counts == fast.table.stats.clamp_counts
+    assert ref.table.stats.fault_counts == fast.table.stats.fault_counts
+    for name in ('ticks', 'late_ticks', 'dropped_steps', 'holds', 'holding', 'level', 'reason', 'max_late_s'):
+        assert getattr(ref.overload, name) == getattr(fast.overload, name), name
+    for name in ('state', 'last_s', 'samples', 'stale_events', 'recoveries'):
+        assert getattr(ref.joints, name) == getattr(fast.joints, name), name
+    # every branch was reached, and most samples ran in the compiled call
+    print('loop samples', loop_steps, 'events', loop.events, 'entries', loop.entries, dict(seen), ref.counters)
+    assert ref.counters['wrench_faults'] >= 2 and ref.counters['refused_frame'] > 0 and ref.counters['not_due'] > 0
+    assert ref.counters['unframed'] > 0 and ref.overload.holds > 0 and ref.joints.stale_events > 0
+    assert ref.table.stats.fault_counts['workspace_exit'] > 0 and ref.rebase.side is not None and ref.rebase.side.done
+    stepped = ref.counters['commands'] - ref.counters['held']
+    assert loop_steps > 0.8 * stepped and loop.events > 10 and loop.entries > 10, (loop_steps, stepped)
