@@ -690,6 +690,9 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
             rt['passivity_control'] = os.environ.get('HIL_BENCH_CONTACT_PC', '1') == '1'
         rt['trace_sample_stamps'] = trace
         rt['compiled_io'] = compiled_io
+        if name.startswith('fused'):
+            # HIL_BENCH_CLIENT_COMPILED_SAMPLES=0: every F/T sample in the rule's Python (for an A/B)
+            rt['compiled_samples'] = os.environ.get('HIL_BENCH_CLIENT_COMPILED_SAMPLES', '1') == '1'
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     # The probe stands in for the sensor and the robot, i.e. hardware: its own Python scheduling

@@ -26,8 +26,9 @@ from hil_bringup.client_hot_path_kernel import CF_E_INT, CF_EXCESS, CF_PENDING, 
     CI_LAST_STEPS, CI_SAMPLES, CI_STEPS, CI_UNFRAMED, CLIENT_EVENT, client_loop_sample
 from hil_common.errors import ConfigError
 from hil_common.overload import OverloadGuard
-from hil_common.policy_kernel import GuardState, adopt
+from hil_common.policy_kernel import GuardState, adopt, guard_update, watch_sample, watch_update
 from hil_dynamics.client import ClientState
+from hil_dynamics.kernels import mat_vec_into, relative_mapping_into
 from hil_motion_table.table_loop import TableLoopState
 
 N_CF, N_CI = CF_PENDING + 1, CI_LAST_STEPS + 1
@@ -66,16 +67,57 @@ class ClientLoopState:
         self.active = False
         self.entries = 0
         self.events = 0
+        self.loop_samples = 0            # samples the compiled call ran (counted at each leave)
         self._entered_state = None
-        self._args = None
+        self._g_t, self._v_t = np.zeros(12), np.zeros(6)         # decimated_values' scratch
+        self._args = self._make_args(np.inf)
+
+    @classmethod
+    def for_rule(cls, rule: ClientHotPath) -> 'ClientLoopState | None':
+        """The loop's state of ``rule``, its compiled call loaded now (from Numba's cache; compiled the first time),
+        not in a node's first sample: on a non-finite wrench, on which it returns at once, having read and changed
+        nothing. None where the rule cannot have one (see the class)."""
+        try:
+            state = cls(rule)
+        except ConfigError:
+            return None
+        if state.sample(np.full(6, np.nan), False, 0.0) != CLIENT_EVENT:
+            raise ConfigError('ClientLoopState: the compiled sample ran on a non-finite wrench')
+        # and what the rule's Python calls now that its policies are adopted (on copies)
+        watch, guard = state.watch, state.guard
+        wf, wi = watch.wf.copy(), watch.wi.copy()
+        watch_sample(wf, wi, 0.0)
+        watch_update(wf, wi, 0.0)
+        guard_update(guard.gf.copy(), guard.gi.copy(), guard.ring_t.copy(), guard.ring_steps.copy(),
+                     guard.ring_late.copy(), 0.0, 0.0, 0, 1)
+        mat_vec_into(rule._wrench_sensor_to_com, np.zeros(6), np.empty(6))
+        return state
+
+    def _make_args(self, plan_due_s: float) -> tuple:
+        """``client_loop_sample``'s arguments after the sample's: the rule's constants read now."""
+        rule, port, frame = self.rule, self.rule.port, self.rule.frame
+        c = port.controller
+        _, constants = rule.admittance.step_arrays()
+        chain, ad, poses, jac, scratch = frame.twist_work
+        guard, watch = self.guard, self.watch
+        return ((rule.dt, rule.max_catch_up * rule.dt, rule.max_force_n, rule.max_torque_nm, plan_due_s,
+                 self.has_guard, guard.gf, guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf,
+                 watch.wi, self.saved_f, self.saved_i, self.last_wrench, self.newest_wrench,
+                 rule._wrench_sensor_to_com, self.wrench_com, rule._q, rule._dq, rule._dq_ok, chain.placements,
+                 chain.kind, chain.axis, chain.frame_placement, ad, poses, jac, scratch, self.v_meas,
+                 *frame.kernel_args()[:3], rule.table.limits.max_measurement_age, self.cmd, self.zeros6),
+                (c._acc, c._prev, c.mass_matrix, c.enabled, c.max_rate_per_s, c.threshold_j, self.wrench_pc,
+                 self.applied, self.g_n, self.v_n, self.g_c, self.v_c, *constants, self._saved),
+                self.table_state.args(rule._q), self.cf, self.ci)
 
     # -- in and out ---------------------------------------------------------------------------------------------
     def quiet_possible(self) -> bool:
         """Whether a quiet sample can run: joints measured, the table initialized and not latched, no wrench fault,
-        a previous sample (the mission's epoch met), no re-basing ramp under way."""
+        a previous sample (the mission's epoch met), no re-basing ramp under way (one not started yet: the compiled
+        call hands back the samples from its start)."""
         rule = self.rule
         return (rule.q_measured is not None and rule.table.initialized and not rule.table.latched_faults
-                and not rule.latched and rule.t_last is not None and not rule.rebase.active)
+                and not rule.latched and rule.t_last is not None and rule.t_last < rule.plan_due_s())
 
     def enter(self) -> bool:
         """Take the rule's state into the arrays; False (nothing taken) where no quiet sample is possible."""
@@ -83,8 +125,7 @@ class ClientLoopState:
             return True
         if not self.quiet_possible():
             return False
-        rule, port, frame = self.rule, self.rule.port, self.rule.frame
-        c = port.controller
+        rule, port = self.rule, self.rule.port
         s = self._entered_state = rule.admittance.state
         g_n, g_c = s.pose_arrays()
         self.g_n[:], self.g_c[:] = g_n, g_c
@@ -95,19 +136,7 @@ class ClientLoopState:
         ci[:] = 0
         cf[CF_T_LAST], cf[CF_T_STATE], cf[CF_E_INT] = rule.t_last, s.t, port.integration_j
         self.table_state.enter()
-        _, constants = rule.admittance.step_arrays()
-        chain, ad, poses, jac, scratch = frame.twist_work
-        guard, watch = self.guard, self.watch
-        self._args = (
-            (rule.dt, rule.max_catch_up * rule.dt, rule.max_force_n, rule.max_torque_nm, rule.plan_due_s(),
-             self.has_guard, guard.gf, guard.gi, guard.ring_t, guard.ring_steps, guard.ring_late, watch.wf, watch.wi,
-             self.saved_f, self.saved_i, self.last_wrench, self.newest_wrench, rule._wrench_sensor_to_com,
-             self.wrench_com, rule._q, rule._dq, rule._dq_ok, chain.placements, chain.kind, chain.axis,
-             chain.frame_placement, ad, poses, jac, scratch, self.v_meas, *frame.kernel_args()[:3],
-             rule.table.limits.max_measurement_age, self.cmd, self.zeros6),
-            (c._acc, c._prev, c.mass_matrix, c.enabled, c.max_rate_per_s, c.threshold_j, self.wrench_pc, self.applied,
-             self.g_n, self.v_n, self.g_c, self.v_c, *constants, self._saved),
-            self.table_state.args(rule._q), cf, ci)
+        self._args = self._make_args(rule.plan_due_s())
         self.active = True
         self.entries += 1
         return True
@@ -154,8 +183,18 @@ class ClientLoopState:
             rule.last_command = HotPathCommand(self.q_cmd.copy(), False, state, int(ci[CI_LAST_STEPS]), '')
         for name, index in _COUNTS:
             rule.counters[name] += int(ci[index])
+        self.loop_samples += int(ci[CI_SAMPLES])
         ci[:] = 0
         self._entered_state = None
+
+    def decimated_values(self) -> tuple[np.ndarray, np.ndarray, list[float]]:
+        """The decimated messages' values of the newest step (entered): the client's absolute ``g_t, V_t`` (seed 004
+        Eq. 23, as ``ClientState.absolute_arrays``) and the port's output (``PassivityOutput.as_list``), as the rule's
+        objects give them after :meth:`leave`."""
+        relative_mapping_into(self.g_n, self.v_n, self.g_c, self.v_c, self._g_t, self._v_t)
+        acc, cf = self.rule.port.controller._acc, self.cf
+        return self._g_t, self._v_t, [float(cf[CF_EXCESS]), float(acc[0]), float(acc[1]),
+                                      float(acc[2]) + float(cf[CF_PENDING]), float(acc[3])]
 
     def state(self) -> ClientState:
         """The admittance's state now (entered: a snapshot of the loop's arrays)."""

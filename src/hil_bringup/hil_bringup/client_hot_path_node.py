@@ -53,6 +53,7 @@ from std_srvs.srv import Trigger
 from hil_admittance import client_admittance_node as client_node
 from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
+from hil_bringup.client_hot_path_loop import ClientLoopState
 from hil_common.overload import overload_guard, overload_params
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder, PoseStampedEncoder,
                             decode_wrench_stamped)
@@ -67,6 +68,9 @@ from hil_common.lab_clock import (clock_ns, joint_states_depth, lab_seconds, mea
 from hil_common.ros_main import run_node
 from hil_motion_table import motion_table_node as table_node
 from hil_dynamics.passivity import ClientPort
+
+#: the status of a command the loop's state ran (on_wrench's (holding, reason, latched))
+_COMMANDING = (False, '', '')
 
 PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not p.name.startswith('overload_')],
           *overload_params('client/hot_path/reset'),      # wrench_frame_id declared below, default 'ft_sensor'
@@ -83,6 +87,10 @@ PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not
           Param('wrench_frame_id', 'ft_sensor', "Expected frame_id of client/ft/wrench (the F/T driver's sensor_frame); "
                 'other frames are refused and counted, an empty one is accepted and counted'),
           rcl_io.COMPILED_IO_PARAM,
+          Param('compiled_samples', True, 'Run each quiet F/T sample (no latched fault or hold, joints fresh, no time '
+                'dropped, no re-basing under way) in one compiled call on the state of '
+                'hil_bringup.client_hot_path_loop (the same commands, to the bit), the others in the rule\'s Python; '
+                'false: every sample in Python'),
           TRACE_PARAM]
 
 
@@ -143,9 +151,16 @@ class ClientHotPathNode(Node):
             self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names, depth),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
         self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
+        # the quiet samples in one compiled call on a loop's state (client_hot_path_loop), loaded now
+        self.loop = None
+        if p.compiled_samples:
+            self.loop = ClientLoopState.for_rule(self.rule)
+            if self.loop is None:
+                self.get_logger().info('compiled_samples: every F/T sample runs in Python (the rule has no compiled '
+                                       'sample: a hexapod, or a frame without the compiled twist)')
         # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
         self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
-        rebase_topic.subscribe_rebase_plan(self, self.rule.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
+        rebase_topic.subscribe_rebase_plan(self, self.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
                                            self.lab_now)
         # Everything built so far (models, rules, rclpy entities) lives as long as the node: move it
         # out of the cyclic collector's reach, so a full collection does not scan it mid-loop.
@@ -155,6 +170,11 @@ class ClientHotPathNode(Node):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+
+    def set_rebase_plan(self, plan, now_s: float) -> str:
+        """The servicer node's re-basing plan, for the rule (its samples then run in Python)."""
+        self.leave_loop()
+        return self.rule.set_rebase_plan(plan, now_s)
 
     def take_joints(self) -> None:
         """The joint states that arrived since the last call, in their order."""
@@ -176,6 +196,15 @@ class ClientHotPathNode(Node):
                 self.get_logger().warn(f'malformed joint state dropped ({malformed})', throttle_duration_sec=1.0)
             else:
                 self.rule.joint_states(q, self.measured_at(float(stamps[k, 0]) + 1e-9 * float(stamps[k, 1])), dq)
+
+    def close(self) -> None:
+        """At the stop (``hil_common.ros_main.run_node``): the samples' counts."""
+        self.leave_loop()
+        counters, loop = self.rule.counters, self.loop
+        where = (f'{loop.loop_samples} of them in one compiled call (entered {loop.entries} times, {loop.events} '
+                 'handed back)' if loop is not None else 'none in a compiled call')
+        self.get_logger().info(f"F/T samples: {counters['samples']}, {where}; commands: {counters['commands']}, "
+                               f"held {counters['held']}")
 
     def destroy_node(self):
         if self.compiled_io is not None:
@@ -206,7 +235,13 @@ class ClientHotPathNode(Node):
             self.rule.counters['malformed'] += 1
             self.get_logger().warn(f'malformed F/T sample dropped ({exc})', throttle_duration_sec=1.0)
             return
-        out = self.rule.wrench(wrench, frame_id, now)
+        if self.loop is not None:
+            stepped, out = self.loop.wrench(wrench, frame_id, now)
+            if stepped:
+                self._stepped(self.loop, sec, nanosec)
+                return
+        else:
+            out = self.rule.wrench(wrench, frame_id, now)
         if out is None:
             return
         if self.compiled_io is None:
@@ -230,7 +265,32 @@ class ClientHotPathNode(Node):
             self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(state.pose_arrays()[1], self._xyzquat)))
 
 
+    def _stepped(self, loop: ClientLoopState, sec: int, nanosec: int) -> None:
+        """What :meth:`on_wrench` sends for a sample the loop's state ran: its command, the trace, and every
+        ``state_decimation``-th the decimated messages from the loop's arrays (the same values as the rule's)."""
+        if self.compiled_io is None:
+            self.pub_cmd.publish(self.encode_cmd(loop.q_cmd))
+        else:
+            self.compiled_io[1].publish(loop.q_cmd)
+        self.trace.publish(sec, nanosec)
+        if self.last_status != _COMMANDING:
+            self.last_status = _COMMANDING
+            self.publish_status()
+        self.samples += 1
+        if self.samples % self.decimation == 0:
+            sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
+            g_t, v_t, passivity = loop.decimated_values()
+            self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
+            self.pub_passivity.publish(self.encode_passivity(passivity))
+            self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(loop.g_c, self._xyzquat)))
+
+    def leave_loop(self) -> None:
+        """The loop's state back in the rule, before anything that reads or changes the rule."""
+        if self.loop is not None:
+            self.loop.leave()
+
     def publish_status(self) -> None:
+        self.leave_loop()
         level, message, values = self.rule.status(self.lab_now())
         msg = DiagnosticStatus(level=bytes([level]), name='client_hot_path', message=message,
                                hardware_id=self.table.kin.__class__.__name__)
@@ -238,6 +298,7 @@ class ClientHotPathNode(Node):
         self.pub_status.publish(msg)
 
     def on_reset(self, request, response):
+        self.leave_loop()
         response.success, response.message = self.rule.reset(self.lab_now())
         self.last_status = None
         self.publish_status()
