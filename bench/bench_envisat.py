@@ -693,6 +693,8 @@ def run_arrangement(name: str, seconds: float, trace: bool = False, servicer_tra
         if name.startswith('fused'):
             # HIL_BENCH_CLIENT_COMPILED_SAMPLES=0: every F/T sample in the rule's Python (for an A/B)
             rt['compiled_samples'] = os.environ.get('HIL_BENCH_CLIENT_COMPILED_SAMPLES', '1') == '1'
+            # HIL_BENCH_CLIENT_SAMPLE_THREAD=0: the samples in the F/T subscription's callback (for an A/B)
+            rt['sample_thread'] = os.environ.get('HIL_BENCH_CLIENT_SAMPLE_THREAD', '1') == '1'
         procs = {'client_hot_path': start_node('hil_bringup', 'client_hot_path_node',
                                                ros_args=('--params-file', params_file({**client, **table, **rt})))}
     # The probe stands in for the sensor and the robot, i.e. hardware: its own Python scheduling

@@ -141,6 +141,11 @@ class ClientLoopState:
         self.entries += 1
         return True
 
+    def args(self) -> tuple:
+        """``client_loop_sample``'s arguments after the sample's (a compiled caller's; made again at each
+        :meth:`enter`)."""
+        return self._args
+
     def sample(self, wrench_sensor: np.ndarray, unframed: bool, now_s: float) -> int:
         """One F/T sample (a 6-array in the sensor frame, its frame accepted; ``unframed``: it had none) at ``now_s``:
         ``client_loop_sample``'s outcome. Stepped: the command is :attr:`q_cmd`. An event: :meth:`leave`, and

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -55,8 +57,12 @@ from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
 from hil_bringup.client_hot_path_loop import ClientLoopState
 from hil_common.overload import overload_guard, overload_params
-from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder, PoseStampedEncoder,
-                            decode_wrench_stamped)
+from hil_common.cdr import (MALFORMED, CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder,
+                            PoseStampedEncoder, decode_wrench_stamped, encode_header, malformed_reason)
+from hil_common.errors import ConfigError, StartError
+from hil_common.sample_loop import LoopThread
+from hil_bringup import client_sample_loop as csl
+from hil_bringup import servicer_sample_loop as sl
 from hil_dynamics.kernels import pose_xyzquat
 from hil_common.polled import PolledSubscription
 from hil_common import rcl_io
@@ -91,6 +97,10 @@ PARAMS = [*[p for p in client_node.PARAMS if p.name != 'wrench_frame_id' and not
                 'dropped, no re-basing under way) in one compiled call on the state of '
                 'hil_bringup.client_hot_path_loop (the same commands, to the bit), the others in the rule\'s Python; '
                 'false: every sample in Python'),
+          Param('sample_thread', True, 'With compiled_samples and compiled_io: take and run the F/T samples in a '
+                'compiled loop in a thread of the node (hil_bringup.client_sample_loop: no Python between quiet '
+                'samples), the callbacks that touch the rule pausing it (under use_sim_time the loop takes the twin\'s '
+                '/clock itself); false: the samples in the F/T subscription\'s callback'),
           TRACE_PARAM]
 
 
@@ -117,13 +127,15 @@ class ClientHotPathNode(Node):
         self.lab_now = lab_seconds(self)    # monotonic, or the twin's simulated time (use_sim_time)
         self.clock_ns = clock_ns(self)      # the ROS clock, for stamps
         epoch = mission_epoch(self, p.mission_epoch_s)
-        self.rule = build_rule(p, self.lab_now, None if epoch is None else ros_to_lab_seconds(self, epoch),
+        # (the table's clock is the node's lab_now, which the sample loop sets under use_sim_time)
+        self.rule = build_rule(p, lambda: self.lab_now(), None if epoch is None else ros_to_lab_seconds(self, epoch),
                                uses_sim_time(self))
         self.table, self.frame = self.rule.table, self.rule.frame   # g_c in the lab's nominal frame, or 'home'
         self.names = tuple(self.table.kin.joint_names)
         self.read_joints = JointStateReader(self.names)           # client/joint_states, raw, in the table's order
         self.decimation = p.state_decimation
-        self.samples = 0
+        self._ctl = np.zeros(csl.N_CTL, dtype=np.int64)     # the compiled loop's (its outputs: ``outputs``)
+        self.samples = None      # the F/T samples' compiled loop in a thread (sample_thread)
         self.last_status = None
         self.frames = (p.orbit_frame, p.nominal_frame, p.client_frame)
         self.pub_cmd = self.create_publisher(Float64MultiArray, 'client/forward_position_controller/commands', 10)
@@ -140,7 +152,7 @@ class ClientHotPathNode(Node):
         pose_xyzquat(np.array([1.0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]), self._xyzquat)   # loaded now (the identity)
         self.trace = SampleTrace(self, 'client/hot_path/trace', p.trace_sample_stamps)
         self.create_service(Trigger, 'client/hot_path/reset', self.on_reset)
-        self.create_timer(0.5, self.publish_status)
+        self.create_timer(0.5, self.on_status_timer)
         # taken at each F/T sample (one wake-up per sample) and by a timer while the samples are silent
         # (a joint state's time: its stamp under use_sim_time, hil_common.lab_clock.measurement_seconds)
         self.measured_at = measurement_seconds(self)
@@ -150,7 +162,7 @@ class ClientHotPathNode(Node):
         if rcl_io.use_compiled_io(p.compiled_io, self.get_logger().warning):
             self.compiled_io = (rcl_io.JointStateStream(self.joints_in.handle, self.names, depth),
                                 rcl_io.Float64ArrayPublisher(self.pub_cmd, len(self.names)))
-        self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.take_joints)
+        self.create_timer(max(0.5 * p.joint_states_timeout_s, 0.01), self.on_joints_timer)
         # the quiet samples in one compiled call on a loop's state (client_hot_path_loop), loaded now
         self.loop = None
         if p.compiled_samples:
@@ -158,8 +170,14 @@ class ClientHotPathNode(Node):
             if self.loop is None:
                 self.get_logger().info('compiled_samples: every F/T sample runs in Python (the rule has no compiled '
                                        'sample: a hexapod, or a frame without the compiled twist)')
-        # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
-        self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
+        if self.loop is not None and self.compiled_io is not None and p.sample_thread:
+            self.samples = ClientSampleThread(self)
+            if self.samples.sim:      # the node's Python reads the twin's time as the loop does
+                self.clock_ns = self.samples.clock_ns
+                self.lab_now = lambda: self.clock_ns() * 1e-9
+        else:
+            # newest sample only; taken as raw CDR (hil_common.cdr: rclpy's message objects cost more than the decode)
+            self.create_subscription(WrenchStamped, 'client/ft/wrench', self.on_wrench, 1, raw=True)
         rebase_topic.subscribe_rebase_plan(self, self.set_rebase_plan, lambda t: ros_to_lab_seconds(self, t),
                                            self.lab_now)
         # Everything built so far (models, rules, rclpy entities) lives as long as the node: move it
@@ -170,11 +188,41 @@ class ClientHotPathNode(Node):
         if p.realtime_priority or cpus:
             ok, message = make_realtime(p.realtime_priority, cpus)
             (self.get_logger().info if ok else self.get_logger().warning)(f'real-time: {message}')
+        if self.samples is not None:
+            self.samples.thread.start()       # its thread inherits the scheduling and the CPUs
+
+    @property
+    def outputs(self) -> int:
+        """The commands with a new state sent (the decimation's count): the compiled loop counts them too."""
+        return int(self._ctl[csl.K_OUTPUTS])
+
+    @outputs.setter
+    def outputs(self, value: int) -> None:
+        self._ctl[csl.K_OUTPUTS] = value
+
+    @contextmanager
+    def paused(self):
+        """The F/T samples' compiled loop not running while the block runs (``LoopThread.paused``; a no-op without
+        it), the loop's state left: for the executor's callbacks that read or change the rule."""
+        if self.samples is None:
+            yield
+            return
+        with self.samples.thread.paused():
+            yield
 
     def set_rebase_plan(self, plan, now_s: float) -> str:
         """The servicer node's re-basing plan, for the rule (its samples then run in Python)."""
-        self.leave_loop()
-        return self.rule.set_rebase_plan(plan, now_s)
+        with self.paused():
+            self.leave_loop()
+            return self.rule.set_rebase_plan(plan, now_s)
+
+    def on_joints_timer(self) -> None:
+        with self.paused():
+            self.take_joints()
+
+    def on_status_timer(self) -> None:
+        with self.paused():
+            self.publish_status()
 
     def take_joints(self) -> None:
         """The joint states that arrived since the last call, in their order."""
@@ -189,8 +237,14 @@ class ClientHotPathNode(Node):
         now = self.lab_now()
         if now <= 0.0:       # 0: the lab twin's /clock has not arrived yet (use_sim_time)
             return
+        self._joint_rows(stream, 0, n)
+
+    def _joint_rows(self, stream, start: int, stop: int) -> None:
+        """Rows ``start..stop-1`` of the joint states' last take, each as ``on_joints`` handles its message."""
         stamps = stream.stamps
-        for k, (q, dq, malformed) in enumerate(stream.readings(n)):     # on_joints, for the rows the call decoded
+        for k, (q, dq, malformed) in enumerate(stream.readings(stop), 0):     # on_joints, for the rows decoded
+            if k < start:
+                continue
             if malformed:
                 self.rule.counters['refused_joint_states'] += 1
                 self.get_logger().warn(f'malformed joint state dropped ({malformed})', throttle_duration_sec=1.0)
@@ -198,15 +252,19 @@ class ClientHotPathNode(Node):
                 self.rule.joint_states(q, self.measured_at(float(stamps[k, 0]) + 1e-9 * float(stamps[k, 1])), dq)
 
     def close(self) -> None:
-        """At the stop (``hil_common.ros_main.run_node``): the samples' counts."""
+        """At the stop (``hil_common.ros_main.run_node``): the compiled loop stopped, the samples' counts."""
+        thread = '' if self.samples is None else self.samples.stop()
         self.leave_loop()
         counters, loop = self.rule.counters, self.loop
         where = (f'{loop.loop_samples} of them in one compiled call (entered {loop.entries} times, {loop.events} '
-                 'handed back)' if loop is not None else 'none in a compiled call')
+                 f'handed back{thread})' if loop is not None else 'none in a compiled call')
         self.get_logger().info(f"F/T samples: {counters['samples']}, {where}; commands: {counters['commands']}, "
                                f"held {counters['held']}")
 
     def destroy_node(self):
+        if self.samples is not None:
+            self.samples.stop()
+            self.samples.release()
         if self.compiled_io is not None:
             self.compiled_io[0].release()
         self.joints_in.destroy()
@@ -232,10 +290,18 @@ class ClientHotPathNode(Node):
         try:
             sec, nanosec, frame_id, wrench = decode_wrench_stamped(buf)
         except CdrError as exc:
-            self.rule.counters['malformed'] += 1
-            self.get_logger().warn(f'malformed F/T sample dropped ({exc})', throttle_duration_sec=1.0)
+            self.malformed_wrench(str(exc))
             return
-        if self.loop is not None:
+        self._sample(wrench, frame_id, now, sec, nanosec)
+
+    def malformed_wrench(self, why: str) -> None:
+        self.rule.counters['malformed'] += 1
+        self.get_logger().warn(f'malformed F/T sample dropped ({why})', throttle_duration_sec=1.0)
+
+    def _sample(self, wrench, frame_id: str, now: float, sec: int, nanosec: int, python: bool = False) -> None:
+        """One F/T sample, its joints taken: on the loop's state if it can run there (not ``python``), else in the
+        rule's Python; its command and messages sent."""
+        if self.loop is not None and not python:
             stepped, out = self.loop.wrench(wrench, frame_id, now)
             if stepped:
                 self._stepped(self.loop, sec, nanosec)
@@ -256,8 +322,8 @@ class ClientHotPathNode(Node):
         if out.state is None:
             return
         state = out.state
-        self.samples += 1
-        if self.samples % self.decimation == 0:      # raw CDR (hil_common.cdr)
+        self.outputs += 1
+        if self.outputs % self.decimation == 0:      # raw CDR (hil_common.cdr)
             sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
             g_t, v_t = state.absolute_arrays()
             self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
@@ -276,8 +342,8 @@ class ClientHotPathNode(Node):
         if self.last_status != _COMMANDING:
             self.last_status = _COMMANDING
             self.publish_status()
-        self.samples += 1
-        if self.samples % self.decimation == 0:
+        self.outputs += 1
+        if self.outputs % self.decimation == 0:
             sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
             g_t, v_t, passivity = loop.decimated_values()
             self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
@@ -298,11 +364,211 @@ class ClientHotPathNode(Node):
         self.pub_status.publish(msg)
 
     def on_reset(self, request, response):
-        self.leave_loop()
-        response.success, response.message = self.rule.reset(self.lab_now())
-        self.last_status = None
-        self.publish_status()
+        with self.paused():
+            self.leave_loop()
+            response.success, response.message = self.rule.reset(self.lab_now())
+            self.last_status = None
+            self.publish_status()
         return response
+
+    # -- the compiled loop's events (in its thread: hil_common.sample_loop) -------------------------------------------
+    def on_loop_event(self, code: int) -> None:
+        """What the compiled loop left of an F/T sample (:mod:`hil_bringup.client_sample_loop`'s events), done as the
+        node's Python does it."""
+        ctl, samples = self._ctl, self.samples
+        if code == csl.EV_AFTER:              # a command sent after Python's: the status it changed
+            self.last_status = _COMMANDING
+            self.publish_status()
+            return
+        self.leave_loop()
+        if code == csl.EV_ROWS:
+            now = self.lab_now()
+            if now > 0.0:
+                self._joint_rows(self.compiled_io[0], int(ctl[csl.K_AT]), int(ctl[csl.K_TAKEN]))
+        elif code not in csl.EVENTS:
+            raise ConfigError(f'client_sample_loop: no event {code}')
+        # the sample itself, in Python (the joints that came since taken first, as at any sample)
+        self.take_joints()
+        now = self.lab_now()
+        if now <= 0.0:
+            return
+        k, stream = int(ctl[csl.K_ROW]), samples.stream
+        flags = int(stream.flags[k])
+        if flags & MALFORMED:
+            self.malformed_wrench(malformed_reason(flags))
+            return
+        sec, nanosec = int(stream.stamps[k, 0]), int(stream.stamps[k, 1])
+        self._sample(stream.wrench[k].copy(), stream.frame(k), now, sec, nanosec,
+                     python=code == csl.EV_SAMPLE and bool(ctl[csl.K_ENTERED]))
+
+    def loop_arguments(self) -> tuple:
+        """Before each entry of the compiled loop (in its thread): the loop's state entered if it can be, the flags
+        it reads, and its arguments (made again: the state's arrays change at each entry)."""
+        loop, ctl = self.loop, self._ctl
+        entered = loop.active or loop.enter()
+        ctl[csl.K_ENTERED] = entered
+        ctl[csl.K_AFTER] = self.last_status != _COMMANDING
+        return self.samples.arguments(entered)
+
+
+class ClientSampleThread:
+    """The node's F/T samples taken and run in :func:`hil_bringup.client_sample_loop.client_sample_loop`, in a thread of
+    the node's own (:class:`hil_common.sample_loop.LoopThread`), as the servicer's ``SampleThread`` runs its wrist's:
+    the F/T subscription one no executor waits on (depth 1: the newest sample, as the node's own); the joint states'
+    stream and the command's publisher the node's (``compiled_io``); the decimated messages sent from compiled code.
+    Under ``use_sim_time`` a subscription of its own to the twin's ``/clock`` too, which the loop takes before each
+    sample. The events go to :meth:`ClientHotPathNode.on_loop_event`, and :meth:`ClientHotPathNode.loop_arguments` runs
+    before each entry. The loop is loaded here (compiled the first time), not in the thread."""
+
+    def __init__(self, node: ClientHotPathNode):
+        from rclpy.clock import Clock, ClockType
+        from rosgraph_msgs.msg import Clock as ClockMessage
+
+        self.node = node
+        self.wrench_in = PolledSubscription(node, WrenchStamped, 'client/ft/wrench', 1, raw=True)
+        self.stream = rcl_io.WrenchStream(self.wrench_in.handle, node.rule.wrench_frame_id, depth=1)
+        self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
+        # the lab's clock (the steady one on the wall clock; under use_sim_time it times the wait for a /clock only)
+        # and the node's (ROS time, the decimated messages' stamps)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.sim = uses_sim_time(node)
+        self._node_clock = node.get_clock().handle
+        self.clocks = np.array([int(self._steady.handle.pointer), int(self._node_clock.pointer), 0, int(self.sim)],
+                               dtype=np.int64)
+        # under use_sim_time the twin's /clock, taken by the loop before each sample (best effort, as rclpy's time
+        # source reads it)
+        self.newest = np.zeros(sl.N_SIM, dtype=np.int64)
+        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True, best_effort=True) \
+            if self.sim else None
+        self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
+        self._clock_message = rcl_io.SerializedMessage()
+        self._clock_scratch = np.zeros(1, dtype=np.int64)
+        self.clock_ns()                 # (its compiled call loaded now, not in a callback)
+        joints, self._cmd = node.compiled_io
+        self.js = joints.take_args()
+        rule = node.rule
+        self.js_rows = (self.sim, rule.table.initialized, rule._q, rule._dq, rule._dq_ok,
+                        node.loop.watch.wf, node.loop.watch.wi)
+        trace = node.trace.pub
+        trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
+        self._trace = (0 if trace is None else int(trace.handle.pointer), rcl_io.fixed_message(trace_buf), trace_buf,
+                       trace is not None)
+        (state_bytes, state), (passivity_bytes, passivity) = node.encode_state.fields(), node.encode_passivity.fields()
+        pose_bytes, pose = node.encode_pose.fields()
+        self._decimated_out = rcl_io.SerializedPublishers([(node.pub_state, state_bytes, True),
+                                                           (node.pub_passivity, passivity_bytes, False),
+                                                           (node.pub_pose, pose_bytes, True)])
+        self._fields = (state[:7], state[43:49], passivity, pose)
+        self._scratch = (np.empty(12), np.empty(6), np.zeros(1, dtype=np.int64))
+        loop = node.loop
+        csl.client_decimated_values(loop.g_n, loop.v_n, loop.g_c, loop.v_c, loop.cf, rule.port.controller._acc,
+                                    *self._fields, *self._scratch[:2])       # loaded now, not in the thread
+        self.counts = dict.fromkeys(csl.EVENTS.values(), 0)
+        self._stopped = False
+        self.python_s = 0.0          # CPU time of the thread's Python: the events and the entries
+        self.thread = LoopThread(node, csl.client_sample_loop, self._first_arguments, self._on_event,
+                                 'client_samples', before_entry=self._before_entry)
+        self.thread.load()
+
+    def _first_arguments(self, stop_guard: int) -> tuple:
+        self._waiting = (self.wait_set.words, np.array([int(self.wrench_in.handle.pointer)], dtype=np.int64),
+                         np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000)
+        # on the wall clock the loop reads none of these (arrays of the same types: one compiled loop for both)
+        clock_in = np.array([int(self.clock_in.handle.pointer) if self.sim else 0], dtype=np.int64)
+        words = self.clock_wait_set.words if self.sim else np.zeros_like(self.wait_set.words)
+        self._sim = (clock_in, self._clock_message.words, np.zeros(64, dtype=np.uint64), self.newest, words, clock_in,
+                     np.array([stop_guard], dtype=np.int64), np.zeros(2, dtype=np.int64))
+        return self.arguments(False)
+
+    def clock_ns(self) -> int:
+        """The node's clock [ns] as the loop reads it under ``use_sim_time`` (``servicer_sample_loop.sim_clock_ns``).
+        Raises :class:`hil_common.errors.StartError` after an rcl error."""
+        ns = int(sl.sim_clock_ns(self.clocks[sl.C_NODE], self.newest, self._clock_scratch))
+        if ns < 0:
+            raise StartError('client_samples: rcl could not read the node\'s clock')
+        return ns
+
+    def arguments(self, entered: bool) -> tuple:
+        """The loop's arguments on the loop state's arrays (entered or not: not entered, the loop hands every sample
+        to Python and steps nothing)."""
+        node = self.node
+        loop = node.loop
+        rows = (self.js_rows[0], node.rule.table.initialized, *self.js_rows[2:])
+        out = (self._cmd.publish_args(loop.q_cmd), self._trace, self._decimated_out.publish_args(),
+               int(node.decimation), self._fields, self._scratch)
+        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.js, rows, loop.args(), out,
+                node._ctl)
+
+    def _on_event(self, code: int) -> None:
+        t0 = time.thread_time()
+        self.counts[csl.EVENTS.get(code, str(code))] += 1
+        try:
+            self.node.on_loop_event(code)
+        finally:
+            self.python_s += time.thread_time() - t0
+
+    def _before_entry(self) -> tuple | None:
+        t0 = time.thread_time()
+        try:
+            return self.node.loop_arguments()
+        finally:
+            self.python_s += time.thread_time() - t0
+
+    def stop(self) -> str:
+        """Stop the loop (once); its counts, as the node's stop line gives them."""
+        if not self._stopped:
+            self._stopped = True
+            if not self.thread.stop():
+                self.node.get_logger().error('client_samples: the compiled loop did not stop')
+            if self.thread.error is not None:
+                self.node.get_logger().error(f'client_samples: the compiled loop ended: {self.thread.error}')
+        ctl, newest = self.node._ctl, self.newest
+        events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
+        clock = '' if not self.sim else (
+            f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
+            f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed')
+        return (f'; in a thread: {int(ctl[csl.K_SAMPLES])} samples, {int(ctl[csl.K_COMMANDS])} commands, '
+                f'{int(ctl[csl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
+                f'{self.python_s * 1e3:.0f} ms of CPU in its Python{clock}')
+
+    def release(self) -> None:
+        """The loop's rcl objects freed (after :meth:`stop`, if its thread ended)."""
+        if self.thread._thread.is_alive():
+            return
+        self.wait_set.release()
+        self.stream.release()
+        self._clock_message.release()
+        self.wrench_in.destroy()
+        if self.sim:
+            self.clock_wait_set.release()
+            self.clock_in.destroy()
+
+
+def warm_up() -> None:
+    """Load the node's compiled calls (compiled and cached the first time): the node built with the Envisat graph's
+    parameters (``hot_path: fused``), on loopback, then destroyed; with ``sample_thread`` it loads its compiled loop
+    where it is built (``./dev`` runs this: ``python -m hil_bringup.client_sample_loop``)."""
+    import tempfile
+
+    import rclpy
+
+    from hil_bringup.graphs import envisat_graph
+    from hil_common.network import apply_network_profile
+
+    spec = envisat_graph({'hot_path': 'fused', 'lab_clock': 'wall'}).node('/client_hot_path')
+    apply_network_profile()
+    with tempfile.NamedTemporaryFile('w', suffix='.yaml') as params:
+        params.write(spec.params_yaml())
+        params.flush()
+        rclpy.init(args=['client_hot_path_warm_up', *spec.ros_arguments(params.name)])
+        try:
+            node = ClientHotPathNode()
+            if node.samples is None:
+                raise ConfigError('client_hot_path_node: the Envisat graph\'s node has no compiled sample loop')
+            node.close()
+            node.destroy_node()
+        finally:
+            rclpy.shutdown()
 
 
 def main(args=None) -> int:

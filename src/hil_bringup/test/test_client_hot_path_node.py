@@ -80,9 +80,13 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path, c
     assert alive, out
     assert not late_kernels(out), late_kernels(out)        # none loaded in a callback (hil_common.kernel_loads)
     assert 'malformed joint state dropped (' in out, out[-2000:]
-    # most samples ran in the compiled call on the loop's state (compiled_samples, the default)
-    found = re.search(r'F/T samples: (\d+), (\d+) of them in one compiled call', out)
+    # most samples ran in the compiled call on the loop's state (compiled_samples, the default), and with compiled_io
+    # in the compiled loop's thread (sample_thread, the default; hil_bringup.client_sample_loop)
+    found = re.search(r'F/T samples: (\d+), (\d+) of them in one compiled call.*?(?:in a thread: (\d+) samples)?',
+                      out)
     assert found and int(found[2]) > 0.5 * int(found[1]) > 0, out[-2000:]
+    in_thread = re.search(r'F/T samples: .*in a thread: (\d+) samples', out)
+    assert (in_thread is not None and int(in_thread[1]) > 0.5 * int(found[1])) == compiled_io, out[-2000:]
     # realtime_priority: every thread at SCHED_FIFO, or (without the permission) a warning.
     if 'refused' in out:
         assert 'SCHED_FIFO priority 50 refused' in out and policies == {os.SCHED_OTHER}
