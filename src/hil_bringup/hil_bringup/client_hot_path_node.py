@@ -38,6 +38,7 @@ up while the twin stepped on judges the ones queued for it (2 s of them) by when
 from __future__ import annotations
 
 import gc
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -298,13 +299,15 @@ class ClientHotPathNode(Node):
         self.rule.counters['malformed'] += 1
         self.get_logger().warn(f'malformed F/T sample dropped ({why})', throttle_duration_sec=1.0)
 
-    def _sample(self, wrench, frame_id: str, now: float, sec: int, nanosec: int, python: bool = False) -> None:
+    def _sample(self, wrench, frame_id: str, now: float, sec: int, nanosec: int, python: bool = False,
+                stamp_ns: int | None = None) -> None:
         """One F/T sample, its joints taken: on the loop's state if it can run there (not ``python``), else in the
-        rule's Python; its command and messages sent."""
+        rule's Python; its command and messages sent, the decimated ones stamped ``stamp_ns`` (None: the node's clock
+        now)."""
         if self.loop is not None and not python:
             stepped, out = self.loop.wrench(wrench, frame_id, now)
             if stepped:
-                self._stepped(self.loop, sec, nanosec)
+                self._stepped(self.loop, sec, nanosec, stamp_ns)
                 return
         else:
             out = self.rule.wrench(wrench, frame_id, now)
@@ -324,14 +327,14 @@ class ClientHotPathNode(Node):
         state = out.state
         self.outputs += 1
         if self.outputs % self.decimation == 0:      # raw CDR (hil_common.cdr)
-            sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
+            sec, nanosec = divmod(self.clock_ns() if stamp_ns is None else stamp_ns, 1_000_000_000)
             g_t, v_t = state.absolute_arrays()
             self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
             self.pub_passivity.publish(self.encode_passivity(self.rule.port.out.as_list()))
             self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(state.pose_arrays()[1], self._xyzquat)))
 
 
-    def _stepped(self, loop: ClientLoopState, sec: int, nanosec: int) -> None:
+    def _stepped(self, loop: ClientLoopState, sec: int, nanosec: int, stamp_ns: int | None = None) -> None:
         """What :meth:`on_wrench` sends for a sample the loop's state ran: its command, the trace, and every
         ``state_decimation``-th the decimated messages from the loop's arrays (the same values as the rule's)."""
         if self.compiled_io is None:
@@ -344,7 +347,7 @@ class ClientHotPathNode(Node):
             self.publish_status()
         self.outputs += 1
         if self.outputs % self.decimation == 0:
-            sec, nanosec = divmod(self.clock_ns(), 1_000_000_000)
+            sec, nanosec = divmod(self.clock_ns() if stamp_ns is None else stamp_ns, 1_000_000_000)
             g_t, v_t, passivity = loop.decimated_values()
             self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
             self.pub_passivity.publish(self.encode_passivity(passivity))
@@ -389,7 +392,10 @@ class ClientHotPathNode(Node):
             raise ConfigError(f'client_sample_loop: no event {code}')
         # the sample itself, in Python (the joints that came since taken first, as at any sample)
         self.take_joints()
-        now = self.lab_now()
+        # under use_sim_time its time read once, and its messages stamped with it: the executor's thread may set the
+        # twin's next step meanwhile (the loop's thread is not the executor's)
+        stamp_ns = self.clock_ns() if samples.sim else None
+        now = self.lab_now() if stamp_ns is None else stamp_ns * 1e-9
         if now <= 0.0:
             return
         k, stream = int(ctl[csl.K_ROW]), samples.stream
@@ -398,8 +404,10 @@ class ClientHotPathNode(Node):
             self.malformed_wrench(malformed_reason(flags))
             return
         sec, nanosec = int(stream.stamps[k, 0]), int(stream.stamps[k, 1])
-        self._sample(stream.wrench[k].copy(), stream.frame(k), now, sec, nanosec,
-                     python=code == csl.EV_SAMPLE and bool(ctl[csl.K_ENTERED]))
+        handed_back = code == csl.EV_SAMPLE and bool(ctl[csl.K_ENTERED])
+        self.loop.events += handed_back
+        self._sample(stream.wrench[k].copy(), stream.frame(k), now, sec, nanosec, python=handed_back,
+                     stamp_ns=stamp_ns)
 
     def loop_arguments(self) -> tuple:
         """Before each entry of the compiled loop (in its thread): the loop's state entered if it can be, the flags
@@ -542,6 +550,19 @@ class ClientSampleThread:
         if self.sim:
             self.clock_wait_set.release()
             self.clock_in.destroy()
+
+
+#: the node's line at its stop (:meth:`ClientHotPathNode.close`), as :func:`sample_counts` reads it
+_COUNTS_LINE = re.compile(r'F/T samples: (\d+), (\d+) of them in one compiled call'
+                          r'(?:.*in a thread: (\d+) samples)?.*commands: (\d+), held (\d+)')
+
+
+def sample_counts(log: str) -> tuple[int, int, int, int, int] | None:
+    """``(F/T samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them
+    held)`` from a node's log (its line at its stop; 0 in the thread without ``sample_thread``), or None without that
+    line (the node did not stop cleanly)."""
+    match = _COUNTS_LINE.search(log)
+    return None if match is None else tuple(int(v or 0) for v in match.groups())
 
 
 def warm_up() -> None:

@@ -100,21 +100,21 @@ def client_decimated_values(g_n, v_n, g_c, v_c, cf, acc, state_pose, state_twist
 
 
 @njit(cache=True, nogil=True)
-def _lab_s(clocks, newest, scratch):
-    """The lab's time [s] (the steady clock; under ``use_sim_time`` the twin's, ``sim_clock_ns``); nan after an rcl
+def _lab_ns(clocks, newest, scratch):
+    """The lab's time [ns] (the steady clock; under ``use_sim_time`` the twin's, ``sim_clock_ns``); -1 after an rcl
     error."""
     if clocks[C_SIM]:
-        ns = sim_clock_ns(clocks[C_NODE], newest, scratch)
-        return np.nan if ns < 0 else ns / 1e9
+        return sim_clock_ns(clocks[C_NODE], newest, scratch)
     if clock_now_ns(clocks[C_LAB], scratch) != RCL_RET_OK:
-        return np.nan
-    return scratch[0] / 1e9
+        return np.int64(-1)
+    return scratch[0]
 
 
 @njit(cache=True, nogil=True)
-def _send(out, state, stamp, clocks, newest, ctl):
+def _send(out, state, stamp, clocks, sample_ns, ctl):
     """A command's messages: the robot's command, the trace, every ``decimation``-th the decimated three, stamped with
-    the node's clock now (the twin's under ``use_sim_time``). rcl's return."""
+    the node's clock now, or under ``use_sim_time`` with the sample's time ``sample_ns`` (the twin's: the executor's
+    thread may set a newer one meanwhile, the twin's next step, which is not this state's time). rcl's return."""
     cmd, trace, decimated, decimation, fields, scratch = out
     rule, port, table, cf, ci = state
     publisher, message, data, values = cmd
@@ -128,9 +128,7 @@ def _send(out, state, stamp, clocks, newest, ctl):
     if ctl[K_OUTPUTS] % decimation == 0:
         ns_scratch = scratch[2]
         if clocks[C_SIM]:
-            ns = sim_clock_ns(clocks[C_NODE], newest, ns_scratch)
-            if ns < 0:
-                return -1
+            ns = sample_ns
         else:
             ret = clock_now_ns(clocks[C_NODE], ns_scratch)
             if ret != RCL_RET_OK:
@@ -188,9 +186,10 @@ def client_sample_loop(waiting, wrench_in, clocks, sim, js, js_rows, state, out,
                 return STOPPED
             if ret < 0:
                 return ret
-        now_s = _lab_s(clocks, newest, now_scratch)
-        if np.isnan(now_s):
+        now_ns = _lab_ns(clocks, newest, now_scratch)
+        if now_ns < 0:
             return -1
+        now_s = now_ns * 1e-9         # (as the node's lab_now reads it)
         if now_s <= 0.0 or not ctl[K_ENTERED]:
             return EV_SAMPLE          # (the twin's /clock not there yet: Python takes the joints and returns)
         n = take_joint_states(*js)
@@ -207,7 +206,7 @@ def client_sample_loop(waiting, wrench_in, clocks, sim, js, js_rows, state, out,
             ctl[K_SAMPLES] -= 1
             return EV_SAMPLE
         ctl[K_COMMANDS] += 1
-        ret = _send(out, state, stamps[k], clocks, newest, ctl)
+        ret = _send(out, state, stamps[k], clocks, now_ns, ctl)
         if ret != RCL_RET_OK:
             return -ret if ret > 0 else ret
         if ctl[K_AFTER]:

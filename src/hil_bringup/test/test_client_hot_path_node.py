@@ -3,7 +3,6 @@ samples, its joints (taken at each sample, hil_common.polled) still fresh then, 
 with its joints and commands through rcl from compiled code (``compiled_io``, the default) and through rclpy."""
 
 import os
-import re
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from hil_bringup.client_hot_path_node import sample_counts
 from hil_bringup.facility import xyz_rpy
 from hil_bringup.scenario import client_admittance_parameters, load_scenario
 from hil_common.conversions import pose_from_msg
@@ -82,11 +82,10 @@ def test_hot_path_commands_once_per_sample_and_holds_without_samples(tmp_path, c
     assert 'malformed joint state dropped (' in out, out[-2000:]
     # most samples ran in the compiled call on the loop's state (compiled_samples, the default), and with compiled_io
     # in the compiled loop's thread (sample_thread, the default; hil_bringup.client_sample_loop)
-    found = re.search(r'F/T samples: (\d+), (\d+) of them in one compiled call.*?(?:in a thread: (\d+) samples)?',
-                      out)
-    assert found and int(found[2]) > 0.5 * int(found[1]) > 0, out[-2000:]
-    in_thread = re.search(r'F/T samples: .*in a thread: (\d+) samples', out)
-    assert (in_thread is not None and int(in_thread[1]) > 0.5 * int(found[1])) == compiled_io, out[-2000:]
+    counts = sample_counts(out)
+    assert counts is not None, out[-2000:]
+    samples, compiled, threaded, _, _ = counts
+    assert compiled > 0.5 * samples > 0 and (threaded > 0.5 * samples) == compiled_io, counts
     # realtime_priority: every thread at SCHED_FIFO, or (without the permission) a warning.
     if 'refused' in out:
         assert 'SCHED_FIFO priority 50 refused' in out and policies == {os.SCHED_OTHER}

@@ -23,6 +23,7 @@ import pytest
 from hil_bringup import envisat_demo
 from hil_bringup.live_report import LiveExpectations
 from hil_bringup.scenario import load_scenario
+from hil_bringup.client_hot_path_node import sample_counts as client_sample_counts
 from hil_bringup.servicer_hot_path_node import sample_counts
 from hil_common.ros_testing import spin_until
 
@@ -112,6 +113,12 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path, servicer_ho
     assert not late, '; '.join(f'{k}: {", ".join(v)}' for k, v in late.items())
     assert seen['missing'] == set() and seen['checked'] == len(envisat_graph(args).nodes)
     assert summary['messages']['client/ft/wrench'] > 100 and summary['messages']['servicer/ft/wrench'] > 100
+    # the client's fused hot path: its quiet samples in the one compiled call, in the compiled loop's thread (which
+    # takes the twin's /clock itself)
+    counts = client_sample_counts(next(tmp_path.rglob('client_hot_path.log')).read_text())
+    assert counts is not None
+    samples, compiled, threaded, _, held = counts
+    assert compiled > 0.5 * (samples - held) > 1000 and threaded > 0.5 * (samples - held), counts
     if servicer_hot_path == 'fused':       # its quiet samples ran in the one compiled call (compiled_samples)
         log = next(tmp_path.rglob('servicer_hot_path.log')).read_text()
         counts = sample_counts(log)
@@ -272,6 +279,11 @@ def test_under_a_stated_load_the_graph_degrades_and_recovers_on_its_own(tmp_path
     print('\nunder load:', {k: summary[k] for k in ('phases', 'faults', 'deadline_misses')})
     assert summary['ok'], summary['problems']
     assert all(f['cleared_s'] is not None or summary['duration_s'] - f['t_s'] <= 3.0 for f in summary['faults'])
+    # the client's on the wall clock: in the compiled loop's thread too
+    counts = client_sample_counts(next(tmp_path.rglob('client_hot_path.log')).read_text())
+    assert counts is not None
+    samples, compiled, threaded, _, held = counts
+    assert samples - held > 100 and threaded > 0.5 * (samples - held), counts
     if servicer_hot_path == 'fused':       # on the wall clock its quiet samples ran in the compiled loop's thread
         counts = sample_counts(next(tmp_path.rglob('servicer_hot_path.log')).read_text())
         assert counts is not None
