@@ -33,6 +33,17 @@ wake the node: ``client/joint_states`` is a subscription no executor waits on
 ``joint_states_timeout_s / 2`` besides, so the joint watch stays fresh while the F/T stream is silent. Under
 ``use_sim_time`` a joint state's time is its stamp (:func:`hil_common.lab_clock.measurement_seconds`): a node held
 up while the twin stepped on judges the ones queued for it (2 s of them) by when they were taken.
+
+With ``compiled_samples`` (the default) a quiet F/T sample (no latched fault or hold, joints fresh, no time dropped,
+no re-basing step) runs in one compiled call on the state of :class:`hil_bringup.client_hot_path_loop.ClientLoopState`
+(the same commands as the rule's Python, to the bit: ``test_client_hot_path_rule``). With ``sample_thread`` (the
+default, with ``compiled_io``) the F/T samples are not the executor's: a thread of the node runs
+:func:`hil_bringup.client_sample_loop.client_sample_loop` (:class:`ClientSampleThread`), which waits for them, takes the
+joint states, runs the quiet samples and sends their messages with no Python; the callbacks that read or change the
+rule run paused (:meth:`ClientHotPathNode.paused`), and what the loop does not run comes back to the node's Python as
+an event (:meth:`ClientHotPathNode.on_loop_event`). Under ``use_sim_time`` the loop takes the twin's ``/clock`` itself
+before each sample, as the servicer's does. About a third of the node's CPU per command (docs/performance.md,
+thirty-third session).
 """
 
 from __future__ import annotations
