@@ -27,17 +27,22 @@ import numpy as np
 from numba import njit
 
 from hil_bringup import client_hot_path_kernel as _client_kernel
+from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
 from hil_bringup import servicer_sample_loop as _servicer_loop
 from hil_bringup.client_hot_path_kernel import CF_EXCESS, CF_PENDING, CLIENT_EVENT, client_loop_sample
 from hil_bringup.servicer_hot_path_kernel import _message_pose
-from hil_bringup.servicer_sample_loop import C_LAB, C_NODE, C_SIM, S_NEWEST, _sim_time, sim_clock_ns
+from hil_bringup.servicer_sample_loop import C_LAB, C_NODE, C_SIM, _sim_time, sim_clock_ns
+from hil_common import policy_kernel as _policy_kernel
 from hil_common import rcl_io as _rcl_io
 from hil_common.cdr import MALFORMED, Q_OK, DQ_OK
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import measurement_time, watch_sample
 from hil_common.rcl_io import RCL_RET_OK, RCL_RET_TIMEOUT, clock_now_ns, publish_all_stamped, \
     publish_float64_array, publish_serialized, take_joint_states, take_wrenches, wait, write_stamp
+from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import relative_mapping_into
+from hil_motion_table import ik_kernel as _ik_kernel
+from hil_motion_table import table_kernel as _table_kernel
 
 #: the loop's return: its stop guard condition was triggered (``hil_common.sample_loop.STOPPED``)
 STOPPED = 0
@@ -222,7 +227,8 @@ def warm_up() -> None:
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.
-drop_stale_code(globals(), _client_kernel, _servicer_loop, _rcl_io)
+drop_stale_code(globals(), _kernels, _ik_kernel, _table_kernel, _policy_kernel, _servicer_kernel, _client_kernel,
+                _servicer_loop, _rcl_io)
 
 
 if __name__ == '__main__':

@@ -41,7 +41,11 @@ from numba import njit
 from hil_bringup import servicer_hot_path_kernel as _hot_path_kernel
 from hil_bringup.servicer_hot_path_kernel import LI_HAS_PASSIVITY, LI_LAST_HELD, QUIET_EVENT, QUIET_HELD, \
     QUIET_STEPPED, arm_joint_rows, decimated_values, loop_sample, table_joint_rows
+from hil_common import policy_kernel as _policy_kernel
 from hil_common import rcl_io as _rcl_io
+from hil_dynamics import kernels as _kernels
+from hil_motion_table import ik_kernel as _ik_kernel
+from hil_motion_table import table_kernel as _table_kernel
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_LEVEL, P_STEPS, pacer_step_time
 from hil_common.rcl_io import RCL_RET_OK, RCL_RET_TIMEOUT, clock_now_ns, decode_float64_array, decode_wrench, \
@@ -351,7 +355,7 @@ def warm_up() -> None:
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.
-drop_stale_code(globals(), _hot_path_kernel, _rcl_io)
+drop_stale_code(globals(), _kernels, _ik_kernel, _table_kernel, _policy_kernel, _hot_path_kernel, _rcl_io)
 
 
 if __name__ == '__main__':
