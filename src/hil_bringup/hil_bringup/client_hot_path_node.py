@@ -49,9 +49,7 @@ thirty-third session).
 from __future__ import annotations
 
 import gc
-import re
 import sys
-import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -71,10 +69,9 @@ from hil_bringup.client_hot_path_loop import ClientLoopState
 from hil_common.overload import overload_guard, overload_params
 from hil_common.cdr import (MALFORMED, CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder,
                             PoseStampedEncoder, decode_wrench_stamped, encode_header, malformed_reason)
-from hil_common.errors import ConfigError, StartError
-from hil_common.sample_loop import LoopThread
+from hil_common.errors import ConfigError
+from hil_bringup.sample_thread import CompiledSampleThread, counts_reader
 from hil_bringup import client_sample_loop as csl
-from hil_bringup import servicer_sample_loop as sl
 from hil_dynamics.kernels import pose_xyzquat
 from hil_common.polled import PolledSubscription
 from hil_common import rcl_io
@@ -427,47 +424,26 @@ class ClientHotPathNode(Node):
         entered = loop.active or loop.enter()
         ctl[csl.K_ENTERED] = entered
         ctl[csl.K_AFTER] = self.last_status != _COMMANDING
-        return self.samples.arguments(entered)
+        return self.samples.arguments(loop if entered else None)
 
 
-class ClientSampleThread:
+class ClientSampleThread(CompiledSampleThread):
     """The node's F/T samples taken and run in :func:`hil_bringup.client_sample_loop.client_sample_loop`, in a thread of
-    the node's own (:class:`hil_common.sample_loop.LoopThread`), as the servicer's ``SampleThread`` runs its wrist's:
-    the F/T subscription one no executor waits on (depth 1: the newest sample, as the node's own); the joint states'
-    stream and the command's publisher the node's (``compiled_io``); the decimated messages sent from compiled code.
-    Under ``use_sim_time`` a subscription of its own to the twin's ``/clock`` too, which the loop takes before each
-    sample. The events go to :meth:`ClientHotPathNode.on_loop_event`, and :meth:`ClientHotPathNode.loop_arguments` runs
-    before each entry. The loop is loaded here (compiled the first time), not in the thread."""
+    the node's own (:class:`hil_bringup.sample_thread.CompiledSampleThread`, as the servicer's ``SampleThread``): the F/T
+    subscription one no executor waits on (depth 1: the newest sample, as the node's own); the joint states' stream and
+    the command's publisher the node's (``compiled_io``); the decimated messages sent from compiled code. Under
+    ``use_sim_time`` the loop takes the twin's ``/clock`` itself before each sample. The events go to
+    :meth:`ClientHotPathNode.on_loop_event`, and :meth:`ClientHotPathNode.loop_arguments` runs before each entry. The
+    loop is loaded here (compiled the first time), not in the thread."""
 
     def __init__(self, node: ClientHotPathNode):
-        from rclpy.clock import Clock, ClockType
-        from rosgraph_msgs.msg import Clock as ClockMessage
-
-        self.node = node
         self.wrench_in = PolledSubscription(node, WrenchStamped, 'client/ft/wrench', 1, raw=True)
+        super().__init__(node, 'client_samples', csl.EVENTS, self.wrench_in.handle)
         self.stream = rcl_io.WrenchStream(self.wrench_in.handle, node.rule.wrench_frame_id, depth=1)
-        self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
-        # the lab's clock (the steady one on the wall clock; under use_sim_time it times the wait for a /clock only)
-        # and the node's (ROS time, the decimated messages' stamps)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.sim = uses_sim_time(node)
-        self._node_clock = node.get_clock().handle
-        self.clocks = np.array([int(self._steady.handle.pointer), int(self._node_clock.pointer), 0, int(self.sim)],
-                               dtype=np.int64)
-        # under use_sim_time the twin's /clock, taken by the loop before each sample (best effort, as rclpy's time
-        # source reads it)
-        self.newest = np.zeros(sl.N_SIM, dtype=np.int64)
-        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True, best_effort=True) \
-            if self.sim else None
-        self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
-        self._clock_message = rcl_io.SerializedMessage()
-        self._clock_scratch = np.zeros(1, dtype=np.int64)
-        self.clock_ns()                 # (its compiled call loaded now, not in a callback)
         joints, self._cmd = node.compiled_io
         self.js = joints.take_args()
-        rule = node.rule
-        self.js_rows = (self.sim, rule.table.initialized, rule._q, rule._dq, rule._dq_ok,
-                        node.loop.watch.wf, node.loop.watch.wi)
+        rule, loop = node.rule, node.loop
+        self.js_rows = (self.sim, rule.table.initialized, rule._q, rule._dq, rule._dq_ok, loop.watch.wf, loop.watch.wi)
         trace = node.trace.pub
         trace_buf = np.frombuffer(bytearray(encode_header(0, 0)), dtype=np.uint8)
         self._trace = (0 if trace is None else int(trace.handle.pointer), rcl_io.fixed_message(trace_buf), trace_buf,
@@ -479,101 +455,38 @@ class ClientSampleThread:
                                                            (node.pub_pose, pose_bytes, True)])
         self._fields = (state[:7], state[43:49], passivity, pose)
         self._scratch = (np.empty(12), np.empty(6), np.zeros(1, dtype=np.int64))
-        loop = node.loop
         csl.client_decimated_values(loop.g_n, loop.v_n, loop.g_c, loop.v_c, loop.cf, rule.port.controller._acc,
                                     *self._fields, *self._scratch[:2])       # loaded now, not in the thread
-        self.counts = dict.fromkeys(csl.EVENTS.values(), 0)
-        self._stopped = False
-        self.python_s = 0.0          # CPU time of the thread's Python: the events and the entries
-        self.thread = LoopThread(node, csl.client_sample_loop, self._first_arguments, self._on_event,
-                                 'client_samples', before_entry=self._before_entry)
-        self.thread.load()
+        self.start_loop(csl.client_sample_loop)
 
-    def _first_arguments(self, stop_guard: int) -> tuple:
-        self._waiting = (self.wait_set.words, np.array([int(self.wrench_in.handle.pointer)], dtype=np.int64),
-                         np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000)
-        # on the wall clock the loop reads none of these (arrays of the same types: one compiled loop for both)
-        clock_in = np.array([int(self.clock_in.handle.pointer) if self.sim else 0], dtype=np.int64)
-        words = self.clock_wait_set.words if self.sim else np.zeros_like(self.wait_set.words)
-        self._sim = (clock_in, self._clock_message.words, np.zeros(64, dtype=np.uint64), self.newest, words, clock_in,
-                     np.array([stop_guard], dtype=np.int64), np.zeros(2, dtype=np.int64))
-        return self.arguments(False)
-
-    def clock_ns(self) -> int:
-        """The node's clock [ns] as the loop reads it under ``use_sim_time`` (``servicer_sample_loop.sim_clock_ns``).
-        Raises :class:`hil_common.errors.StartError` after an rcl error."""
-        ns = int(sl.sim_clock_ns(self.clocks[sl.C_NODE], self.newest, self._clock_scratch))
-        if ns < 0:
-            raise StartError('client_samples: rcl could not read the node\'s clock')
-        return ns
-
-    def arguments(self, entered: bool) -> tuple:
-        """The loop's arguments on the loop state's arrays (entered or not: not entered, the loop hands every sample
-        to Python and steps nothing)."""
+    def arguments(self, state) -> tuple:
+        """The loop's arguments on the loop state's arrays (entered or not, ``ctl[K_ENTERED]`` says: not entered, the
+        loop hands every sample to Python and steps nothing)."""
         node = self.node
         loop = node.loop
         rows = (self.js_rows[0], node.rule.table.initialized, *self.js_rows[2:])
         out = (self._cmd.publish_args(loop.q_cmd), self._trace, self._decimated_out.publish_args(),
                int(node.decimation), self._fields, self._scratch)
-        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.js, rows, loop.args(), out,
+        return (self.waiting, self.stream.take_args(), self.clocks, self.sim_args, self.js, rows, loop.args(), out,
                 node._ctl)
 
-    def _on_event(self, code: int) -> None:
-        t0 = time.thread_time()
-        self.counts[csl.EVENTS.get(code, str(code))] += 1
-        try:
-            self.node.on_loop_event(code)
-        finally:
-            self.python_s += time.thread_time() - t0
+    def loop_counts(self) -> str:
+        ctl = self.node._ctl
+        return (f'{int(ctl[csl.K_SAMPLES])} samples, {int(ctl[csl.K_COMMANDS])} commands, '
+                f'{int(ctl[csl.K_WAKES])} wake-ups')
 
-    def _before_entry(self) -> tuple | None:
-        t0 = time.thread_time()
-        try:
-            return self.node.loop_arguments()
-        finally:
-            self.python_s += time.thread_time() - t0
-
-    def stop(self) -> str:
-        """Stop the loop (once); its counts, as the node's stop line gives them."""
-        if not self._stopped:
-            self._stopped = True
-            if not self.thread.stop():
-                self.node.get_logger().error('client_samples: the compiled loop did not stop')
-            if self.thread.error is not None:
-                self.node.get_logger().error(f'client_samples: the compiled loop ended: {self.thread.error}')
-        ctl, newest = self.node._ctl, self.newest
-        events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
-        clock = '' if not self.sim else (
-            f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
-            f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed')
-        return (f'; in a thread: {int(ctl[csl.K_SAMPLES])} samples, {int(ctl[csl.K_COMMANDS])} commands, '
-                f'{int(ctl[csl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
-                f'{self.python_s * 1e3:.0f} ms of CPU in its Python{clock}')
-
-    def release(self) -> None:
-        """The loop's rcl objects freed (after :meth:`stop`, if its thread ended)."""
-        if self.thread._thread.is_alive():
-            return
-        self.wait_set.release()
+    def release(self) -> bool:
+        if not super().release():
+            return False
         self.stream.release()
-        self._clock_message.release()
         self.wrench_in.destroy()
-        if self.sim:
-            self.clock_wait_set.release()
-            self.clock_in.destroy()
+        return True
 
 
-#: the node's line at its stop (:meth:`ClientHotPathNode.close`), as :func:`sample_counts` reads it
-_COUNTS_LINE = re.compile(r'F/T samples: (\d+), (\d+) of them in one compiled call'
-                          r'(?:.*in a thread: (\d+) samples)?.*commands: (\d+), held (\d+)')
-
-
-def sample_counts(log: str) -> tuple[int, int, int, int, int] | None:
-    """``(F/T samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them
-    held)`` from a node's log (its line at its stop; 0 in the thread without ``sample_thread``), or None without that
-    line (the node did not stop cleanly)."""
-    match = _COUNTS_LINE.search(log)
-    return None if match is None else tuple(int(v or 0) for v in match.groups())
+#: ``(F/T samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them held)``
+#: from a node's log (its line at its stop, :meth:`ClientHotPathNode.close`; 0 in the thread without ``sample_thread``),
+#: or None without that line (the node did not stop cleanly)
+sample_counts = counts_reader('F/T samples')
 
 
 def warm_up() -> None:

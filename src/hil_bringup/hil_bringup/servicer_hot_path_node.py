@@ -48,10 +48,8 @@ sample's stamp, waited for a little), and the node's Python reads the newest of 
 from __future__ import annotations
 
 import gc
-import re
 import sys
 import tempfile
-import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -70,7 +68,7 @@ from hil_bringup import servicer_sample_loop as sl
 from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped, \
     encode_header, malformed_reason
 from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
-from hil_common.sample_loop import LoopThread
+from hil_bringup.sample_thread import CompiledSampleThread, counts_reader
 from hil_common.errors import ConfigError, StartError
 from hil_common.lab_clock import joint_states_depth, lab_seconds, measurement_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
@@ -509,28 +507,24 @@ class ServicerHotPathNode(servicer_node.ServicerAdmittanceNode):
         self._holding(out.holding, out.reason)
 
 
-class SampleThread:
+class SampleThread(CompiledSampleThread):
     """The node's wrist samples taken and run in :func:`hil_bringup.servicer_sample_loop.servicer_sample_loop`, in a
-    thread of the node's own (:class:`hil_common.sample_loop.LoopThread`): the wrist's subscription one no executor
-    waits on; the loop's inputs (the joints' streams, the OBSW's and the client's subscriptions) and its outputs (the
-    node's compiled publishers) the node's own (``compiled_io``). Under ``use_sim_time`` a subscription of its own to
-    the twin's ``/clock`` too, which the loop takes before each sample (:attr:`newest`; rclpy's time source, which sets
-    the ROS clock in the executor's thread, may not have taken it yet). The events go to
-    :meth:`ServicerHotPathNode.on_loop_event`, and :meth:`ServicerHotPathNode.loop_arguments` runs before each entry.
-    The loop is loaded here (compiled the first time), not in the thread."""
+    thread of the node's own (:class:`hil_bringup.sample_thread.CompiledSampleThread`): the wrist's subscription one no
+    executor waits on; the loop's inputs (the joints' streams, the OBSW's and the client's subscriptions) and its
+    outputs (the node's compiled publishers) the node's own (``compiled_io``). Under ``use_sim_time`` the loop takes
+    the twin's ``/clock`` itself before each sample (rclpy's time source, which sets the ROS clock in the executor's
+    thread, may not have taken it yet). The events go to :meth:`ServicerHotPathNode.on_loop_event`, and
+    :meth:`ServicerHotPathNode.loop_arguments` runs before each entry. The loop is loaded here (compiled the first
+    time), not in the thread."""
 
     #: the client's states the loop keeps for Python between two of Python's turns (more: an event)
     CLIENT_ROWS, CLIENT_BYTES = 32, 4096
 
     def __init__(self, node: 'ServicerHotPathNode'):
-        from rclpy.clock import Clock, ClockType
-        from rosgraph_msgs.msg import Clock as ClockMessage
-
-        self.node = node
         node.destroy_subscription(node.wrist_in)          # the wrist's samples: the loop's, no executor's
         self.wrist = node.wrist_in = PolledSubscription(node, WrenchStamped, 'servicer/ft/wrench', 10, raw=True)
+        super().__init__(node, 'servicer_samples', sl.EVENTS, self.wrist.handle, node.t0_ns)
         self.stream = rcl_io.WrenchStream(self.wrist.handle, node.wrench_frame_id)
-        self.wait_set = rcl_io.WaitSet(node.context, 1, 1)
         self._message = rcl_io.SerializedMessage()
         info = np.zeros(64, dtype=np.uint64)
         side, others = node.side, node.polled_others        # the base wrench's, the torques', (the client's)
@@ -543,22 +537,6 @@ class SampleThread:
         self.client_lengths, self.client_times = np.zeros(self.CLIENT_ROWS, dtype=np.int64), np.zeros(self.CLIENT_ROWS)
         self.client = (np.array([int(sub.handle.pointer) for sub, _ in others[2:]], dtype=np.int64),
                        self._message.words, info, self.client_rows, self.client_lengths, self.client_times)
-        # the lab's clock (the steady one on the wall clock; under use_sim_time it times the wait for a /clock only)
-        # and the node's (ROS time)
-        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self.sim = uses_sim_time(node)
-        self._node_clock = node.get_clock().handle
-        self.clocks = np.array([int(self._steady.handle.pointer), int(self._node_clock.pointer), node.t0_ns,
-                                int(self.sim)], dtype=np.int64)
-        # under use_sim_time the twin's /clock, taken by the loop before each sample (servicer_sample_loop._sim_time)
-        self.newest = np.zeros(sl.N_SIM, dtype=np.int64)
-        # (best effort, as rclpy's time source reads it: it takes from any /clock writer)
-        self.clock_in = PolledSubscription(node, ClockMessage, '/clock', 10, raw=True, best_effort=True) \
-            if self.sim else None
-        self.clock_wait_set = rcl_io.WaitSet(node.context, 1, 1) if self.sim else None
-        self._clock_message = rcl_io.SerializedMessage()
-        self._clock_scratch = np.zeros(1, dtype=np.int64)
-        self.clock_ns()                 # (its compiled call loaded now, not in a callback)
         table, arm, cmd, effort = node.compiled_io
         self.table_js, self.arm_js = table.take_args(), arm.take_args()
         self._cmd, self._effort = cmd, effort
@@ -569,31 +547,7 @@ class SampleThread:
         self._decimated = node.decimated_out.publish_args()
         self.probe = SampleLoopState.probe_args(node.rule)          # held while the state is not entered
         self._probe_out = np.zeros(len(node.table_names)), np.zeros(side.n)
-        self.counts = dict.fromkeys(sl.EVENTS.values(), 0)
-        self._stopped = False
-        self.python_s = 0.0          # CPU time of the thread's Python: the events and the entries
-        self.thread = LoopThread(node, sl.servicer_sample_loop, self._first_arguments, self._on_event,
-                                 'servicer_samples', before_entry=self._before_entry)
-        self.thread.load()
-
-    def _first_arguments(self, stop_guard: int) -> tuple:
-        self._waiting = (self.wait_set.words, np.array([int(self.wrist.handle.pointer)], dtype=np.int64),
-                         np.array([stop_guard], dtype=np.int64), self.wait_set.ready, 200_000_000)
-        # on the wall clock the loop reads none of these (arrays of the same types: one compiled loop for both)
-        clock_in = np.array([int(self.clock_in.handle.pointer) if self.sim else 0], dtype=np.int64)
-        words = self.clock_wait_set.words if self.sim else np.zeros_like(self.wait_set.words)
-        self._sim = (clock_in, self._clock_message.words, np.zeros(64, dtype=np.uint64), self.newest, words, clock_in,
-                     np.array([stop_guard], dtype=np.int64), np.zeros(2, dtype=np.int64))
-        return self.arguments(None)
-
-    def clock_ns(self) -> int:
-        """The node's clock [ns] as the loop reads it under ``use_sim_time`` (``servicer_sample_loop.sim_clock_ns``:
-        the newest of the ROS clock and the ``/clock`` the loop took; the node's Python reads it so). Raises
-        :class:`hil_common.errors.StartError` after an rcl error."""
-        ns = int(sl.sim_clock_ns(self.clocks[sl.C_NODE], self.newest, self._clock_scratch))
-        if ns < 0:
-            raise StartError('servicer_samples: rcl could not read the node\'s clock')
-        return ns
+        self.start_loop(sl.servicer_sample_loop)
 
     def arguments(self, loop: SampleLoopState | None) -> tuple:
         """The loop's arguments on ``loop``'s state (entered), or on placeholders of its types (None: the loop
@@ -602,24 +556,9 @@ class SampleThread:
         q_cmd, tau_q = (loop.q_cmd, loop.tau_q) if loop is not None else self._probe_out
         out = (self._cmd.publish_args(q_cmd), self._effort.publish_args(tau_q), self._trace, self._decimated,
                int(node.decimation), int(node.t0_ns), node.decimated_fields, node._decimated_scratch)
-        return (self._waiting, self.stream.take_args(), self.clocks, self._sim, self.table_js,
+        return (self.waiting, self.stream.take_args(), self.clocks, self.sim_args, self.table_js,
                 node.rule.table_rows_args(), self.arm_js, node.rule.arm_rows_args(), self.obsw, self.client,
                 loop.args() if loop is not None else self.probe, out, node._ctl)
-
-    def _on_event(self, code: int) -> None:
-        t0 = time.thread_time()
-        self.counts[sl.EVENTS.get(code, str(code))] += 1
-        try:
-            self.node.on_loop_event(code)
-        finally:
-            self.python_s += time.thread_time() - t0
-
-    def _before_entry(self) -> tuple | None:
-        t0 = time.thread_time()
-        try:
-            return self.node.loop_arguments()
-        finally:
-            self.python_s += time.thread_time() - t0
 
     def message_bytes(self) -> bytes:
         """The message the loop took last (an OBSW message it refused)."""
@@ -643,48 +582,25 @@ class SampleThread:
                 handle(self.client_rows[r, :length].tobytes(), float(self.client_times[r]))
         ctl[sl.K_CLIENT] = 0
 
-    def stop(self) -> str:
-        """Stop the loop (once); its counts, as the node's stop line gives them."""
-        if not self._stopped:
-            self._stopped = True
-            if not self.thread.stop():
-                self.node.get_logger().error('servicer_samples: the compiled loop did not stop')
-            if self.thread.error is not None:
-                self.node.get_logger().error(f'servicer_samples: the compiled loop ended: {self.thread.error}')
-            self.take_client_rows()
-        ctl, newest = self.node._ctl, self.newest
-        events = ', '.join(f'{name} {n}' for name, n in self.counts.items() if n)
-        clock = '' if not self.sim else (
-            f', /clock: {int(newest[sl.S_WAITED])} samples waited for one as new as their stamp, '
-            f'{int(newest[sl.S_LATE])} of them in vain, {int(newest[sl.S_MALFORMED])} malformed')
-        return (f'; in a thread: {int(ctl[sl.K_SAMPLES])} samples, {int(ctl[sl.K_STEPS])} steps, '
-                f'{int(ctl[sl.K_WAKES])} wake-ups, entered {self.thread.entries} times, events: {events or "none"}, '
-                f'{self.python_s * 1e3:.0f} ms of CPU in its Python{clock}')
+    def after_stop(self) -> None:
+        self.take_client_rows()
 
-    def release(self) -> None:
-        """The loop's rcl objects freed (after :meth:`stop`, if its thread ended)."""
-        if self.thread._thread.is_alive():
-            return
-        self.wait_set.release()
+    def loop_counts(self) -> str:
+        ctl = self.node._ctl
+        return f'{int(ctl[sl.K_SAMPLES])} samples, {int(ctl[sl.K_STEPS])} steps, {int(ctl[sl.K_WAKES])} wake-ups'
+
+    def release(self) -> bool:
+        if not super().release():
+            return False
         self.stream.release()
         self._message.release()
-        self._clock_message.release()
-        if self.sim:
-            self.clock_wait_set.release()
-            self.clock_in.destroy()
+        return True
 
 
-#: the node's line at its stop (:meth:`ServicerHotPathNode.close`), as :func:`sample_counts` reads it
-_COUNTS_LINE = re.compile(r'wrist samples: (\d+), (\d+) of them in one compiled call'
-                          r'(?:.*in a thread: (\d+) samples)?.*commands: (\d+), held (\d+)')
-
-
-def sample_counts(log: str) -> tuple[int, int, int, int, int] | None:
-    """``(wrist samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them
-    held)`` from a node's log (its line at its stop; 0 in the thread without ``sample_thread``), or None without
-    that line (the node did not stop cleanly)."""
-    match = _COUNTS_LINE.search(log)
-    return None if match is None else tuple(int(v or 0) for v in match.groups())
+#: ``(wrist samples, of them in the one compiled call, of them in the compiled loop's thread, commands, of them held)``
+#: from a node's log (its line at its stop, :meth:`ServicerHotPathNode.close`; 0 in the thread without
+#: ``sample_thread``), or None without that line (the node did not stop cleanly)
+sample_counts = counts_reader('wrist samples')
 
 
 def warm_up() -> None:
