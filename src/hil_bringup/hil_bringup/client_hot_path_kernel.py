@@ -21,7 +21,7 @@ from numba import njit
 
 from hil_common import policy_kernel as _policy_kernel
 from hil_common.kernel_cache import drop_stale_code
-from hil_common.policy_kernel import GI_HOLDING, S_OK, W_LAST, W_STATE, guard_update, watch_update
+from hil_common.policy_kernel import GI_HOLDING, S_OK, W_LAST, guard_update, watch_update
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import _OPTS, client_port_step, mat_vec_into
 from hil_motion_table import ik_kernel as _ik_kernel

@@ -31,14 +31,14 @@ from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
 from hil_bringup import servicer_sample_loop as _servicer_loop
 from hil_bringup.client_hot_path_kernel import CF_EXCESS, CF_PENDING, CLIENT_EVENT, client_loop_sample
 from hil_bringup.servicer_hot_path_kernel import _message_pose
-from hil_bringup.servicer_sample_loop import C_LAB, C_NODE, C_SIM, _sim_time, sim_clock_ns
+from hil_bringup.servicer_sample_loop import C_LAB, C_NODE, C_SIM, WAIT_STOPPED, _sim_time, sim_clock_ns, wait_wrenches
 from hil_common import policy_kernel as _policy_kernel
 from hil_common import rcl_io as _rcl_io
 from hil_common.cdr import MALFORMED, Q_OK, DQ_OK
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import measurement_time, watch_sample
-from hil_common.rcl_io import RCL_RET_OK, RCL_RET_TIMEOUT, clock_now_ns, publish_all_stamped, \
-    publish_float64_array, publish_serialized, take_joint_states, take_wrenches, wait, write_stamp
+from hil_common.rcl_io import RCL_RET_OK, clock_now_ns, publish_all_stamped, publish_float64_array, \
+    publish_serialized, take_joint_states, write_stamp
 from hil_dynamics import kernels as _kernels
 from hil_dynamics.kernels import relative_mapping_into
 from hil_motion_table import ik_kernel as _ik_kernel
@@ -159,25 +159,18 @@ def client_sample_loop(waiting, wrench_in, clocks, sim, js, js_rows, state, out,
     (``ClientLoopState.args``); ``out``: the command's messages (:func:`_send`); ``ctl``: :data:`K_ROW` ...
 
     Returns :data:`STOPPED`, an event, or ``-(rcl's return)`` after an rcl error."""
-    wait_set, waited, guards, ready, timeout_ns = waiting
-    w_sub, w_message, w_info, w_expected, wrenches, stamps, frames, frame_lens, flags, w_scratch = wrench_in
+    wrenches, stamps, frame_lens, flags = wrench_in[4], wrench_in[5], wrench_in[7], wrench_in[8]
     now_scratch = np.zeros(1, dtype=np.int64)
     newest = sim[3]
+    wakes = ctl[K_WAKES:K_WAKES + 1]
     while True:
         if ctl[K_PENDING]:            # the row a pause interrupted
             ctl[K_PENDING] = 0
             k = ctl[K_ROW]
         else:
-            ret = wait(wait_set, waited, guards, timeout_ns, ready)
-            if ret == RCL_RET_TIMEOUT:
-                continue
-            if ret != RCL_RET_OK:
-                return -ret
-            ctl[K_WAKES] += 1
-            if ready[waited.shape[0]]:
+            n = wait_wrenches(waiting, wrench_in, wakes)
+            if n == WAIT_STOPPED:
                 return STOPPED
-            n = take_wrenches(w_sub, w_message, w_info, w_expected, wrenches, stamps, frames, frame_lens, flags,
-                              w_scratch)
             if n < 0:
                 return n
             if n == 0:

@@ -67,9 +67,9 @@ from hil_bringup.servicer_hot_path_loop import SampleLoopState
 from hil_bringup import servicer_sample_loop as sl
 from hil_common.cdr import FRAME_OTHER, CdrError, Float64ArrayEncoder, JointStateReader, decode_wrench_stamped, \
     encode_header, malformed_reason
-from hil_common.policy_kernel import GI_LEVEL, LEVELS, adopt
+from hil_common.policy_kernel import LEVELS, adopt
 from hil_bringup.sample_thread import CompiledSampleThread, counts_reader
-from hil_common.errors import ConfigError, StartError
+from hil_common.errors import ConfigError
 from hil_common.lab_clock import joint_states_depth, lab_seconds, measurement_seconds, uses_sim_time
 from hil_common.overload import ERROR, overload_params
 from hil_common.params import Param, ParameterError

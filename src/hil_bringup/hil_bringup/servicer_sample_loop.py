@@ -166,6 +166,28 @@ def _sim_time(sim, stamp, clocks, scratch):
     return 1
 
 
+#: :func:`wait_wrenches`' return when the loop's stop guard condition was triggered
+WAIT_STOPPED = -(1 << 40)
+
+
+@njit(cache=True, nogil=True)
+def wait_wrenches(waiting, wrench_in, wakes):
+    """A sample loop's wait (``waiting``: ``(wait set words, [subscription], [stop guard], ready, timeout_ns)``,
+    ``rcl_io.wait``) and the take of the wrenches waiting then (``wrench_in``: ``rcl_io.take_wrenches``' arguments),
+    the wake-ups counted in ``wakes[0]``: their count (0 after a timeout), :data:`WAIT_STOPPED` when the stop guard was
+    triggered, or ``-(rcl's return)``. One definition for the servicer's and the client's loops."""
+    wait_set, waited, guards, ready, timeout_ns = waiting
+    ret = wait(wait_set, waited, guards, timeout_ns, ready)
+    if ret == RCL_RET_TIMEOUT:
+        return 0
+    if ret != RCL_RET_OK:
+        return -ret
+    wakes[0] += 1
+    if ready[waited.shape[0]]:
+        return WAIT_STOPPED
+    return take_wrenches(*wrench_in)
+
+
 @njit(cache=True, nogil=True)
 def _obsw(obsw, side_now_s, ctl):
     """The OBSW's base wrench and torques waiting (``obsw``: their subscriptions' addresses, the take's message and
@@ -274,23 +296,16 @@ def servicer_sample_loop(waiting, wrist, clocks, sim, table_js, table_rows, arm_
     the step's messages (:func:`_send`); ``ctl``: :data:`K_NEXT` ...
 
     Returns :data:`STOPPED`, an event, or ``-(rcl's return)`` after an rcl error."""
-    wait_set, waited, guards, ready, timeout_ns = waiting
-    w_sub, w_message, w_info, w_expected, wrenches, stamps, frames, frame_lens, flags, w_scratch = wrist
+    wrenches, stamps, flags = wrist[4], wrist[5], wrist[8]
     now_scratch = np.zeros(1, dtype=np.int64)
     quiet, side, table, held, lf, li = state
     gi, has_guard = quiet[7], quiet[5]
+    wakes = ctl[K_WAKES:K_WAKES + 1]
     while True:
         if ctl[K_NEXT] >= ctl[K_ROWS]:
-            ret = wait(wait_set, waited, guards, timeout_ns, ready)
-            if ret == RCL_RET_TIMEOUT:
-                continue
-            if ret != RCL_RET_OK:
-                return -ret
-            ctl[K_WAKES] += 1
-            if ready[waited.shape[0]]:
+            n = wait_wrenches(waiting, wrist, wakes)
+            if n == WAIT_STOPPED:
                 return STOPPED
-            n = take_wrenches(w_sub, w_message, w_info, w_expected, wrenches, stamps, frames, frame_lens, flags,
-                              w_scratch)
             if n < 0:
                 return n
             ctl[K_NEXT], ctl[K_ROWS] = 0, n
