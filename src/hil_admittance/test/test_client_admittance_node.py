@@ -48,8 +48,12 @@ def test_push_through_com_gives_uniform_drift_at_impulse_velocity(ros):
         node.create_subscription(DiagnosticStatus, 'client/admittance/status', statuses.append, 100)
         pub = node.create_publisher(WrenchStamped, 'client/ft/wrench', 10)
         assert spin_until(executor, lambda: len(poses) > 5 and statuses, 20.0), 'no pose command or status'
-        # Before its first wrench the node says that it integrates unforced
-        assert statuses[-1].level == DiagnosticStatus.WARN and 'no client/ft/wrench yet' in statuses[-1].message
+        # Before its first wrench the node says that it integrates unforced (beside a busy machine its overload guard
+        # can report a late start first, at ERROR, which the status gives before the wrench's WARN: then it says so
+        # once the guard is calm; one run of the whole suite under load had the ERROR as the newest status here)
+        assert spin_until(executor, lambda: any(m.level == DiagnosticStatus.WARN and 'no client/ft/wrench yet'
+                                                in m.message for m in statuses), 20.0), \
+            [(m.level, m.message) for m in statuses]
         assert spin_until(executor, lambda: pub.get_subscription_count() > 0, 10.0)
         statuses.clear()
         # Unforced and not tumbling: the command stays at the identity.
