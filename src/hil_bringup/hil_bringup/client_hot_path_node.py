@@ -212,7 +212,8 @@ class ClientHotPathNode(Node):
     @contextmanager
     def paused(self):
         """The F/T samples' compiled loop not running while the block runs (``LoopThread.paused``; a no-op without
-        it), the loop's state left: for the executor's callbacks that read or change the rule."""
+        it): for the executor's callbacks that read or change the rule (those that need the rule's objects up to date
+        leave the loop's state too, :meth:`leave_loop`)."""
         if self.samples is None:
             yield
             return
