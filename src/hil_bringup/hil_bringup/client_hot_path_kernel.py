@@ -23,14 +23,14 @@ from hil_common import policy_kernel as _policy_kernel
 from hil_common.kernel_cache import drop_stale_code
 from hil_common.policy_kernel import GI_HOLDING, S_OK, W_LAST, guard_update, watch_update
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, client_port_step, mat_vec_into
+from hil_dynamics.kernels import _OPTS, client_port_step, mat_vec_into, relative_mapping_into
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.ik_kernel import body_twist_into
 from hil_motion_table.table_kernel import JOINT_LIMIT, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, \
     loop_advance, loop_dt, loop_motion, loop_restore, loop_save
 from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
-from hil_bringup.servicer_hot_path_kernel import ROTATION_TOL, frame_target
+from hil_bringup.servicer_hot_path_kernel import ROTATION_TOL, _message_pose, frame_target
 
 #: :func:`client_loop_sample`'s outcomes: a command (in the table loop state's ``q_cmd``); a sample for Python
 CLIENT_STEPPED, CLIENT_EVENT = 0, 2
@@ -173,6 +173,24 @@ def client_loop_sample(wrench_sensor, unframed, now_s, rule, port, table, cf, ci
     return CLIENT_STEPPED
 
 
+@njit(**_OPTS)
+def client_decimated_values(g_n, v_n, g_c, v_c, cf, acc, state_pose, state_twist, passivity, pose, g_abs, v_abs):
+    """The values of the client's decimated messages for a loop's state (``ClientLoopState``: its ``g_n, V_n, g_c,
+    V_c``, ``cf``, the port's sums ``acc``), written into the messages' doubles: ``state_pose``, ``state_twist`` the
+    client's absolute ``g_t, V_t`` (seed 004 Eq. 23, ``ClientState.absolute_arrays``; ``g_abs``, ``v_abs``:
+    scratch), ``passivity`` the port's output (``ClientPort.out.as_list()``: ``[E_obs, E_port, E_integration,
+    E_dissipated, beta]``), ``pose`` ``g_c``; the poses as ``[x, y, z, qx, qy, qz, qw]``, ``qw >= 0``
+    (``kernels.pose_xyzquat``). One definition for the node's callback and its compiled loop
+    (``client_sample_loop``)."""
+    relative_mapping_into(g_n, v_n, g_c, v_c, g_abs, v_abs)
+    _message_pose(g_abs, state_pose)
+    for i in range(6):
+        state_twist[i] = v_abs[i]
+    passivity[0], passivity[1], passivity[2] = cf[CF_EXCESS], acc[0], acc[1]
+    passivity[3], passivity[4] = acc[2] + cf[CF_PENDING], acc[3]
+    _message_pose(g_c, pose)
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) :func:`client_loop_sample` with the types the fused client hot path passes:
     the Envisat client's rule, started, and one sample on its loop's state (``./dev`` runs this)."""
@@ -190,6 +208,7 @@ def warm_up() -> None:
         raise StartError('client_hot_path_kernel: the Envisat client hot path cannot enter a sample loop\'s state')
     t += 1e-3
     state.sample(np.zeros(6), True, t)
+    state.decimated_values()
     state.leave()
 
 

@@ -23,12 +23,12 @@ import numpy as np
 
 from hil_bringup.client_hot_path import HotPathCommand, ClientHotPath
 from hil_bringup.client_hot_path_kernel import CF_E_INT, CF_EXCESS, CF_PENDING, CF_T_LAST, CF_T_STATE, CI_COMMANDS, \
-    CI_LAST_STEPS, CI_SAMPLES, CI_STEPS, CI_UNFRAMED, CLIENT_EVENT, client_loop_sample
+    CI_LAST_STEPS, CI_SAMPLES, CI_STEPS, CI_UNFRAMED, CLIENT_EVENT, client_decimated_values, client_loop_sample
 from hil_common.errors import ConfigError
 from hil_common.overload import OverloadGuard
 from hil_common.policy_kernel import GuardState, adopt, guard_update, watch_sample, watch_update
 from hil_dynamics.client import ClientState
-from hil_dynamics.kernels import mat_vec_into, relative_mapping_into
+from hil_dynamics.kernels import mat_vec_into
 from hil_motion_table.table_loop import TableLoopState
 
 N_CF, N_CI = CF_PENDING + 1, CI_LAST_STEPS + 1
@@ -69,7 +69,8 @@ class ClientLoopState:
         self.events = 0
         self.loop_samples = 0            # samples the compiled call ran (counted at each leave)
         self._entered_state = None
-        self._g_t, self._v_t = np.zeros(12), np.zeros(6)         # decimated_values' scratch
+        self._g_t, self._v_t = np.zeros(12), np.zeros(6)         # decimated_values' scratch and values
+        self._decimated = (np.zeros(7), np.zeros(6), np.zeros(5), np.zeros(7))
         self._args = self._make_args(np.inf)
 
     @classmethod
@@ -91,6 +92,7 @@ class ClientLoopState:
         guard_update(guard.gf.copy(), guard.gi.copy(), guard.ring_t.copy(), guard.ring_steps.copy(),
                      guard.ring_late.copy(), 0.0, 0.0, 0, 1)
         mat_vec_into(rule._wrench_sensor_to_com, np.zeros(6), np.empty(6))
+        state.decimated_values()             # (on the state's own arrays, not entered: they are rewritten at enter)
         return state
 
     def _make_args(self, plan_due_s: float) -> tuple:
@@ -192,14 +194,14 @@ class ClientLoopState:
         ci[:] = 0
         self._entered_state = None
 
-    def decimated_values(self) -> tuple[np.ndarray, np.ndarray, list[float]]:
-        """The decimated messages' values of the newest step (entered): the client's absolute ``g_t, V_t`` (seed 004
-        Eq. 23, as ``ClientState.absolute_arrays``) and the port's output (``PassivityOutput.as_list``), as the rule's
-        objects give them after :meth:`leave`."""
-        relative_mapping_into(self.g_n, self.v_n, self.g_c, self.v_c, self._g_t, self._v_t)
-        acc, cf = self.rule.port.controller._acc, self.cf
-        return self._g_t, self._v_t, [float(cf[CF_EXCESS]), float(acc[0]), float(acc[1]),
-                                      float(acc[2]) + float(cf[CF_PENDING]), float(acc[3])]
+    def decimated_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The decimated messages' values of the newest step (entered; ``client_decimated_values``, which the compiled
+        loop writes into the messages themselves): the client's absolute pose ``[x, y, z, qx, qy, qz, qw]`` and twist
+        (seed 004 Eq. 23), the port's output (``PassivityOutput.as_list``) and ``g_c`` as a pose; arrays of this
+        state's, refilled at each call."""
+        client_decimated_values(self.g_n, self.v_n, self.g_c, self.v_c, self.cf, self.rule.port.controller._acc,
+                                *self._decimated, self._g_t, self._v_t)
+        return self._decimated
 
     def state(self) -> ClientState:
         """The admittance's state now (entered: a snapshot of the loop's arrays)."""

@@ -65,6 +65,7 @@ from std_srvs.srv import Trigger
 from hil_admittance import client_admittance_node as client_node
 from hil_admittance import rebase_topic
 from hil_bringup.client_hot_path import ClientHotPath
+from hil_bringup.client_hot_path_kernel import client_decimated_values
 from hil_bringup.client_hot_path_loop import ClientLoopState
 from hil_common.overload import overload_guard, overload_params
 from hil_common.cdr import (MALFORMED, CdrError, Float64ArrayEncoder, JointStateReader, OdometryEncoder,
@@ -357,10 +358,10 @@ class ClientHotPathNode(Node):
         self.outputs += 1
         if self.outputs % self.decimation == 0:
             sec, nanosec = divmod(self.clock_ns() if stamp_ns is None else stamp_ns, 1_000_000_000)
-            g_t, v_t, passivity = loop.decimated_values()
-            self.pub_state.publish(self.encode_state(sec, nanosec, pose_xyzquat(g_t, self._xyzquat), v_t))
+            state_pose, state_twist, passivity, pose = loop.decimated_values()
+            self.pub_state.publish(self.encode_state(sec, nanosec, state_pose, state_twist))
             self.pub_passivity.publish(self.encode_passivity(passivity))
-            self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(loop.g_c, self._xyzquat)))
+            self.pub_pose.publish(self.encode_pose(sec, nanosec, pose))
 
     def leave_loop(self) -> None:
         """The loop's state back in the rule, before anything that reads or changes the rule."""
@@ -456,8 +457,8 @@ class ClientSampleThread(CompiledSampleThread):
                                                            (node.pub_pose, pose_bytes, True)])
         self._fields = (state[:7], state[43:49], passivity, pose)
         self._scratch = (np.empty(12), np.empty(6), np.zeros(1, dtype=np.int64))
-        csl.client_decimated_values(loop.g_n, loop.v_n, loop.g_c, loop.v_c, loop.cf, rule.port.controller._acc,
-                                    *self._fields, *self._scratch[:2])       # loaded now, not in the thread
+        client_decimated_values(loop.g_n, loop.v_n, loop.g_c, loop.v_c, loop.cf, rule.port.controller._acc,
+                                *self._fields, *self._scratch[:2])       # loaded now, not in the thread
         self.start_loop(csl.client_sample_loop)
 
     def arguments(self, state) -> tuple:

@@ -14,7 +14,7 @@ and for each wrench:
 3. the sample on the loop's state (``client_hot_path_kernel.client_loop_sample``, entered by
    :class:`hil_bringup.client_hot_path_loop.ClientLoopState`);
 4. its robot command sent, the trace with the sample's stamp, and every ``decimation``-th command the three decimated
-   messages (:func:`client_decimated_values`, ``rcl_io.publish_all_stamped``).
+   messages (``client_hot_path_kernel.client_decimated_values``, ``rcl_io.publish_all_stamped``).
 
 Anything else returns an **event** (:data:`EV_SAMPLE` ...) and the node's Python does the rest of that sample as it
 always does (``ClientHotPathNode.on_loop_event``). Plain Numba over :mod:`hil_common.rcl_io`'s compiled calls; no
@@ -29,8 +29,7 @@ from numba import njit
 from hil_bringup import client_hot_path_kernel as _client_kernel
 from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
 from hil_bringup import servicer_sample_loop as _servicer_loop
-from hil_bringup.client_hot_path_kernel import CF_EXCESS, CF_PENDING, CLIENT_EVENT, client_loop_sample
-from hil_bringup.servicer_hot_path_kernel import _message_pose
+from hil_bringup.client_hot_path_kernel import CLIENT_EVENT, client_decimated_values, client_loop_sample
 from hil_bringup.servicer_sample_loop import C_LAB, C_NODE, C_SIM, WAIT_STOPPED, _sim_time, sim_clock_ns, wait_wrenches
 from hil_common import policy_kernel as _policy_kernel
 from hil_common import rcl_io as _rcl_io
@@ -40,7 +39,6 @@ from hil_common.policy_kernel import measurement_time, watch_sample
 from hil_common.rcl_io import RCL_RET_OK, clock_now_ns, publish_all_stamped, publish_float64_array, \
     publish_serialized, take_joint_states, write_stamp
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import relative_mapping_into
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 
@@ -87,21 +85,6 @@ def client_joint_rows(n_rows, q_rows, dq_rows, stamps, flags, now_s, by_stamp, i
             dq_ok[0] = 0
         watch_sample(wf, wi, measurement_time(stamps[k, 0], stamps[k, 1], by_stamp, now_s))
     return n_rows
-
-
-@njit(cache=True, nogil=True)
-def client_decimated_values(g_n, v_n, g_c, v_c, cf, acc, state_pose, state_twist, passivity, pose, g_abs, v_abs):
-    """The values of the client's decimated messages (``ClientHotPathNode.on_wrench``'s) for a loop's state, written into
-    the messages' doubles: ``state_pose``, ``state_twist`` the client's absolute ``g_t, V_t`` (seed 004 Eq. 23;
-    ``g_abs``, ``v_abs``: scratch), ``passivity`` the port's output (``PassivityOutput.as_list``: ``[E_obs, E_port,
-    E_integration, E_dissipated, beta]``), ``pose`` ``g_c`` (``[x, y, z, qx, qy, qz, qw]``, ``qw >= 0``)."""
-    relative_mapping_into(g_n, v_n, g_c, v_c, g_abs, v_abs)
-    _message_pose(g_abs, state_pose)
-    for i in range(6):
-        state_twist[i] = v_abs[i]
-    passivity[0], passivity[1], passivity[2] = cf[CF_EXCESS], acc[0], acc[1]
-    passivity[3], passivity[4] = acc[2] + cf[CF_PENDING], acc[3]
-    _message_pose(g_c, pose)
 
 
 @njit(cache=True, nogil=True)

@@ -336,6 +336,7 @@ def test_the_loops_compiled_samples_give_the_python_rules_commands_and_state():
 
     from hil_bringup.client_hot_path_loop import ClientLoopState, envisat_client_rule
     from hil_common.overload import OverloadGuard
+    from hil_dynamics.kernels import pose_xyzquat
     from hil_dynamics.rebase import RebasePlan
 
     rules = []
@@ -370,7 +371,7 @@ def test_the_loops_compiled_samples_give_the_python_rules_commands_and_state():
             wrench[0] += 3000.0                    # a push out of the workspace below
         frame = rng.choice([frame_id, '', 'other'], p=[0.7, 0.29, 0.01])
         dq = rng.normal(0.0, 0.01, len(q)) if rng.random() < 0.8 else None
-        outs = []
+        outs, decimated = [], None
         for rule in rules:
             table = rule.table
             leave = (k in (1000, 1150) or (k == 1800) or (k % 50 == 0 and (rule.latched or table.latched_faults)))
@@ -394,6 +395,19 @@ def test_the_loops_compiled_samples_give_the_python_rules_commands_and_state():
                 stepped, out = loop.wrench(wrench, frame, t)
                 loop_steps += stepped
                 outs.append(HotPathCommand(loop.q_cmd.copy(), False, None, 0) if stepped else out)
+                if stepped and k % 7 == 0:
+                    decimated = [v.copy() for v in loop.decimated_values()]
+        if decimated is not None:
+            # the decimated messages' values the loop writes (the node's callback and its compiled loop) are those the
+            # rule's objects give the Python path: the state by Eq. 23, the port's output, g_c
+            g_t, v_t = ref.admittance.state.absolute_arrays()
+            state_pose, state_twist, passivity, pose = decimated
+            np.testing.assert_array_equal(state_pose, pose_xyzquat(g_t), err_msg=f'sample {k}')
+            np.testing.assert_array_equal(state_twist, v_t, err_msg=f'sample {k}')
+            assert passivity.tolist() == ref.port.out.as_list(), k
+            np.testing.assert_array_equal(pose, pose_xyzquat(ref.admittance.state.pose_arrays()[1]), err_msg=f'{k}')
+            seen['decimated'] += 1
+            decimated = None
         a, b = outs
         assert (a is None) == (b is None), k
         if a is None:
@@ -440,3 +454,4 @@ def test_the_loops_compiled_samples_give_the_python_rules_commands_and_state():
     assert ref.table.stats.fault_counts['workspace_exit'] > 0 and ref.rebase.side is not None and ref.rebase.side.done
     stepped = ref.counters['commands'] - ref.counters['held']
     assert loop_steps > 0.8 * stepped and loop.events > 10 and loop.entries > 10, (loop_steps, stepped)
+    assert seen['decimated'] > 100, seen
