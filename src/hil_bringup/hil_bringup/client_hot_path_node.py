@@ -232,7 +232,12 @@ class ClientHotPathNode(Node):
             self.take_joints()
 
     def on_status_timer(self) -> None:
+        # the joint states waiting taken first: the status judges their freshness (InputWatch.update), and a node
+        # held up (a stall, or the twin stepping on before its first command) has them queued, stamped, with the
+        # F/T sample the loop has not run yet; judged before they are taken, they looked 0.3 s old and the joints'
+        # watch went stale and held ("recovering"), in one run of test_client_hot_path_safety
         with self.paused():
+            self.take_joints()
             self.publish_status()
 
     def take_joints(self) -> None:
@@ -379,6 +384,7 @@ class ClientHotPathNode(Node):
     def on_reset(self, request, response):
         with self.paused():
             self.leave_loop()
+            self.take_joints()             # (the reset judges the joints' freshness: those waiting first)
             response.success, response.message = self.rule.reset(self.lab_now())
             self.last_status = None
             self.publish_status()
