@@ -319,9 +319,42 @@ class ObswController:
                 self._fast_read_state(1, self._path_log, vecs[kernel.V_PATH_LOG, :6])
         w.step(mode, flags, s)
         self._fast_store(flags)
-        close = phase in (GRASP, POST_GRASP)
-        return ObswCommand(phase, vecs[kernel.V_WRENCH_BASE, :6].copy(), vecs[kernel.V_TAU, :n].copy(), close,
-                           vecs[kernel.V_BASE_ERROR, :6].copy(), vecs[kernel.V_TOOL_ERROR, :6].copy())
+        return self.loop_command()
+
+    def loop_command(self) -> ObswCommand:
+        """The command of the newest compiled call (:meth:`update`'s, or a compiled loop's that ran the rule's ticks
+        on :meth:`loop_ticks`): the arrays' outputs, copied, in the current phase."""
+        vecs, n = self._fast.vecs, self._fast.n
+        return ObswCommand(self.phase, vecs[kernel.V_WRENCH_BASE, :6].copy(), vecs[kernel.V_TAU, :n].copy(),
+                           self.phase in (GRASP, POST_GRASP), vecs[kernel.V_BASE_ERROR, :6].copy(),
+                           vecs[kernel.V_TOOL_ERROR, :6].copy())
+
+    def loop_ticks(self):
+        """For a compiled loop that runs this rule's ticks itself (``hil_bringup.runners.mission_kernel``): ``(mode,
+        t_approach, approach_s, t_limit, args)``, where a tick before ``t_limit`` [s] switches no phase and is
+        :func:`hil_admittance.obsw_kernel.obsw_step` (``KINEMATICS | LAW``) of ``mode``, at the path fraction
+        ``min_jerk((t - t_approach) / approach_s)`` in ``MODE_PATH``, on ``args`` (the inputs written into their
+        arrays first, as :meth:`update` writes them; :meth:`loop_command` reads the outputs). None without the
+        compiled form. The loop gets the command of each tick at the time :meth:`update` would have given it (the
+        same calls on the same arrays)."""
+        w = self._fast
+        if w is None:
+            return None
+        g, phase = self.gains, self.phase
+        t_approach = self.phase_times.get(APPROACH, 0.0)
+        if phase == SYNC:
+            mode, limit = kernel.MODE_SYNC, g.sync_duration_s
+        elif phase == POST_GRASP:
+            mode, limit = kernel.MODE_POST_GRASP, np.inf
+            self._fast_read_state(2, self._pose_base_in_client_grasp, w.poses[kernel.P_BASE_IN_CLIENT_GRASP])
+            self._fast_read_state(3, self._q_grasp, w.vecs[kernel.V_Q_GRASP, :w.n])
+        else:
+            mode = kernel.MODE_PATH
+            limit = (t_approach + g.approach_duration_s if phase == APPROACH
+                     else self.phase_times[GRASP] + g.grasp_settle_s)
+            self._fast_read_state(0, self._path_start, w.poses[kernel.P_PATH_START])
+            self._fast_read_state(1, self._path_log, w.vecs[kernel.V_PATH_LOG, :6])
+        return mode, float(t_approach), float(g.approach_duration_s), float(limit), w.args
 
     def _fast_store(self, flags: int) -> None:
         """The side effects of a compiled call that started the path or latched the grasp, as

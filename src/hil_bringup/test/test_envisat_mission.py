@@ -150,7 +150,7 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
     mid real-time loop), beside the one ``./dev`` compiles (``hil_dynamics.kernels.warm_up``)."""
     from hil_dynamics import kernels
 
-    from hil_bringup.runners import mission
+    from hil_bringup.runners import mission, mission_kernel
     from hil_dynamics import rebase
 
     hil, _, ref, _ = capture
@@ -163,9 +163,47 @@ def test_the_whole_capture_runs_the_kernels_the_warm_up_compiled(capture):
                    kernels.ee_wrench_as_fext,
                    kernels.client_rkmk4_step,
                    kernels.rigid_rkmk4_step, kernels.passivity_update, kernels.client_port_step,
-                   kernels.relative_mapping_into, kernels.rebase_ramp_step, kernels.nominal_twist_change_into,
-                   kernels.latched_grasp_wrench, kernels.latched_grasp_step, kernels.frame_pose_and_jacobian):
+                   kernels.relative_mapping_into, kernels.nominal_twist_change_into,
+                   kernels.latched_grasp_wrench, kernels.latched_grasp_step, kernels.frame_pose_and_jacobian,
+                   kernels.rebase_increment):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
+    # the runners' quiet steps (with and without OBSW ticks and ramp increments) and ./dev's warm-up: one each
+    mission.warm_up()
+    for kernel in (mission_kernel.hil_steps, mission_kernel.absolute_steps):
+        assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
+
+
+@pytest.mark.parametrize('cls', [HilMission, AbsoluteMission])
+def test_the_compiled_quiet_steps_are_the_python_steps(scenario, capture, cls):
+    """The whole capture (sync, approach, grasp, the latched gripper, and for ``HilMission`` the re-basing ramp)
+    with its quiet stretches in the compiled calls (``MissionLoop.steps``: ``mission_kernel``, the OBSW's ticks
+    and the ramp's increments inside) and with every step in Python (:meth:`MissionLoop.step`): the same record,
+    to the bit, and the same end state."""
+    from hil_bringup.runners.mission import RECORD_FIELDS
+
+    class PythonSteps(cls):
+        def quiet_steps(self, n):
+            return 0, False
+
+    compiled, compiled_record = capture[:2] if cls is HilMission else capture[2:]
+    python = PythonSteps(scenario)
+    record = python.run(scenario.mission['duration_s'])
+    # the compiled calls ran most steps: the Python steps are those around the phase switches and the closure
+    assert compiled.record is compiled_record and len(record.t) == len(compiled_record.t)
+    assert compiled.compiled_steps > 0.95 * compiled.k and python.compiled_steps == 0
+    for name in RECORD_FIELDS:
+        got, want = getattr(compiled_record, name), getattr(record, name)
+        if name in ('phase', 'gripper'):
+            assert got == want, name
+        else:
+            assert np.array_equal(got, want, equal_nan=True), name
+    assert compiled.k == python.k and compiled.command.phase == python.command.phase
+    np.testing.assert_array_equal(compiled.tau_arm, python.tau_arm)
+    if cls is HilMission:
+        assert compiled.rebase_sides[0].last.t == python.rebase_sides[0].last.t
+        np.testing.assert_array_equal(compiled.client.state.twist_nominal_body, python.client.state.twist_nominal_body)
+        np.testing.assert_array_equal(compiled.servicer.admittance.nominal_matrices()[0],
+                                      python.servicer.admittance.nominal_matrices()[0])
 
 
 @pytest.mark.parametrize('cls', [HilMission, AbsoluteMission])

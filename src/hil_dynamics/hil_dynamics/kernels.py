@@ -23,10 +23,13 @@ import numpy as np
 import pinocchio as pin
 from numba import njit
 
+from hil_dynamics.profiles import min_jerk
+
 __all__ = ['pose_array', 'array_pose', 'client_rkmk4_step', 'rk_stage', 'rk_final', 'solve_into',
            'servicer_stage_kinematics', 'nominal_acceleration_into', 'passivity_update', 'integration_energy_step',
            'free_floating_rkmk4_step', 'log6_into', 'relative_into',
-           'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'nominal_twist_change_into',
+           'compound_in_nominal', 'gravity_from_mass_matrix', 'rebase_ramp_step', 'rebase_increment',
+           'nominal_twist_change_into',
            'latched_grasp_wrench', 'latched_grasp_step', 'arm_hold_torque', 'arm_torque_command', 'client_port_step',
            'free_floating_inputs_step', 'lockstep_inputs_step', 'lockstep_shared_inputs_step', 'lockstep_port_step',
            'side_port_step', 'ee_wrench_as_fext',
@@ -450,6 +453,56 @@ def rebase_ramp_step(g_fn, v_fn, g_fc, v_fc, steps, h, h_rest, free_mass, free_i
         if not (math.isfinite(v_new[i]) and math.isfinite(v_rel_new[i])):
             return False
     return True
+
+
+#: :func:`rebase_increment`'s progress of one side's re-basing ramp (``rs``, float64; a
+#: :class:`hil_dynamics.rebase.PlannedRebase`'s bookkeeping): the previous increment's time, the min-jerk progress
+#: there and whether there was one, the plan's start and ramp time, whether it is done, the compound's free motion's
+#: time, the newest increment's fraction and time, whether the side takes increments at all (0: none is applied)
+RS_T_PREV, RS_S_LAST, RS_HAS_LAST, RS_T_START, RS_RAMP_S, RS_DONE, RS_T_FREE, RS_FRACTION, RS_T_LAST, RS_ACTIVE = \
+    range(10)
+N_RS = RS_ACTIVE + 1
+_min_jerk = njit(**_OPTS)(min_jerk)
+
+
+@njit(**_OPTS)
+def rebase_increment(t, h, rs, g_fn, v_fn, g_fc, v_fc, free_mass, free_inertia, free_inertia_inv, free_m6,
+                     free_m6_inv, mass, inertia_com, inertia_com_inv, v_old, v_new, g_n, v_n, g_rel, v_rel, m6,
+                     m6_inv):
+    """One side's increment of a re-basing ramp at ``t`` once its compound's free motion is placed
+    (:meth:`hil_dynamics.rebase.PlannedRebase.update` after its first call), in one call: the steps of ``h`` (and the
+    rest) since the previous increment, the min-jerk share of what remains, :func:`rebase_ramp_step` (the free motion
+    ``g_fn, v_fn, g_fc, v_fc`` in place; the new nominal's ``m6``, ``m6_inv``) and the side's twists ``v_n``,
+    ``v_rel`` changed in place (``v_old``: ``v_n`` before, ``v_new``: after). Returns 0 applied; 1 none due (not
+    active, done, or before the plan's start: nothing changed); 2 a new twist not finite (the twists not changed, the
+    free motion moved on)."""
+    if rs[RS_ACTIVE] == 0.0 or rs[RS_DONE] != 0.0 or t < rs[RS_T_START] - 1e-9:
+        return 1
+    duration = t - rs[RS_T_PREV]
+    steps = int(duration / h + 1e-9)
+    h_rest = duration - steps * h
+    h_rest = h_rest if h_rest > 1e-12 else 0.0
+    rs[RS_T_PREV] = t
+    s_prev = rs[RS_S_LAST] if rs[RS_HAS_LAST] != 0.0 else 0.0
+    s_now = _min_jerk((t - rs[RS_T_START]) / rs[RS_RAMP_S])
+    fraction = 1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev)
+    com, v_target, v_rel_new = np.empty(12), np.empty(6), np.empty(6)
+    finite = rebase_ramp_step(g_fn, v_fn, g_fc, v_fc, steps, h, h_rest, free_mass, free_inertia, free_inertia_inv,
+                              free_m6, free_m6_inv, g_n, v_n, g_rel, v_rel, fraction, mass, inertia_com,
+                              inertia_com_inv, com, v_target, m6, m6_inv, v_new, v_rel_new)
+    t_free = rs[RS_T_FREE]          # the free motion's clock, as its steps advance it
+    for _ in range(steps):
+        t_free += h
+    rs[RS_T_FREE] = t_free + h_rest if h_rest else t_free
+    if not finite:
+        return 2
+    for i in range(6):
+        v_old[i] = v_n[i]
+        v_n[i] = v_new[i]
+        v_rel[i] = v_rel_new[i]
+    rs[RS_FRACTION], rs[RS_T_LAST], rs[RS_S_LAST], rs[RS_HAS_LAST] = fraction, t, s_now, 1.0
+    rs[RS_DONE] = 1.0 if fraction >= 1.0 else 0.0
+    return 0
 
 
 @njit(**_OPTS)

@@ -278,14 +278,21 @@ class PlannedRebase:
         self._inertia_inv9 = np.linalg.inv(inertia).reshape(9).copy()
         self._mass_kg = float(plan.mass_kg)
         self._t_start, self._ramp_s = float(plan.t_start), max(float(plan.ramp_s), 1e-12)
-        self._work = (np.empty(12), np.empty(6))     # the kernel's com and v_target (not kept)
         self._free_arrays = self._free_constants = self._free_state = None
-        self._s_last = 0.0
+        # The bookkeeping, in the array the compiled increment steps (kernels.RS_*): update() and a compiled loop that
+        # runs the increments (loop_args) share it.
+        rs = self._rs = np.zeros(kernels.N_RS)
+        rs[kernels.RS_T_START], rs[kernels.RS_RAMP_S], rs[kernels.RS_ACTIVE] = self._t_start, self._ramp_s, 1.0
         self.free = None            # the compound's free motion (client = nominal, relative identity)
-        self.t_prev: float | None = None
         self.late_s = 0.0
-        self.done = False
         self.last: RebaseStep | None = None     # the newest step's record (only it: a 10 s ramp at 1 kHz kept 10k)
+
+    t_prev = property(lambda self: float(self._rs[kernels.RS_T_PREV]) if self.free is not None else None,
+                      lambda self, t: self._rs.__setitem__(kernels.RS_T_PREV, t),
+                      doc='the newest increment\'s time (None before the first)')
+    done = property(lambda self: bool(self._rs[kernels.RS_DONE]),
+                    lambda self, value: self._rs.__setitem__(kernels.RS_DONE, 1.0 if value else 0.0),
+                    doc='whether the ramp has landed on the compound')
 
     @property
     def active(self) -> bool:
@@ -308,63 +315,58 @@ class PlannedRebase:
     def update(self, t: float, rule) -> RebaseStep | None:
         """Apply the increment of the step at ``t`` to ``rule`` (None before the plan or after it).
 
-        The target is the compound seen from the nominal frame (:func:`hil_dynamics.kernels.compound_in_nominal`:
-        its velocity there and its spatial inertia with the inverse); the rule keeps its nominal's pose and
-        moves its twist (``rebase_nominal_twist``, an exact re-basing). The compound's free motion, the target
-        and the new twist are one compiled call (:func:`hil_dynamics.kernels.rebase_ramp_step`).
+        The first call places the compound's free motion on the rule's nominal (:meth:`_free_at`); every call then
+        runs :func:`hil_dynamics.kernels.rebase_increment` (:meth:`loop_args`): the free motion moved on to ``t``,
+        the compound seen from the nominal frame (:func:`hil_dynamics.kernels.compound_in_nominal`: its velocity
+        there and its spatial inertia with the inverse), the min-jerk share and the new twists; the rule keeps its
+        nominal's pose and takes the new twists and inertia (``rebase_nominal_twist``, an exact re-basing).
         :meth:`update_reference` is the same with ``pin.SE3``/``pin.Inertia``, the free motion stepped by its
         admittance and ``rule.rebase``."""
-        plan = self.plan
-        if self.done or t < plan.t_start - 1e-9:
+        if self.done or t < self.plan.t_start - 1e-9:
             return None
         s = rule.state
-        free = self.free
-        if free is None:                       # placed on the nominal of this step
+        if self.free is None:                  # placed on the nominal of this step
             self._free_at(t, s)
-            free, steps, h_rest = self.free, 0, 0.0
-        else:                                  # moved on to t, as _free_at does
-            duration = t - self.t_prev
-            steps = int(duration / self.dt_s + 1e-9)
-            h_rest = duration - steps * self.dt_s
-            h_rest = h_rest if h_rest > 1e-12 else 0.0
-            self.t_prev = t
-        if free.state is not self._free_state:   # the free motion's arrays, owned here and stepped in place from
-            self._free_arrays, self._free_constants = free.step_arrays()     # now on (retaken if its state moved)
-        arrays = self._free_arrays
         g_n, g_rel = s.pose_arrays()
-        v_n, v_rel = s.twist_nominal_body, s._twist_rel
-        if type(v_n) is not np.ndarray or v_n.dtype != np.float64:
-            v_n = np.asarray(v_n, dtype=float)
-        if type(v_rel) is not np.ndarray or v_rel.dtype != np.float64:
-            v_rel = np.asarray(v_rel, dtype=float)
-        s_now, fraction = self._fraction_now(t)
-        m6, m6_inv, v_new, v_rel_new = np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty(6)
-        work = self._work
-        finite = kernels.rebase_ramp_step(*arrays, steps, self.dt_s, h_rest, *self._free_constants, g_n, v_n, g_rel,
-                                          v_rel, fraction, self._mass_kg, self._inertia9, self._inertia_inv9, work[0],
-                                          work[1], m6, m6_inv, v_new, v_rel_new)
-        if steps or h_rest:                    # the free motion moved on to t whatever the rule's twists gave
-            t_free = free.state.t              # the free admittance's clock, as its steps advance it
-            for _ in range(steps):
-                t_free += self.dt_s
-            # a new state on the arrays stepped in place (a state is rebuilt at each call: none keeps stale poses)
-            free.state = type(free.state).of_arrays(t_free + h_rest if h_rest else t_free, *arrays)
+        v_n = np.array(s.twist_nominal_body, dtype=float)      # new arrays: the increment writes the new twists
+        v_rel = np.array(s._twist_rel, dtype=float)
+        m6, m6_inv, v_old, v_new = np.empty((6, 6)), np.empty((6, 6)), np.empty(6), np.empty(6)
+        status = kernels.rebase_increment(float(t), self.dt_s, *self.loop_args(), v_old, v_new, g_n, v_n, g_rel, v_rel,
+                                          m6, m6_inv)
+        self.loop_leave()
+        if status == 2:
+            raise InputError(f're-basing at t={t}: the new nominal twist {v_new.tolist()} or the relative twist '
+                             'with it is not finite')
+        rule.rebase_nominal_twist(v_n, NominalBody.of_matrices(m6, m6_inv), v_rel)
+        # the record shares the new twist and inertia with the rule (arrays of this call, never written again)
+        self.last = RebaseStep(float(t), float(self._rs[kernels.RS_FRACTION]), v_n - v_old, v_n, m6)
+        return self.last
+
+    def loop_args(self) -> tuple:
+        """:func:`hil_dynamics.kernels.rebase_increment`'s arguments from ``rs`` to the plan's inertia: the
+        bookkeeping, the compound's free motion (arrays stepped in place from now on; taken again if its state was
+        replaced) with its constants, and the plan's mass and inertia. For :meth:`update`, and for a compiled loop
+        that runs the increments (``hil_bringup.runners.mission_kernel``) after the first (:meth:`_free_at`), then
+        calls :meth:`loop_leave`."""
+        free = self.free
+        if free.state is not self._free_state:
+            self._free_arrays, self._free_constants = free.step_arrays()
+            self._free_state = free.state
+            self._rs[kernels.RS_T_FREE] = free.state.t
+        return (self._rs, *self._free_arrays, *self._free_constants, self._mass_kg, self._inertia9, self._inertia_inv9)
+
+    def loop_leave(self) -> None:
+        """After increments on :meth:`loop_args`: the free motion's state is that of its arrays at their time."""
+        free = self.free
+        free.state = type(free.state).of_arrays(float(self._rs[kernels.RS_T_FREE]), *self._free_arrays)
         self._free_state = free.state
-        if not finite:
-            raise InputError(f're-basing at t={t}: the new nominal twist {v_new.tolist()} or relative twist '
-                             f'{v_rel_new.tolist()} is not finite')
-        rule.rebase_nominal_twist(v_new, NominalBody.of_matrices(m6, m6_inv), v_rel_new)
-        # the record shares the new twist and inertia with the rule (fresh arrays of this call, never written again)
-        step = RebaseStep(float(t), fraction, v_new - v_n, v_new, m6)
-        self.last, self._s_last = step, s_now
-        self.done = fraction >= 1.0
-        return step
 
     def _fraction_now(self, t: float) -> tuple[float, float]:
         """``(s(t), fraction)``: the min-jerk progress ``s`` at ``t`` and the share of what remains that the step at
         ``t`` applies, ``(s(t) - s(t_last)) / (1 - s(t_last))`` (1 at the ramp's end), with ``s(t_last)`` kept from
         the last step."""
-        s_prev = self._s_last if self.last is not None else 0.0
+        rs = self._rs
+        s_prev = float(rs[kernels.RS_S_LAST]) if rs[kernels.RS_HAS_LAST] else 0.0
         s_now = min_jerk((t - self._t_start) / self._ramp_s)
         return s_now, (1.0 if s_now >= 1.0 else (s_now - s_prev) / (1.0 - s_prev))
 
@@ -384,7 +386,8 @@ class PlannedRebase:
         v_new = v_n + fraction * (v_target - v_n)
         rule.rebase(g_n, v_new, nominal)
         step = RebaseStep(float(t), float(fraction), v_new - v_n, v_new.copy(), nominal.mass_matrix.copy())
-        self.last, self._s_last = step, s_now
+        self.last = step
+        self._rs[kernels.RS_S_LAST], self._rs[kernels.RS_HAS_LAST] = s_now, 1.0
         self.done = fraction >= 1.0
         return step
 

@@ -167,12 +167,18 @@ class ServicerHilLockstep:
         if self.feedforward.use_ff2 != self.feedforward.use_ff3:
             return self.step_reference(dt, wrench_base_com, tau_obsw, wrench_ee)
         if not (callable(wrench_base_com) or callable(tau_obsw) or callable(wrench_ee)):
-            chains = self.__dict__.get('_chains')
-            if chains is None:
-                chains = self._chains = self._compiled_setup()
+            chains = self.compiled_chains()
             if chains is not False:
                 return self._step_compiled(dt, wrench_base_com, tau_obsw, wrench_ee, chains)
         return self._step_fused(dt, wrench_base_com, tau_obsw, wrench_ee)
+
+    def compiled_chains(self):
+        """The compiled steps' arrays (:meth:`_compiled_setup`, made at the first call), or False where a model is
+        not a chain."""
+        chains = self.__dict__.get('_chains')
+        if chains is None:
+            chains = self._chains = self._compiled_setup()
+        return chains
 
     def _compiled_setup(self):
         """The three models as :class:`hil_dynamics.kernels.Chain` arrays (False if one is not a chain)."""

@@ -546,7 +546,7 @@ def test_the_compiled_steps_have_one_specialisation_for_every_caller():
                    kernels.free_floating_inputs_step, kernels.lockstep_inputs_step, kernels.ee_wrench_as_fext,
                    kernels.lockstep_shared_inputs_step, kernels.lockstep_port_step,
                    kernels.admittance_inputs_step,
-                   kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_ramp_step,
+                   kernels.client_rkmk4_step, kernels.client_port_step, kernels.rebase_increment,
                    kernels.frame_pose_and_jacobian,
                    kernels.nominal_twist_change_into, kernels.passivity_update, kernels.arm_torque_command,
                    kernels.hold_torque_command):

@@ -28,17 +28,19 @@ from typing import Callable
 import numpy as np
 import pinocchio as pin
 
-from hil_admittance.obsw import ObswController
+from hil_admittance import obsw_kernel
+from hil_admittance.obsw import ObswController, ObswGains
+from hil_bringup.runners import mission_kernel
 from hil_bringup.scenario import MissionScenario, pose_nominal_in_lab
-from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance
+from hil_dynamics.client import AbsoluteRigidBody, ClientAdmittance, ClientState
 from hil_dynamics import kernels
 from hil_dynamics.contact import LATCHED, MISSED, OPEN, GraspContact, reaction_on_client, relative_twist
 from hil_dynamics.free_floating import FreeFloatingServicer
 from hil_dynamics.passivity import ClientPort, PassivityController
-from hil_dynamics.rebase import PlannedRebase, RebaseSchedule, client_part, servicer_part
+from hil_dynamics.rebase import NominalBody, PlannedRebase, RebaseSchedule, RebaseStep, client_part, servicer_part
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
-from hil_common.errors import ConfigError
+from hil_common.errors import ConfigError, SimulationFailed
 
 RECORD_FIELDS = (
     't', 'phase', 'pos_base_in_client', 'rpy_base_in_client', 'twist_base_rel_client', 'wrench_base_com', 'tau_arm',
@@ -100,6 +102,13 @@ class MissionRecord:
 _NO_WRENCH = np.zeros(6)
 
 
+def _no_ramp() -> tuple:
+    """A side's re-basing arguments of ``mission_kernel.hil_steps`` with no increment to apply (``RS_ACTIVE`` 0),
+    of the types ``PlannedRebase.loop_args`` gives (one compiled specialisation)."""
+    return (np.zeros(kernels.N_RS), np.zeros(12), np.zeros(6), np.zeros(12), np.zeros(6), 1.0, np.zeros(9),
+            np.zeros(9), np.zeros((6, 6)), np.zeros((6, 6)), 1.0, np.zeros(9), np.zeros(9))
+
+
 def build_controller(scenario: MissionScenario, model: ServicerModel | None = None) -> ObswController:
     """The example OBSW rule configured from the scenario."""
     s = scenario.servicer
@@ -135,6 +144,7 @@ class MissionLoop:
         self.command = None
         self.wrench_tool = np.zeros(6)
         self.record = MissionRecord()
+        self.compiled_steps = 0             # the steps run by compiled quiet calls (steps)
 
     # -- to be provided by the two simulations ---------------------------------------------
     def lab_states(self):
@@ -252,7 +262,8 @@ class MissionLoop:
         r.passivity_client.append(pc_client)
         r.passivity_servicer.append(pc_servicer)
 
-    def step(self) -> None:
+    def _tick(self) -> None:
+        """The OBSW's tick, at its rate: its command, held until the next one."""
         if self.k % self.obsw_every == 0 and self.controller is not None:
             self.command = self.controller.update(self.t, *(
                 self.onboard_state_arrays() if getattr(self.controller, 'takes_pose_arrays', False)
@@ -260,6 +271,9 @@ class MissionLoop:
             self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
             if self.command.close_gripper:
                 self.contact.command_close(self.t)
+
+    def _advance_one(self) -> None:
+        """The step after the tick: the gripper's wrenches, then :meth:`advance`."""
         if self.contact.state in (OPEN, MISSED):
             # An open gripper exerts nothing and its state machine waits for a close command: no tool
             # kinematics (GraspContact.update and .wrench would change nothing and return zeros).
@@ -274,19 +288,106 @@ class MissionLoop:
         self.k += 1
         self.t = self.k * self.dt
 
+    def step(self) -> None:
+        """One step in Python: the OBSW's tick if due, the gripper's wrenches, :meth:`advance`."""
+        self._tick()
+        self._advance_one()
+
+    def steps(self, n: int) -> None:
+        """``n`` steps: what ``n`` calls of :meth:`step` do, with the quiet stretches (the gripper open or latched)
+        in one compiled call each where the runner has one (:meth:`quiet_steps`)."""
+        n = int(n)
+        while n > 0:
+            self._tick()
+            if self.contact.state in (OPEN, MISSED, LATCHED):
+                done, refused = self.quiet_steps(n)
+                if done:
+                    self.k += done
+                    self.t = self.k * self.dt
+                    self.compiled_steps += done
+                    n -= done
+                    if not refused:
+                        continue
+            self._advance_one()         # (a refused step's tick, if it had one, was the compiled call's)
+            n -= 1
+
+    def quiet_steps(self, n: int) -> tuple[int, bool]:
+        """Run up to ``n`` steps after the tick of the first (the gripper open or latched) in one compiled call, as
+        :meth:`_advance_one` and the OBSW's ticks would; return ``(steps run, refused)``: ``refused``, the next step
+        was not run for an input or state that is not finite (its Python step names it). ``(0, False)``: none run,
+        the caller steps in Python. A runner without such a call runs none."""
+        return 0, False
+
+    def _quiet_span(self, n: int) -> tuple[int, tuple]:
+        """``(m, ticks)``: how many of the next ``n`` steps one compiled quiet call may run, and its OBSW arguments
+        ``(steps_per_tick, mode, t_approach, approach_s, arrays)`` (``mission_kernel``): the OBSW's ticks until one
+        that may switch its phase (``ObswController.loop_ticks``) or close the gripper; ``mode`` ``NO_TICKS`` (the
+        call stops before the next tick) where the controller has no compiled ticks."""
+        if self.controller is None:
+            return n, (self.obsw_every, mission_kernel.NO_TICKS, 0.0, 1.0, self._no_obsw_arrays())
+        loop_ticks = getattr(self.controller, 'loop_ticks', None)
+        ticks = loop_ticks() if loop_ticks is not None else None
+        to_tick = self.obsw_every - self.k % self.obsw_every
+        if ticks is None or (self.command.close_gripper and self.contact.state != LATCHED):
+            return min(n, to_tick), (self.obsw_every, mission_kernel.NO_TICKS, 0.0, 1.0, self._no_obsw_arrays())
+        mode, t_approach, approach_s, t_limit, arrays = ticks
+        k_tick = self.k + to_tick
+        while k_tick < self.k + n and k_tick * self.dt < t_limit:
+            k_tick += self.obsw_every
+        return min(n, k_tick - self.k), (self.obsw_every, mode, t_approach, approach_s, arrays)
+
+    def _no_obsw_arrays(self) -> tuple:
+        """OBSW arrays of the types ``ObswController.loop_ticks`` gives (one compiled specialisation), for a call
+        that runs no tick (never read)."""
+        arrays = self.__dict__.get('_obsw_arrays_unused')
+        if arrays is None:
+            identity = pin.SE3.Identity()
+            arrays = self._obsw_arrays_unused = obsw_kernel.ObswArrays.of(
+                self.model, ObswGains(), identity, identity, identity, np.zeros(self.model.n)).args
+        return arrays
+
+    def _adopt_ticks(self, fo: np.ndarray) -> None:
+        """After a compiled quiet call: the command of its newest OBSW tick, if it ran one, held as :meth:`_tick`
+        holds it."""
+        if fo[mission_kernel.FO_TICKS]:
+            self.command = self.controller.loop_command()
+            self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
+
+    def _quiet_contact(self, latched: bool) -> tuple:
+        """The gripper's arguments of the compiled quiet steps (``mission_kernel``): whether it is latched, the EE's
+        compiled kinematics, the tool and grasp frames, the latched rest pose, ``K``, ``D`` and the four wrenches'
+        arrays (new: the tool's is kept as :attr:`wrench_tool`)."""
+        c = self.contact
+        if latched and self._rest[0] is not c.pose_tcp_in_grasp_rest:
+            self._rest = (c.pose_tcp_in_grasp_rest, kernels.pose_array(c.pose_tcp_in_grasp_rest))
+        rest = self._rest[1] if latched else self._tool_in_flange        # (not read when open)
+        return (latched, *self.model.ee_chain, self._tool_in_flange, self._grasp_in_client, rest, c.stiffness,
+                c.damping, np.empty(6), np.empty(6), np.empty(6), np.empty(6))
+
+    def _held_inputs(self):
+        """``(F_b, tau)`` as the compiled quiet steps take them (new float64 vectors: the call's ticks write them),
+        or None (the Python step then checks them)."""
+        f_b, tau = self.wrench_base_com, self.tau_arm
+        if type(f_b) is np.ndarray and type(tau) is np.ndarray and f_b.dtype == np.float64 \
+                and tau.dtype == np.float64 and f_b.shape == (6,) and tau.shape == (self.model.n,):
+            return f_b.copy(), tau.copy()
+        return None
+
     def run(self, duration_s: float, record_every_s: float = 0.05,
             progress: Callable[[float, 'MissionLoop'], None] | None = None) -> MissionRecord:
         n = int(round(duration_s / self.dt))
         every = max(1, int(round(record_every_s / self.dt)))
-        for i in range(n + 1):
-            if i % every == 0 or i == n:
-                if self.command is None and self.controller is not None:
-                    self.command = self.controller.update(self.t, *self.onboard_states())
-                self.record_sample()
-                if progress is not None:
-                    progress(self.t, self)
-            if i < n:
-                self.step()
+        for i in range(0, n + 1, every):
+            if self.command is None and self.controller is not None:
+                self.command = self.controller.update(self.t, *self.onboard_states())
+            self.record_sample()
+            if progress is not None:
+                progress(self.t, self)
+            self.steps(min(every, n - i))
+        if n % every:
+            self.record_sample()
+            if progress is not None:
+                progress(self.t, self)
         return self.record.finish()
 
 
@@ -403,6 +504,122 @@ class HilMission(MissionLoop):
                                                 self.passivity_servicer, measured_s, wrench_port_s)
         self._passivity_out = out_s        # the client port's output is read from it when recorded
 
+    def _quiet_setup(self):
+        """What :meth:`quiet_steps` passes on every call (the constants' arrays), or False where this runner's
+        steps are not those of ``mission_kernel.hil_steps``: a subclass's own states or step, delayed tables, a
+        model that is no chain, the servicer's step in another form or ports of another size."""
+        own = all(getattr(type(self), name) is getattr(HilMission, name) for name in (
+            'advance', 'lab_states', 'lab_state_arrays', 'measured_table_twists', 'rebase_update', 'onboard_states',
+            'onboard_state_arrays'))
+        sv, ff = self.servicer, self.servicer.feedforward
+        w = sv.compiled_chains()
+        if not own or self._tables is not None or self.model.ee_chain is None or not w or w.ground_mode != 2 \
+                or ff.use_ff2 != ff.use_ff3 or self.passivity_servicer.n != 6 or self.client_port.controller.n != 6 \
+                or not hasattr(self.client, 'step_arrays') or not self.dt > 0.0:
+            return False
+        return w
+
+    def _quiet_rebase(self, m: int) -> tuple[int, bool]:
+        """``(count, ramp)``: how many of the next ``m`` steps the compiled call can run as :meth:`advance` would
+        re-base (the plan made and each side's first increment are Python's), and whether they take the ramp's
+        increments (``PlannedRebase.loop_args``)."""
+        if self.rebase is None:
+            return m, False
+        if self.rebase_sides is None:
+            post = self.controller.phase_times.get('post_grasp') if self.controller is not None else None
+            count = 0
+            while count < m and not self.rebase.due((self.k + count) * self.dt, post):
+                count += 1
+            return count, False
+        if all(side.done for side in self.rebase_sides):
+            return m, False
+        if all(side.free is not None for side in self.rebase_sides):
+            return m, True
+        t_start = self.rebase_sides[0].plan.t_start
+        count = 0
+        while count < m and (self.k + count) * self.dt < t_start - 1e-9:
+            count += 1
+        return count, False
+
+    def quiet_steps(self, n: int) -> tuple[int, bool]:
+        """Up to ``n`` steps of :meth:`advance` and the OBSW's ticks in one call of
+        :func:`hil_bringup.runners.mission_kernel.hil_steps` (the same kernels in the same order, the re-basing
+        ramp's increments included; ``test_envisat_mission`` and ``test_rebase_mission`` require the same records),
+        on new arrays that the states after it own."""
+        w = self.__dict__.get('_quiet')
+        if w is None:
+            w = self._quiet = self._quiet_setup()
+        held = self._held_inputs() if w is not False else None
+        if held is None:
+            return 0, False
+        m, ticks = self._quiet_span(n)
+        m, ramp = self._quiet_rebase(m)
+        if m <= 0:
+            return 0, False
+        latched = self.contact.state == LATCHED
+        contact = self._quiet_contact(latched)
+        cp, sp, n = self.client_port, self.passivity_servicer, self.model.n
+        cc = cp.controller
+        client_arrays, constants = self.client.step_arrays()
+        ss = self.servicer.admittance.state
+        poses, x = np.empty((2, 12)), np.empty(12 + 2 * n)
+        poses[0], poses[1] = ss.pose_arrays()
+        x[:6], x[6:12], x[12:12 + n], x[12 + n:] = (ss.twist_nominal_body, ss.twist_base_rel_body, self.servicer.q_arm,
+                                                   self.servicer.dq_arm)
+        nom_m6, nom_m6_inv = self.servicer.admittance.nominal_matrices()
+        if ramp:      # the increments write each side's new nominal inertia: into new arrays
+            side_s, side_c = self.rebase_sides[1], self.rebase_sides[0]
+            ramp_s, ramp_c = side_s.loop_args(), side_c.loop_args()
+            nom_m6, nom_m6_inv = nom_m6.copy(), nom_m6_inv.copy()
+            constants = (*constants[:3], constants[3].copy(), constants[4].copy())
+            last_before = [side._rs[kernels.RS_T_LAST] for side in (side_s, side_c)]
+        else:
+            ramp_s = ramp_c = _no_ramp()
+        vectors = [np.empty(6) for _ in range(4)]         # each side's V_n before and after its newest increment
+        fo = np.zeros(mission_kernel.N_FO)
+        fo[mission_kernel.FO_T_CLIENT], fo[mission_kernel.FO_T_SERVICER] = self.client.state.t, ss.t
+        fo[mission_kernel.FO_C_E_INT] = cp.integration_j
+        c_wrench_pc, s_wrench_pc = np.empty(6), np.empty(6)
+        done = mission_kernel.hil_steps(
+            m, self.dt, *contact, cc._acc, cc._prev, cc.mass_matrix, cc.enabled, cc.max_rate_per_s, cc.threshold_j,
+            c_wrench_pc, np.empty(6), *client_arrays, *constants, sp._acc, sp._prev, sp.mass_matrix, sp.enabled,
+            sp.max_rate_per_s, sp.threshold_j, s_wrench_pc, poses[0], x[:6], poses[1], x[6:12], x[12:12 + n],
+            x[12 + n:], *held, w.ee_joint_o, w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab,
+            nom_m6, nom_m6_inv, *self.servicer.feedforward.kernel_weights(), w.work, w.work_ic, np.empty((2, 12)),
+            np.empty(12 + 2 * n), fo, self.k, ramp_s, vectors[0], vectors[1], ramp_c, vectors[2], vectors[3], *ticks)
+        if done < 0:
+            raise SimulationFailed(f'HilMission: the compiled step at t = {(self.k - done - 1) * self.dt:.6f} s '
+                                   'failed half-way with finite inputs (a state that is no longer finite)')
+        self._adopt_ticks(fo)
+        if done == 0:
+            return 0, True
+        self.client.state = ClientState.of_arrays(float(fo[mission_kernel.FO_T_CLIENT]), *client_arrays)
+        cp.integration_j = float(fo[mission_kernel.FO_C_E_INT])
+        cc.wrench_pc = c_wrench_pc
+        cp._out, cp._out_args = None, (float(fo[mission_kernel.FO_C_EXCESS]), float(fo[mission_kernel.FO_C_PENDING]),
+                                       c_wrench_pc)
+        cp._after = (None, None, None)
+        self.servicer._adopt(float(fo[mission_kernel.FO_T_SERVICER]), poses, x)
+        self._passivity_out = sp.output(float(fo[mission_kernel.FO_S_EXCESS]), float(fo[mission_kernel.FO_S_PENDING]),
+                                        s_wrench_pc)
+        if ramp:
+            for side, rule, (m6, m6_inv), (v_old, v_new), t_last in zip(
+                    (side_s, side_c), (self.servicer.admittance, self.client),
+                    ((nom_m6, nom_m6_inv), constants[3:]), (vectors[:2], vectors[2:]), last_before):
+                side.loop_leave()
+                rs = side._rs
+                if rs[kernels.RS_T_LAST] != t_last:
+                    # the newest increment's record, and the rule's nominal the one it gave (its twists are the
+                    # state's already: rebase_nominal_twist with them changes nothing else)
+                    side.last = RebaseStep(float(rs[kernels.RS_T_LAST]), float(rs[kernels.RS_FRACTION]),
+                                           v_new - v_old, v_new, m6)
+                    state = rule.state
+                    rule.rebase_nominal_twist(state.twist_nominal_body, NominalBody.of_matrices(m6, m6_inv),
+                                              state._twist_rel)
+        self.wrench_tool = contact[-4] if latched else _NO_WRENCH
+        self.port_wrench = None
+        return done, done < m
+
     def rebase_update(self, t: float):
         """This step's re-basing increment on both sides (the client's :class:`RebaseStep`, or None)."""
         client_side, servicer_side = self.rebase_sides
@@ -463,6 +680,43 @@ class AbsoluteMission(MissionLoop):
         self.servicer.step(self.dt, wrench_base_com, tau_arm, wrench_flange)
         self.client.step(wrench_client_com, self.dt)
 
+    def quiet_steps(self, n: int) -> tuple[int, bool]:
+        """Up to ``n`` steps of :meth:`advance` and the OBSW's ticks in one call of
+        :func:`hil_bringup.runners.mission_kernel.absolute_steps` (the same kernels in the same order;
+        ``test_envisat_mission`` requires the same records), on new arrays that the bodies keep after it."""
+        sv = self.servicer
+        own = all(getattr(type(self), name) is getattr(AbsoluteMission, name)
+                  for name in ('advance', 'lab_states', 'lab_state_arrays', 'onboard_states', 'onboard_state_arrays'))
+        held = self._held_inputs()
+        if not own or held is None or sv._chain is None or self.model.ee_chain is None or not self.dt > 0.0:
+            return 0, False
+        m, ticks = self._quiet_span(n)
+        latched = self.contact.state == LATCHED
+        contact = self._quiet_contact(latched)
+        client, n = self.client, self.model.n
+        g_t, v_t = client.pose_in_orbit_array.copy(), client.twist_body.copy()
+        g_b, x = sv.pose_base_in_orbit_array.copy(), np.empty(6 + 2 * n)
+        x[:6], x[6:6 + n], x[6 + n:] = sv.twist_base_body, sv.q_arm, sv.dq_arm
+        fo = np.zeros(mission_kernel.N_FO)
+        fo[mission_kernel.FO_T_CLIENT] = client.t
+        done = mission_kernel.absolute_steps(
+            m, self.dt, *contact, g_t, v_t, client.body.mass_matrix, client.body.mass_matrix_inv, g_b, x[:6],
+            x[6:6 + n], x[6 + n:], *held, sv._pose_flange_in_joint_arr, sv._ee_joint, sv._fext, sv._chain, sv._work,
+            sv._work_ic, np.empty((1, 12)), np.empty(6 + 2 * n), fo, self.k, *ticks)
+        if done < 0:
+            raise SimulationFailed(f'AbsoluteMission: the compiled step at t = {(self.k - done - 1) * self.dt:.6f} s '
+                                   'failed half-way with finite inputs (a state that is no longer finite)')
+        self._adopt_ticks(fo)
+        if done == 0:
+            return 0, True
+        client._pose, client._pose_se3, client.twist_body = g_t, None, v_t
+        client.t = float(fo[mission_kernel.FO_T_CLIENT])
+        sv._pose, sv._pose_se3 = g_b, None
+        sv.twist_base_body, sv.q_arm, sv.dq_arm = x[:6], x[6:6 + n], x[6 + n:]
+        self.wrench_tool = contact[-4] if latched else _NO_WRENCH
+        self.port_wrench = None
+        return done, done < m
+
 
 def compare_relative_pose(hil: MissionRecord, ref: MissionRecord) -> dict:
     """Max differences of the servicer-client relative pose between two runs (seed 004 Figs. 8-9)."""
@@ -474,3 +728,14 @@ def compare_relative_pose(hil: MissionRecord, ref: MissionRecord) -> dict:
         dr.append(np.linalg.norm(pin.log3(ra.T @ rb)))
     return {'max_position_error_m': float(dp.max()), 'max_angle_error_rad': float(np.max(dr)),
             'duration_s': float(hil.t[n - 1])}
+
+
+def warm_up() -> None:
+    """Compile (or load from Numba's cache) ``mission_kernel``'s calls with the argument types the runners pass: a
+    few steps of each runner (``./dev`` runs it after any change of the packages)."""
+    from hil_bringup.scenario import load_scenario
+
+    scenario = load_scenario('envisat_capture')
+    for cls in (HilMission, AbsoluteMission):
+        mission = cls(scenario)
+        mission.steps(2 * mission.obsw_every)

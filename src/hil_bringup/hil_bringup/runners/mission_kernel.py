@@ -1,0 +1,216 @@
+"""Quiet steps of the two Envisat lockstep runners in one compiled call (Numba; no rclpy; issue 17).
+
+:class:`hil_bringup.runners.mission.HilMission` and :class:`~hil_bringup.runners.mission.AbsoluteMission` step in
+Python around compiled calls: the OBSW's tick at its rate, the latched gripper's wrenches
+(``kernels.latched_grasp_step``), then each body's step. While the gripper is open or latched and the OBSW switches
+no phase, a step changes nothing but the state those calls step. :func:`hil_steps` and :func:`absolute_steps` run
+such *quiet* steps, many at once (a runner's record to the next), calling the same kernels in the same order:
+
+* the OBSW's ticks (``obsw_kernel.obsw_step`` on ``ObswController.loop_ticks``' arrays, the on-board states of
+  Eq. (23) written first), their ``F_b`` and ``tau`` held until the next;
+* ``hil_steps`` (seed 004 Fig. 7 with ideal robots): the latched wrenches at the tables' poses and twists; the
+  re-basing ramp's increments on both sides (``kernels.rebase_increment``); the client port's Eq. (28) observer and
+  Eq. (11) step (``kernels.client_port_step``, measured twist = the commanded one); the servicer port's observer
+  and the Eq. (18)/(22)/(20) lockstep step (``kernels.lockstep_port_step``);
+* ``absolute_steps`` (the "GNCDE" reference): the latched wrenches in orbit, the free-floating servicer's RKMK4
+  step (``kernels.free_floating_inputs_step``) and the client's Eq. (2) step (``kernels.rigid_rkmk4_step``).
+
+Both step the state in place on arrays the caller made for the call, and stop before a step whose inputs are not
+finite (the Python step then runs it and names the input). ``test_envisat_mission`` runs each runner's whole
+capture with and without these calls and requires the same records, to the bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hil_admittance import obsw_kernel as _obsw_kernel
+from hil_admittance.obsw_kernel import KINEMATICS, LAW, MODE_PATH, P_BASE, P_CLIENT, V_Q, V_TAU, V_TWIST_CLIENT, \
+    V_VELOCITY, V_WRENCH_BASE, obsw_step
+from hil_common.kernel_cache import drop_stale_code
+from hil_dynamics import kernels as _kernels
+from hil_dynamics.kernels import _OPTS, _min_jerk, client_port_step, free_floating_inputs_step, latched_grasp_step, \
+    lockstep_port_step, rebase_increment, relative_mapping_into, rigid_rkmk4_step
+
+#: ``fo`` (float64), what the steps leave besides the state: the client's and the servicer's state times, the client
+#: port's ``E_obs``, pending dissipation and integration energy of its last step, the servicer port's ``E_obs`` and
+#: pending dissipation (``hil_steps``); the client's time (``absolute_steps``)
+FO_T_CLIENT, FO_T_SERVICER, FO_C_EXCESS, FO_C_PENDING, FO_C_E_INT, FO_S_EXCESS, FO_S_PENDING, FO_TICKS = range(8)
+N_FO = FO_TICKS + 1
+#: ``obsw_mode`` when the call runs no OBSW tick (it then stops before the next)
+NO_TICKS = -1
+
+
+@njit(**_OPTS)
+def _contact(latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint, kin_flange_in_joint, kin_xs,
+             kin_tmp, q, g_c, v_c, g_s, v_s, dq, tool_in_flange, grasp_in_client, rest, stiffness, damping, w_tool,
+             w_flange, w_client, w_port):
+    """The gripper's wrenches of this step: the latched ones (``latched_grasp_step``), else none."""
+    if latched:
+        latched_grasp_step(kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint, kin_flange_in_joint, kin_xs,
+                           kin_tmp, q, g_c, v_c, g_s, v_s, dq, tool_in_flange, grasp_in_client, rest, stiffness,
+                           damping, w_tool, w_flange, w_client, w_port)
+    else:
+        w_tool[:] = 0.0
+        w_flange[:] = 0.0
+        w_client[:] = 0.0
+        w_port[:] = 0.0
+
+
+@njit(**_OPTS)
+def _finite(v):
+    """Whether every number of the vector ``v`` is finite."""
+    for i in range(v.shape[0]):
+        if not np.isfinite(v[i]):
+            return False
+    return True
+
+
+@njit(**_OPTS)
+def _inputs_finite(f_b, tau, w_tool, w_flange, w_client, w_port, v_1, v_2, v_3, v_4, q, dq):
+    """Whether a step's held inputs, its wrenches and the state's vectors are all finite."""
+    return (_finite(f_b) and _finite(tau) and _finite(w_tool) and _finite(w_flange) and _finite(w_client)
+            and _finite(w_port) and _finite(v_1) and _finite(v_2) and _finite(v_3) and _finite(v_4) and _finite(q)
+            and _finite(dq))
+
+
+@njit(**_OPTS)
+def _tick_due(k, k0, steps_per_tick, obsw_mode):
+    """Whether the call's step ``k`` (the runner's ``k0 + k``) starts with an OBSW tick the call runs (the tick of
+    its first step is the caller's)."""
+    return k > 0 and (k0 + k) % steps_per_tick == 0 and obsw_mode != NO_TICKS
+
+
+@njit(**_OPTS)
+def _obsw_tick(t, mode, t_approach, approach_s, v_t, v_b, q, dq, f_b, tau, poses, vecs, mats, scalars, homogeneous,
+               parents, placements, kind, axis, inertia, ee_joint, work, work_ic):
+    """One OBSW tick as ``ObswController.update`` runs it between phase switches (``loop_ticks``): the on-board
+    states in its arrays (``g_t``, ``g_b`` already in ``poses``), :func:`obsw_step` of ``mode`` at the path's
+    min-jerk fraction, and its ``F_b`` and ``tau`` into ``f_b`` and ``tau`` (held until the next tick)."""
+    n = q.shape[0]
+    vecs[V_TWIST_CLIENT, :6] = v_t
+    vecs[V_VELOCITY, :6] = v_b
+    vecs[V_VELOCITY, 6:] = dq
+    vecs[V_Q, :n] = q
+    s = _min_jerk((t - t_approach) / approach_s) if mode == MODE_PATH else 0.0
+    obsw_step(mode, KINEMATICS | LAW, s, poses, vecs, mats, scalars, homogeneous, parents, placements, kind, axis,
+              inertia, ee_joint, work, work_ic)
+    f_b[:] = vecs[V_WRENCH_BASE, :6]
+    tau[:] = vecs[V_TAU, :n]
+
+
+@njit(**_OPTS)
+def hil_steps(steps, dt, latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint, kin_flange_in_joint,
+              kin_xs, kin_tmp, tool_in_flange, grasp_in_client, rest, stiffness, damping, w_tool, w_flange, w_client,
+              w_port, c_acc, c_prev, c_m, c_enabled, c_max_rate, c_threshold, c_wrench_pc, c_applied, g_nc, v_nc, g_c,
+              v_c, c_mass, c_inertia, c_inertia_inv, c_nom_m6, c_nom_m6_inv, s_acc, s_prev, s_m, s_enabled,
+              s_max_rate, s_threshold, s_wrench_pc, g_ns, v_ns, g_s, v_s, q, dq, f_b, tau, ee_joint, placement,
+              fext_o, fext_g, co, lab_gravity, nominal_in_lab, s_nom_m6, s_nom_m6_inv, w_ff1, w_ff23, w_grav, work,
+              work_ic, poses_out, x_out, fo, k0, ramp_s, v_old_s, v_new_s, ramp_c, v_old_c, v_new_c, steps_per_tick,
+              obsw_mode, t_approach, approach_s, obsw):
+    """Up to ``steps`` quiet steps of ``HilMission.advance`` (see the module docstring) from the runner's step
+    ``k0`` on the state ``g_nc, v_nc, g_c, v_c`` (client), ``g_ns, v_ns, g_s, v_s, q, dq`` (servicer) in place, the
+    times in ``fo``; ``F_b`` and ``tau`` held. ``ramp_s`` and ``ramp_c`` are the two sides' re-basing increments
+    (``PlannedRebase.loop_args``; their ``rs`` not active where there are none), applied before each step as
+    ``HilMission.rebase_update`` does (``kernels.rebase_increment``: the servicer's, then the client's), into the
+    nominal's ``s_nom_m6``/``c_nom_m6`` and their inverses. The OBSW's ticks (every ``steps_per_tick`` steps of
+    the runner) after the first step are the call's (:func:`_obsw_tick` on ``obsw``, ``ObswController.loop_ticks``;
+    their count in ``fo``), unless ``obsw_mode`` is ``NO_TICKS``: then ``steps`` ends before the next tick.
+    Returns the steps done: fewer where an input or the state of the next step was not finite (nothing of that step
+    changed but its tick: the caller's Python step runs it and names what); ``-k - 1`` where step ``k`` failed
+    half-way, with finite inputs (a state that overflowed)."""
+    n = q.shape[0]
+    v_meas_c, v_meas_s, v_t, v_b = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    obsw_poses = obsw[0]
+    for k in range(steps):
+        t = (k0 + k) * dt
+        if _tick_due(k, k0, steps_per_tick, obsw_mode):     # the on-board states of Eq. (23), then the rule
+            relative_mapping_into(g_nc, v_nc, g_c, v_c, obsw_poses[P_CLIENT], v_t)
+            relative_mapping_into(g_ns, v_ns, g_s, v_s, obsw_poses[P_BASE], v_b)
+            _obsw_tick(t, obsw_mode, t_approach, approach_s, v_t, v_b, q, dq, f_b, tau, *obsw)
+            fo[FO_TICKS] += 1.0
+        _contact(latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint, kin_flange_in_joint, kin_xs,
+                 kin_tmp, q, g_c, v_c, g_s, v_s, dq, tool_in_flange, grasp_in_client, rest, stiffness, damping, w_tool,
+                 w_flange, w_client, w_port)
+        if not _inputs_finite(f_b, tau, w_tool, w_flange, w_client, w_port, v_nc, v_c, v_ns, v_s, q, dq):
+            return k
+        if rebase_increment(t, dt, *ramp_s, v_old_s, v_new_s, g_ns, v_ns, g_s, v_s, s_nom_m6, s_nom_m6_inv) == 2 or \
+                rebase_increment(t, dt, *ramp_c, v_old_c, v_new_c, g_nc, v_nc, g_c, v_c, c_nom_m6, c_nom_m6_inv) == 2:
+            return -k - 1
+        # ideal tables (Assumption 1): the measured port twists are the commanded ones before the step
+        v_meas_c[:] = v_c
+        v_meas_s[:] = v_s
+        excess, pending, e_int = client_port_step(c_acc, c_prev, c_m, v_meas_c, w_client, dt, fo[FO_C_E_INT],
+                                                  c_enabled, c_max_rate, c_threshold, c_wrench_pc, c_applied, g_nc,
+                                                  v_nc, g_c, v_c, c_mass, c_inertia, c_inertia_inv, c_nom_m6,
+                                                  c_nom_m6_inv)
+        if pending < 0.0:
+            return -k - 1
+        fo[FO_T_CLIENT] += dt
+        fo[FO_C_EXCESS], fo[FO_C_PENDING], fo[FO_C_E_INT] = excess, pending, e_int
+        excess, pending, status = lockstep_port_step(s_acc, s_prev, s_m, v_meas_s, w_port, dt, 0.0, s_enabled,
+                                                     s_max_rate, s_threshold, s_wrench_pc, g_ns, v_ns, g_s, v_s, q,
+                                                     dq, f_b, w_flange, tau, ee_joint, placement, fext_o, fext_g, co,
+                                                     lab_gravity, nominal_in_lab, s_nom_m6, s_nom_m6_inv, w_ff1,
+                                                     w_ff23, w_grav, work, work_ic, poses_out, x_out)
+        fo[FO_S_EXCESS], fo[FO_S_PENDING] = excess, pending
+        if status != 0:
+            return -k - 1
+        g_ns[:] = poses_out[0]
+        g_s[:] = poses_out[1]
+        v_ns[:] = x_out[:6]
+        v_s[:] = x_out[6:12]
+        q[:] = x_out[12:12 + n]
+        dq[:] = x_out[12 + n:]
+        fo[FO_T_SERVICER] += dt
+    return steps
+
+
+@njit(**_OPTS)
+def absolute_steps(steps, dt, latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint,
+                   kin_flange_in_joint, kin_xs, kin_tmp, tool_in_flange, grasp_in_client, rest, stiffness, damping,
+                   w_tool, w_flange, w_client, w_port, g_t, v_t, t_m6, t_m6_inv, g_b, v_b, q, dq, f_b, tau,
+                   flange_in_joint, ee_joint, fext, co, work, work_ic, poses_out, x_out, fo, k0, steps_per_tick,
+                   obsw_mode, t_approach, approach_s, obsw):
+    """Up to ``steps`` quiet steps of ``AbsoluteMission.advance`` from the runner's step ``k0`` on the client
+    ``g_t, v_t`` and the servicer ``g_b, v_b, q, dq`` in place (the client's time in ``fo``), ``F_b`` and ``tau`` held
+    between the OBSW's ticks, which the call runs as :func:`hil_steps` does. Returns the steps done, as
+    :func:`hil_steps`."""
+    n = q.shape[0]
+    obsw_poses = obsw[0]
+    for k in range(steps):
+        if _tick_due(k, k0, steps_per_tick, obsw_mode):
+            obsw_poses[P_CLIENT] = g_t
+            obsw_poses[P_BASE] = g_b
+            _obsw_tick((k0 + k) * dt, obsw_mode, t_approach, approach_s, v_t, v_b, q, dq, f_b, tau, *obsw)
+            fo[FO_TICKS] += 1.0
+        _contact(latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_joint, kin_flange_in_joint, kin_xs,
+                 kin_tmp, q, g_t, v_t, g_b, v_b, dq, tool_in_flange, grasp_in_client, rest, stiffness, damping, w_tool,
+                 w_flange, w_client, w_port)
+        if not _inputs_finite(f_b, tau, w_tool, w_flange, w_client, w_port, v_t, v_t, v_b, v_b, q, dq):
+            return k
+        if not free_floating_inputs_step(g_b, v_b, q, dq, dt, f_b, tau, w_flange, flange_in_joint, ee_joint, fext, co,
+                                         work, work_ic, poses_out, x_out):
+            return -k - 1
+        g_b[:] = poses_out[0]
+        v_b[:] = x_out[:6]
+        q[:] = x_out[6:6 + n]
+        dq[:] = x_out[6 + n:]
+        rigid_rkmk4_step(g_t, v_t, w_client, t_m6, t_m6_inv, dt)
+        fo[FO_T_CLIENT] += dt
+    return steps
+
+
+# This module's kernels compile in those of the modules named here: their cached code goes when those change.
+drop_stale_code(globals(), _kernels, _obsw_kernel)
+
+
+if __name__ == '__main__':
+    import time as _time
+
+    from hil_bringup.runners.mission import warm_up
+
+    _t0 = _time.process_time()
+    warm_up()
+    print(f'hil_bringup.runners.mission_kernel: compiled ({_time.process_time() - _t0:.1f} s CPU)')
