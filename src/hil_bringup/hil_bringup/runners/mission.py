@@ -295,8 +295,13 @@ class MissionLoop:
 
     def steps(self, n: int) -> None:
         """``n`` steps: what ``n`` calls of :meth:`step` do, with the quiet stretches (the gripper open or latched)
-        in one compiled call each where the runner has one (:meth:`quiet_steps`)."""
+        in one compiled call each where the runner has one (:meth:`quiet_steps`; a runner with a step of its own
+        runs that)."""
         n = int(n)
+        if type(self).quiet_steps is MissionLoop.quiet_steps or type(self).step is not MissionLoop.step:
+            for _ in range(n):
+                self.step()
+            return
         while n > 0:
             self._tick()
             if self.contact.state in (OPEN, MISSED, LATCHED):

@@ -28,10 +28,18 @@ from numba import njit
 from hil_admittance import obsw_kernel as _obsw_kernel
 from hil_admittance.obsw_kernel import KINEMATICS, LAW, MODE_PATH, P_BASE, P_CLIENT, V_Q, V_TAU, V_TWIST_CLIENT, \
     V_VELOCITY, V_WRENCH_BASE, obsw_step
+from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
+from hil_bringup.servicer_hot_path_kernel import ROTATION_TOL, frame_target
 from hil_common.kernel_cache import drop_stale_code
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, _min_jerk, client_port_step, free_floating_inputs_step, latched_grasp_step, \
-    lockstep_port_step, rebase_increment, relative_mapping_into, rigid_rkmk4_step
+from hil_dynamics.kernels import _OPTS, _act_force_add, _finite3, _min_jerk, admittance_inputs_step, \
+    arm_torque_command, client_port_step, client_rkmk4_step, free_floating_inputs_step, latched_grasp_step, \
+    lockstep_port_step, nominal_acceleration_into, rebase_increment, relative_into, relative_mapping_into, \
+    rigid_rkmk4_step
+from hil_motion_table import ik_kernel as _ik_kernel
+from hil_motion_table import table_kernel as _table_kernel
+from hil_motion_table.table_kernel import JOINT_LIMIT, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, loop_advance, \
+    loop_dt, loop_motion, loop_restore, loop_save
 
 #: ``fo`` (float64), what the steps leave besides the state: the client's and the servicer's state times, the client
 #: port's ``E_obs``, pending dissipation and integration energy of its last step, the servicer port's ``E_obs`` and
@@ -40,6 +48,8 @@ FO_T_CLIENT, FO_T_SERVICER, FO_C_EXCESS, FO_C_PENDING, FO_C_E_INT, FO_S_EXCESS, 
 N_FO = FO_TICKS + 1
 #: ``obsw_mode`` when the call runs no OBSW tick (it then stops before the next)
 NO_TICKS = -1
+#: a fault of ``table_motion`` (the table holds: its Python step runs the command)
+_TABLE_FAULTS = WORKSPACE_EXIT | UNREACHABLE | SINGULAR | JOINT_LIMIT
 
 
 @njit(**_OPTS)
@@ -202,8 +212,61 @@ def absolute_steps(steps, dt, latched, kin_parents, kin_placements, kin_kind, ki
     return steps
 
 
+@njit(**_OPTS)
+def twin_rules_step(dt, sensor_in_client, w_client_sensor, wrist_in_flange, w_wrist_sensor, w_client, w_wrist, g_nc,
+                    v_nc, g_c, v_c, c_mass, c_inertia, c_inertia_inv, c_nom_m6, c_nom_m6_inv, g_ns, v_ns, g_s, v_s, q,
+                    dq, ddq, f_b, ee_joint, placement, fext, zero_fext, co, s_nom_m6, s_nom_m6_inv, work, work_ic,
+                    poses_out, x_out, tau_obsw, ff_co, lab_gravity, nominal_in_lab, w_ff1, w_ff23, w_grav, ff_work,
+                    ff_work_ic, tw, vn_dot, tau_q):
+    """The rules of one ``TwinHilMission`` step in one call (``TwinHilMission.rules_reference`` is the same with the
+    rules' own methods): the processed F/T samples moved to the client's CoM (seed 004 §III-A: a constant transform)
+    and to the arm's flange; the client admittance's Eq. (11) step (``kernels.client_rkmk4_step``, in place on
+    ``g_nc, v_nc, g_c, v_c``); the servicer admittance's Eq. (18) step with the arm's measured joints
+    (``kernels.admittance_inputs_step`` into ``poses_out``, ``x_out``); Eq. (22)'s ``tau_q`` at the new state
+    (``kernels.arm_torque_command`` with ``V_n_dot`` of Eq. 4). Returns False, and changes nothing, if an input is
+    not finite (the rules' methods then name it)."""
+    if not (_finite3(w_client_sensor, w_wrist_sensor, f_b) and _finite3(q, dq, ddq) and _finite3(tau_obsw, v_c, v_s)):
+        return False
+    w_client[:] = 0.0
+    _act_force_add(sensor_in_client, w_client_sensor, w_client)
+    w_wrist[:] = 0.0
+    _act_force_add(wrist_in_flange, w_wrist_sensor, w_wrist)
+    client_rkmk4_step(g_nc, v_nc, g_c, v_c, w_client, c_mass, c_inertia, c_inertia_inv, c_nom_m6, c_nom_m6_inv, dt)
+    admittance_inputs_step(g_ns, v_ns, g_s, v_s, dt, q, dq, ddq, f_b, w_wrist, ee_joint, placement, fext, zero_fext, co,
+                           s_nom_m6, s_nom_m6_inv, work, work_ic, poses_out, x_out)
+    nominal_acceleration_into(x_out[:6], s_nom_m6, s_nom_m6_inv, vn_dot)
+    arm_torque_command(poses_out[1], x_out[:6], x_out[6:], vn_dot, q, dq, tau_obsw, ff_co[0], ff_co[1], ff_co[2],
+                       ff_co[3], ff_co[4], lab_gravity, nominal_in_lab, w_ff1, w_ff23, w_grav, ff_work, ff_work_ic, tw,
+                       tau_q)
+    return True
+
+
+@njit(**_OPTS)
+def twin_table_step(g_body, start, home_y, y_inv, cmd, zeros6, t, table):
+    """``MotionTable.step`` of a ``TwinHilMission`` table on its loop state ``table``
+    (``hil_motion_table.table_loop.TableLoopState.args``, the measured joints its IK's seed) at ``t``: the body's
+    pose relative to its start ``start^-1 g_body`` (the client's: ``start`` the identity), its flange target
+    ``home Y g Y^-1`` (``servicer_hot_path_kernel.frame_target``), the command's check, steps 2-7
+    (``table_kernel.loop_motion``) and the state moved on (``loop_advance``). Returns True with the command in the
+    state's ``q_cmd``; False, the state as it was, for a command the check refuses or a fault: the table's own step
+    then runs it (and holds)."""
+    body = np.empty(12)
+    relative_into(start, g_body, body)
+    frame_target(body, True, home_y, y_inv, cmd)
+    if not command_ok(cmd[:9].reshape((3, 3)), cmd[9:], zeros6, ROTATION_TOL):
+        return False
+    dt = loop_dt(table, t)
+    loop_save(table)
+    flags = loop_motion(cmd, zeros6, False, dt, table)
+    if flags & _TABLE_FAULTS:
+        loop_restore(table)
+        return False
+    loop_advance(table, t, False, flags)
+    return True
+
+
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.
-drop_stale_code(globals(), _kernels, _obsw_kernel)
+drop_stale_code(globals(), _kernels, _obsw_kernel, _servicer_kernel, _table_kernel, _ik_kernel)
 
 
 if __name__ == '__main__':

@@ -40,6 +40,7 @@ import numpy as np
 import pinocchio as pin
 
 from hil_admittance.obsw import ObswCommand
+from hil_bringup.runners import mission_kernel
 from hil_bringup.runners.mission import (AbsoluteMission, MissionLoop, MissionRecord, compare_relative_pose,
                                         initial_states)
 from hil_bringup.scenario import MissionScenario, pose_arm_mount_in_base
@@ -47,15 +48,17 @@ from hil_common.errors import ConfigError, SensorFault
 from hil_dynamics import kernels
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.se3 import transform_wrench
-from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel
+from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, ServicerState
 from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
 from hil_motion_table.kinematics_helpers import FlangeTarget, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
+from hil_motion_table.table_loop import TableLoopState
 from hil_sensors.processing import ToolGravity, WrenchChain
 
 TWIN_GRAVITY_M_S2 = 9.81          # the twin's MJCF gravity
+_ZEROS_6 = np.zeros(6)            # the tables' feed-forward twist: none (never written)
 VALIDATION_FT_BIAS = (1.5, -0.8, 2.0, 0.05, -0.03, 0.02)   # sensor offsets [N, N m]
 CLIENT_ROBOT, SERVICER_ROBOT = 'ur10e', 'kr120r2500pro'     # as in facility_config
 
@@ -266,20 +269,126 @@ class TwinHilMission(RuleStates, MissionLoop):
             out.append(start * y.inverse() * self.home[ns].actInv(self.twin.flange_pose(ns)) * y)
         return out[0], out[1]
 
-    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
-        # The contact is physical in the twin: the rules read the processed F/T samples instead.
-        w_client = transform_wrench(self.scenario.client.pose_sensor_in_client, self.client_ft.wrench())
-        w_wrist = transform_wrench(self.pose_wrist_sensor_in_flange, self.wrist_ft.wrench())   # EE (flange) frame
+    def rules_reference(self, w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm):
+        """The rules of a step with their own methods: the processed F/T samples moved to the client's CoM and to
+        the flange, the client's Eq. (11) and the servicer's Eq. (18) steps, Eq. (22)'s ``tau_q``. Returns the two
+        states and ``tau_q``."""
+        w_client = transform_wrench(self.scenario.client.pose_sensor_in_client, w_client_sensor)
+        w_wrist = transform_wrench(self.pose_wrist_sensor_in_flange, w_wrist_sensor)    # EE (flange) frame
         cs = self.client_rule.step(w_client, self.dt)
         ss = self.servicer_rule.step(self.dt, self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, w_wrist)
         tau_q = self.feedforward.torque_command(tau_arm, self.q_arm, self.dq_arm, ss.pose_arrays()[1],   # Eq. (22)
                                                 ss.twist_base_rel_body, ss.twist_nominal_body,
                                                 self.servicer_rule.nominal_acceleration(ss.twist_nominal_body))
+        return cs, ss, tau_q
+
+    def rules(self, w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm):
+        """:meth:`rules_reference` in one compiled call (:func:`hil_bringup.runners.mission_kernel.twin_rules_step`;
+        ``test_twin_validation`` holds the two to 1e-12) for the rules' compiled forms and float64 vectors; else, or
+        for an input that is not finite (which the rules' methods name), :meth:`rules_reference`."""
+        work = self.__dict__.get('_rules_work')
+        if work is None:
+            work = self._rules_work = self._rules_setup()
+        n = self.model.n
+        vectors = (w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm, self.q_arm, self.dq_arm, self.ddq_arm)
+        if work is False or self.feedforward.use_ff2 != self.feedforward.use_ff3 or not all(
+                type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous for v in vectors) \
+                or not (w_client_sensor.shape == w_wrist_sensor.shape == wrench_base_com.shape == (6,)
+                        and tau_arm.shape == self.q_arm.shape == self.dq_arm.shape == self.ddq_arm.shape == (n,)):
+            return self.rules_reference(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+        fused, command = work
+        client_arrays, constants = self.client_rule.step_arrays()
+        ss = self.servicer_rule.state
+        g_n, g_s = ss.pose_arrays()
+        poses, x, tau_q = np.empty((2, 12)), np.empty(12), np.empty(n)
+        if not mission_kernel.twin_rules_step(
+                self.dt, self._sensor_in_client, w_client_sensor, self._wrist_in_flange, w_wrist_sensor, np.empty(6),
+                np.empty(6), *client_arrays, *constants, g_n, ss.twist_nominal_body, g_s, ss.twist_base_rel_body,
+                self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, fused.ee_joint, fused.placement, fused.fext,
+                fused.zero_fext, fused.chain, *self.servicer_rule.nominal_matrices(), fused.work, fused.work_ic, poses,
+                x, tau_arm, command.chain, command.lab_gravity, command.nominal_in_lab,
+                *self.feedforward.kernel_weights(), command.work, command.work_ic, command.tw, np.empty(6), tau_q):
+            return self.rules_reference(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+        cs = self.client_rule.finish_step(self.dt, client_arrays)
+        ss = self.servicer_rule.state = ServicerState.of_arrays(ss.t + self.dt, poses[0], x[:6], poses[1], x[6:])
+        return cs, ss, tau_q
+
+    def table_command_reference(self, ns: str, state, q_measured, t: float) -> np.ndarray:
+        """The joint command of table ``ns`` for the admittance state ``state`` (its body relative to its start,
+        :class:`FlangeTarget`), by the table's own ``step``."""
+        body = (state.pose_client_in_nominal if ns == 'client'
+                else self.pose_base_in_nominal_0.actInv(state.pose_base_in_nominal))
+        return self.tables[ns].step(self.flange_target[ns](body), q_measured=q_measured, t=t).q_command
+
+    def table_command(self, ns: str, state, q_measured, t: float) -> np.ndarray:
+        """:meth:`table_command_reference` in one compiled call
+        (:func:`hil_bringup.runners.mission_kernel.twin_table_step`) on the table's command state kept in a
+        :class:`~hil_motion_table.table_loop.TableLoopState` between the calls (put back into the table by
+        :meth:`tables_left`); a command the compiled call refuses (a fault, a bad pose) is the table's own step,
+        which holds and counts it."""
+        loops = self.__dict__.get('_table_loops')
+        if loops is None:
+            loops = self._table_loops = self._table_loops_setup()
+        loop = loops.get(ns)
+        table = self.tables[ns]
+        if loop is None or table.latched_faults or not (type(q_measured) is np.ndarray and q_measured.shape
+                                                          == loop[1].shape and q_measured.dtype == np.float64):
+            self.tables_left()
+            return self.table_command_reference(ns, state, q_measured, t)
+        loop_state, seed, args, start, home_y, y_inv, cmd = loop
+        if not self._tables_entered:
+            for entered, *_ in loops.values():
+                entered.enter()
+            self._tables_entered = True
+        seed[:] = q_measured
+        if mission_kernel.twin_table_step(state.pose_arrays()[1], start, home_y, y_inv, cmd, _ZEROS_6, float(t), args):
+            return loop_state.q_cmd.copy()
+        self.tables_left()
+        return self.table_command_reference(ns, state, q_measured, t)
+
+    def tables_left(self) -> None:
+        """The tables' command states back from their loop states (their stats counted), if they were entered."""
+        if self.__dict__.get('_tables_entered'):
+            for loop_state, *_ in self._table_loops.values():
+                loop_state.leave()
+            self._tables_entered = False
+
+    def _table_loops_setup(self) -> dict:
+        """Each serial table's loop state and ``twin_table_step``'s arrays: ``(state, IK seed, its args, the body's
+        start pose, home Y, Y^-1, the command's array)``."""
+        loops = {}
+        self._tables_entered = False
+        for ns, table in self.tables.items():
+            try:
+                loop_state = TableLoopState(table)
+            except ConfigError:          # not a serial chain: its own step
+                continue
+            seed = table._q_cmd.copy()
+            start = pin.SE3.Identity() if ns == 'client' else self.pose_base_in_nominal_0
+            target = self.flange_target[ns]
+            loops[ns] = (loop_state, seed, loop_state.args(seed), kernels.pose_array(start),
+                         kernels.pose_array(target.pose_body_home_in_base), kernels.pose_array(target.pose_flange_in_body),
+                         np.empty(12))
+        return loops
+
+    def _rules_setup(self):
+        """The compiled forms :meth:`rules` calls (``(servicer step's, Eq. 22's)`` work arrays), or False."""
+        fused = self.servicer_rule.__dict__.get('_fused') or self.servicer_rule._fused_setup()
+        self.servicer_rule._fused = fused
+        command = self.feedforward.__dict__.get('_command') or self.feedforward._command_setup()
+        self.feedforward._command = command
+        if fused.chain is None or command is False or not hasattr(self.client_rule, 'step_arrays'):
+            return False
+        self._sensor_in_client = kernels.pose_array(self.scenario.client.pose_sensor_in_client)
+        self._wrist_in_flange = kernels.pose_array(self.pose_wrist_sensor_in_flange)
+        return fused, command
+
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+        # The contact is physical in the twin: the rules read the processed F/T samples instead.
+        cs, ss, tau_q = self.rules(self.client_ft.wrench(), self.wrist_ft.wrench(), wrench_base_com, tau_arm)
         twin, t = self.twin, self.twin.time
-        for ns, body in (('client', cs.pose_client_in_nominal),
-                         ('servicer', self.pose_base_in_nominal_0.actInv(ss.pose_base_in_nominal))):
-            out = self.tables[ns].step(self.flange_target[ns](body), q_measured=twin.joint_positions(ns), t=t)
-            twin.command_positions(ns, out.q_command)
+        for ns, state in (('client', cs), ('servicer', ss)):
+            twin.command_positions(ns, self.table_command(ns, state, twin.joint_positions(ns), t))
         self.twin.command_efforts('servicer_arm', tau_q)
         self.twin.step(self.twin_steps)
         q_arm, dq_arm = self.twin.joint_positions('servicer_arm'), self.twin.joint_velocities('servicer_arm')
@@ -301,6 +410,7 @@ class TwinHilMission(RuleStates, MissionLoop):
         return rec
 
     def faults(self) -> dict:
+        self.tables_left()
         return {ns: {k: n for k, n in t.stats.fault_counts.items() if n} for ns, t in self.tables.items()}
 
 
