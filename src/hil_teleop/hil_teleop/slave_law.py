@@ -27,6 +27,7 @@ import numpy as np
 
 from hil_teleop.coordinates import advance_pose_world, b_matrix, position_difference
 from hil_teleop.gains import TeleopGains
+from hil_teleop.virtual_kernel import slave_command
 from hil_common.errors import ConfigError
 
 
@@ -62,6 +63,20 @@ class SlaveLaw:
         self.v_prev2, self.v_prev = self.v_prev, _finite6('v_s', v_s)
 
     def command(self, f_m_delayed, x_vir_delayed, x_s, f_s) -> SlaveCommand:
+        """:meth:`command_reference` in one compiled call (:func:`hil_teleop.virtual_kernel.slave_command`; tested
+        against it to 1e-12) for four float64 6-vectors; else, or where the call finds an input not finite, the
+        reference, which names it. Same result and errors."""
+        vectors = (f_m_delayed, x_vir_delayed, x_s, f_s)
+        if not all(type(v) is np.ndarray and v.dtype == np.float64 and v.shape == (6,) for v in vectors):
+            return self.command_reference(f_m_delayed, x_vir_delayed, x_s, f_s)
+        gains = self.gains
+        out = np.empty((5, 6))
+        if not slave_command(f_m_delayed, x_vir_delayed, x_s, f_s, self.v_prev, self.v_prev2,
+                             gains.k_s * gains.g_eff, gains.k_s_feedback, gains.k_c_eff, gains.d_eff, *out):
+            return self.command_reference(f_m_delayed, x_vir_delayed, x_s, f_s)
+        return SlaveCommand(out[0], out[1], out[2], out[3], out[4], False)
+
+    def command_reference(self, f_m_delayed, x_vir_delayed, x_s, f_s) -> SlaveCommand:
         """Evaluate Eq. (3). ``f_m_delayed``/``x_vir_delayed`` are ``None`` when stale -> zero command.
 
         Raises ValueError on malformed or non-finite inputs (the caller counts them).

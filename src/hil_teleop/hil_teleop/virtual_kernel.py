@@ -1,4 +1,4 @@
-"""The virtual environment's step (seed 001 Eqs. 4-10) as one compiled call (issue 17).
+"""The virtual environment's step (seed 001 Eqs. 4-10) and the slave's Eq. (3) as one compiled call each (issue 17).
 
 :meth:`hil_teleop.virtual.VirtualEnvironment.step_reference` is the readable version, built from
 :mod:`hil_teleop.coordinates` and ``pinocchio.rpy``; :func:`virtual_step` is the same arithmetic
@@ -118,11 +118,49 @@ def virtual_step(x_vir, v_vir, v_vir_prev, x_t, v_t, f_m, k_t, d_t, v_r_gain, k_
     return OK
 
 
+@njit(**_OPTS)
+def _all_finite(v):
+    for i in range(v.shape[0]):
+        if not math.isfinite(v[i]):
+            return False
+    return True
+
+
+@njit(**_OPTS)
+def slave_command(f_m, x_vir, x_s, f_s, v_prev, v_prev2, v_r_gain, k_s_feedback, k_c, d_eff, v_c, v_r, ff, coupling,
+                  damping):
+    """Seed 001 Eq. (3), :meth:`hil_teleop.slave_law.SlaveLaw.command_reference` on arrays: ``v_r = K_s G f_m``
+    (``v_r_gain = K_s G``), ``ff = -K_s f_s``, ``coupling = K_c B(phi_s) (x_vir - x_s)`` (angle difference wrapped),
+    ``damping = -D (v_s(t - dt) - v_s(t - 2 dt))`` and their sum ``v_c``, in that order. Returns False where an input
+    or the command is not finite (the reference then names the input)."""
+    if not (_all_finite(f_m) and _all_finite(x_vir) and _all_finite(x_s) and _all_finite(f_s)):
+        return False
+    d3, d4, d5 = _wrap(x_vir[3] - x_s[3]), _wrap(x_vir[4] - x_s[4]), _wrap(x_vir[5] - x_s[5])
+    e0, e1, e2 = _euler_rate_to_omega(x_s[3:], d3, d4, d5)
+    any_coupling = False
+    for i in range(6):
+        any_coupling = any_coupling or k_c[i] != 0.0
+    for i in range(6):
+        v_r[i] = v_r_gain[i] * f_m[i]
+        ff[i] = -k_s_feedback[i] * f_s[i]
+        damping[i] = -d_eff[i] * (v_prev[i] - v_prev2[i])
+        coupling[i] = 0.0
+    if any_coupling:
+        for i in range(3):
+            coupling[i] = k_c[i] * (x_vir[i] - x_s[i])
+        coupling[3], coupling[4], coupling[5] = k_c[3] * e0, k_c[4] * e1, k_c[5] * e2
+    for i in range(6):
+        v_c[i] = v_r[i] + ff[i] + coupling[i] + damping[i]
+    return _all_finite(v_c)
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the kernel with the types the rule passes (``./dev`` runs this)."""
     from hil_teleop.config import TeleopConfig, earth_and_link
 
-    earth_and_link(TeleopConfig()).venv.step(np.ones(6))
+    link = earth_and_link(TeleopConfig())
+    link.venv.step(np.ones(6))
+    link.law.command(np.ones(6), np.ones(6), np.zeros(6), np.zeros(6))
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.

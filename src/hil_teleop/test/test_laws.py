@@ -78,6 +78,32 @@ def test_coupling_rotation_uses_b_not_the_euler_difference():
                                atol=1e-15)
 
 
+@pytest.mark.parametrize('switches', [{}, {'force_feedback': False}, {'coupling': False}, {'damping': False},
+                                      {'scaling': False}])
+def test_the_compiled_eq3_is_the_readable_one(switches):
+    """``SlaveLaw.command`` (one compiled call, ``virtual_kernel.slave_command``) against ``command_reference``
+    (``b_matrix``, ``position_difference``, NumPy) on random states whose angle differences cross +-pi: every term
+    to 1e-12 of its size; a non-finite input takes the reference, which names it; a list input the reference."""
+    rng = np.random.default_rng(31)
+    s = law(**switches)
+    for _ in range(300):
+        s.observe_velocity(rng.normal(0.0, 0.1, 6))
+        x_s = np.concatenate((rng.normal(0.0, 1.0, 3), rng.uniform(-math.pi, math.pi, 3) * [1.0, 0.45, 1.0]))
+        x_vir = x_s + np.concatenate((rng.normal(0.0, 0.05, 3), rng.normal(0.0, 0.05, 3)))
+        x_vir[3:] = np.pi - np.mod(np.pi - x_vir[3:], 2.0 * np.pi)      # wrapped: the difference may jump by 2 pi
+        f_m, f_s = rng.normal(0.0, 50.0, 6), rng.normal(0.0, 20.0, 6)
+        got, want = s.command(f_m, x_vir, x_s, f_s), s.command_reference(f_m, x_vir, x_s, f_s)
+        for term in ('v_s_c', 'v_s_r', 'force_feedback', 'coupling', 'damping'):
+            a, b = getattr(got, term), getattr(want, term)
+            assert np.abs(a - b).max() <= 1e-12 * max(1e-3, np.abs(b).max()), term
+        assert not got.stale
+    assert np.abs(want.v_s_c).max() > 1e-3
+    with pytest.raises(ValueError, match='x_vir'):
+        s.command(f_m, np.full(6, math.nan), x_s, f_s)
+    listed = s.command(list(f_m), list(x_vir), list(x_s), list(f_s))
+    np.testing.assert_array_equal(listed.v_s_c, want.v_s_c)
+
+
 INERTIA = np.array([[900.0, 50.0, -30.0], [50.0, 1200.0, 80.0], [-30.0, 80.0, 1500.0]])
 
 
