@@ -254,3 +254,16 @@ def test_the_compiled_latched_grasp_is_the_readable_one(scenario, cls):
         assert m.port_wrench[0] is q_ and m.port_wrench[1] is w_flange
         assert np.abs(m.port_wrench[2] - want).max() < 1e-12 * np.abs(want).max()
         assert np.abs(ref_tool).max() > 1.0          # the grasp did pull: a zero wrench would prove nothing
+
+
+@pytest.mark.parametrize('cls', [HilMission, AbsoluteMission])
+def test_a_non_finite_held_input_is_named_by_the_python_step(scenario, cls):
+    """A held OBSW input that is not finite (as a broken controller would give) is refused by the compiled quiet
+    call, which changes nothing, and the step in Python names it, as without the call."""
+    m = cls(scenario)
+    m.steps(m.obsw_every + 1)                 # past a tick: the next steps are quiet ones
+    k = m.k
+    m.tau_arm = np.full(m.model.n, np.nan)
+    with pytest.raises(ValueError, match='tau'):
+        m.steps(2)
+    assert m.k == k

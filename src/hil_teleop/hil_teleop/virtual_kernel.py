@@ -19,7 +19,7 @@ from numba import njit
 
 from hil_common.kernel_cache import drop_stale_code
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, _cross
+from hil_dynamics.kernels import _OPTS, _cross, _finite3
 
 __all__ = ['virtual_step', 'OK', 'GIMBAL_LOCK_PAYLOAD', 'GIMBAL_LOCK_ARM']
 
@@ -119,21 +119,13 @@ def virtual_step(x_vir, v_vir, v_vir_prev, x_t, v_t, f_m, k_t, d_t, v_r_gain, k_
 
 
 @njit(**_OPTS)
-def _all_finite(v):
-    for i in range(v.shape[0]):
-        if not math.isfinite(v[i]):
-            return False
-    return True
-
-
-@njit(**_OPTS)
 def slave_command(f_m, x_vir, x_s, f_s, v_prev, v_prev2, v_r_gain, k_s_feedback, k_c, d_eff, v_c, v_r, ff, coupling,
                   damping):
     """Seed 001 Eq. (3), :meth:`hil_teleop.slave_law.SlaveLaw.command_reference` on arrays: ``v_r = K_s G f_m``
     (``v_r_gain = K_s G``), ``ff = -K_s f_s``, ``coupling = K_c B(phi_s) (x_vir - x_s)`` (angle difference wrapped),
     ``damping = -D (v_s(t - dt) - v_s(t - 2 dt))`` and their sum ``v_c``, in that order. Returns False where an input
     or the command is not finite (the reference then names the input)."""
-    if not (_all_finite(f_m) and _all_finite(x_vir) and _all_finite(x_s) and _all_finite(f_s)):
+    if not (_finite3(f_m, x_vir, x_s) and _finite3(f_s, f_s, f_s)):
         return False
     d3, d4, d5 = _wrap(x_vir[3] - x_s[3]), _wrap(x_vir[4] - x_s[4]), _wrap(x_vir[5] - x_s[5])
     e0, e1, e2 = _euler_rate_to_omega(x_s[3:], d3, d4, d5)
@@ -151,7 +143,7 @@ def slave_command(f_m, x_vir, x_s, f_s, v_prev, v_prev2, v_r_gain, k_s_feedback,
         coupling[3], coupling[4], coupling[5] = k_c[3] * e0, k_c[4] * e1, k_c[5] * e2
     for i in range(6):
         v_c[i] = v_r[i] + ff[i] + coupling[i] + damping[i]
-    return _all_finite(v_c)
+    return _finite3(v_c, v_c, v_c)
 
 
 def warm_up() -> None:

@@ -351,12 +351,17 @@ class MissionLoop:
                 self.model, ObswGains(), identity, identity, identity, np.zeros(self.model.n)).args
         return arrays
 
-    def _adopt_ticks(self, fo: np.ndarray) -> None:
-        """After a compiled quiet call: the command of its newest OBSW tick, if it ran one, held as :meth:`_tick`
-        holds it."""
+    def _quiet_outcome(self, done: int, fo: np.ndarray) -> bool:
+        """After a compiled quiet call that returned ``done``: whether it ran steps. The command of its newest OBSW
+        tick, if it ran one, is held as :meth:`_tick` holds it (also for a step it then refused); a step that failed
+        half-way with finite inputs raises."""
+        if done < 0:
+            raise SimulationFailed(f'{type(self).__name__}: the compiled step at t = {(self.k - done - 1) * self.dt:.6f}'
+                                   ' s failed half-way with finite inputs (a state that is no longer finite)')
         if fo[mission_kernel.FO_TICKS]:
             self.command = self.controller.loop_command()
             self.wrench_base_com, self.tau_arm = self.command.wrench_base_com, self.command.tau_arm
+        return done > 0
 
     def _quiet_contact(self, latched: bool) -> tuple:
         """The gripper's arguments of the compiled quiet steps (``mission_kernel``): whether it is latched, the EE's
@@ -592,11 +597,7 @@ class HilMission(MissionLoop):
             x[12 + n:], *held, w.ee_joint_o, w.placement_o, w.fext_o, w.fext_g, w.co, w.lab_gravity, w.nominal_in_lab,
             nom_m6, nom_m6_inv, *self.servicer.feedforward.kernel_weights(), w.work, w.work_ic, np.empty((2, 12)),
             np.empty(12 + 2 * n), fo, self.k, ramp_s, vectors[0], vectors[1], ramp_c, vectors[2], vectors[3], *ticks)
-        if done < 0:
-            raise SimulationFailed(f'HilMission: the compiled step at t = {(self.k - done - 1) * self.dt:.6f} s '
-                                   'failed half-way with finite inputs (a state that is no longer finite)')
-        self._adopt_ticks(fo)
-        if done == 0:
+        if not self._quiet_outcome(done, fo):
             return 0, True
         self.client.state = ClientState.of_arrays(float(fo[mission_kernel.FO_T_CLIENT]), *client_arrays)
         cp.integration_j = float(fo[mission_kernel.FO_C_E_INT])
@@ -708,11 +709,7 @@ class AbsoluteMission(MissionLoop):
             m, self.dt, *contact, g_t, v_t, client.body.mass_matrix, client.body.mass_matrix_inv, g_b, x[:6],
             x[6:6 + n], x[6 + n:], *held, sv._pose_flange_in_joint_arr, sv._ee_joint, sv._fext, sv._chain, sv._work,
             sv._work_ic, np.empty((1, 12)), np.empty(6 + 2 * n), fo, self.k, *ticks)
-        if done < 0:
-            raise SimulationFailed(f'AbsoluteMission: the compiled step at t = {(self.k - done - 1) * self.dt:.6f} s '
-                                   'failed half-way with finite inputs (a state that is no longer finite)')
-        self._adopt_ticks(fo)
-        if done == 0:
+        if not self._quiet_outcome(done, fo):
             return 0, True
         client._pose, client._pose_se3, client.twist_body = g_t, None, v_t
         client.t = float(fo[mission_kernel.FO_T_CLIENT])

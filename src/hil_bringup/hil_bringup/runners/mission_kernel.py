@@ -69,20 +69,10 @@ def _contact(latched, kin_parents, kin_placements, kin_kind, kin_axis, kin_ee_jo
 
 
 @njit(**_OPTS)
-def _finite(v):
-    """Whether every number of the vector ``v`` is finite."""
-    for i in range(v.shape[0]):
-        if not np.isfinite(v[i]):
-            return False
-    return True
-
-
-@njit(**_OPTS)
 def _inputs_finite(f_b, tau, w_tool, w_flange, w_client, w_port, v_1, v_2, v_3, v_4, q, dq):
     """Whether a step's held inputs, its wrenches and the state's vectors are all finite."""
-    return (_finite(f_b) and _finite(tau) and _finite(w_tool) and _finite(w_flange) and _finite(w_client)
-            and _finite(w_port) and _finite(v_1) and _finite(v_2) and _finite(v_3) and _finite(v_4) and _finite(q)
-            and _finite(dq))
+    return (_finite3(f_b, tau, w_tool) and _finite3(w_flange, w_client, w_port) and _finite3(v_1, v_2, v_3)
+            and _finite3(v_4, q, dq))
 
 
 @njit(**_OPTS)
