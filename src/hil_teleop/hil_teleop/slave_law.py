@@ -57,6 +57,10 @@ class SlaveLaw:
         self.gains = gains
         self.v_prev = np.zeros(6)    # v_s(t - dt)
         self.v_prev2 = np.zeros(6)   # v_s(t - 2 dt)
+        # Load the compiled Eq. (3) now (cached on disk; ./dev compiles it), not in a node's first tick: one call on
+        # scratch arrays of the types command passes
+        zero = np.zeros(6)
+        slave_command(zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, *np.empty((5, 6)))
 
     def observe_velocity(self, v_s) -> None:
         """Record the slave velocity of the period that just ended (becomes ``v_s(t - dt)``)."""
