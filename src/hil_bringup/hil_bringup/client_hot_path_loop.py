@@ -178,11 +178,7 @@ class ClientLoopState:
         if ci[CI_COMMANDS]:
             state = rule.admittance.state = ClientState.of_arrays(float(cf[CF_T_STATE]), self.g_n.copy(),
                                                                   self.v_n.copy(), self.g_c.copy(), self.v_c.copy())
-            port.integration_j = float(cf[CF_E_INT])
-            wrench_pc = self.wrench_pc.copy()
-            port.controller.wrench_pc = wrench_pc
-            port._out, port._out_args = None, (float(cf[CF_EXCESS]), float(cf[CF_PENDING]), wrench_pc)
-            port._after = (None, None, None)
+            port.adopt(float(cf[CF_EXCESS]), float(cf[CF_PENDING]), self.wrench_pc.copy(), float(cf[CF_E_INT]))
             rule.t_last = float(cf[CF_T_LAST])
             rule.last_wrench, rule.newest_wrench = self.last_wrench.copy(), self.newest_wrench.copy()
             self.table_state.leave()

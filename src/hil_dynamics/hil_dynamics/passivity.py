@@ -294,11 +294,18 @@ class ClientPort:
             c.max_rate_per_s, c.threshold_j, wrench_pc, applied, *arrays, *constants)
         if pending < 0.0:                 # a non-finite input: nothing changed; the reference names it
             return self.step_reference(wrench_com, dt, twist_measured)
-        c.wrench_pc = wrench_pc
+        self.adopt(excess, pending, wrench_pc, integration_j)
+        return adm.finish_step(dt, arrays)
+
+    def adopt(self, excess: float, pending: float, wrench_pc: np.ndarray, integration_j: float) -> None:
+        """The port after a compiled ``kernels.client_port_step`` (this class's :meth:`step`, or a compiled loop's
+        steps: ``client_hot_path_loop``, ``runners.mission_kernel``): its newest ``E_obs``, pending dissipation and
+        damping wrench (kept: :attr:`out` is built from them when read), the step's integration energy; the Eq. (23)
+        maps of :meth:`step_reference` are dropped (the admittance's state is a new one)."""
+        self.controller.wrench_pc = wrench_pc
         self._out, self._out_args = None, (excess, pending, wrench_pc)    # out is built when read
         self.integration_j = integration_j
         self._after = (None, None, None)
-        return adm.finish_step(dt, arrays)
 
     @property
     def out(self) -> PassivityOutput:

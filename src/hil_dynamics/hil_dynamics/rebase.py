@@ -339,7 +339,13 @@ class PlannedRebase:
                              'with it is not finite')
         rule.rebase_nominal_twist(v_n, NominalBody.of_matrices(m6, m6_inv), v_rel)
         # the record shares the new twist and inertia with the rule (arrays of this call, never written again)
-        self.last = RebaseStep(float(t), float(self._rs[kernels.RS_FRACTION]), v_n - v_old, v_n, m6)
+        return self.loop_record(v_old, v_n, m6)
+
+    def loop_record(self, v_old: np.ndarray, v_new: np.ndarray, m6: np.ndarray) -> RebaseStep:
+        """:attr:`last` after :func:`hil_dynamics.kernels.rebase_increment` applied an increment (its time and fraction
+        in the bookkeeping): ``V_n`` before and after it and the new nominal's spatial inertia (kept, not copied)."""
+        rs = self._rs
+        self.last = RebaseStep(float(rs[kernels.RS_T_LAST]), float(rs[kernels.RS_FRACTION]), v_new - v_old, v_new, m6)
         return self.last
 
     def loop_args(self) -> tuple:

@@ -37,7 +37,7 @@ from hil_dynamics import kernels
 from hil_dynamics.contact import LATCHED, MISSED, OPEN, GraspContact, reaction_on_client, relative_twist
 from hil_dynamics.free_floating import FreeFloatingServicer
 from hil_dynamics.passivity import ClientPort, PassivityController
-from hil_dynamics.rebase import NominalBody, PlannedRebase, RebaseSchedule, RebaseStep, client_part, servicer_part
+from hil_dynamics.rebase import NominalBody, PlannedRebase, RebaseSchedule, client_part, servicer_part
 from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerModel, servicer_initial_state
 from hil_dynamics.servicer_lockstep import GroundArmOnMovingBase, ServicerHilLockstep
 from hil_common.errors import ConfigError, SimulationFailed
@@ -600,11 +600,8 @@ class HilMission(MissionLoop):
         if not self._quiet_outcome(done, fo):
             return 0, True
         self.client.state = ClientState.of_arrays(float(fo[mission_kernel.FO_T_CLIENT]), *client_arrays)
-        cp.integration_j = float(fo[mission_kernel.FO_C_E_INT])
-        cc.wrench_pc = c_wrench_pc
-        cp._out, cp._out_args = None, (float(fo[mission_kernel.FO_C_EXCESS]), float(fo[mission_kernel.FO_C_PENDING]),
-                                       c_wrench_pc)
-        cp._after = (None, None, None)
+        cp.adopt(float(fo[mission_kernel.FO_C_EXCESS]), float(fo[mission_kernel.FO_C_PENDING]), c_wrench_pc,
+                 float(fo[mission_kernel.FO_C_E_INT]))
         self.servicer._adopt(float(fo[mission_kernel.FO_T_SERVICER]), poses, x)
         self._passivity_out = sp.output(float(fo[mission_kernel.FO_S_EXCESS]), float(fo[mission_kernel.FO_S_PENDING]),
                                         s_wrench_pc)
@@ -617,8 +614,7 @@ class HilMission(MissionLoop):
                 if rs[kernels.RS_T_LAST] != t_last:
                     # the newest increment's record, and the rule's nominal the one it gave (its twists are the
                     # state's already: rebase_nominal_twist with them changes nothing else)
-                    side.last = RebaseStep(float(rs[kernels.RS_T_LAST]), float(rs[kernels.RS_FRACTION]),
-                                           v_new - v_old, v_new, m6)
+                    side.loop_record(v_old, v_new, m6)
                     state = rule.state
                     rule.rebase_nominal_twist(state.twist_nominal_body, NominalBody.of_matrices(m6, m6_inv),
                                               state._twist_rel)
