@@ -475,8 +475,10 @@ def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_s
                 if state['clock_due']:
                     twin.publish()
                     state['clock_due'] = False
+                if state['lockstep'] < 0:
+                    return                           # the free run over, the node finishing its backlog
                 if not state['lockstep'] or state['sent'] is None:
-                    step()                           # free running until the node commands
+                    step()                           # free running until the node commands; the lockstep's first
                     return
                 answered = state['sent'] in traced
                 if not answered and time.monotonic() - state['since'] < 2.0:
@@ -490,7 +492,13 @@ def test_on_the_twins_clock_the_compiled_loop_runs_a_sample_at_the_time_of_its_s
                     step()
             node.create_timer(1e-3, tick)
             assert spin_until(executor, lambda: len(traced) > 50, 30.0), (proc.poll(), len(traced))
-            state['lockstep'] = 101
+            # the free run stopped, and the node let finish its backlog before the lockstep's first step: a node
+            # behind the free run takes a newer /clock with its older samples, steps to it, and rightly finds no step
+            # due for the free run's last sample (so that one is not asked for), nor would it for a first lockstep
+            # sample whose /clock came with that backlog
+            state['lockstep'] = -1
+            spin_until(executor, lambda: state['sent'] in traced, 2.0)
+            state['lockstep'], state['sent'] = 101, None
             assert spin_until(executor, lambda: state['lockstep'] == 1, 60.0), state
             assert not state['missed'] and state['answered'] == 100, state
             # the poses of the lockstep's samples (the first and the last diff left out: the free run's last sample,
