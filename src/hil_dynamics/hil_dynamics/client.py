@@ -370,7 +370,12 @@ class ClientAdmittance:
 
     def finish_step(self, dt: float, arrays) -> ClientState:
         """The new state, ``dt`` after the current one, from the arrays a compiled step wrote (kept, not copied)."""
-        self.state = ClientState.of_arrays(self.state.t + dt, *arrays)
+        return self.adopt(self.state.t + dt, arrays)
+
+    def adopt(self, t: float, arrays) -> ClientState:
+        """The state at ``t`` from the arrays ``(g_n, V_n, g_c, V_c)`` compiled steps wrote (kept, not copied): a
+        compiled loop's state handed back (:class:`hil_teleop.slave_side.OrbitSide`)."""
+        self.state = ClientState.of_arrays(t, *arrays)
         return self.state
 
     def step_reference(self, wrench_client_com: WrenchInput, dt: float) -> ClientState:

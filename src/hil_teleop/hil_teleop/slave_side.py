@@ -31,11 +31,13 @@ import math
 import numpy as np
 import pinocchio as pin
 
+from hil_dynamics import kernels
 from hil_dynamics.client import ClientAdmittance
 from hil_dynamics.rigid_body import RigidBody
 from hil_dynamics.se3 import cross3, transform_wrench
 from hil_teleop.coordinates import advance_pose_world, x_from_pose
 from hil_teleop.gains import diag6
+from hil_teleop import orbit_kernel as ok
 from hil_common.errors import ConfigError
 
 
@@ -54,9 +56,13 @@ class SlaveArm:
     def x(self) -> np.ndarray:
         return x_from_pose(self.pose)
 
+    def lag_factor(self, dt: float) -> float:
+        """The servo lag's exact factor over ``dt``: ``v <- v + alpha (target - v)``."""
+        return 1.0 if self.tau_s == 0.0 else -math.expm1(-dt / self.tau_s)
+
     def step(self, v_c, f_s, dt: float) -> None:
         target = np.asarray(v_c, dtype=float) - self.droop * np.asarray(f_s, dtype=float)
-        alpha = 1.0 if self.tau_s == 0.0 else -math.expm1(-dt / self.tau_s)
+        alpha = self.lag_factor(dt)
         v_old = self.v
         self.v = v_old + alpha * (target - v_old)
         v_mid = 0.5 * (v_old + self.v)
@@ -115,3 +121,111 @@ class PayloadInTheLoop:
     def momentum_world(self) -> np.ndarray:
         """``[p; L]`` in base axes, L about the base origin."""
         return self.body.momentum_in_parent(self.pose, self.twist_body)
+
+
+class OrbitSide:
+    """One control period of seed 001's orbit side in the lockstep (:func:`hil_bringup.runners.teleop.run_teleop`):
+    the grip's pose and velocity, the wrist wrench ``f_s`` (:class:`GripContact`), ``x_s``, the slave's step
+    (:class:`hil_teleop.slave_law.SlaveSide`: Eq. 3 on the measured ``v_s``, the commanded pose), then the arm
+    (:class:`SlaveArm`) and the payload (:class:`PayloadInTheLoop`) over ``dt`` with ``f_s`` held.
+
+    :meth:`step_reference` runs the rule objects; :meth:`step` runs the same period in one compiled call
+    (:func:`hil_teleop.orbit_kernel.orbit_step`, tested against it to 1e-12) on a state array entered from the
+    objects. While :meth:`step` runs, the objects lag: :meth:`sync` writes the state back into them (the runner
+    calls it at the end). Both return the period's rows (``orbit_kernel.O_*``: ``f_s``, ``x_s``, Eq. 3's command and
+    terms, the grip's ``x`` and velocity, the arm's new ``v_s``) and whether the command was stale."""
+
+    def __init__(self, slave, arm: SlaveArm, contact: GripContact, payload: PayloadInTheLoop, dt: float):
+        if not (math.isfinite(dt) and dt > 0.0):
+            raise ConfigError(f'dt must be finite and > 0, got {dt!r}')
+        self.slave, self.arm, self.contact, self.payload, self.dt = slave, arm, contact, payload, float(dt)
+        gains = slave.law.gains
+        self._c6 = np.array([contact.k, contact.d, arm.droop, gains.k_s * gains.g_eff, gains.k_s_feedback,
+                             gains.k_c_eff, gains.d_eff], dtype=float)
+        self._cs = np.zeros(ok.N_CS)
+        self._s = np.zeros(ok.N_S)
+        self._objects_current = True
+        self._enter()
+
+    @classmethod
+    def of_config(cls, c, law) -> 'OrbitSide':
+        """The orbit side of a run of ``c`` (:class:`hil_teleop.config.TeleopConfig`) with the slave law ``law``: the
+        arm and the payload's grip at ``x_grip_0``, the payload at rest."""
+        from hil_teleop.coordinates import pose_from_x
+        from hil_teleop.slave_law import SlaveSide
+
+        pose_grip_0 = pose_from_x(c.x_grip_0)
+        payload = PayloadInTheLoop(RigidBody(c.payload_mass_kg, c.payload_inertia()), pose_grip_0)
+        return cls(SlaveSide(law, pose_grip_0), SlaveArm(pose_grip_0, c.arm_droop, c.arm_tau_s),
+                   GripContact(c.grip_contact_k, c.grip_contact_d), payload, c.dt)
+
+    def _enter(self) -> None:
+        """The state array (and the constants that follow the objects) from the objects."""
+        from hil_dynamics import kernels
+        s, cs, rule, law = self._s, self._cs, self.payload.rule, self.slave.law
+        kernels.pose_array(self.arm.pose, s[ok.S_ARM:ok.S_ARM + 12])
+        s[ok.S_ARM_V:ok.S_ARM_V + 6] = self.arm.v
+        (g_n, v_n, g_c, v_c), (mass, inertia9, inertia_inv9, m6, m6_inv) = rule.step_arrays()
+        for at, a in ((ok.S_GN, g_n), (ok.S_VN, v_n), (ok.S_GC, g_c), (ok.S_VC, v_c), (ok.S_VPREV, law.v_prev),
+                      (ok.S_VPREV2, law.v_prev2)):
+            s[at:at + a.shape[0]] = a
+        kernels.pose_array(self.slave.pose_ee_cmd, s[ok.S_EE_CMD:ok.S_EE_CMD + 12])
+        s[ok.S_T] = rule.state.t
+        kernels.pose_array(self.payload.pose_payload_0, cs[ok.CS_POSE_0:ok.CS_POSE_0 + 12])
+        kernels.pose_array(self.payload.pose_grip_in_payload, cs[ok.CS_GRIP:ok.CS_GRIP + 12])
+        cs[ok.CS_INERTIA:ok.CS_INERTIA + 9], cs[ok.CS_INERTIA_INV:ok.CS_INERTIA_INV + 9] = inertia9, inertia_inv9
+        cs[ok.CS_MASS], cs[ok.CS_ALPHA], cs[ok.CS_DT] = mass, self.arm.lag_factor(self.dt), self.dt
+        self._nom = np.array([m6, m6_inv], dtype=float)
+        self._objects_current = True
+
+    def sync(self) -> None:
+        """The objects take the state :meth:`step` moved on (their pose objects built anew)."""
+        from hil_dynamics import kernels
+        if self._objects_current:
+            return
+        s, law = self._s, self.slave.law
+        self.arm.pose = kernels.array_pose(s[ok.S_ARM:ok.S_ARM + 12])
+        self.arm.v = s[ok.S_ARM_V:ok.S_ARM_V + 6].copy()
+        law.v_prev, law.v_prev2 = s[ok.S_VPREV:ok.S_VPREV + 6].copy(), s[ok.S_VPREV2:ok.S_VPREV2 + 6].copy()
+        self.slave.pose_ee_cmd = kernels.array_pose(s[ok.S_EE_CMD:ok.S_EE_CMD + 12])
+        self.payload.rule.adopt(float(s[ok.S_T]), tuple(s[at:at + n].copy() for at, n in (
+            (ok.S_GN, 12), (ok.S_VN, 6), (ok.S_GC, 12), (ok.S_VC, 6))))
+        self._objects_current = True
+
+    def step(self, command) -> tuple[np.ndarray, bool]:
+        """One period in one compiled call; ``command`` the held delayed ``(f_m, x_vir)`` or None (stale). Where the
+        call refuses (something not finite), :meth:`step_reference` runs it and raises as the rule objects do."""
+        fresh = command is not None
+        f_m, x_vir = command if fresh else (_ZERO6, _ZERO6)
+        if not (type(f_m) is np.ndarray and type(x_vir) is np.ndarray and f_m.dtype == np.float64
+                and x_vir.dtype == np.float64 and f_m.shape == x_vir.shape == (6,)):
+            return self.step_reference(command)
+        out = np.empty((ok.N_O, 6))
+        if ok.orbit_step(self._s, self._c6, self._cs, self._nom, f_m, x_vir, fresh, out) != ok.OK:
+            return self.step_reference(command)
+        self._objects_current = False
+        return out, not fresh
+
+    def step_reference(self, command) -> tuple[np.ndarray, bool]:
+        """The period on the rule objects (readable; the runner's loop body before the compiled call)."""
+        self.sync()
+        arm, payload, dt = self.arm, self.payload, self.dt
+        try:
+            grip_pose, grip_v = payload.grip()
+            f_s = self.contact.wrench(arm.pose, arm.v, grip_pose, grip_v)
+            x_s = x_from_pose(arm.pose)
+            f_m_d, x_vir_d = (None, None) if command is None else command
+            cmd = self.slave.step(f_m_d, x_vir_d, x_s, f_s, dt, v_s_measured=arm.v)
+            arm.step(cmd.v_s_c, f_s, dt)
+            payload.step(f_s, dt)
+        finally:
+            self._enter()                 # the state array follows the objects, also after a refused input
+        out = np.empty((ok.N_O, 6))
+        for row, value in ((ok.O_F_S, f_s), (ok.O_X_S, x_s), (ok.O_V_C, cmd.v_s_c), (ok.O_V_R, cmd.v_s_r),
+                           (ok.O_FF, cmd.force_feedback), (ok.O_COUPLING, cmd.coupling), (ok.O_DAMPING, cmd.damping),
+                           (ok.O_X_P, x_from_pose(grip_pose)), (ok.O_V_P, grip_v), (ok.O_V_S, arm.v)):
+            out[row] = value
+        return out, cmd.stale
+
+
+_ZERO6 = np.zeros(6)
