@@ -11,7 +11,9 @@ Channels (relative names; remap in the launch file):
 A message enters the line when it reaches this node (node clock: under ``use_sim_time`` the lab
 twin's ``/clock``, so the delay is simulated time; a message that arrives before the first
 ``/clock`` is dropped and counted, as its entry time is unknown) and leaves, unchanged
-(headers keep their send stamps, which the receiver uses for staleness), once due. Order is
+(headers keep their send stamps, which the receiver uses for staleness), once due: as the serialized bytes that
+arrived (``raw=True`` subscriptions, published as they are; the node never builds a Python message, which cost
+about a third of its CPU, docs/performance.md). Order is
 preserved, memory is bounded by ``capacity`` per channel, jitter and drops are optional and
 seeded. ``delay_line/queue_length`` (std_msgs/Int32MultiArray) reports the messages in
 flight per channel, in the order above, at ``report_hz``.
@@ -61,7 +63,7 @@ class DelayLineNode(Node):
             line = DelayLine(p[f'{direction}_delay_s'], capacity=p.capacity, jitter_s=p.jitter_s,
                              drop_probability=p.drop_probability, seed=p.seed + i)
             pub = self.create_publisher(msg_type, topic_out, 100)
-            self.create_subscription(msg_type, topic_in, self._sender(line), 100)
+            self.create_subscription(msg_type, topic_in, self._sender(line), 100, raw=True)
             self.lines.append((name, line, pub))
         self.before_clock = 0      # messages received before the node clock read a time (use_sim_time)
         self.pub_queue = self.create_publisher(Int32MultiArray, 'delay_line/queue_length', 10)
