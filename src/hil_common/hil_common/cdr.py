@@ -46,6 +46,7 @@ def malformed_reason(flags: int) -> str:
 _U32 = struct.Struct('<I')
 _STAMP = struct.Struct('<iI')
 _SIX = struct.Struct('<6d')
+_SEVEN = struct.Struct('<7d')
 
 
 class CdrError(ValueError):
@@ -90,17 +91,28 @@ def decode_header(buf, pos: int = _BASE) -> tuple[int, int, str, int]:
     return sec, nanosec, frame_id, end
 
 
-def decode_wrench_stamped(buf) -> tuple[int, int, str, np.ndarray]:
-    """``geometry_msgs/WrenchStamped`` -> ``(sec, nanosec, frame_id, [f; tau])``."""
+def _stamped_doubles(buf, values: struct.Struct, what: str) -> tuple[int, int, str, np.ndarray]:
+    """A header, then ``values`` (float64s) aligned to 8: ``(sec, nanosec, frame_id, values)``."""
     try:
         _check(buf)
         sec, nanosec, frame_id, pos = decode_header(buf)
         pos = _align(pos, 8)
-        if pos + 48 > len(buf):
-            raise CdrError('wrench beyond the buffer')
-        return sec, nanosec, frame_id, np.array(_SIX.unpack_from(buf, pos))
+        if pos + values.size > len(buf):
+            raise CdrError(f'{what} beyond the buffer')
+        return sec, nanosec, frame_id, np.array(values.unpack_from(buf, pos))
     except struct.error as exc:
         raise CdrError(str(exc)) from exc
+
+
+def decode_wrench_stamped(buf) -> tuple[int, int, str, np.ndarray]:
+    """``geometry_msgs/WrenchStamped`` -> ``(sec, nanosec, frame_id, [f; tau])``."""
+    return _stamped_doubles(buf, _SIX, 'wrench')
+
+
+def decode_pose_stamped(buf) -> tuple[int, int, str, np.ndarray]:
+    """``geometry_msgs/PoseStamped`` -> ``(sec, nanosec, frame_id, [x, y, z, qx, qy, qz, qw])`` (the values of
+    :func:`hil_common.conversions.pose_from_xyzquat`)."""
+    return _stamped_doubles(buf, _SEVEN, 'pose')
 
 
 class JointStateDecoder:

@@ -36,14 +36,20 @@ def pose_from_xyzquat(values) -> pin.SE3:
     return pin.SE3(quat.toRotationMatrix(), np.array([x, y, z]))
 
 
-def pose_to_msg(g: pin.SE3, msg) -> None:
-    """Fill a geometry_msgs/Pose from an SE3 (quaternion with w >= 0)."""
+def pose_xyzquat(g: pin.SE3) -> tuple[float, ...]:
+    """An SE3 as a Pose's fields in order, ``(x, y, z, qx, qy, qz, qw)``, the quaternion with w >= 0 (for
+    :func:`pose_to_msg` and the raw encoders of :mod:`hil_common.cdr`)."""
     x, y, z, w = pin.Quaternion(g.rotation).coeffs()
     if w < 0:
         x, y, z, w = -x, -y, -z, -w
     t = g.translation
-    msg.position.x, msg.position.y, msg.position.z = float(t[0]), float(t[1]), float(t[2])
-    msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w = float(x), float(y), float(z), float(w)
+    return float(t[0]), float(t[1]), float(t[2]), float(x), float(y), float(z), float(w)
+
+
+def pose_to_msg(g: pin.SE3, msg) -> None:
+    """Fill a geometry_msgs/Pose from an SE3 (quaternion with w >= 0)."""
+    (msg.position.x, msg.position.y, msg.position.z,
+     msg.orientation.x, msg.orientation.y, msg.orientation.z, msg.orientation.w) = pose_xyzquat(g)
 
 
 def twist_to_msg(twist, msg) -> None:
@@ -76,12 +82,15 @@ def stamp_to_seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
-def seconds_to_stamp(seconds: float, stamp) -> None:
-    # rounded as a whole: a fraction that rounds up to a full second carries into sec
-    # (0.9999999999 s is 1 s 0 ns, not 0 s 0 ns)
+def stamp_of_seconds(seconds: float) -> tuple[int, int]:
+    """``(sec, nanosec)`` of a time [s], rounded as a whole: a fraction that rounds up to a full second carries into
+    sec (0.9999999999 s is 1 s 0 ns, not 0 s 0 ns)."""
     sec, nanosec = divmod(int(round(seconds * 1e9)), 1_000_000_000)
-    stamp.sec = int(sec)
-    stamp.nanosec = int(nanosec)
+    return int(sec), int(nanosec)
+
+
+def seconds_to_stamp(seconds: float, stamp) -> None:
+    stamp.sec, stamp.nanosec = stamp_of_seconds(seconds)
 
 
 class JointOrder:

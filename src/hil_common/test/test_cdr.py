@@ -11,7 +11,7 @@ from std_msgs.msg import Float64MultiArray, Header
 from std_msgs.msg import MultiArrayDimension
 
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateDecoder, decode_float64_array, decode_header,
-                            decode_wrench_stamped, encode_header)
+                            decode_pose_stamped, decode_wrench_stamped, encode_header)
 
 
 @pytest.mark.parametrize('frame_id', ['', 'a', 'ab', 'abc', 'abcd', 'servicer_ft_sensor', 'x' * 13])
@@ -24,6 +24,22 @@ def test_wrench_stamped_decodes_as_rclpy_serialized_it(frame_id):
     sec, nanosec, frame, wrench = decode_wrench_stamped(serialize_message(msg))
     assert (sec, nanosec, frame) == (-3, 999_999_999, frame_id)
     np.testing.assert_array_equal(wrench, values)
+
+
+@pytest.mark.parametrize('frame_id', ['', 'a', 'ab', 'abc', 'abcd', 'slave_base', 'x' * 13])
+def test_pose_stamped_decodes_as_rclpy_serialized_it(frame_id):
+    from geometry_msgs.msg import PoseStamped
+
+    msg = PoseStamped()
+    msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id = 7, 5, frame_id
+    values = [1.5, -2.25, 3e5, -0.5, 0.25, -4e-9, 0.8125]
+    p, q = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z, q.x, q.y, q.z, q.w = values
+    sec, nanosec, frame, pose = decode_pose_stamped(serialize_message(msg))
+    assert (sec, nanosec, frame) == (7, 5, frame_id)
+    np.testing.assert_array_equal(pose, values)
+    with pytest.raises(CdrError, match='pose beyond the buffer'):
+        decode_pose_stamped(serialize_message(msg)[:-8])
 
 
 @pytest.mark.parametrize('names', [[], ['a'], ['ab', 'c'], [f'iiwa_joint_{i}' for i in range(1, 8)],

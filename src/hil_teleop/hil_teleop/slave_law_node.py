@@ -30,7 +30,9 @@ Topics (relative names):
 * out ``teleop/slave_terms`` (Float64MultiArray, 30 values): ``v_s,c, v_s,r``, force feedback,
   coupling, damping terms (world-aligned), for recording and plots.
 
-The node holds no physics: :class:`hil_teleop.slave_law.SlaveLaw` computes Eq. (3).
+The node holds no physics: :class:`hil_teleop.slave_law.SlaveLaw` computes Eq. (3). It takes and sends its
+messages as serialized bytes (``raw=True``, the codecs of :mod:`hil_common.cdr`, checked against rclpy's own
+serializer): rclpy's Python messages took about a seventh of the node's CPU (docs/performance.md, issue 17).
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from hil_common.conversions import (pose_from_msg, pose_to_msg, seconds_to_stamp, stamp_to_seconds, twist_to_msg,
-                                    wrench_from_msg)
+from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, PoseStampedEncoder, TwistStampedEncoder,
+                            decode_pose_stamped, decode_wrench_stamped)
+from hil_common.conversions import pose_from_xyzquat, pose_xyzquat, stamp_of_seconds
 from hil_common.params import ParameterError
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
@@ -93,25 +96,24 @@ class SlaveLawNode(Node):
             self.kin = make_kinematics(p.slave_robot)
             self.ee_in_flange_xyz = p.ee_in_flange_xyz
             self.held_joints = HeldCommand(0.0, p.joint_states_timeout_s)
-            self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10)
+            self.read_joints = JointStateReader(self.kin.joint_names)
+            self.create_subscription(JointState, 'joint_states', self.on_joint_states, 10, raw=True)
         elif self.ft_frame == 'flange':
             raise ParameterError("parameter 'ft_frame': 'flange' needs slave_robot (the measured flange pose)")
         self.measured = None
         self.v_s_c = np.zeros(6)
         self.rejected = 0
         self.stale_ticks = 0
-        self.create_subscription(WrenchStamped, 'orbit/teleop/f_m', self.on_f_m, 10)
-        self.create_subscription(PoseStamped, 'orbit/teleop/x_vir', self.on_x_vir, 10)
-        self.create_subscription(WrenchStamped, 'ft/wrench', self.on_wrench, 10)
+        self.create_subscription(WrenchStamped, 'orbit/teleop/f_m', self.on_f_m, 10, raw=True)
+        self.create_subscription(PoseStamped, 'orbit/teleop/x_vir', self.on_x_vir, 10, raw=True)
+        self.create_subscription(WrenchStamped, 'ft/wrench', self.on_wrench, 10, raw=True)
         self.pub_pose = self.create_publisher(PoseStamped, 'table/pose_cmd', 10)
         self.pub_twist = self.create_publisher(TwistStamped, 'table/twist_cmd', 10)
         self.pub_x_s = self.create_publisher(PoseStamped, 'slave/x_s', 10)
         self.pub_terms = self.create_publisher(Float64MultiArray, 'teleop/slave_terms', 10)
-        self.msg_pose, self.msg_twist = PoseStamped(), TwistStamped()
-        self.msg_pose.header.frame_id = p.base_frame
-        self.msg_x_s = PoseStamped()
-        self.msg_x_s.header.frame_id = p.base_frame
-        self.msg_twist.header.frame_id = 'slave_end_effector'
+        self.encode_pose, self.encode_x_s = PoseStampedEncoder(p.base_frame), PoseStampedEncoder(p.base_frame)
+        self.encode_twist = TwistStampedEncoder('slave_end_effector')
+        self.encode_terms = Float64ArrayEncoder(30)
         self.pacer = None          # from the first tick with a clock (use_sim_time: the first /clock)
         self.create_timer(self.dt, self.tick)
 
@@ -122,37 +124,45 @@ class SlaveLawNode(Node):
         self.rejected += 1
         self.get_logger().warn(f'rejected {what}: {exc} ({self.rejected} so far)', throttle_duration_sec=1.0)
 
-    def on_f_m(self, msg):
+    def on_f_m(self, buf):
         if self._now() <= 0.0:     # the lab twin's /clock has not arrived yet (use_sim_time)
             return
-        f = wrench_from_msg(msg.wrench)
+        try:
+            sec, nanosec, _, f = decode_wrench_stamped(buf)
+        except CdrError as exc:
+            return self._reject('f_m', exc)
         if not np.all(np.isfinite(f)):
             return self._reject('f_m', ValueError('non-finite'))
-        self.held_f_m.update(stamp_to_seconds(msg.header.stamp), f)
+        self.held_f_m.update(sec + nanosec * 1e-9, f)
 
-    def on_x_vir(self, msg):
+    def on_x_vir(self, buf):
         if self._now() <= 0.0:
             return
         try:
-            x = x_from_pose(pose_from_msg(msg.pose))
-        except ValueError as exc:
+            sec, nanosec, _, values = decode_pose_stamped(buf)
+            x = x_from_pose(pose_from_xyzquat(values))
+        except ValueError as exc:          # (CdrError and InputError are ValueErrors)
             return self._reject('x_vir', exc)
-        self.held_x_vir.update(stamp_to_seconds(msg.header.stamp), x)
+        self.held_x_vir.update(sec + nanosec * 1e-9, x)
 
-    def on_wrench(self, msg):
+    def on_wrench(self, buf):
         if self._now() <= 0.0:
             return
-        w = wrench_from_msg(msg.wrench)
+        try:
+            w = decode_wrench_stamped(buf)[3]
+        except CdrError as exc:
+            return self._reject('wrist wrench', exc)
         if not np.all(np.isfinite(w)):
             return self._reject('wrist wrench', ValueError('non-finite'))
         self.held_wrench.update(self._now(), self.ft_sign * w)
 
-    def on_joint_states(self, msg):
+    def on_joint_states(self, buf):
         if self._now() <= 0.0:
             return
-        from hil_motion_table.kinematics_helpers import reorder
-        q = reorder(msg.name, msg.position, self.kin.joint_names)
-        qd = reorder(msg.name, msg.velocity, self.kin.joint_names) if len(msg.velocity) == len(msg.name) else None
+        try:
+            q, qd = self.read_joints(buf)
+        except CdrError as exc:
+            return self._reject('joint_states', exc)
         if q is None or qd is None:
             return self._reject('joint_states', ValueError('missing joints, velocities or non-finite values'))
         if self.slave is None:                      # end-effector axes parallel to the base at the start
@@ -203,25 +213,20 @@ class SlaveLawNode(Node):
         if cmd.stale:
             self.stale_ticks += 1
             self.get_logger().warn('master command or wrist wrench stale: zero velocity', throttle_duration_sec=2.0)
-        for m in (self.msg_pose, self.msg_twist):     # stamped with the time of the last step
-            seconds_to_stamp(self.pacer.step_time(self.pacer.steps_done), m.header.stamp)
+        sec, nanosec = stamp_of_seconds(self.pacer.step_time(self.pacer.steps_done))   # the last step's time
         if measured is None:
-            pose_to_msg(self.side.pose_ee_cmd, self.msg_pose.pose)
-            twist_to_msg(body_twist(self.side.pose_ee_cmd, v), self.msg_twist.twist)
-            self.pub_pose.publish(self.msg_pose)
-            self.pub_x_s.publish(self.msg_pose)
+            pose = self.encode_pose(sec, nanosec, pose_xyzquat(self.side.pose_ee_cmd))
+            twist = body_twist(self.side.pose_ee_cmd, v)
+            self.pub_pose.publish(pose)
+            self.pub_x_s.publish(pose)
         else:
             flange = self.slave.flange_pose(self.side.pose_ee_cmd)
-            pose_to_msg(flange, self.msg_pose.pose)
-            twist_to_msg(self.slave.pose_ee_in_flange.act(pin.Motion(body_twist(self.side.pose_ee_cmd, v))).vector,
-                         self.msg_twist.twist)
-            self.pub_pose.publish(self.msg_pose)
-            pose_to_msg(pose_from_x(measured[0]), self.msg_x_s.pose)
-            self.msg_x_s.header.stamp = self.msg_pose.header.stamp
-            self.pub_x_s.publish(self.msg_x_s)
-        self.pub_twist.publish(self.msg_twist)
-        self.pub_terms.publish(Float64MultiArray(data=np.concatenate(
-            (v, cmd.v_s_r, cmd.force_feedback, cmd.coupling, cmd.damping)).tolist()))
+            twist = self.slave.pose_ee_in_flange.act(pin.Motion(body_twist(self.side.pose_ee_cmd, v))).vector
+            self.pub_pose.publish(self.encode_pose(sec, nanosec, pose_xyzquat(flange)))
+            self.pub_x_s.publish(self.encode_x_s(sec, nanosec, pose_xyzquat(pose_from_x(measured[0]))))
+        self.pub_twist.publish(self.encode_twist(sec, nanosec, twist))
+        self.pub_terms.publish(self.encode_terms(np.concatenate(
+            (v, cmd.v_s_r, cmd.force_feedback, cmd.coupling, cmd.damping))))
 
 
 def main(args=None) -> int:
