@@ -161,7 +161,6 @@ class OrbitSide:
 
     def _enter(self) -> None:
         """The state array (and the constants that follow the objects) from the objects."""
-        from hil_dynamics import kernels
         s, cs, rule, law = self._s, self._cs, self.payload.rule, self.slave.law
         kernels.pose_array(self.arm.pose, s[ok.S_ARM:ok.S_ARM + 12])
         s[ok.S_ARM_V:ok.S_ARM_V + 6] = self.arm.v
@@ -180,7 +179,6 @@ class OrbitSide:
 
     def sync(self) -> None:
         """The objects take the state :meth:`step` moved on (their pose objects built anew)."""
-        from hil_dynamics import kernels
         if self._objects_current:
             return
         s, law = self._s, self.slave.law
