@@ -78,8 +78,13 @@ def xyz_rpy_to_pose(values) -> pin.SE3:
     return pin.SE3(pin.rpy.rpyToMatrix(*values[3:6]), np.array(values[:3]))
 
 
+def seconds_of(sec: int, nanosec: int) -> float:
+    """A stamp's ``sec``, ``nanosec`` as seconds (a decoded header's, :mod:`hil_common.cdr`)."""
+    return sec + nanosec * 1e-9
+
+
 def stamp_to_seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
+    return seconds_of(stamp.sec, stamp.nanosec)
 
 
 def stamp_of_seconds(seconds: float) -> tuple[int, int]:

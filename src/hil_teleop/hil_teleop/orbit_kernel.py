@@ -25,8 +25,8 @@ from numba import njit
 
 from hil_common.kernel_cache import drop_stale_code
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, _cross, _finite3, _mul_exp6, _rtv, _rv, client_rkmk4_step, log6_into, \
-    pose_mul_into
+from hil_dynamics.kernels import _OPTS, _act_force_add, _cross, _finite3, _mul_exp6, _rtv, _rv, client_rkmk4_step, \
+    log6_into, pose_mul_into
 from hil_teleop import virtual_kernel as _virtual_kernel
 from hil_teleop.virtual_kernel import slave_command
 
@@ -137,12 +137,11 @@ def orbit_step(s, c6, cs, nom, f_m, x_vir, fresh, out):
     # the wrench on the payload, body axes about its CoM (PayloadInTheLoop.wrench_com_body), checked before the step
     f_body = _rtv(grip, f_s[0], f_s[1], f_s[2])
     t_body = _rtv(grip, f_s[3], f_s[4], f_s[5])
-    f_com = _rv(grip_in_payload, f_body[0], f_body[1], f_body[2])
-    t_rot = _rv(grip_in_payload, t_body[0], t_body[1], t_body[2])
-    pxf = _cross(grip_in_payload[9], grip_in_payload[10], grip_in_payload[11], f_com[0], f_com[1], f_com[2])
-    wrench = np.empty(6)
-    wrench[0], wrench[1], wrench[2] = f_com[0], f_com[1], f_com[2]
-    wrench[3], wrench[4], wrench[5] = t_rot[0] + pxf[0], t_rot[1] + pxf[1], t_rot[2] + pxf[2]
+    w_grip = np.empty(6)
+    w_grip[0], w_grip[1], w_grip[2], w_grip[3], w_grip[4], w_grip[5] = f_body[0], f_body[1], f_body[2], t_body[0], \
+        t_body[1], t_body[2]
+    wrench = np.zeros(6)
+    _act_force_add(grip_in_payload, w_grip, wrench)        # transform_wrench(pose_grip_in_payload, w_grip)
     if not _finite3(wrench, wrench, wrench):
         return REFUSED
     # -- the state moves on from here

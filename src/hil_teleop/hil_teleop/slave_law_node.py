@@ -48,7 +48,7 @@ from std_msgs.msg import Float64MultiArray
 
 from hil_common.cdr import (CdrError, Float64ArrayEncoder, JointStateReader, PoseStampedEncoder, TwistStampedEncoder,
                             decode_pose_stamped, decode_wrench_stamped)
-from hil_common.conversions import pose_from_xyzquat, pose_xyzquat, stamp_of_seconds
+from hil_common.conversions import pose_from_xyzquat, pose_xyzquat, seconds_of, stamp_of_seconds
 from hil_common.params import ParameterError
 from hil_common.params import Param, declare_parameters
 from hil_common.ros_main import run_node
@@ -133,7 +133,7 @@ class SlaveLawNode(Node):
             return self._reject('f_m', exc)
         if not np.all(np.isfinite(f)):
             return self._reject('f_m', ValueError('non-finite'))
-        self.held_f_m.update(sec + nanosec * 1e-9, f)
+        self.held_f_m.update(seconds_of(sec, nanosec), f)
 
     def on_x_vir(self, buf):
         if self._now() <= 0.0:
@@ -143,7 +143,7 @@ class SlaveLawNode(Node):
             x = x_from_pose(pose_from_xyzquat(values))
         except ValueError as exc:          # (CdrError and InputError are ValueErrors)
             return self._reject('x_vir', exc)
-        self.held_x_vir.update(sec + nanosec * 1e-9, x)
+        self.held_x_vir.update(seconds_of(sec, nanosec), x)
 
     def on_wrench(self, buf):
         if self._now() <= 0.0:
