@@ -18,6 +18,8 @@ import numpy as np
 from hil_lab_twin.scene import FtConfig
 
 MUJOCO_SIGN = -1.0
+#: standard normals a channel draws at a time (the same stream as six per sample: NumPy fills a block in order)
+NOISE_ROWS = 256
 
 
 class FtChannel:
@@ -49,6 +51,7 @@ class FtChannel:
         self._rng = np.random.default_rng(config.seed)
         self._std = np.array([config.noise_force_std] * 3 + [config.noise_torque_std] * 3)
         self._bias = np.array(config.bias, dtype=float)
+        self._noise, self._noise_i = np.empty((NOISE_ROWS, 6)), NOISE_ROWS     # drawn when first needed
         self._next = 0.0
         self._sum = np.zeros(6)
         self._count = 0
@@ -61,7 +64,11 @@ class FtChannel:
         self._count += 1
         if t + self._tolerance < self._next:
             return False
-        noise = self._rng.standard_normal(6) * self._std
+        if self._noise_i == NOISE_ROWS:
+            self._rng.standard_normal(out=self._noise)
+            self._noise_i = 0
+        noise = self._noise[self._noise_i] * self._std
+        self._noise_i += 1
         # the mean of one sample is the sample (x / 1 == x exactly): no division at one step per sample
         mean = self._sum if self._count == 1 else self._sum / self._count
         self.wrench = mean + self._bias + noise
