@@ -104,8 +104,10 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
       ``rules_reference`` from the same states on random F/T samples, base wrenches, arm torques and joint rates:
       the states and ``tau_q`` to 1e-12 of their size;
     * a second of the loop with ``rules`` and ``table_command`` (the tables' steps compiled on their loop states)
-      and one with the reference methods: the same records to rounding (1e-9 of their size), the same table steps
-      and clamps."""
+      and the twin stepped by its ``TwinLoop``, and one with the reference methods and ``LabTwin.step``: the same
+      records to rounding (1e-9 of their size), the same table steps and clamps;
+    * the compiled run and one with ``LabTwin.step`` alone: the same records and measurements to the bit, the
+      twin's state handed back by the loop the same as the twin's own."""
     from hil_bringup.runners.mission import RECORD_FIELDS
     from hil_bringup.runners.twin_validation import ArmHold, TwinHilMission, validation_scenario
     from hil_dynamics.servicer import ServicerModel
@@ -118,9 +120,21 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
         rules = TwinHilMission.rules_reference
         table_command = TwinHilMission.table_command_reference
 
-    runs = [cls(sc, ArmHold(model, sc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s)) for cls in (TwinHilMission,
-                                                                                                Reference)]
+    runs = [cls(sc, ArmHold(model, sc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s), compiled_twin=compiled)
+            for cls, compiled in ((TwinHilMission, True), (Reference, False), (TwinHilMission, False))]
     records = [m.run(1.0, record_every_s=0.05) for m in runs]
+    assert runs[0].twin_loop.supports() == '' and runs[2].twin_loop is None
+    for name in RECORD_FIELDS:
+        got, want = getattr(records[0], name), getattr(records[2], name)
+        assert (got == want) if name in ('phase', 'gripper') else np.array_equal(got, want, equal_nan=True), name
+    for key, values in runs[0].measured.items():
+        assert len(values) == len(runs[2].measured[key]) == 21 and np.array_equal(values, runs[2].measured[key]), key
+    for field in ('qpos', 'qvel', 'ctrl', 'qfrc_applied', 'sensordata'):
+        assert np.array_equal(getattr(runs[0].twin.data, field), getattr(runs[2].twin.data, field)), field
+    for sensor in runs[0].twin.ft_sensor_names:
+        a, b = runs[0].twin._ft[sensor][0], runs[2].twin._ft[sensor][0]
+        assert np.array_equal(a.wrench, b.wrench) and a.sequence == b.sequence == runs[0].twin.steps, sensor
+    assert runs[0].twin.rejected_count('client') == 0 and runs[0].twin._robots['client'].accepted == runs[2].k
     for name in RECORD_FIELDS:
         got, want = getattr(records[0], name), getattr(records[1], name)
         if name in ('phase', 'gripper'):

@@ -257,15 +257,18 @@ class TwinLoop:
         self.has_pending[k] = 1
 
     def step(self) -> bool:
-        """One step of the twin (``LabTwin.step``), the pending commands queued first. False, with nothing done, if
-        a robot has :data:`RING` commands in flight (the caller leaves the loop and steps the twin itself)."""
+        """One step of the twin (``LabTwin.step``), the pending commands queued first. If a robot has :data:`RING`
+        commands in flight, the loop leaves, gives the pending commands to the twin and steps it with
+        ``LabTwin.step``, and returns False (the same step; the caller goes on without the loop)."""
         twin = self.twin
         d = twin.data
-        if not loop_pre_step(float(d.time), twin.dt, d.ctrl, d.qfrc_applied, d.qfrc_bias, d.qpos, self.kind, self.n,
-                             self.qpos_i, self.dof_i, self.act_i, self.q_offset, self.decay, self.kv_kp, self.ki_kp,
-                             self.servo_pos, self.servo_vel, self.integral, self.hold, self.gravity_comp, self.delay,
-                             self.pending, self.has_pending, self.ring_t, self.ring_v, self.ring_c, self.ring_head,
-                             self.ring_len, self.counts):
+        if not self._pre_step():
+            pending = [(k, self.pending[k, :self.n[k]].copy()) for k in range(self.n.size) if self.has_pending[k]]
+            self.has_pending[:] = 0
+            self.leave()
+            for k, values in pending:
+                (twin.command_positions if self.kind[k] == ROBOT else twin.command_efforts)(self.names[k], values)
+            twin.step()
             return False
         mujoco.mj_step(twin.model, d)
         twin.steps += 1
@@ -276,6 +279,15 @@ class TwinLoop:
                 if self.noise_i[c] == self.noise.shape[1]:
                     self._draw(c)
         return True
+
+    def _pre_step(self) -> bool:
+        twin = self.twin
+        d = twin.data
+        return loop_pre_step(float(d.time), twin.dt, d.ctrl, d.qfrc_applied, d.qfrc_bias, d.qpos, self.kind, self.n,
+                             self.qpos_i, self.dof_i, self.act_i, self.q_offset, self.decay, self.kv_kp, self.ki_kp,
+                             self.servo_pos, self.servo_vel, self.integral, self.hold, self.gravity_comp, self.delay,
+                             self.pending, self.has_pending, self.ring_t, self.ring_v, self.ring_c, self.ring_head,
+                             self.ring_len, self.counts)
 
     def _draw(self, c: int) -> None:
         """Channel ``c``'s next block of standard normals, from its own generator (``FtChannel``'s stream)."""

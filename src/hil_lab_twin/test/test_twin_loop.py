@@ -106,3 +106,32 @@ def test_the_loop_refuses_what_it_does_not_step_and_names_it():
         loop.enter()
     twin.push_payload('client', (1.0, 0.0, 0.0))
     assert loop.supports() == 'a push on a mock-up'
+
+
+def test_more_commands_in_flight_than_the_ring_holds_go_on_in_the_twins_step():
+    """A client robot with an 80 ms transport delay: the 65th command finds the ring full; the loop leaves and the
+    twin steps itself from there, the same as the readable step all along."""
+    from hil_lab_twin.scene import ServoConfig
+    from hil_lab_twin.twin_loop import RING
+
+    config = _config('serial')
+    slow = (dataclasses.replace(config.robots[0], servo=ServoConfig(delay_s=0.08)),) + config.robots[1:]
+    config = dataclasses.replace(config, robots=slow)
+    ref, fast = LabTwin(config), LabTwin(config)
+    loop = TwinLoop(fast)
+    loop.enter()
+    stepped_in_loop = 0
+    for k in range(120):
+        for ns, values in _commands(ref, k).items():
+            (ref.command_positions if ns in ref.position_robots else ref.command_efforts)(ns, values)
+            if loop.entered:
+                loop.command(loop.target(ns), values)
+            else:
+                (fast.command_positions if ns in fast.position_robots else fast.command_efforts)(ns, values)
+        ref.step()
+        if loop.entered:
+            stepped_in_loop += loop.step()
+        else:
+            fast.step()
+    assert stepped_in_loop == RING and not loop.entered
+    _assert_same(ref, fast)

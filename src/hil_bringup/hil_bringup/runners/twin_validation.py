@@ -52,6 +52,7 @@ from hil_dynamics.servicer import ArmFeedForward, ServicerAdmittance, ServicerMo
 from hil_lab_twin.lockstep import response_delay
 from hil_lab_twin.scene import ArmConfig, FtConfig, TwinConfig, facility_config
 from hil_lab_twin.twin import LabTwin
+from hil_lab_twin.twin_loop import TwinLoop
 from hil_motion_table.kinematics_helpers import FlangeTarget, make_kinematics
 from hil_motion_table.table import MotionTable, TableLimits
 from hil_motion_table.table_loop import TableLoopState
@@ -165,9 +166,14 @@ class TwinFtSensor:
     def wrench(self) -> np.ndarray:
         """``wrench_sensor_in_sensor`` exerted by the environment on the tool (sign of the driver);
         while a tare collects, the sample also goes into it."""
+        return self.wrench_of(self.read()[0])
+
+    def wrench_of(self, raw: np.ndarray) -> np.ndarray:
+        """:meth:`wrench` of the sensor's latest reading ``raw`` (a runner stepping the twin in a
+        :class:`~hil_lab_twin.twin_loop.TwinLoop` has the readings there)."""
         self.chain.gravity.set_sensor_rotation(self.twin.data.site_xmat[self.site_id].reshape(3, 3))
         # the chain works on Python floats: the sample as a list (the same values; NumPy scalars cost more)
-        out = self.chain.process(self.read()[0].tolist())
+        out = self.chain.process(raw.tolist())
         if out is None:
             raise SensorFault(f'twin sensor {self.sensor!r}: non-finite wrench')
         return np.asarray(out)
@@ -219,7 +225,7 @@ class TwinHilMission(RuleStates, MissionLoop):
     """The unforced HIL loop closed through the lab twin (see the module docstring)."""
 
     def __init__(self, scenario: MissionScenario, controller=None, twin_config: TwinConfig | None = None,
-                 delay_compensation: bool = True):
+                 delay_compensation: bool = True, compiled_twin: bool = True):
         super().__init__(scenario, controller, None, forced=controller is not None)
         c, s, v = scenario.client, scenario.servicer, scenario.unforced_validation
         init, _ = initial_states(scenario)
@@ -258,6 +264,13 @@ class TwinHilMission(RuleStates, MissionLoop):
         tare_twin_sensors(self.twin, (self.client_ft, self.wrist_ft), v.tare_s)
         arm = self.twin.joint_state('servicer_arm')
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
+        # the twin's step in compiled calls (TwinLoop, entered at the first step; False: LabTwin.step)
+        self.twin_loop = TwinLoop(self.twin) if compiled_twin else None
+        if self.twin_loop is not None:
+            loop = self.twin_loop
+            self._loop_targets = tuple(loop.target(ns) for ns in ('client', 'servicer', 'servicer_arm'))
+            sensors = self.twin.ft_sensor_names
+            self._loop_channels = (sensors.index('client_ft'), sensors.index('servicer_wrist_ft'))
         self.measured = {'pos_base_in_client': [], 'rpy_base_in_client': []}
 
     # -- MissionLoop interface ----------------------------------------------------------------
@@ -383,14 +396,60 @@ class TwinHilMission(RuleStates, MissionLoop):
         self._wrist_in_flange = kernels.pose_array(self.pose_wrist_sensor_in_flange)
         return fused, command
 
-    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client) -> None:
         # The contact is physical in the twin: the rules read the processed F/T samples instead.
+        loop = self._entered_twin_loop()
+        if loop is not None:
+            self._advance_in_loop(loop, wrench_base_com, tau_arm)
+            return
         cs, ss, tau_q = self.rules(self.client_ft.wrench(), self.wrist_ft.wrench(), wrench_base_com, tau_arm)
         twin, t = self.twin, self.twin.time
         for ns, state in (('client', cs), ('servicer', ss)):
             twin.command_positions(ns, self.table_command(ns, state, twin.joint_positions(ns), t))
         self.twin.command_efforts('servicer_arm', tau_q)
         self.twin.step(self.twin_steps)
+        self._arm_measured()
+
+    def _advance_in_loop(self, loop: TwinLoop, wrench_base_com, tau_arm) -> None:
+        """:meth:`advance` with the twin stepped by its :class:`~hil_lab_twin.twin_loop.TwinLoop` (the same
+        commands, readings and steps, ``test_twin_validation``)."""
+        client, wrist = self._loop_channels
+        cs, ss, tau_q = self.rules(self.client_ft.wrench_of(loop.wrench[client]),
+                                   self.wrist_ft.wrench_of(loop.wrench[wrist]), wrench_base_com, tau_arm)
+        twin, t = self.twin, self.twin.time
+        k_client, k_servicer, k_arm = self._loop_targets
+        loop.command(k_client, self.table_command('client', cs, twin.joint_positions('client'), t))
+        loop.command(k_servicer, self.table_command('servicer', ss, twin.joint_positions('servicer'), t))
+        loop.command(k_arm, tau_q)
+        for _ in range(self.twin_steps):
+            if not loop.step():          # a ring full (the loop has left and the twin stepped itself)
+                self.twin.step(self.twin_steps - 1 - _)
+                break
+        self._arm_measured()
+
+    def _entered_twin_loop(self) -> TwinLoop | None:
+        """The twin's loop, entered now if it was not; None if there is none or it cannot step the twin's state."""
+        loop = self.twin_loop
+        if loop is None or loop.entered:
+            return loop
+        if loop.supports():
+            return None
+        loop.enter()
+        return loop
+
+    def twin_left(self) -> None:
+        """The twin's step state back in its objects (:meth:`TwinLoop.leave`), if its loop was entered."""
+        if self.twin_loop is not None:
+            self.twin_loop.leave()
+
+    def run(self, duration_s: float, record_every_s: float = 0.05, progress=None) -> MissionRecord:
+        try:
+            return super().run(duration_s, record_every_s, progress)
+        finally:
+            self.twin_left()
+
+    def _arm_measured(self) -> None:
+        """The arm's measured joints after a step, and their finite-differenced acceleration."""
         q_arm, dq_arm = self.twin.joint_positions('servicer_arm'), self.twin.joint_velocities('servicer_arm')
         self.ddq_arm = (dq_arm - self.dq_arm) / self.dt
         self.q_arm, self.dq_arm = q_arm, dq_arm
@@ -411,6 +470,7 @@ class TwinHilMission(RuleStates, MissionLoop):
 
     def faults(self) -> dict:
         self.tables_left()
+        self.twin_left()
         return {ns: {k: n for k, n in t.stats.fault_counts.items() if n} for ns, t in self.tables.items()}
 
 
