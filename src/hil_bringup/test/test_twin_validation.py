@@ -135,6 +135,10 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
         a, b = runs[0].twin._ft[sensor][0], runs[2].twin._ft[sensor][0]
         assert np.array_equal(a.wrench, b.wrench) and a.sequence == b.sequence == runs[0].twin.steps, sensor
     assert runs[0].twin.rejected_count('client') == 0 and runs[0].twin._robots['client'].accepted == runs[2].k
+    assert runs[0].fused_steps == runs[0].k == 1000 and runs[2].fused_steps == 0
+    for sensor in ('client_ft', 'wrist_ft'):            # the chains' tool weight as their own steps leave it
+        a, b = getattr(runs[0], sensor).chain.gravity, getattr(runs[2], sensor).chain.gravity
+        assert a.updates == b.updates > 1000 and np.allclose(a.wrench, b.wrench, rtol=0.0, atol=1e-12), sensor
     for name in RECORD_FIELDS:
         got, want = getattr(records[0], name), getattr(records[1], name)
         if name in ('phase', 'gripper'):
@@ -167,3 +171,91 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
             assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
         assert got[0].t == want[0].t and got[1].t == want[1].t
         assert np.abs(want[2]).max() > 1e-3 and np.abs(want[1].twist_base_rel_body - ss0.twist_base_rel_body).max() > 0
+
+
+def _twin_missions(scenario, **kwargs):
+    """A ``TwinHilMission`` with its fused compiled step and one with ``LabTwin.step`` and the rules' and tables'
+    own calls, on the validation scenario."""
+    from hil_bringup.runners.twin_validation import ArmHold, TwinHilMission, validation_scenario
+    from hil_dynamics.servicer import ServicerModel
+
+    sc = validation_scenario(scenario)
+    model = ServicerModel(sc.servicer.urdf, sc.servicer.ee_frame)
+    hold = sc.unforced_validation.arm_hold_bandwidth_rad_s
+    return [TwinHilMission(sc, ArmHold(model, sc.servicer.q_arm_0, hold), compiled_twin=compiled, **kwargs)
+            for compiled in (True, False)]
+
+
+def test_the_compiled_chain_is_the_drivers_chain(scenario):
+    """``mission_kernel.twin_ft_chain_into`` (the tool weight at the sensor's rotation, the tare, the dead band)
+    against ``TwinFtSensor.wrench_of`` (``ToolGravity.set_sensor_rotation``, ``WrenchChain.process``) on random
+    rotations and readings, many of them inside a dead band: to 1e-12; a NaN reading is refused."""
+    import pinocchio as pin
+
+    from hil_bringup.runners import mission_kernel
+
+    mission = _twin_missions(scenario)[1]
+    rng = np.random.default_rng(31)
+    for sensor in (mission.client_ft, mission.wrist_ft):
+        chain, gravity = sensor.chain, sensor.chain.gravity
+        assert chain.tare.active and np.abs(chain.tare.offset).max() > 1.0 and gravity.mass_kg > 1.0
+        xmat = mission.twin.data.site_xmat.copy()
+        inside = 0
+        for _ in range(50):
+            q = rng.normal(size=4)
+            q /= np.linalg.norm(q)
+            xmat[sensor.site_id] = pin.Quaternion(*q).toRotationMatrix().reshape(9)
+            mission.twin.data.site_xmat[sensor.site_id] = xmat[sensor.site_id]
+            gravity.set_sensor_rotation(xmat[sensor.site_id].reshape(3, 3))     # the weight at this rotation
+            raw = gravity.wrench + np.asarray(chain.tare.offset) + rng.normal(0.0, 0.3, 6) * rng.integers(0, 2, 6)
+            want = sensor.wrench_of(raw)
+            got, g_w = np.empty(6), np.empty(6)
+            assert mission_kernel.twin_ft_chain_into(
+                raw, xmat, sensor.site_id, gravity.mass_kg, np.asarray(gravity.gravity, dtype=float), gravity.com,
+                np.asarray(chain.tare.offset, dtype=float), np.asarray(chain.deadband, dtype=float), g_w, got)
+            assert np.abs(got - want).max() <= 1e-12 * max(1.0, np.abs(raw).max())
+            assert np.abs(g_w - np.asarray(gravity.wrench)).max() <= 1e-12 * gravity.mass_kg * 9.81
+            inside += int(np.sum(want == 0.0))
+        assert 50 < inside < 250                     # in and out of the band
+        raw[3] = np.nan
+        assert not mission_kernel.twin_ft_chain_into(raw, xmat, sensor.site_id, gravity.mass_kg,
+                                                     np.asarray(gravity.gravity, dtype=float), gravity.com,
+                                                     np.zeros(6), np.asarray(chain.deadband, dtype=float), g_w, got)
+
+
+def test_a_table_fault_mid_run_goes_on_as_in_the_twins_own_step(scenario):
+    """The servicer table's workspace ends 10 um from its start: the servicer's drift leaves it within the first
+    second, the fused call refuses that command, the table's own step holds and latches the fault, and the run goes
+    on in the separate calls. The records, the measurements and the faults are those of the run without the fused
+    step, to the bit."""
+    from hil_bringup.runners.mission import RECORD_FIELDS
+
+    runs = _twin_missions(scenario)
+    for m in runs:
+        table = m.tables['servicer']
+        x = m.twin.flange_pose('servicer').translation
+        table.workspace_min, table.workspace_max = x - 1e-5, x + 1e-5
+    records = [m.run(1.0, record_every_s=0.05) for m in runs]
+    for name in RECORD_FIELDS:
+        got, want = getattr(records[0], name), getattr(records[1], name)
+        assert (got == want) if name in ('phase', 'gripper') else np.array_equal(got, want, equal_nan=True), name
+    for key, values in runs[0].measured.items():
+        assert np.array_equal(values, runs[1].measured[key]), key
+    faults = runs[0].faults()
+    assert faults == runs[1].faults() and faults['servicer'] and not faults['client']
+    assert 0 < runs[0].fused_steps < runs[0].k
+
+
+def test_a_non_finite_reading_stops_the_compiled_step_and_is_named(scenario):
+    from hil_common.errors import SensorFault
+
+    for m in _twin_missions(scenario):
+        m.steps(5)
+        if m.twin_loop is not None:
+            m.twin_loop.wrench[m._loop_channels[1], 2] = np.nan
+        else:
+            m.twin._ft['servicer_wrist_ft'][0].wrench[2] = np.nan
+        k = m.k
+        with pytest.raises(SensorFault, match="twin sensor 'servicer_wrist_ft': non-finite wrench"):
+            m.steps(1)
+        assert m.k == k

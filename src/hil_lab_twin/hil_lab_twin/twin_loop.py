@@ -168,6 +168,12 @@ class TwinLoop:
         rows = {c._noise.shape[0] for c in self._channels}
         self.noise = np.zeros((nc, rows.pop() if rows else 1, 6))
         self.entered = False
+        d = twin.data          # MuJoCo's arrays are views that stay valid as long as its data
+        #: :func:`loop_pre_step`'s arguments after ``t, dt`` (a caller may run it inside its own compiled call)
+        self.pre_args = (d.ctrl, d.qfrc_applied, d.qfrc_bias, d.qpos, self.kind, self.n, self.qpos_i, self.dof_i,
+                         self.act_i, self.q_offset, self.decay, self.kv_kp, self.ki_kp, self.servo_pos, self.servo_vel,
+                         self.integral, self.hold, self.gravity_comp, self.delay, self.pending, self.has_pending,
+                         self.ring_t, self.ring_v, self.ring_c, self.ring_head, self.ring_len, self.counts)
 
     def target(self, name: str) -> int:
         return self.names.index(name)
@@ -261,15 +267,27 @@ class TwinLoop:
         commands in flight, the loop leaves, gives the pending commands to the twin and steps it with
         ``LabTwin.step``, and returns False (the same step; the caller goes on without the loop)."""
         twin = self.twin
-        d = twin.data
-        if not self._pre_step():
-            pending = [(k, self.pending[k, :self.n[k]].copy()) for k in range(self.n.size) if self.has_pending[k]]
-            self.has_pending[:] = 0
-            self.leave()
-            for k, values in pending:
-                (twin.command_positions if self.kind[k] == ROBOT else twin.command_efforts)(self.names[k], values)
-            twin.step()
+        if not loop_pre_step(float(twin.data.time), twin.dt, *self.pre_args):
+            self.step_refused()
             return False
+        self.finish_step()
+        return True
+
+    def step_refused(self) -> None:
+        """After :func:`loop_pre_step` refused the step (a ring full): leave, give the pending commands to the
+        twin, and step it with ``LabTwin.step``."""
+        twin = self.twin
+        pending = [(k, self.pending[k, :self.n[k]].copy()) for k in range(self.n.size) if self.has_pending[k]]
+        self.has_pending[:] = 0
+        self.leave()
+        for k, values in pending:
+            (twin.command_positions if self.kind[k] == ROBOT else twin.command_efforts)(self.names[k], values)
+        twin.step()
+
+    def finish_step(self) -> None:
+        """The step after :func:`loop_pre_step`: ``mj_step``, then the F/T channels' samples."""
+        twin = self.twin
+        d = twin.data
         mujoco.mj_step(twin.model, d)
         twin.steps += 1
         if loop_ft_sample(float(d.time), d.sensordata, self.adr, self.sums, self.count, self.next_t, self.tol,
@@ -278,16 +296,6 @@ class TwinLoop:
             for c in range(self.noise_i.size):
                 if self.noise_i[c] == self.noise.shape[1]:
                     self._draw(c)
-        return True
-
-    def _pre_step(self) -> bool:
-        twin = self.twin
-        d = twin.data
-        return loop_pre_step(float(d.time), twin.dt, d.ctrl, d.qfrc_applied, d.qfrc_bias, d.qpos, self.kind, self.n,
-                             self.qpos_i, self.dof_i, self.act_i, self.q_offset, self.decay, self.kv_kp, self.ki_kp,
-                             self.servo_pos, self.servo_vel, self.integral, self.hold, self.gravity_comp, self.delay,
-                             self.pending, self.has_pending, self.ring_t, self.ring_v, self.ring_c, self.ring_head,
-                             self.ring_len, self.counts)
 
     def _draw(self, c: int) -> None:
         """Channel ``c``'s next block of standard normals, from its own generator (``FtChannel``'s stream)."""

@@ -36,6 +36,8 @@ from hil_dynamics.kernels import _OPTS, _act_force_add, _finite3, _min_jerk, adm
     arm_torque_command, client_port_step, client_rkmk4_step, free_floating_inputs_step, latched_grasp_step, \
     lockstep_port_step, nominal_acceleration_into, rebase_increment, relative_into, relative_mapping_into, \
     rigid_rkmk4_step
+from hil_lab_twin import twin_loop as _twin_loop
+from hil_lab_twin.twin_loop import loop_pre_step
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.table_kernel import JOINT_LIMIT, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, loop_advance, \
@@ -255,8 +257,87 @@ def twin_table_step(g_body, start, home_y, y_inv, cmd, zeros6, t, table):
     return True
 
 
+@njit(**_OPTS)
+def twin_ft_chain_into(raw, site_xmat, site, mass, gravity, com, offset, deadband, g_w, out):
+    """A twin F/T reading ``raw`` through the driver's chain as ``TwinFtSensor.wrench_of`` runs it (its readable
+    form: ``ToolGravity.set_sensor_rotation`` at the sensor site's rotation ``R`` (row ``site`` of MuJoCo's
+    ``site_xmat``), then ``WrenchChain.process`` with no filter): the tool's weight ``g_w = [m R^T g; c x m R^T g]``,
+    ``out = soft_deadband((raw - g_w) - offset)`` (``offset`` the tare's). Returns False if ``g_w`` or the
+    compensated wrench is not finite (the readable form names it)."""
+    for i in range(3):
+        g_w[i] = mass * (site_xmat[site, i] * gravity[0] + site_xmat[site, 3 + i] * gravity[1]
+                         + site_xmat[site, 6 + i] * gravity[2])
+    g_w[3] = com[1] * g_w[2] - com[2] * g_w[1]
+    g_w[4] = com[2] * g_w[0] - com[0] * g_w[2]
+    g_w[5] = com[0] * g_w[1] - com[1] * g_w[0]
+    for i in range(6):
+        v = (raw[i] - g_w[i]) - offset[i]
+        if not (np.isfinite(v) and np.isfinite(g_w[i])):
+            return False
+        w = deadband[i]
+        out[i] = 0.0 if abs(v) <= w else (v - w if v > 0 else v + w)
+    return True
+
+
+#: ``twin_loop_step``'s flags: the rules refused their inputs (nothing done); a table refused its command; the twin's
+#: step refused (a ring full)
+LOOP_RULES_REFUSED, LOOP_CLIENT_TABLE_REFUSED, LOOP_SERVICER_TABLE_REFUSED, LOOP_TWIN_REFUSED = 1, 2, 4, 8
+
+
+@njit(**_OPTS)
+def _loop_table(g_body, table, q_index, qpos, t, pending, has_pending, k):
+    """:func:`twin_loop_step`'s table: ``table = (start, home_y, y_inv, cmd, zeros6, loop args)``, its IK seeded
+    with the measured joints ``qpos[q_index[0]] + q_index[1]``; True with its ``q_cmd`` pending for target ``k``."""
+    args = table[5]
+    seed = args[0]
+    idx, off = q_index
+    for j in range(seed.size):
+        seed[j] = qpos[idx[j]] + off[j]
+    if not twin_table_step(g_body, table[0], table[1], table[2], table[3], table[4], t, args):
+        return False
+    q_cmd = args[1]
+    for j in range(q_cmd.size):
+        pending[k, j] = q_cmd[j]
+    has_pending[k] = 1
+    return True
+
+
+@njit(**_OPTS)
+def twin_loop_step(readings, client_chain, wrist_chain, rules, w_client_sensor, w_wrist_sensor, g_c, g_s, tau_q,
+                   client_table, servicer_table, t, qpos, q_client, q_servicer, pending, has_pending, targets,
+                   twin_dt, twin_pre):
+    """``TwinHilMission``'s step up to the twin's in one call: both F/T readings (rows ``chain[0]`` of
+    ``readings``, the ``TwinLoop``'s) through their chains (:func:`twin_ft_chain_into` on ``chain[1:]``, into
+    ``w_client_sensor`` and ``w_wrist_sensor``, which ``rules`` holds), the rules (:func:`twin_rules_step` on
+    ``rules``: its ``g_c``, ``g_s`` (the servicer's new poses' second row) and ``tau_q`` are the arrays given
+    here), each table's step (:func:`_loop_table`) on its new body pose at ``t``, and the commands (the tables'
+    ``q_cmd``, ``tau_q``) as the loop's pending commands of ``targets`` (client, servicer, arm), then, if no table
+    refused, the twin's step up to ``mj_step`` (``twin_loop.loop_pre_step`` at ``t`` on ``twin_pre``, the
+    ``TwinLoop``'s ``pre_args``). Returns the ``LOOP_*`` flags: with ``LOOP_RULES_REFUSED`` nothing is done; a
+    refused table's state is as it was and its command not pending (the table's own step then runs it, and the
+    caller the twin's step); ``LOOP_TWIN_REFUSED``: ``loop_pre_step`` refused (a ring full), nothing of the twin's
+    done."""
+    c, w = client_chain, wrist_chain
+    if not (twin_ft_chain_into(readings[c[0]], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], w_client_sensor)
+            and twin_ft_chain_into(readings[w[0]], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w_wrist_sensor)):
+        return LOOP_RULES_REFUSED
+    if not twin_rules_step(*rules):
+        return LOOP_RULES_REFUSED
+    flags = 0
+    if not _loop_table(g_c, client_table, q_client, qpos, t, pending, has_pending, targets[0]):
+        flags |= LOOP_CLIENT_TABLE_REFUSED
+    if not _loop_table(g_s, servicer_table, q_servicer, qpos, t, pending, has_pending, targets[1]):
+        flags |= LOOP_SERVICER_TABLE_REFUSED
+    for j in range(tau_q.size):
+        pending[targets[2], j] = tau_q[j]
+    has_pending[targets[2]] = 1
+    if flags == 0 and not loop_pre_step(t, twin_dt, *twin_pre):
+        flags |= LOOP_TWIN_REFUSED
+    return flags
+
+
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.
-drop_stale_code(globals(), _kernels, _obsw_kernel, _servicer_kernel, _table_kernel, _ik_kernel)
+drop_stale_code(globals(), _kernels, _obsw_kernel, _servicer_kernel, _table_kernel, _ik_kernel, _twin_loop)
 
 
 if __name__ == '__main__':

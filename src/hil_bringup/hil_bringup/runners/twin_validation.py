@@ -266,6 +266,7 @@ class TwinHilMission(RuleStates, MissionLoop):
         self.q_arm, self.dq_arm, self.ddq_arm = arm.positions, arm.velocities, np.zeros(self.model.n)
         # the twin's step in compiled calls (TwinLoop, entered at the first step; False: LabTwin.step)
         self.twin_loop = TwinLoop(self.twin) if compiled_twin else None
+        self.fused_steps = 0             # steps whose chains, rules and tables ran in one call (twin_loop_step)
         if self.twin_loop is not None:
             loop = self.twin_loop
             self._loop_targets = tuple(loop.target(ns) for ns in ('client', 'servicer', 'servicer_arm'))
@@ -299,6 +300,14 @@ class TwinHilMission(RuleStates, MissionLoop):
         """:meth:`rules_reference` in one compiled call (:func:`hil_bringup.runners.mission_kernel.twin_rules_step`;
         ``test_twin_validation`` holds the two to 1e-12) for the rules' compiled forms and float64 vectors; else, or
         for an input that is not finite (which the rules' methods name), :meth:`rules_reference`."""
+        call = self._rules_call(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+        if call is None or not mission_kernel.twin_rules_step(*call[0]):
+            return self.rules_reference(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+        return self._rules_done(call)
+
+    def _rules_call(self, w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm):
+        """``(twin_rules_step's arguments, the client's arrays, poses, x, tau_q)``: the compiled call of
+        :meth:`rules` on these inputs, its outputs' arrays; None where :meth:`rules_reference` runs instead."""
         work = self.__dict__.get('_rules_work')
         if work is None:
             work = self._rules_work = self._rules_setup()
@@ -308,22 +317,26 @@ class TwinHilMission(RuleStates, MissionLoop):
                 type(v) is np.ndarray and v.dtype == np.float64 and v.flags.c_contiguous for v in vectors) \
                 or not (w_client_sensor.shape == w_wrist_sensor.shape == wrench_base_com.shape == (6,)
                         and tau_arm.shape == self.q_arm.shape == self.dq_arm.shape == self.ddq_arm.shape == (n,)):
-            return self.rules_reference(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+            return None
         fused, command = work
         client_arrays, constants = self.client_rule.step_arrays()
         ss = self.servicer_rule.state
         g_n, g_s = ss.pose_arrays()
         poses, x, tau_q = np.empty((2, 12)), np.empty(12), np.empty(n)
-        if not mission_kernel.twin_rules_step(
-                self.dt, self._sensor_in_client, w_client_sensor, self._wrist_in_flange, w_wrist_sensor, np.empty(6),
+        args = (self.dt, self._sensor_in_client, w_client_sensor, self._wrist_in_flange, w_wrist_sensor, np.empty(6),
                 np.empty(6), *client_arrays, *constants, g_n, ss.twist_nominal_body, g_s, ss.twist_base_rel_body,
                 self.q_arm, self.dq_arm, self.ddq_arm, wrench_base_com, fused.ee_joint, fused.placement, fused.fext,
                 fused.zero_fext, fused.chain, *self.servicer_rule.nominal_matrices(), fused.work, fused.work_ic, poses,
                 x, tau_arm, command.chain, command.lab_gravity, command.nominal_in_lab,
-                *self.feedforward.kernel_weights(), command.work, command.work_ic, command.tw, np.empty(6), tau_q):
-            return self.rules_reference(w_client_sensor, w_wrist_sensor, wrench_base_com, tau_arm)
+                *self.feedforward.kernel_weights(), command.work, command.work_ic, command.tw, np.empty(6), tau_q)
+        return args, client_arrays, poses, x, tau_q
+
+    def _rules_done(self, call):
+        """The rules' new states (kept) and ``tau_q`` after ``twin_rules_step`` ran on :meth:`_rules_call`'s ``call``."""
+        _, client_arrays, poses, x, tau_q = call
         cs = self.client_rule.finish_step(self.dt, client_arrays)
-        ss = self.servicer_rule.state = ServicerState.of_arrays(ss.t + self.dt, poses[0], x[:6], poses[1], x[6:])
+        ss = self.servicer_rule.state = ServicerState.of_arrays(self.servicer_rule.state.t + self.dt, poses[0], x[:6],
+                                                                poses[1], x[6:])
         return cs, ss, tau_q
 
     def table_command_reference(self, ns: str, state, q_measured, t: float) -> np.ndarray:
@@ -412,7 +425,39 @@ class TwinHilMission(RuleStates, MissionLoop):
 
     def _advance_in_loop(self, loop: TwinLoop, wrench_base_com, tau_arm) -> None:
         """:meth:`advance` with the twin stepped by its :class:`~hil_lab_twin.twin_loop.TwinLoop` (the same
-        commands, readings and steps, ``test_twin_validation``)."""
+        commands, readings and steps, ``test_twin_validation``): the F/T chains, the rules and the tables in one
+        compiled call (:func:`hil_bringup.runners.mission_kernel.twin_loop_step`) where they all have their compiled
+        forms, else in their own calls; a table that refuses its command in that call runs :meth:`table_command`."""
+        fused = self._fused_loop_call(loop, wrench_base_com, tau_arm)
+        if fused is not None:
+            rules_call, chains, tables, q_index = fused
+            t = self.twin.time
+            flags = mission_kernel.twin_loop_step(
+                loop.wrench, chains[0], chains[1], rules_call[0], rules_call[0][2], rules_call[0][4],
+                rules_call[1][2], rules_call[2][1], rules_call[4], tables[0], tables[1], t, self.twin.data.qpos,
+                q_index[0], q_index[1], loop.pending, loop.has_pending, self._loop_targets_array, self.twin.dt,
+                loop.pre_args)
+            if not flags & mission_kernel.LOOP_RULES_REFUSED:
+                self.fused_steps += 1
+                self._chain_steps += 1
+                self._chain_last_compiled = True
+                cs, ss, _ = self._rules_done(rules_call)
+                for ns, state, refused, k in (('client', cs, mission_kernel.LOOP_CLIENT_TABLE_REFUSED, 0),
+                                              ('servicer', ss, mission_kernel.LOOP_SERVICER_TABLE_REFUSED, 1)):
+                    if flags & refused:
+                        loop.command(self._loop_targets[k],
+                                     self.table_command(ns, state, self.twin.joint_positions(ns), t))
+                if flags == 0:                    # the first twin step's pre-step is done
+                    loop.finish_step()
+                    self._loop_steps(loop, self.twin_steps - 1)
+                elif flags & mission_kernel.LOOP_TWIN_REFUSED:
+                    loop.step_refused()
+                    self.twin.step(self.twin_steps - 1)
+                    self._arm_measured()
+                else:
+                    self._loop_steps(loop, self.twin_steps)
+                return
+        self._chain_last_compiled = False
         client, wrist = self._loop_channels
         cs, ss, tau_q = self.rules(self.client_ft.wrench_of(loop.wrench[client]),
                                    self.wrist_ft.wrench_of(loop.wrench[wrist]), wrench_base_com, tau_arm)
@@ -421,11 +466,71 @@ class TwinHilMission(RuleStates, MissionLoop):
         loop.command(k_client, self.table_command('client', cs, twin.joint_positions('client'), t))
         loop.command(k_servicer, self.table_command('servicer', ss, twin.joint_positions('servicer'), t))
         loop.command(k_arm, tau_q)
-        for _ in range(self.twin_steps):
+        self._loop_steps(loop, self.twin_steps)
+
+    def _loop_steps(self, loop: TwinLoop, n: int) -> None:
+        """``n`` twin steps by its loop, then the arm's measured joints."""
+        for i in range(n):
             if not loop.step():          # a ring full (the loop has left and the twin stepped itself)
-                self.twin.step(self.twin_steps - 1 - _)
+                self.twin.step(n - 1 - i)
                 break
         self._arm_measured()
+
+    def _fused_loop_call(self, loop: TwinLoop, wrench_base_com, tau_arm):
+        """``(rules call, chains, tables, joint indices)`` of ``twin_loop_step``, or None where its parts are not all
+        compiled: a chain with a filter, no tool weight or dead band, or a tare collecting; a table without its loop
+        state, or with a latched fault."""
+        setup = self.__dict__.get('_loop_setup')
+        if setup is None:
+            setup = self._loop_setup = self._fused_loop_setup(loop)
+        sensors = (self.client_ft, self.wrist_ft)
+        if setup is False or any(sensor.chain.tare.collecting for sensor in sensors):
+            return None
+        if any(sensor.chain.tare.count != tares for sensor, tares in zip(sensors, setup[3])):
+            self._chains_left()                  # a new tare: its offset into the chains' arguments
+            setup = self._loop_setup = self._fused_loop_setup(loop)
+            if setup is False:
+                return None
+        rules_call = self._rules_call(np.empty(6), np.empty(6), wrench_base_com, tau_arm)
+        loops = self.__dict__.get('_table_loops')
+        if loops is None:
+            loops = self._table_loops = self._table_loops_setup()
+        if rules_call is None or set(loops) != {'client', 'servicer'} or any(t.latched_faults
+                                                                             for t in self.tables.values()):
+            return None
+        if not self._tables_entered:
+            for entered, *_ in loops.values():
+                entered.enter()
+            self._tables_entered = True
+        return rules_call, setup[0], setup[1], setup[2]
+
+    def _fused_loop_setup(self, loop: TwinLoop):
+        """The chains' and tables' arguments of ``twin_loop_step`` (made once; the chains' again after a new tare),
+        and the tare counts they hold; False if a chain has a step with no compiled form."""
+        chains = []
+        for sensor, channel in zip((self.client_ft, self.wrist_ft), self._loop_channels):
+            chain = sensor.chain
+            if chain.filter is not None or chain.gravity is None or chain.deadband is None:
+                return False
+            tare = chain.tare
+            offset = np.array(tare.offset if chain.tare_enabled and tare.active else [0.0] * 6, dtype=float)
+            g = chain.gravity
+            chains.append((channel, self.twin.data.site_xmat, sensor.site_id, g.mass_kg, np.array(g.gravity, dtype=float),
+                           np.array(g.com, dtype=float), offset, np.array(chain.deadband, dtype=float), np.empty(6)))
+        loops = self.__dict__.get('_table_loops')
+        if loops is None:
+            loops = self._table_loops = self._table_loops_setup()
+        if set(loops) != {'client', 'servicer'}:
+            return False
+        tables = []
+        for ns in ('client', 'servicer'):
+            loop_state, seed, args, start, home_y, y_inv, cmd = loops[ns]
+            tables.append((start, home_y, y_inv, cmd, _ZEROS_6, args))
+        q_index = tuple((loop.qpos_i[k, :loop.n[k]].copy(), loop.q_offset[k, :loop.n[k]].copy())
+                        for k in self._loop_targets[:2])
+        self._loop_targets_array = np.array(self._loop_targets, dtype=np.int64)
+        self._chain_steps = 0
+        return tuple(chains), tuple(tables), q_index, tuple(s.chain.tare.count for s in (self.client_ft, self.wrist_ft))
 
     def _entered_twin_loop(self) -> TwinLoop | None:
         """The twin's loop, entered now if it was not; None if there is none or it cannot step the twin's state."""
@@ -438,9 +543,24 @@ class TwinHilMission(RuleStates, MissionLoop):
         return loop
 
     def twin_left(self) -> None:
-        """The twin's step state back in its objects (:meth:`TwinLoop.leave`), if its loop was entered."""
+        """The twin's step state back in its objects (:meth:`TwinLoop.leave`), if its loop was entered, and the
+        chains' tool weight as their compiled form left it (:meth:`_chains_left`)."""
         if self.twin_loop is not None:
             self.twin_loop.leave()
+        self._chains_left()
+
+    def _chains_left(self) -> None:
+        """Each chain's ``ToolGravity`` as ``set_sensor_rotation`` would have left it after the compiled chains'
+        steps since the last call: its last weight and its update count."""
+        steps = self.__dict__.get('_chain_steps', 0)
+        if not steps:
+            return
+        self._chain_steps = 0
+        for sensor, chain_args in zip((self.client_ft, self.wrist_ft), self._loop_setup[0]):
+            gravity = sensor.chain.gravity
+            if self._chain_last_compiled:
+                gravity.wrench, gravity.has_orientation = tuple(chain_args[8].tolist()), True
+            gravity.updates += steps
 
     def run(self, duration_s: float, record_every_s: float = 0.05, progress=None) -> MissionRecord:
         try:
