@@ -733,7 +733,13 @@ def warm_up() -> None:
     few steps of each runner (``./dev`` runs it after any change of the packages)."""
     from hil_bringup.scenario import load_scenario
 
+    from hil_bringup.runners.twin_validation import ArmHold, TwinHilMission, validation_scenario
+
     scenario = load_scenario('envisat_capture')
     for cls in (HilMission, AbsoluteMission):
         mission = cls(scenario)
         mission.steps(2 * mission.obsw_every)
+    validation = validation_scenario(scenario)        # the twin runner's fused step (twin_loop_step)
+    twin = TwinHilMission(validation, ArmHold(ServicerModel(validation.servicer.urdf, validation.servicer.ee_frame),
+                                              validation.servicer.q_arm_0, 1.0))
+    twin.steps(2)
