@@ -67,14 +67,10 @@ def main(duration_s: float = 3.0) -> None:
     vsc = validation_scenario(sc)
     v = vsc.unforced_validation
     model = ServicerModel(vsc.servicer.urdf, vsc.servicer.ee_frame)
-    twin = TwinHilMission(vsc, ArmHold(model, vsc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s))
-    for _ in range(int(round(WARM_S / twin.dt))):
-        twin.step()
-    t0 = time.process_time()
-    n = int(round(duration_s / twin.dt))
-    for _ in range(n):
-        twin.step()
-    _factor('TwinHilMission (twin in the loop, unforced)', duration_s, time.process_time() - t0, 5.0, aba, n)
+    # as the other runners (and MissionLoop.run): a record every 0.05 s, the steps between in MissionLoop.steps
+    cpu, steps = _mission(TwinHilMission, vsc, duration_s,
+                          controller=ArmHold(model, vsc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s))
+    _factor('TwinHilMission (twin in the loop, unforced)', duration_s, cpu, 5.0, aba, steps)
 
     from hil_teleop.config import TeleopConfig
     from hil_bringup.runners.teleop import run_teleop

@@ -136,6 +136,8 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
         assert np.array_equal(a.wrench, b.wrench) and a.sequence == b.sequence == runs[0].twin.steps, sensor
     assert runs[0].twin.rejected_count('client') == 0 and runs[0].twin._robots['client'].accepted == runs[2].k
     assert runs[0].fused_steps == runs[0].k == 1000 and runs[2].fused_steps == 0
+    # all but the OBSW's ticks' steps in the quiet calls (mj_step inside); the Python step none
+    assert runs[0].compiled_steps == 1000 and runs[1].compiled_steps == runs[2].compiled_steps == 0
     for sensor in ('client_ft', 'wrist_ft'):            # the chains' tool weight as their own steps leave it
         a, b = getattr(runs[0], sensor).chain.gravity, getattr(runs[2], sensor).chain.gravity
         assert a.updates == b.updates > 1000 and np.allclose(a.wrench, b.wrench, rtol=0.0, atol=1e-12), sensor

@@ -17,11 +17,15 @@ the grip between two robots, pushes on a mock-up.
 
 from __future__ import annotations
 
+import ctypes
 import heapq
+from pathlib import Path
 
 import mujoco
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from hil_common.errors import ConfigError, InputError
 from hil_lab_twin.ft import MUJOCO_SIGN
@@ -30,6 +34,44 @@ _OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 RING = 64            # commands in flight per robot (a delay of 64 steps); more: the loop refuses the command
 ROBOT, ARM = 0, 1    # ``kind`` of a target
 DUE_EPS = 1e-9       # DelayLine.pop_due's tolerance [s]
+
+
+@intrinsic
+def _call_c_model_data(typingctx, function, model, data):
+    """``function(model, data)`` for the C function at address ``function`` taking two pointers (``void f(const
+    mjModel*, mjData*)``), the three given as int64 addresses: MuJoCo's ``mj_step`` from compiled code (the address
+    an argument, so the caller's code is cached as any other)."""
+    def codegen(context, builder, signature, args):
+        address, m, d = args
+        pointer = ir.IntType(8).as_pointer()
+        function_type = ir.FunctionType(ir.VoidType(), [pointer, pointer])
+        builder.call(builder.inttoptr(address, function_type.as_pointer()),
+                     [builder.inttoptr(m, pointer), builder.inttoptr(d, pointer)])
+        return context.get_dummy_value()
+    return types.void(types.int64, types.int64, types.int64), codegen
+
+
+@njit(**_OPTS)
+def loop_mj_step(mj):
+    """``mujoco.mj_step`` on ``mj = (mj_step's address, the model's, the data's)`` (:meth:`TwinLoop.mj`). Unlike the
+    Python binding's call, a MuJoCo error inside it is not a Python exception: MuJoCo's own handler prints it and ends
+    the process (warnings are counted in the data, as with the binding)."""
+    _call_c_model_data(mj[0], mj[1], mj[2])
+
+
+_MJ_STEP_ADDRESS = []
+
+
+def mj_step_address() -> int:
+    """The address of ``mj_step`` in the MuJoCo library the ``mujoco`` package loaded (the same library: the same
+    file, opened again)."""
+    if not _MJ_STEP_ADDRESS:
+        libraries = sorted(Path(mujoco.__file__).parent.glob('libmujoco.so*'))
+        if not libraries:
+            raise ConfigError(f'no libmujoco.so* beside {mujoco.__file__}')
+        library = ctypes.CDLL(str(libraries[0]))
+        _MJ_STEP_ADDRESS.append(ctypes.cast(library.mj_step, ctypes.c_void_p).value)
+    return _MJ_STEP_ADDRESS[0]
 
 
 @njit(**_OPTS)
@@ -174,6 +216,11 @@ class TwinLoop:
                          self.act_i, self.q_offset, self.decay, self.kv_kp, self.ki_kp, self.servo_pos, self.servo_vel,
                          self.integral, self.hold, self.gravity_comp, self.delay, self.pending, self.has_pending,
                          self.ring_t, self.ring_v, self.ring_c, self.ring_head, self.ring_len, self.counts)
+        #: :func:`loop_ft_sample`'s arguments after ``t``
+        self.post_args = (d.sensordata, self.adr, self.sums, self.count, self.next_t, self.tol, self.period, self.bias,
+                          self.std, self.noise, self.noise_i, self.wrench, self.stamp, self.sequence)
+        #: :func:`loop_mj_step`'s ``mj``: ``mj_step``'s address, the model's and the data's (valid while the twin is)
+        self.mj = (mj_step_address(), twin.model._address, d._address)
 
     def target(self, name: str) -> int:
         return self.names.index(name)
@@ -290,12 +337,14 @@ class TwinLoop:
         d = twin.data
         mujoco.mj_step(twin.model, d)
         twin.steps += 1
-        if loop_ft_sample(float(d.time), d.sensordata, self.adr, self.sums, self.count, self.next_t, self.tol,
-                          self.period, self.bias, self.std, self.noise, self.noise_i, self.wrench, self.stamp,
-                          self.sequence):
-            for c in range(self.noise_i.size):
-                if self.noise_i[c] == self.noise.shape[1]:
-                    self._draw(c)
+        if loop_ft_sample(float(d.time), *self.post_args):
+            self.draw_used_up()
+
+    def draw_used_up(self) -> None:
+        """A new block of standard normals for each channel that used up its own."""
+        for c in range(self.noise_i.size):
+            if self.noise_i[c] == self.noise.shape[1]:
+                self._draw(c)
 
     def _draw(self, c: int) -> None:
         """Channel ``c``'s next block of standard normals, from its own generator (``FtChannel``'s stream)."""

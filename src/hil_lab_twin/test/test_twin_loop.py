@@ -135,3 +135,32 @@ def test_more_commands_in_flight_than_the_ring_holds_go_on_in_the_twins_step():
             fast.step()
     assert stepped_in_loop == RING and not loop.entered
     _assert_same(ref, fast)
+
+
+def test_mj_step_from_compiled_code_is_the_bindings_own():
+    """``loop_mj_step`` (MuJoCo's ``mj_step`` called from compiled code at its address) against ``mujoco.mj_step``:
+    two twins with the same commands, 300 steps, the same data to the bit; the time advances as MuJoCo adds it."""
+    import mujoco
+
+    from hil_lab_twin.twin_loop import loop_ft_sample, loop_mj_step, loop_pre_step
+
+    ref, fast = LabTwin(_config('serial')), LabTwin(_config('serial'))
+    loop_ref, loop = TwinLoop(ref), TwinLoop(fast)
+    loop_ref.enter()
+    loop.enter()
+    t = fast.time
+    for k in range(300):
+        for ns, values in _commands(ref, k).items():
+            loop_ref.command(loop_ref.target(ns), values)
+            loop.command(loop.target(ns), values)
+        assert loop_pre_step(ref.time, ref.dt, *loop_ref.pre_args) and loop_pre_step(t, fast.dt, *loop.pre_args)
+        mujoco.mj_step(ref.model, ref.data)
+        loop_mj_step(loop.mj)
+        t = t + fast.dt
+        assert fast.data.time == t == ref.data.time
+        for twin_loop, now in ((loop_ref, ref.time), (loop, t)):
+            if loop_ft_sample(now, *twin_loop.post_args):
+                twin_loop.draw_used_up()
+    for field in ('qpos', 'qvel', 'act', 'ctrl', 'qacc', 'sensordata'):
+        assert np.array_equal(getattr(ref.data, field), getattr(fast.data, field)), field
+    assert np.array_equal(loop_ref.wrench, loop.wrench) and np.abs(fast.data.qvel).max() > 1e-3

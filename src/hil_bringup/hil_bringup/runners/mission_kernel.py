@@ -37,7 +37,7 @@ from hil_dynamics.kernels import _OPTS, _act_force_add, _finite3, _min_jerk, adm
     lockstep_port_step, nominal_acceleration_into, rebase_increment, relative_into, relative_mapping_into, \
     rigid_rkmk4_step
 from hil_lab_twin import twin_loop as _twin_loop
-from hil_lab_twin.twin_loop import loop_pre_step
+from hil_lab_twin.twin_loop import loop_ft_sample, loop_mj_step, loop_pre_step
 from hil_motion_table import ik_kernel as _ik_kernel
 from hil_motion_table import table_kernel as _table_kernel
 from hil_motion_table.table_kernel import JOINT_LIMIT, SINGULAR, UNREACHABLE, WORKSPACE_EXIT, command_ok, loop_advance, \
@@ -334,6 +334,46 @@ def twin_loop_step(readings, client_chain, wrist_chain, rules, w_client_sensor, 
     if flags == 0 and not loop_pre_step(t, twin_dt, *twin_pre):
         flags |= LOOP_TWIN_REFUSED
     return flags
+
+
+@njit(**_OPTS)
+def twin_quiet_steps(n, t, dt, readings, client_chain, wrist_chain, rules, w_client_sensor, w_wrist_sensor, g_c,
+                     poses, x, tau_q, servicer, q, dq, ddq, client_table, servicer_table, qpos, qvel, q_client,
+                     q_servicer, q_arm, dq_arm, pending, has_pending, targets, twin_pre, mj, twin_post, out):
+    """Up to ``n`` steps of ``TwinHilMission.advance`` (one twin step each, the OBSW's command held) in one call:
+    per step :func:`twin_loop_step` at the twin's time ``t``, the servicer's new state copied into the arrays the rules
+    read (``servicer = (g_n, V_n, g_s, V_s)``, from ``poses`` and ``x``), ``mj_step`` (``twin_loop.loop_mj_step`` on
+    ``mj``; ``t += dt`` as MuJoCo adds its step), the F/T channels' samples (``twin_loop.loop_ft_sample`` on
+    ``twin_post``), the arm's measured joints ``q``, ``dq`` (``qpos[q_arm]``, ``qvel[dq_arm]``) and ``ddq = (dq' -
+    dq) / dt``, all in the arrays ``rules`` holds. Returns the steps done. It stops after a step whose F/T sample
+    used up a channel's noise rows (``out[1] = 1``: the caller draws the next block), and in a step whose
+    ``twin_loop_step`` returned flags (``out[0]``, that step as that call leaves it, for the caller to finish)."""
+    g_n, v_n, g_s, v_s = servicer
+    out[0] = 0
+    out[1] = 0
+    for i in range(n):
+        flags = twin_loop_step(readings, client_chain, wrist_chain, rules, w_client_sensor, w_wrist_sensor, g_c,
+                               poses[1], tau_q, client_table, servicer_table, t, qpos, q_client, q_servicer, pending,
+                               has_pending, targets, dt, twin_pre)
+        if flags:
+            out[0] = flags
+            return i
+        g_n[:] = poses[0]
+        v_n[:] = x[:6]
+        g_s[:] = poses[1]
+        v_s[:] = x[6:]
+        loop_mj_step(mj)
+        t = t + dt
+        used_up = loop_ft_sample(t, *twin_post)
+        for j in range(q.size):
+            q[j] = qpos[q_arm[j]]
+            dq_new = qvel[dq_arm[j]]
+            ddq[j] = (dq_new - dq[j]) / dt
+            dq[j] = dq_new
+        if used_up:
+            out[1] = 1
+            return i + 1
+    return n
 
 
 # This module's kernels compile in those of the modules named here: their cached code goes when those change.

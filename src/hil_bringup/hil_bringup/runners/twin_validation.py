@@ -442,20 +442,7 @@ class TwinHilMission(RuleStates, MissionLoop):
                 self._chain_steps += 1
                 self._chain_last_compiled = True
                 cs, ss, _ = self._rules_done(rules_call)
-                for ns, state, refused, k in (('client', cs, mission_kernel.LOOP_CLIENT_TABLE_REFUSED, 0),
-                                              ('servicer', ss, mission_kernel.LOOP_SERVICER_TABLE_REFUSED, 1)):
-                    if flags & refused:
-                        loop.command(self._loop_targets[k],
-                                     self.table_command(ns, state, self.twin.joint_positions(ns), t))
-                if flags == 0:                    # the first twin step's pre-step is done
-                    loop.finish_step()
-                    self._loop_steps(loop, self.twin_steps - 1)
-                elif flags & mission_kernel.LOOP_TWIN_REFUSED:
-                    loop.step_refused()
-                    self.twin.step(self.twin_steps - 1)
-                    self._arm_measured()
-                else:
-                    self._loop_steps(loop, self.twin_steps)
+                self._finish_fused_step(loop, flags, cs, ss, t)
                 return
         self._chain_last_compiled = False
         client, wrist = self._loop_channels
@@ -467,6 +454,77 @@ class TwinHilMission(RuleStates, MissionLoop):
         loop.command(k_servicer, self.table_command('servicer', ss, twin.joint_positions('servicer'), t))
         loop.command(k_arm, tau_q)
         self._loop_steps(loop, self.twin_steps)
+
+    def _finish_fused_step(self, loop: TwinLoop, flags: int, cs, ss, t: float) -> None:
+        """The step from time ``t`` after ``twin_loop_step`` returned ``flags`` (not ``LOOP_RULES_REFUSED``), the
+        rules' new states ``cs``, ``ss``: a refused table's command by :meth:`table_command`, then the twin's steps
+        and the arm's measured joints."""
+        for ns, state, refused, k in (('client', cs, mission_kernel.LOOP_CLIENT_TABLE_REFUSED, 0),
+                                      ('servicer', ss, mission_kernel.LOOP_SERVICER_TABLE_REFUSED, 1)):
+            if flags & refused:
+                loop.command(self._loop_targets[k], self.table_command(ns, state, self.twin.joint_positions(ns), t))
+        if flags == 0:                    # the first twin step's pre-step is done
+            loop.finish_step()
+            self._loop_steps(loop, self.twin_steps - 1)
+        elif flags & mission_kernel.LOOP_TWIN_REFUSED:
+            loop.step_refused()
+            self.twin.step(self.twin_steps - 1)
+            self._arm_measured()
+        else:
+            self._loop_steps(loop, self.twin_steps)
+
+    def quiet_steps(self, n: int) -> tuple[int, bool]:
+        """:meth:`MissionLoop.quiet_steps`: up to ``n`` steps, to the OBSW's next tick, in one compiled call
+        (:func:`hil_bringup.runners.mission_kernel.twin_quiet_steps`: per step what :meth:`advance` does with the
+        fused call, ``mj_step`` and the F/T samples inside), on the rules' states copied into arrays the call steps in
+        place and handed back after it. None (``(0, False)``) without the twin's loop and the fused call's compiled
+        forms, or with more than one twin step per step; a step the call refuses part-way is finished here as
+        :meth:`advance` finishes it; one whose inputs the rules refuse is left to the Python step, which names
+        them."""
+        loop = self._entered_twin_loop()
+        held = self._held_inputs()
+        if loop is None or self.twin_steps != 1 or held is None:
+            return 0, False
+        m = n if self.controller is None else min(n, self.obsw_every - self.k % self.obsw_every)
+        ss0 = self.servicer_rule.state
+        g_n, g_s = ss0.pose_arrays()
+        servicer = (g_n.copy(), np.array(ss0.twist_nominal_body, dtype=float), g_s.copy(),
+                    np.array(ss0.twist_base_rel_body, dtype=float))
+        self.servicer_rule.state = ServicerState.of_arrays(ss0.t, *servicer)      # what the call steps in place
+        self.q_arm, self.dq_arm, self.ddq_arm = (np.array(a, dtype=float) for a in (self.q_arm, self.dq_arm,
+                                                                                       self.ddq_arm))
+        fused = self._fused_loop_call(loop, *held)
+        if fused is None:
+            self.servicer_rule.state = ss0
+            return 0, False
+        (args, client_arrays, poses, x, tau_q), chains, tables, q_index = fused
+        out, twin, dt = self._quiet_out, self.twin, self.dt
+        t0 = twin.time
+        done = mission_kernel.twin_quiet_steps(
+            m, t0, twin.dt, loop.wrench, chains[0], chains[1], args, args[2], args[4], client_arrays[2], poses, x,
+            tau_q, servicer, self.q_arm, self.dq_arm, self.ddq_arm, tables[0], tables[1], twin.data.qpos,
+            twin.data.qvel, q_index[0], q_index[1], self._arm_index[0], self._arm_index[1], loop.pending,
+            loop.has_pending, self._loop_targets_array, loop.pre_args, loop.mj, loop.post_args, out)
+        flags = int(out[0])
+        twin.steps += done
+        self.fused_steps += done
+        self._chain_steps += done
+        self._chain_last_compiled = True
+        if out[1]:
+            loop.draw_used_up()
+        rules_done = done + (1 if flags and not flags & mission_kernel.LOOP_RULES_REFUSED else 0)
+        t_c, t_s = self.client_rule.state.t, ss0.t
+        for _ in range(rules_done):           # the states' times as the steps add them
+            t_c, t_s = t_c + dt, t_s + dt
+        cs = self.client_rule.adopt(t_c, client_arrays) if rules_done else self.client_rule.state
+        if rules_done > done:                 # step `done` stopped after its rules: its new servicer state, then the rest
+            self.fused_steps += 1
+            self._chain_steps += 1
+            ss = self.servicer_rule.state = ServicerState.of_arrays(t_s, poses[0], x[:6], poses[1], x[6:])
+            self._finish_fused_step(loop, flags, cs, ss, twin.time)
+            return done + 1, False
+        self.servicer_rule.state = ServicerState.of_arrays(t_s, *servicer)
+        return done, bool(flags)
 
     def _loop_steps(self, loop: TwinLoop, n: int) -> None:
         """``n`` twin steps by its loop, then the arm's measured joints."""
@@ -529,6 +587,9 @@ class TwinHilMission(RuleStates, MissionLoop):
         q_index = tuple((loop.qpos_i[k, :loop.n[k]].copy(), loop.q_offset[k, :loop.n[k]].copy())
                         for k in self._loop_targets[:2])
         self._loop_targets_array = np.array(self._loop_targets, dtype=np.int64)
+        arm = self.twin._arms['servicer_arm']
+        self._arm_index = (np.asarray(arm.qpos_adr, dtype=np.int64), np.asarray(arm.dof_adr, dtype=np.int64))
+        self._quiet_out = np.zeros(2, dtype=np.int64)
         self._chain_steps = 0
         return tuple(chains), tuple(tables), q_index, tuple(s.chain.tare.count for s in (self.client_ft, self.wrist_ft))
 
