@@ -409,7 +409,7 @@ class TwinHilMission(RuleStates, MissionLoop):
         self._wrist_in_flange = kernels.pose_array(self.pose_wrist_sensor_in_flange)
         return fused, command
 
-    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client) -> None:
+    def advance(self, wrench_base_com, tau_arm, wrench_flange, wrench_client_com) -> None:
         # The contact is physical in the twin: the rules read the processed F/T samples instead.
         loop = self._entered_twin_loop()
         if loop is not None:
