@@ -121,7 +121,7 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
         table_command = TwinHilMission.table_command_reference
 
     runs = [cls(sc, ArmHold(model, sc.servicer.q_arm_0, v.arm_hold_bandwidth_rad_s), compiled_twin=compiled)
-            for cls, compiled in ((TwinHilMission, True), (Reference, False), (TwinHilMission, False))]
+            for cls, compiled in ((TwinHilMission, True), (Reference, True), (TwinHilMission, False))]
     records = [m.run(1.0, record_every_s=0.05) for m in runs]
     assert runs[0].twin_loop.supports() == '' and runs[2].twin_loop is None
     for name in RECORD_FIELDS:
@@ -135,7 +135,9 @@ def test_the_compiled_twin_steps_are_the_rules_own(scenario):
         a, b = runs[0].twin._ft[sensor][0], runs[2].twin._ft[sensor][0]
         assert np.array_equal(a.wrench, b.wrench) and a.sequence == b.sequence == runs[0].twin.steps, sensor
     assert runs[0].twin.rejected_count('client') == 0 and runs[0].twin._robots['client'].accepted == runs[2].k
-    assert runs[0].fused_steps == runs[0].k == 1000 and runs[2].fused_steps == 0
+    # (the reference's own rules and tables: its twin steps in the loop, the fused and quiet calls pass it by)
+    assert runs[0].fused_steps == runs[0].k == 1000 and runs[1].fused_steps == runs[2].fused_steps == 0
+    assert runs[1].twin_loop.supports() == '' and runs[1].twin.steps == runs[0].twin.steps
     # all but the OBSW's ticks' steps in the quiet calls (mj_step inside); the Python step none
     assert runs[0].compiled_steps == 1000 and runs[1].compiled_steps == runs[2].compiled_steps == 0
     for sensor in ('client_ft', 'wrist_ft'):            # the chains' tool weight as their own steps leave it

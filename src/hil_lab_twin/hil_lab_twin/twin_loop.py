@@ -28,9 +28,9 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from hil_common.errors import ConfigError, InputError
+from hil_dynamics.kernels import _OPTS
 from hil_lab_twin.ft import MUJOCO_SIGN
 
-_OPTS = dict(cache=True, nogil=True, fastmath=False, error_model='numpy')
 RING = 64            # commands in flight per robot (a delay of 64 steps); more: the loop refuses the command
 ROBOT, ARM = 0, 1    # ``kind`` of a target
 DUE_EPS = 1e-9       # DelayLine.pop_due's tolerance [s]

@@ -564,7 +564,12 @@ class TwinHilMission(RuleStates, MissionLoop):
 
     def _fused_loop_setup(self, loop: TwinLoop):
         """The chains' and tables' arguments of ``twin_loop_step`` (made once; the chains' again after a new tare),
-        and the tare counts they hold; False if a chain has a step with no compiled form."""
+        and the tare counts they hold; False if a chain has a step with no compiled form, or a subclass has its own
+        ``rules``, ``table_command`` or ``advance`` (which the compiled calls would pass by)."""
+        cls = type(self)
+        if (cls.rules, cls.table_command, cls.advance) != (TwinHilMission.rules, TwinHilMission.table_command,
+                                                           TwinHilMission.advance):
+            return False
         chains = []
         for sensor, channel in zip((self.client_ft, self.wrist_ft), self._loop_channels):
             chain = sensor.chain
