@@ -32,7 +32,7 @@ from hil_bringup import servicer_hot_path_kernel as _servicer_kernel
 from hil_bringup.servicer_hot_path_kernel import ROTATION_TOL, frame_target
 from hil_common.kernel_cache import drop_stale_code
 from hil_dynamics import kernels as _kernels
-from hil_dynamics.kernels import _OPTS, _act_force_add, _finite3, _min_jerk, admittance_inputs_step, \
+from hil_dynamics.kernels import _OPTS, _act_force_add, _cross, _finite3, _min_jerk, _rtv, admittance_inputs_step, \
     arm_torque_command, client_port_step, client_rkmk4_step, free_floating_inputs_step, latched_grasp_step, \
     lockstep_port_step, nominal_acceleration_into, rebase_increment, relative_into, relative_mapping_into, \
     rigid_rkmk4_step
@@ -264,12 +264,9 @@ def twin_ft_chain_into(raw, site_xmat, site, mass, gravity, com, offset, deadban
     ``site_xmat``), then ``WrenchChain.process`` with no filter): the tool's weight ``g_w = [m R^T g; c x m R^T g]``,
     ``out = soft_deadband((raw - g_w) - offset)`` (``offset`` the tare's). Returns False if ``g_w`` or the
     compensated wrench is not finite (the readable form names it)."""
-    for i in range(3):
-        g_w[i] = mass * (site_xmat[site, i] * gravity[0] + site_xmat[site, 3 + i] * gravity[1]
-                         + site_xmat[site, 6 + i] * gravity[2])
-    g_w[3] = com[1] * g_w[2] - com[2] * g_w[1]
-    g_w[4] = com[2] * g_w[0] - com[0] * g_w[2]
-    g_w[5] = com[0] * g_w[1] - com[1] * g_w[0]
+    r_g = _rtv(site_xmat[site], gravity[0], gravity[1], gravity[2])        # (the 9 rotation entries, row-major)
+    g_w[0], g_w[1], g_w[2] = mass * r_g[0], mass * r_g[1], mass * r_g[2]
+    g_w[3], g_w[4], g_w[5] = _cross(com[0], com[1], com[2], g_w[0], g_w[1], g_w[2])
     for i in range(6):
         v = (raw[i] - g_w[i]) - offset[i]
         if not (np.isfinite(v) and np.isfinite(g_w[i])):
