@@ -113,6 +113,13 @@ PARAMS = [
           'twin steps without them (counted as a miss; the robot is not waited for again until it is commanded); '
           'a stall of the twin itself (the whole machine) does not count [s]',
           min=0.001, max=60.0),
+    Param('start_real_time_factor', 0.0, "clock 'simulated': from the moment a publisher of a robot's command topic "
+          'appears until its first command, at most this many simulated seconds per wall second (0: off), so that a '
+          'node held up in its start-up finds the twin only this far on (hil_lab_twin.pacing.SimulatedLabClock)',
+          min=0.0, max=1000.0),
+    Param('start_timeout_s', 30.0, "clock 'simulated', with start_real_time_factor: wall time a robot's commander may "
+          'take from its publisher to its first command; then the robot is a miss and no longer waited for at the '
+          'start [s]', min=0.001, max=3600.0),
 ]
 
 
@@ -212,7 +219,8 @@ class LabTwinNode(Node):
             self.get_logger().info(f'{sensor}: RDT/UDP on 127.0.0.1:{port}')
         if self.simulated_clock:
             self.clock = SimulatedLabClock(lab, 1.0 / p.publish_rate_hz, p.max_real_time_factor,
-                                           p.barrier_timeout_s, time.monotonic)
+                                           p.barrier_timeout_s, time.monotonic, p.start_real_time_factor,
+                                           p.start_timeout_s)
             self.clock_pub = self.create_publisher(Clock, '/clock', 10)
             self.status_pub = self.create_publisher(DiagnosticStatus, 'lab_twin/status', 10)
             for topic in filter(None, p.answer_topics):
@@ -223,6 +231,14 @@ class LabTwinNode(Node):
             for topic in self.clock_waits:
                 self.create_subscription(WrenchStamped, topic, lambda msg, t=topic: self.on_measurement(t), 10)
             self.create_timer(0.002, self.try_step)       # wall clock: pacing, the barrier's timeout
+            if p.start_real_time_factor > 0:             # the start: the robots' commanders as they appear
+                self.command_topics = {ns: (f'{ns}/forward_position_controller/commands',
+                                            f'{ns}/joint_trajectory_controller/joint_trajectory')
+                                       for ns in self.twin.position_robots}
+                self.command_topics.update({ns: (f'{ns}/forward_effort_controller/commands',)
+                                            for ns in self.twin.torque_arms})
+                self.given_up_logged = 0
+                self.create_timer(0.1, self.watch_commanders)
             self.create_timer(1.0, self.publish_status)
             self.publish_outputs([[] for _ in self.rdt_channels])   # t = 0: the state the stack starts from
         else:
@@ -285,6 +301,19 @@ class LabTwinNode(Node):
             samples = [[] for _ in self.rdt_channels]
             self.clock.step(lambda: self.collect_samples(samples))
             self.publish_outputs(samples)
+
+    def watch_commanders(self) -> None:
+        """The start: a robot not commanded yet whose command topic has a publisher slows the twin until its first
+        command (``start_real_time_factor``); one given up after ``start_timeout_s`` is named."""
+        for ns, topics in self.command_topics.items():
+            if self.clock.awaits_commander(ns) and any(self.count_publishers(t) for t in topics):
+                self.clock.commander_seen(ns)
+                self.get_logger().info(f'{ns}: its commander appeared; the twin at most '
+                                       f'{self.clock.start_real_time_factor:g}x real time until its first command')
+        for ns in self.clock.start_given_up[self.given_up_logged:]:
+            self.get_logger().warning(f'{ns}: no command {self.clock.start_timeout_s:g} s after its commander '
+                                      'appeared: a miss; the twin no longer waits for it at the start')
+        self.given_up_logged = len(self.clock.start_given_up)
 
     def on_measurement(self, topic: str) -> None:
         self.clock_waits[topic] = True

@@ -109,12 +109,25 @@ class SimulatedLabClock:
     of ``max_real_time_factor`` times the wall time; after a slow stretch it does not burst to
     catch up (the anchor moves with it). Before the stack commands anything, the twin runs at
     that pace alone.
+
+    *The start* (``start_real_time_factor`` > 0): a robot whose commander has appeared (the node calls
+    :meth:`commander_seen` once a publisher of its command topic exists) but has not commanded it yet
+    slows the twin to at most ``start_real_time_factor`` times the wall time, until that first command.
+    A node held up between creating its publisher and its first command (its start-up on a busy machine,
+    while the twin waits only for the robots already commanded) then finds the simulated time moved on by
+    ``start_real_time_factor`` times its hold-up, not ``max_real_time_factor`` times: the fused servicer
+    hot path, held up 0.27 s there, found ``/clock`` 212 ms on and dropped 34 steps (the thirty-fifth
+    session's demo). A robot not commanded within ``start_timeout_s`` of watched wall time is a miss and
+    no longer waited for (:attr:`start_given_up`).
     """
 
     def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 2.0,
-                 wall_clock: Callable[[], float] = time.monotonic):
+                 wall_clock: Callable[[], float] = time.monotonic, start_real_time_factor: float = 0.0,
+                 start_timeout_s: float = 30.0):
         if not (period_s > 0 and max_real_time_factor > 0 and barrier_timeout_s > 0):
             raise ConfigError('period_s, max_real_time_factor and barrier_timeout_s must be > 0')
+        if not (start_real_time_factor >= 0 and start_timeout_s > 0):
+            raise ConfigError('start_real_time_factor must be >= 0 and start_timeout_s > 0')
         self.twin = twin
         self.steps_per_period = max(1, int(round(period_s / twin.dt)))
         self.period_s = self.steps_per_period * twin.dt
@@ -129,6 +142,29 @@ class SimulatedLabClock:
         self.stale_answers: dict[str, int] = {}
         self.steps = 0
         self.wait = WatchedWait(wall_clock)
+        # the start: the robots whose commander appeared and which were not commanded yet, each with its wait
+        self.start_real_time_factor = min(float(start_real_time_factor), self.max_real_time_factor)
+        self.start_timeout_s = float(start_timeout_s)
+        self._commanded: set[str] = set()          # commanded at least once
+        self._starting: dict[str, WatchedWait] = {}
+        self.start_given_up: list[str] = []        # commanders seen that never commanded within start_timeout_s
+        self._last_step_wall = wall_clock()
+
+    def commander_seen(self, robot: str) -> None:
+        """A publisher of ``robot``'s commands exists (its node is starting): until its first command the twin
+        steps at ``start_real_time_factor`` (with it 0: nothing changes)."""
+        if self.awaits_commander(robot):
+            self._starting[robot] = WatchedWait(self.wall_clock)
+
+    def awaits_commander(self, robot: str) -> bool:
+        """True while the start would slow the twin for ``robot`` once its commander appears."""
+        return (self.start_real_time_factor > 0 and robot not in self._commanded and robot not in self._starting
+                and robot not in self.start_given_up)
+
+    @property
+    def starting(self) -> list[str]:
+        """The robots whose commander appeared and which were not commanded yet (the twin at its start pace)."""
+        return sorted(self._starting)
 
     def answered(self, robot: str, stamp_s: float | None = None) -> bool:
         """The stack commanded ``robot``; True when that answers the step from the current time.
@@ -139,6 +175,8 @@ class SimulatedLabClock:
         came), so it engages the robot but does not answer (``stale_answers``). Taking it would add a
         control period to the loop in some runs and not in others."""
         self.engaged.add(robot)
+        self._commanded.add(robot)
+        self._starting.pop(robot, None)
         if stamp_s is not None and stamp_s < self.twin.time - 1e-3 * self.period_s:
             self.stale_answers[robot] = self.stale_answers.get(robot, 0) + 1
             return False
@@ -152,9 +190,20 @@ class SimulatedLabClock:
         waited = self.wait.elapsed()
         now = self.wall_clock()
         ahead = (self.twin.time + self.period_s - self._sim0) - (now - self._wall0) * self.max_real_time_factor
-        if ahead > 1e-9:
+        start_pace_allows = self._start_pace_allows(now)      # (polls the start's waits)
+        if ahead > 1e-9 or not start_pace_allows:
             return False
         return not self.waiting_for() or waited >= self.barrier_timeout_s
+
+    def _start_pace_allows(self, now: float) -> bool:
+        """False while a robot's commander has appeared without commanding it and the last step came less than
+        ``period_s / start_real_time_factor`` ago; a robot waited for ``start_timeout_s`` is given up (a miss)."""
+        for robot, wait in list(self._starting.items()):
+            if wait.elapsed() >= self.start_timeout_s:
+                del self._starting[robot]
+                self.start_given_up.append(robot)
+                self.misses[robot] = self.misses.get(robot, 0) + 1
+        return not self._starting or now - self._last_step_wall >= self.period_s / self.start_real_time_factor
 
     def step(self, after_each_physics_step: Callable[[], None] | None = None) -> None:
         """Advance one period (call when :meth:`step_due`)."""
@@ -168,6 +217,7 @@ class SimulatedLabClock:
                 after_each_physics_step()
         self.steps += 1
         now = self.wall_clock()
+        self._last_step_wall = now
         self.wait.restart()
         # behind the pace: move the anchor, so a slow stretch is not followed by a burst
         self._wall0 = max(self._wall0, now - (self.twin.time - self._sim0) / self.max_real_time_factor)
@@ -176,7 +226,7 @@ class SimulatedLabClock:
         elapsed = self.wall_clock() - self._first_wall
         return {'time_s': self.twin.time, 'steps': self.steps, 'misses': dict(self.misses), 'stalls': self.wait.stalls,
                 'stale_answers': dict(self.stale_answers),
-                'waiting_for': self.waiting_for(),
+                'waiting_for': self.waiting_for(), 'starting': self.starting,
                 'real_time_factor': (self.twin.time - self._sim0) / elapsed if elapsed > 0 else float('nan')}
 
 
@@ -184,7 +234,8 @@ def status_values(counters: dict, stalls: int = 0) -> dict[str, str]:
     """The key-values of ``lab_twin/status`` (strings) for :meth:`SimulatedLabClock.counters` (``stalls``: more
     stalls the node watched, e.g. while waiting for the F/T drivers). :func:`counters_from_status` reads them."""
     flat = {'time_s': counters['time_s'], 'steps': counters['steps'], 'real_time_factor': counters['real_time_factor'],
-            'waiting_for': ' '.join(counters['waiting_for']), 'stalls': counters['stalls'] + stalls,
+            'waiting_for': ' '.join(counters['waiting_for']), 'starting': ' '.join(counters.get('starting', ())),
+            'stalls': counters['stalls'] + stalls,
             **{f'misses.{ns}': n for ns, n in counters['misses'].items()},
             **{f'stale_answers.{ns}': n for ns, n in counters['stale_answers'].items()}}
     return {k: str(v) for k, v in flat.items()}

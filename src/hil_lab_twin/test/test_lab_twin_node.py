@@ -84,3 +84,55 @@ def test_twin_node_interfaces(ros, read_ft_driver, free_udp_port):
     finally:
         out = stop_process(proc)
     assert 'command rejected' in out
+
+
+def test_on_its_simulated_clock_the_twin_waits_at_the_start_pace_for_a_commanders_first_command(ros):
+    """``start_real_time_factor`` (the Envisat graph's twin): a node that has created its robot's command publisher
+    but not commanded yet (its start-up, held up on a busy machine) finds the twin stepping at most that fast, so the
+    simulated time it must catch up is that small; from the robot's first command the twin steps as the stack
+    answers. The simulated time is read from ``/clock`` against this process's wall time: a busy machine can only
+    lower the ratio, and the start pace is an upper bound."""
+    import time
+
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rosgraph_msgs.msg import Clock
+
+    node, executor = ros
+    proc = start_node('hil_lab_twin', 'lab_twin_node', 'tables:=["client:ur10e"]', 'publish_wrench:=false',
+                      'clock:=simulated', 'start_real_time_factor:=0.05', 'barrier_timeout_s:=10.0')
+    clock, status, joints = [], {}, {}
+    node.create_subscription(Clock, '/clock', lambda m: clock.append(
+        (time.monotonic(), m.clock.sec + 1e-9 * m.clock.nanosec)), 1000)
+    node.create_subscription(DiagnosticStatus, '/lab_twin/status', lambda m: status.update(
+        {kv.key: kv.value for kv in m.values}), 10)
+    node.create_subscription(JointState, '/client/joint_states', lambda m: joints.__setitem__('q', list(m.position)), 10)
+
+    def sim_rate(seconds):
+        """Simulated seconds per wall second over the next ``seconds`` of wall time (from /clock)."""
+        n = len(clock)
+        spin_until(executor, lambda: False, seconds)
+        (w0, t0), (w1, t1) = clock[n - 1], clock[-1]
+        return (t1 - t0) / (w1 - w0) if w1 > w0 else 0.0
+
+    try:
+        assert spin_until(executor, lambda: len(clock) > 50 and 'q' in joints and 'starting' in status, 30.0), \
+            (proc.poll(), len(clock), status)
+        alone = sim_rate(1.0)                   # no commander: the twin's usual pace (at most 1x)
+        pub = node.create_publisher(Float64MultiArray, '/client/forward_position_controller/commands', 10)
+        assert spin_until(executor, lambda: status.get('starting') == 'client', 10.0), status
+        starting = sim_rate(2.0)                # its commander is there, silent: the start pace
+        assert 0.0 < starting <= 0.05 * 1.1 + 0.004 / 2.0, (starting, alone)
+
+        def answer(_):                          # from here, one command per step, as a table node answers
+            pub.publish(Float64MultiArray(data=joints['q']))
+        node.create_subscription(Clock, '/clock', answer, 10)
+        answer(None)
+        assert spin_until(executor, lambda: status.get('starting') == '' and 'client' not in status.get(
+            'waiting_for', 'client'), 10.0), status
+        answered = sim_rate(1.5)
+        print(f'\nsimulated s per wall s: alone {alone:.3f}, its commander silent {starting:.3f}, answered {answered:.3f}')
+        assert answered > 3.0 * 0.05, (alone, starting, answered)
+        assert status.get('misses.client', '0') == '0', status
+    finally:
+        out = stop_process(proc)
+    assert 'client: its commander appeared' in out, out[-2000:]

@@ -125,3 +125,79 @@ def test_a_command_stamped_for_an_earlier_step_does_not_answer_this_one(twin):
     back = counters_from_status(status_values(clock.counters(), stalls=2))
     assert back['stale_answers'] == {'client': 1} and back['misses'] == {} and back['steps'] == clock.steps
     assert back['stalls'] == clock.wait.stalls + 2
+
+
+def test_from_a_commanders_start_to_its_first_command_the_twin_steps_at_the_start_pace(twin):
+    """``start_real_time_factor``: once a robot's commander has appeared and until its first command, the twin
+    steps at most that fast, so a node held up in its start-up finds the simulated time only that far on (the
+    fused servicer hot path, held up 0.27 s while the twin waited only for the client, found ``/clock`` 212 ms on
+    and dropped 34 steps). Before any commander appears, and after the first command, the pace is the usual one."""
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall,
+                              start_real_time_factor=0.05, start_timeout_s=30.0)
+
+    def run(seconds, answer=()):
+        """Poll every 2 ms of wall time for ``seconds`` as the node does, the robots of ``answer`` answering each
+        step at once; the simulated time that passed."""
+        t0 = twin.time
+        for _ in range(int(round(seconds / 0.002))):
+            wall.now += 0.002
+            if clock.step_due():
+                clock.step()
+                for robot in answer:
+                    clock.answered(robot)
+        return twin.time - t0
+
+    assert run(0.4) == pytest.approx(0.4, abs=0.0045)          # no commander yet: the usual pace
+    clock.answered('client')                                    # the client's node commands from here on
+    assert run(0.4, ['client']) == pytest.approx(0.4, abs=0.0045)
+    clock.commander_seen('servicer')                            # the servicer's node starts (its publisher) ...
+    assert clock.starting == ['servicer'] and not clock.awaits_commander('servicer')
+    held_up = run(0.3, ['client'])                              # ... and is held up 0.3 s before its first command
+    assert held_up <= 0.05 * 0.3 + 0.004 and held_up >= 0.05 * 0.3 - 0.004, held_up
+    clock.answered('servicer')                                  # its first command: the usual pace again
+    assert clock.starting == [] and not clock.awaits_commander('servicer')
+    assert run(0.4, ['client', 'servicer']) == pytest.approx(0.4, abs=0.0085)
+    clock.commander_seen('servicer')                            # commanded before: never slows again
+    assert clock.starting == [] and clock.misses == {}
+    assert status_values(clock.counters())['starting'] == ''
+
+
+def test_a_commander_that_never_commands_is_a_miss_after_the_start_timeout(twin):
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall,
+                              start_real_time_factor=0.05, start_timeout_s=3.0)
+    clock.commander_seen('client')
+    assert status_values(clock.counters())['starting'] == 'client'
+    steps = 0
+    for _ in range(1499):                                       # 3 s less 2 ms, polled every 2 ms: the start pace
+        wall.now += 0.002
+        if clock.step_due():
+            clock.step()
+            steps += 1
+    # (a step once 80 ms have passed, polled every 2 ms: 80 or 82 ms apart as the sums of 2 ms round)
+    assert 3.0 / 0.082 - 1 <= steps <= 3.0 / 0.080 and clock.misses == {}, steps
+    wall.now += 0.004
+    clock.step_due()                                            # 3 s (and the sums' rounding): given up, a miss
+    assert clock.start_given_up == ['client'] and clock.misses == {'client': 1} and clock.starting == []
+    t0 = twin.time
+    for _ in range(100):                                        # then the usual pace
+        wall.now += 0.002
+        if clock.step_due():
+            clock.step()
+    assert twin.time - t0 == pytest.approx(0.2, abs=0.0045)
+    clock.commander_seen('client')                              # not waited for at the start again
+    assert clock.starting == [] and not clock.awaits_commander('client')
+
+
+def test_without_a_start_pace_a_commander_changes_nothing(twin):
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    clock.commander_seen('client')
+    assert clock.starting == [] and not clock.awaits_commander('client')
+    t0 = twin.time
+    for _ in range(100):
+        wall.now += 0.002
+        if clock.step_due():
+            clock.step()
+    assert twin.time - t0 == pytest.approx(0.2, abs=0.0045)
