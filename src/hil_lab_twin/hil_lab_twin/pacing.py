@@ -219,8 +219,10 @@ class SimulatedLabClock:
         now = self.wall_clock()
         self._last_step_wall = now
         self.wait.restart()
-        # behind the pace: move the anchor, so a slow stretch is not followed by a burst
-        self._wall0 = max(self._wall0, now - (self.twin.time - self._sim0) / self.max_real_time_factor)
+        # behind the pace by more than a period: move the anchor, so a slow stretch is followed by one period at
+        # once at most, not by a burst. Less is caught up: the node polls every 2 ms, so a step comes up to a poll
+        # late, and with the anchor moved by each such lateness 4 ms periods came 6 ms apart (0.67x real time at 1x)
+        self._wall0 = max(self._wall0, now - (self.twin.time - self._sim0 + self.period_s) / self.max_real_time_factor)
 
     def counters(self) -> dict:
         elapsed = self.wall_clock() - self._first_wall

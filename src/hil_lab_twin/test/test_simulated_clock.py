@@ -38,9 +38,24 @@ def test_the_pace_is_capped_and_does_not_burst(twin):
     assert twin.time - t0 == pytest.approx(0.004) and not clock.step_due()
     wall.now += 1.0                            # a slow stretch of 1 s: the twin does not catch up in a burst
     clock.step()
+    assert clock.step_due()                    # (one period at once at most)
+    clock.step()
     assert not clock.step_due()
     wall.now += 0.004
     assert clock.step_due()
+
+
+def test_a_step_that_came_a_poll_late_is_caught_up(twin):
+    """The node polls every 2 ms: a step comes up to a poll late. Such lateness is caught up, so the twin keeps
+    1x real time; with the anchor moved by every late step, 4 ms periods polled every 3 ms came 6 ms apart."""
+    wall = WallClock()
+    clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall)
+    t0 = twin.time
+    for _ in range(400):                       # 1.2 s of wall time, polled every 3 ms
+        wall.now += 0.003
+        if clock.step_due():
+            clock.step()
+    assert twin.time - t0 == pytest.approx(1.2, abs=0.0045)
 
 
 def test_the_stack_holds_each_step_and_a_silent_robot_costs_one_timeout(twin):
