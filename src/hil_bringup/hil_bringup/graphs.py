@@ -253,11 +253,11 @@ def simulated_clock_twin(clock_after_topics) -> dict:
             'command_stamps': True}
 
 
-#: The Envisat twin's pace from a robot's commander's start to its first command, on its simulated clock
-#: (``lab_twin_node``'s ``start_real_time_factor``). The stack's nodes start while the twin already waits for the robots
-#: commanded first, and on two cores one held up then for 0.27 s found ``/clock`` 212 ms on: the fused servicer hot
-#: path dropped 34 of its 250 Hz steps (its ``max_catch_up`` is 20, 80 ms). At 0.05 such a hold-up moves the
-#: simulated time 14 ms; a hold-up of 1.6 s would be needed to drop a step.
+#: The Envisat twin's pace from a robot's commander's start until its commands keep pace, on its simulated clock
+#: (``lab_twin_node``'s ``start_real_time_factor``, ``hil_lab_twin.pacing.SimulatedLabClock``). The stack's nodes start
+#: while the twin already waits for the robots commanded first, and on two cores one held up then for 0.27 s found
+#: ``/clock`` 212 ms on: the fused servicer hot path dropped 34 of its 250 Hz steps (its ``max_catch_up`` is 20,
+#: 80 ms). At 0.05 such a hold-up moves the simulated time 14 ms; a hold-up of 1.6 s would be needed to drop a step.
 ENVISAT_START_PACE = 0.05
 
 
@@ -398,7 +398,7 @@ def envisat_graph(given: Mapping[str, str] | None = None, scenario=None) -> Grap
             fac, scenario, {'client_ft': ports['client'], 'servicer_wrist_ft': ports['servicer']}),
             **({'publish_rate_hz': min(control_rate_hz, 1000.0)} if control_rate_hz else {}),
             # /clock once the drivers passed the step's samples on: the timers fire on that step's data; from a
-            # robot's commander's start to its first command, the twin at the start pace (ENVISAT_START_PACE)
+            # robot's commander's start until its commands keep pace, the twin at the start pace (ENVISAT_START_PACE)
             **({**simulated_clock_twin(t for t, _ in ENVISAT_WRENCH_TOPICS),
                 'start_real_time_factor': ENVISAT_START_PACE} if sim_clock else {})}))
     frames = {'client': 'client_ft_sensor', 'servicer': 'wrist_ft_sensor'}

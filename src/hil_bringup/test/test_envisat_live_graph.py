@@ -130,10 +130,14 @@ def test_the_launch_file_graph_captures_live_with_the_twin(tmp_path, servicer_ho
         # in the compiled loop's thread, which takes the twin's /clock itself (before, under use_sim_time every sample
         # ran in the wrist callback, after the executor had taken /clock)
         assert threaded > 0.5 * (samples - held), counts
-    # the stack answered the twin nearly every step (misses: steps the twin took without it)
-    steps = RUN_S * 250
+    # the stack answered the twin every step (misses: steps the twin took without it, after its barrier's 10 s), and
+    # no hot path or admittance dropped a step: with the twin's start pace (graphs.ENVISAT_START_PACE) a node held up
+    # in its start-up no longer finds the twin far on, and a robot is waited for once its commands keep pace
     misses = summary['deadline_misses'].get('lab_twin/status', {})
-    assert sum(misses.values()) < 0.02 * steps, misses
+    assert sum(misses.values()) == 0, misses
+    dropped = {topic: values['dropped_steps'] for topic, values in summary['deadline_misses'].items()
+               if values.get('dropped_steps')}
+    assert not dropped, summary['deadline_misses']
 
     # the timeline: the grasp latches as long after the approach starts as in the ideal-robot
     # lockstep run, within the loop's delays (the OBSW started during the inspection above, so

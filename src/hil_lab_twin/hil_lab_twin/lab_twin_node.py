@@ -33,7 +33,9 @@ Two clocks (``clock``):
   It takes the next step once every robot the stack commands has received a command since the
   last one (the stack answered), or after ``barrier_timeout_s`` of wall time without, as the twin
   watched it (``hil_lab_twin.pacing.WatchedWait``: a stall of the whole machine is no miss) (a *miss*,
-  counted per robot; that robot is not waited for again until it is commanded), and never faster than ``max_real_time_factor`` times real time. A busy
+  counted per robot; that robot is not waited for again until it is commanded), and never faster than ``max_real_time_factor`` times real time
+  (with ``start_real_time_factor``: that fast at most from a robot's commander's start until its commands keep pace,
+  :class:`hil_lab_twin.pacing.SimulatedLabClock`). A busy
   machine then slows the simulated timeline down; it does not change what happens on it. The
   counters go out on ``lab_twin/status`` (diagnostic_msgs/DiagnosticStatus) every second of wall time.
 
@@ -114,12 +116,12 @@ PARAMS = [
           'a stall of the twin itself (the whole machine) does not count [s]',
           min=0.001, max=60.0),
     Param('start_real_time_factor', 0.0, "clock 'simulated': from the moment a publisher of a robot's command topic "
-          'appears until its first command, at most this many simulated seconds per wall second (0: off), so that a '
-          'node held up in its start-up finds the twin only this far on (hil_lab_twin.pacing.SimulatedLabClock)',
-          min=0.0, max=1000.0),
+          'appears until the robot has been commanded in a few steps in a row (then it is waited for), at most this '
+          'many simulated seconds per wall second (0: off), so that a node held up in its start-up finds the twin only '
+          'this far on (hil_lab_twin.pacing.SimulatedLabClock)', min=0.0, max=1000.0),
     Param('start_timeout_s', 30.0, "clock 'simulated', with start_real_time_factor: wall time a robot's commander may "
-          'take from its publisher to its first command; then the robot is a miss and no longer waited for at the '
-          'start [s]', min=0.001, max=3600.0),
+          'take from its publisher to commands that keep pace; then the robot is a miss and no longer slows the twin '
+          '[s]', min=0.001, max=3600.0),
 ]
 
 
@@ -309,10 +311,10 @@ class LabTwinNode(Node):
             if self.clock.awaits_commander(ns) and any(self.count_publishers(t) for t in topics):
                 self.clock.commander_seen(ns)
                 self.get_logger().info(f'{ns}: its commander appeared; the twin at most '
-                                       f'{self.clock.start_real_time_factor:g}x real time until its first command')
+                                       f'{self.clock.start_real_time_factor:g}x real time until its commands keep pace')
         for ns in self.clock.start_given_up[self.given_up_logged:]:
-            self.get_logger().warning(f'{ns}: no command {self.clock.start_timeout_s:g} s after its commander '
-                                      'appeared: a miss; the twin no longer waits for it at the start')
+            self.get_logger().warning(f'{ns}: no commands keeping pace {self.clock.start_timeout_s:g} s after its '
+                                      'commander appeared: a miss; it no longer slows the twin')
         self.given_up_logged = len(self.clock.start_given_up)
 
     def on_measurement(self, topic: str) -> None:

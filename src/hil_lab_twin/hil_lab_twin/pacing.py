@@ -97,6 +97,10 @@ class WatchedWait:
         return self._waited
 
 
+#: the steps in a row a starting robot must have been commanded in to be engaged (``SimulatedLabClock``, the start)
+START_ANSWERS = 3
+
+
 class SimulatedLabClock:
     """The twin's own timeline for a live graph (``lab_twin_node`` with ``clock: simulated``).
 
@@ -111,14 +115,18 @@ class SimulatedLabClock:
     that pace alone.
 
     *The start* (``start_real_time_factor`` > 0): a robot whose commander has appeared (the node calls
-    :meth:`commander_seen` once a publisher of its command topic exists) but has not commanded it yet
-    slows the twin to at most ``start_real_time_factor`` times the wall time, until that first command.
-    A node held up between creating its publisher and its first command (its start-up on a busy machine,
-    while the twin waits only for the robots already commanded) then finds the simulated time moved on by
-    ``start_real_time_factor`` times its hold-up, not ``max_real_time_factor`` times: the fused servicer
-    hot path, held up 0.27 s there, found ``/clock`` 212 ms on and dropped 34 steps (the thirty-fifth
-    session's demo). A robot not commanded within ``start_timeout_s`` of watched wall time is a miss and
-    no longer waited for (:attr:`start_given_up`).
+    :meth:`commander_seen` once a publisher of its command topic exists) slows the twin to at most
+    ``start_real_time_factor`` times the wall time until it is engaged, which it is once it has been commanded in
+    :data:`START_ANSWERS` steps in a row; until then its commands are watched, not waited for. A node held up
+    between creating its publisher and its commands (its start-up on a busy machine, while the twin waits only for
+    the robots already commanded) then finds the simulated time moved on by ``start_real_time_factor`` times its
+    hold-up, not ``max_real_time_factor`` times: the fused servicer hot path, held up 0.27 s there, found
+    ``/clock`` 212 ms on and dropped 34 steps (the thirty-fifth session's demo). Engaged at its first command
+    instead, a node whose first command came from a sample queued during its start-up (a step of the grid taken
+    ahead of its samples) then had no command for the next step, and the twin waited ``barrier_timeout_s`` for it (3
+    of 9 starts, 2026-12-01): after a few answered steps in a row its commands keep pace with the twin's steps. A
+    robot not engaged within ``start_timeout_s`` of watched wall time is a miss and no longer slows the twin
+    (:attr:`start_given_up`); its next command engages it as any robot's.
     """
 
     def __init__(self, twin, period_s: float, max_real_time_factor: float = 1.0, barrier_timeout_s: float = 2.0,
@@ -147,6 +155,8 @@ class SimulatedLabClock:
         self.start_timeout_s = float(start_timeout_s)
         self._commanded: set[str] = set()          # commanded at least once
         self._starting: dict[str, WatchedWait] = {}
+        self._start_streak: dict[str, int] = {}    # a starting robot's steps in a row with a command
+        self._start_answered: set[str] = set()     # the starting robots commanded since the last step
         self.start_given_up: list[str] = []        # commanders seen that never commanded within start_timeout_s
         self._last_step_wall = wall_clock()
 
@@ -155,6 +165,7 @@ class SimulatedLabClock:
         steps at ``start_real_time_factor`` (with it 0: nothing changes)."""
         if self.awaits_commander(robot):
             self._starting[robot] = WatchedWait(self.wall_clock)
+            self._start_streak[robot] = 0
 
     def awaits_commander(self, robot: str) -> bool:
         """True while the start would slow the twin for ``robot`` once its commander appears."""
@@ -163,7 +174,7 @@ class SimulatedLabClock:
 
     @property
     def starting(self) -> list[str]:
-        """The robots whose commander appeared and which were not commanded yet (the twin at its start pace)."""
+        """The robots whose commander appeared and which are not engaged yet (the twin at its start pace)."""
         return sorted(self._starting)
 
     def answered(self, robot: str, stamp_s: float | None = None) -> bool:
@@ -173,12 +184,18 @@ class SimulatedLabClock:
         It answers only the step from that time on: a command stamped earlier is one still in flight from
         an earlier step (the stack answered that step with a newer one, or the twin stepped before it
         came), so it engages the robot but does not answer (``stale_answers``). Taking it would add a
-        control period to the loop in some runs and not in others."""
+        control period to the loop in some runs and not in others. A starting robot's command is watched: it
+        counts towards its engagement (*the start* above) and releases nothing."""
+        stale = stamp_s is not None and stamp_s < self.twin.time - 1e-3 * self.period_s
+        if stale:
+            self.stale_answers[robot] = self.stale_answers.get(robot, 0) + 1
+        if robot in self._starting:
+            if not stale:
+                self._start_answered.add(robot)
+            return False
         self.engaged.add(robot)
         self._commanded.add(robot)
-        self._starting.pop(robot, None)
-        if stamp_s is not None and stamp_s < self.twin.time - 1e-3 * self.period_s:
-            self.stale_answers[robot] = self.stale_answers.get(robot, 0) + 1
+        if stale:
             return False
         self._answered.add(robot)
         return True
@@ -201,6 +218,7 @@ class SimulatedLabClock:
         for robot, wait in list(self._starting.items()):
             if wait.elapsed() >= self.start_timeout_s:
                 del self._starting[robot]
+                self._start_answered.discard(robot)
                 self.start_given_up.append(robot)
                 self.misses[robot] = self.misses.get(robot, 0) + 1
         return not self._starting or now - self._last_step_wall >= self.period_s / self.start_real_time_factor
@@ -211,6 +229,13 @@ class SimulatedLabClock:
             self.misses[robot] = self.misses.get(robot, 0) + 1
             self.engaged.discard(robot)
         self._answered.clear()
+        for robot in list(self._starting):     # the start: engaged after START_ANSWERS steps in a row with a command
+            self._start_streak[robot] = self._start_streak[robot] + 1 if robot in self._start_answered else 0
+            if self._start_streak[robot] >= START_ANSWERS:
+                del self._starting[robot]
+                self.engaged.add(robot)
+                self._commanded.add(robot)
+        self._start_answered.clear()
         for _ in range(self.steps_per_period):
             self.twin.step(1)
             if after_each_physics_step is not None:

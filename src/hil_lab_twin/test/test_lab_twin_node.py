@@ -86,11 +86,11 @@ def test_twin_node_interfaces(ros, read_ft_driver, free_udp_port):
     assert 'command rejected' in out
 
 
-def test_on_its_simulated_clock_the_twin_waits_at_the_start_pace_for_a_commanders_first_command(ros):
+def test_on_its_simulated_clock_the_twin_waits_at_the_start_pace_until_a_commander_keeps_pace(ros):
     """``start_real_time_factor`` (the Envisat graph's twin): a node that has created its robot's command publisher
     but not commanded yet (its start-up, held up on a busy machine) finds the twin stepping at most that fast, so the
-    simulated time it must catch up is that small; from the robot's first command the twin steps as the stack
-    answers. The simulated time is read from ``/clock`` against this process's wall time: a busy machine can only
+    simulated time it must catch up is that small; once the robot has been commanded in a few steps in a row the twin
+    steps as the stack answers. The simulated time is read from ``/clock`` against this process's wall time: a busy machine can only
     lower the ratio, and the start pace is an upper bound."""
     import time
 
@@ -123,7 +123,7 @@ def test_on_its_simulated_clock_the_twin_waits_at_the_start_pace_for_a_commander
         starting = sim_rate(2.0)                # its commander is there, silent: the start pace
         assert 0.0 < starting <= 0.05 * 1.1 + 0.004 / 2.0, (starting, alone)
 
-        def answer(_):                          # from here, one command per step, as a table node answers
+        def answer(_):                          # from here one command per step, as a table node answers
             pub.publish(Float64MultiArray(data=joints['q']))
         node.create_subscription(Clock, '/clock', answer, 10)
         answer(None)

@@ -9,7 +9,7 @@ a stall of the twin itself (of the whole machine) is not the stack's silence.
 
 import pytest
 
-from hil_lab_twin.pacing import SimulatedLabClock, counters_from_status, status_values
+from hil_lab_twin.pacing import START_ANSWERS, SimulatedLabClock, counters_from_status, status_values
 from hil_lab_twin.scene import RobotConfig, TwinConfig
 from hil_lab_twin.twin import LabTwin
 
@@ -142,25 +142,30 @@ def test_a_command_stamped_for_an_earlier_step_does_not_answer_this_one(twin):
     assert back['stalls'] == clock.wait.stalls + 2
 
 
-def test_from_a_commanders_start_to_its_first_command_the_twin_steps_at_the_start_pace(twin):
-    """``start_real_time_factor``: once a robot's commander has appeared and until its first command, the twin
-    steps at most that fast, so a node held up in its start-up finds the simulated time only that far on (the
-    fused servicer hot path, held up 0.27 s while the twin waited only for the client, found ``/clock`` 212 ms on
-    and dropped 34 steps). Before any commander appears, and after the first command, the pace is the usual one."""
+def test_from_a_commanders_start_until_it_keeps_pace_the_twin_steps_at_the_start_pace(twin):
+    """``start_real_time_factor``: once a robot's commander has appeared and until it has been commanded in
+    ``START_ANSWERS`` steps in a row, the twin steps at most that fast and does not wait for it, so a node held up in
+    its start-up finds the simulated time only that far on (the fused servicer hot path, held up 0.27 s while the twin
+    waited only for the client, found ``/clock`` 212 ms on and dropped 34 steps). A step without its command (a node
+    whose first command came from a sample queued in its start-up: the twin waited 10 s for the next one) starts the
+    count again, and is no miss. Before any commander appears, and once engaged, the pace is the usual one."""
     wall = WallClock()
     clock = SimulatedLabClock(twin, 0.004, max_real_time_factor=1.0, barrier_timeout_s=2.0, wall_clock=wall,
                               start_real_time_factor=0.05, start_timeout_s=30.0)
 
-    def run(seconds, answer=()):
-        """Poll every 2 ms of wall time for ``seconds`` as the node does, the robots of ``answer`` answering each
-        step at once; the simulated time that passed."""
-        t0 = twin.time
+    def run(seconds, answer=(), steps=None):
+        """Poll every 2 ms of wall time for ``seconds`` (or until ``steps`` steps) as the node does, the robots of
+        ``answer`` answering each step at once; the simulated time that passed."""
+        t0, n = twin.time, 0
         for _ in range(int(round(seconds / 0.002))):
             wall.now += 0.002
             if clock.step_due():
                 clock.step()
+                n += 1
                 for robot in answer:
                     clock.answered(robot)
+                if n == steps:
+                    break
         return twin.time - t0
 
     assert run(0.4) == pytest.approx(0.4, abs=0.0045)          # no commander yet: the usual pace
@@ -168,10 +173,19 @@ def test_from_a_commanders_start_to_its_first_command_the_twin_steps_at_the_star
     assert run(0.4, ['client']) == pytest.approx(0.4, abs=0.0045)
     clock.commander_seen('servicer')                            # the servicer's node starts (its publisher) ...
     assert clock.starting == ['servicer'] and not clock.awaits_commander('servicer')
-    held_up = run(0.3, ['client'])                              # ... and is held up 0.3 s before its first command
-    assert held_up <= 0.05 * 0.3 + 0.004 and held_up >= 0.05 * 0.3 - 0.004, held_up
-    clock.answered('servicer')                                  # its first command: the usual pace again
-    assert clock.starting == [] and not clock.awaits_commander('servicer')
+    held_up = run(0.3, ['client'])                              # ... and is held up 0.3 s before its commands
+    assert 0.05 * 0.3 - 0.004 <= held_up <= 0.05 * 0.3 + 0.004, held_up
+    assert not clock.answered('servicer')                       # its first command: watched, not waited for ...
+    run(1.0, ['client'], steps=1)
+    assert clock.starting == ['servicer'] and clock.waiting_for() == []
+    run(1.0, ['client'], steps=1)                               # ... a step without one starts the count again
+    assert clock.starting == ['servicer'] and clock.misses == {}
+    for k in range(START_ANSWERS):                              # commanded in START_ANSWERS steps in a row
+        assert clock.starting == ['servicer'], k
+        clock.answered('servicer')
+        assert run(1.0, ['client'], steps=1) == pytest.approx(0.004)
+    assert clock.starting == [] and clock.waiting_for() == ['servicer'] and clock.misses == {}
+    clock.answered('servicer')                                  # engaged: waited for, at the usual pace
     assert run(0.4, ['client', 'servicer']) == pytest.approx(0.4, abs=0.0085)
     clock.commander_seen('servicer')                            # commanded before: never slows again
     assert clock.starting == [] and clock.misses == {}
@@ -203,6 +217,7 @@ def test_a_commander_that_never_commands_is_a_miss_after_the_start_timeout(twin)
     assert twin.time - t0 == pytest.approx(0.2, abs=0.0045)
     clock.commander_seen('client')                              # not waited for at the start again
     assert clock.starting == [] and not clock.awaits_commander('client')
+    assert clock.answered('client') and clock.waiting_for() == []   # its command engages it as any robot's
 
 
 def test_without_a_start_pace_a_commander_changes_nothing(twin):
