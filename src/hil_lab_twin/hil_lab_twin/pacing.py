@@ -150,19 +150,19 @@ class SimulatedLabClock:
         self.stale_answers: dict[str, int] = {}
         self.steps = 0
         self.wait = WatchedWait(wall_clock)
-        # the start: the robots whose commander appeared and which were not commanded yet, each with its wait
+        # the start: the robots whose commander appeared and which are not engaged yet, each with its wait
         self.start_real_time_factor = min(float(start_real_time_factor), self.max_real_time_factor)
         self.start_timeout_s = float(start_timeout_s)
-        self._commanded: set[str] = set()          # commanded at least once
+        self._commanded: set[str] = set()          # engaged at least once (no start for them)
         self._starting: dict[str, WatchedWait] = {}
         self._start_streak: dict[str, int] = {}    # a starting robot's steps in a row with a command
         self._start_answered: set[str] = set()     # the starting robots commanded since the last step
-        self.start_given_up: list[str] = []        # commanders seen that never commanded within start_timeout_s
+        self.start_given_up: list[str] = []        # commanders seen that were not engaged within start_timeout_s
         self._last_step_wall = wall_clock()
 
     def commander_seen(self, robot: str) -> None:
-        """A publisher of ``robot``'s commands exists (its node is starting): until its first command the twin
-        steps at ``start_real_time_factor`` (with it 0: nothing changes)."""
+        """A publisher of ``robot``'s commands exists (its node is starting): until the robot is engaged (*the start*
+        above) the twin steps at ``start_real_time_factor`` at most (with it 0: nothing changes)."""
         if self.awaits_commander(robot):
             self._starting[robot] = WatchedWait(self.wall_clock)
             self._start_streak[robot] = 0
@@ -213,8 +213,8 @@ class SimulatedLabClock:
         return not self.waiting_for() or waited >= self.barrier_timeout_s
 
     def _start_pace_allows(self, now: float) -> bool:
-        """False while a robot's commander has appeared without commanding it and the last step came less than
-        ``period_s / start_real_time_factor`` ago; a robot waited for ``start_timeout_s`` is given up (a miss)."""
+        """False while a robot's commander has appeared, the robot not engaged yet, and the last step came less
+        than ``period_s / start_real_time_factor`` ago; a robot waited for ``start_timeout_s`` is given up (a miss)."""
         for robot, wait in list(self._starting.items()):
             if wait.elapsed() >= self.start_timeout_s:
                 del self._starting[robot]
