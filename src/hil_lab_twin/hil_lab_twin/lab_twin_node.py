@@ -305,8 +305,8 @@ class LabTwinNode(Node):
             self.publish_outputs(samples)
 
     def watch_commanders(self) -> None:
-        """The start: a robot not commanded yet whose command topic has a publisher slows the twin until its first
-        command (``start_real_time_factor``); one given up after ``start_timeout_s`` is named."""
+        """The start: a robot not engaged yet whose command topic has a publisher slows the twin until its commands
+        keep pace (``start_real_time_factor``); one given up after ``start_timeout_s`` is named."""
         for ns, topics in self.command_topics.items():
             if self.clock.awaits_commander(ns) and any(self.count_publishers(t) for t in topics):
                 self.clock.commander_seen(ns)
