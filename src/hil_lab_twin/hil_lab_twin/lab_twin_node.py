@@ -186,18 +186,19 @@ class LabTwinNode(Node):
         lab = self.stepped_lab(self.twin)
         self.pacer = None if self.simulated_clock else RealTimePacer(lab, clock=time.time)
         self.joint_pubs, self.warned, self.gripper_pubs = {}, set(), {}
+        self.command_topics = {}        # each robot's command topics (the start pace watches their publishers)
         for ns in self.twin.position_robots:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
-            self.create_subscription(Float64MultiArray, f'{ns}/forward_position_controller/commands',
-                                     lambda msg, ns=ns: self.on_positions(ns, msg), 100)
-            self.create_subscription(JointTrajectory, f'{ns}/joint_trajectory_controller/joint_trajectory',
-                                     lambda msg, ns=ns: self.on_trajectory(ns, msg), 10)
+            positions, trajectory = self.command_topics[ns] = (f'{ns}/forward_position_controller/commands',
+                                                               f'{ns}/joint_trajectory_controller/joint_trajectory')
+            self.create_subscription(Float64MultiArray, positions, lambda msg, ns=ns: self.on_positions(ns, msg), 100)
+            self.create_subscription(JointTrajectory, trajectory, lambda msg, ns=ns: self.on_trajectory(ns, msg), 10)
         for ns in self.twin.payload_robots:
             self.create_subscription(WrenchStamped, f'{ns}/payload/push', lambda msg, ns=ns: self.on_push(ns, msg), 10)
         for ns in self.twin.torque_arms:
             self.joint_pubs[ns] = self.create_publisher(JointState, f'{ns}/joint_states', 10)
-            self.create_subscription(Float64MultiArray, f'{ns}/forward_effort_controller/commands',
-                                     lambda msg, ns=ns: self.on_efforts(ns, msg), 100)
+            (efforts,) = self.command_topics[ns] = (f'{ns}/forward_effort_controller/commands',)
+            self.create_subscription(Float64MultiArray, efforts, lambda msg, ns=ns: self.on_efforts(ns, msg), 100)
             if self.twin.has_ring_gripper(ns):   # the OBSW's gripper command (true closes)
                 self.create_subscription(Bool, f'{ns.removesuffix("_arm")}/gripper_cmd',
                                          lambda msg, ns=ns: self.on_gripper(ns, msg), 10)
@@ -234,11 +235,6 @@ class LabTwinNode(Node):
                 self.create_subscription(WrenchStamped, topic, lambda msg, t=topic: self.on_measurement(t), 10)
             self.create_timer(0.002, self.try_step)       # wall clock: pacing, the barrier's timeout
             if p.start_real_time_factor > 0:             # the start: the robots' commanders as they appear
-                self.command_topics = {ns: (f'{ns}/forward_position_controller/commands',
-                                            f'{ns}/joint_trajectory_controller/joint_trajectory')
-                                       for ns in self.twin.position_robots}
-                self.command_topics.update({ns: (f'{ns}/forward_effort_controller/commands',)
-                                            for ns in self.twin.torque_arms})
                 self.given_up_logged = 0
                 self.create_timer(0.1, self.watch_commanders)
             self.create_timer(1.0, self.publish_status)
